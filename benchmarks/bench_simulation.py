@@ -1,0 +1,207 @@
+"""Benchmark: click-log simulation against the bare cost of drawing its random numbers.
+
+Run ``python benchmarks/bench_simulation.py`` (``--help`` for sizes). It times
+
+1. PBM simulation of ``--sessions`` sessions x 10 positions on synthetic data
+   (10,000 queries x 30 documents) under a LightGBM production ranker, to an
+   in-memory polars log, next to ``np.random.default_rng().random(n * 10)``
+   (the bare cost of the uniforms alone; target: <= 5x), with a breakdown of
+   where the time goes (query choice, ranking, uniforms, clicks, table);
+2. the same for every other click model (ratio to ``n * 10 * n_uniforms``);
+3. ``--stream-sessions`` sessions streamed to parquet in a child process,
+   reporting wall time and peak RSS (``resource.getrusage``; target < 4 GB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from clickrank._random import STREAM_CLICK, session_uniforms
+from clickrank.clickmodels import make_click_model
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy, production_ranker
+from clickrank.simulation import (
+    _apply_interventions,
+    _id_source,
+    _query_sampler,
+    _sample_queries,
+    _to_table,
+    simulate,
+)
+
+K = 10
+
+
+def best(f, repeat: int = 3) -> tuple[float, object]:
+    out, t_best = None, np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = f()
+        t_best = min(t_best, time.perf_counter() - t)
+    return t_best, out
+
+
+def setup(seed: int = 0):
+    """Synthetic data and the production ranker; the policy ranks by its precomputed scores."""
+    data = synthetic(10_000, 30, seed=seed)
+    ranker = production_ranker(data, 0.01, seed=seed)
+    policy = DeterministicPolicy(ranker.predict(data.X), name="production")
+    return data, policy, ranker
+
+
+def breakdown(data, policy, model, n: int) -> dict[str, float]:
+    """Time each step of one chunk of ``n`` sessions (best of 3)."""
+    sess = np.arange(n, dtype=np.uint64)
+    t = {}
+    t["prepare (rank all queries)"], prep = best(lambda: policy.prepare(data, K))
+    sampler = _query_sampler(data, None)
+    t["query choice"], q = best(lambda: _sample_queries(0, sess, sampler))
+    t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
+    rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
+    y_ext = np.append(data.y, np.nan)
+    t["labels"], labels = best(lambda: y_ext[rows])
+    n_u = model.n_uniforms
+    t["uniforms"], u = best(lambda: session_uniforms(0, sess, K * n_u, STREAM_CLICK))
+    u = u.reshape(n, K, n_u)
+    t["clicks (model.sample)"], c = best(lambda: model.sample(labels, u))
+    qids, docs = _id_source(data.qid), _id_source(data.doc)
+    t["table conversion"], _ = best(
+        lambda: _to_table(
+            sessions=sess,
+            queries=q,
+            rows=rows,
+            clicks=c,
+            labels=labels,
+            icode=ic,
+            rcode=rc,
+            pivot=pv,
+            swap_k=sk,
+            qids=qids,
+            docs=docs,
+            ranker_names=prep.names,
+        )
+    )
+    return t
+
+
+def stream_child(n: int, chunk: int) -> None:
+    data, policy, _ = setup()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "log.parquet"
+        t = time.perf_counter()
+        simulate(
+            data,
+            policy=policy,
+            click_model=make_click_model("pbm"),
+            n_sessions=n,
+            top_k=K,
+            seed=0,
+            chunk_size=chunk,
+            out=out,
+        )
+        dt = time.perf_counter() - t
+        size = out.stat().st_size
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
+    print(f"{dt:.2f} {rss:.3f} {size}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=1_000_000)
+    ap.add_argument("--stream-sessions", type=int, default=10_000_000)
+    ap.add_argument("--chunk-size", type=int, default=200_000)
+    ap.add_argument("--skip-stream", action="store_true")
+    ap.add_argument("--stream-child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.stream_child:
+        stream_child(args.stream_sessions, args.chunk_size)
+        return
+
+    n = args.sessions
+    data, policy, ranker = setup()
+    pbm = make_click_model("pbm")
+    simulate(data, policy=policy, click_model=pbm, n_sessions=1000, top_k=K)  # JIT warm-up
+    print(f"data: {data!r}; production ranker: LightGBM, 50 trees, 1% of queries")
+    print(f"{n:,} sessions x {K} positions, in-memory log, best of 3\n")
+
+    t_bare, _ = best(lambda: np.random.default_rng().random(n * K))
+    t_pbm, log = best(
+        lambda: simulate(
+            data, policy=policy, click_model=pbm, n_sessions=n, top_k=K, chunk_size=args.chunk_size
+        )
+    )
+    print(f"bare rng.random({n * K:,}):        {t_bare:8.3f} s")
+    print(
+        f"simulate PBM -> {log.height:,} rows:   {t_pbm:8.3f} s   "
+        f"ratio {t_pbm / t_bare:5.1f}x (target <= 5x)"
+    )
+    t_pred, _ = best(lambda: ranker.predict(data.X))
+    with_model = DeterministicPolicy(ranker, name="production")
+    t_all, _ = best(lambda: simulate(data, policy=with_model, click_model=pbm, n_sessions=n,
+                                     top_k=K, chunk_size=args.chunk_size))
+    print(f"  + scoring all {data.n_docs:,} docs with the LightGBM ranker: {t_pred:.3f} s; "
+          f"simulate with the ranker object {t_all:.3f} s ({t_all / t_bare:.1f}x)")
+    print(f"\nwhere the time goes ({n:,} sessions in one chunk, best of 3):")
+    parts = breakdown(data, policy, pbm, n)
+    for name, t in parts.items():
+        print(f"  {name:<28} {t:8.3f} s  ({t / t_bare:5.1f}x bare)")
+    print(f"  {'sum':<28} {sum(parts.values()):8.3f} s")
+
+    print("\nother click models (ratio to rng.random(n * K * n_uniforms)):")
+    for name in ("trust", "cascade", "dcm", "dbn", "sdbn", "ubm"):
+        model = make_click_model(name)
+        n_u = model.n_uniforms
+        tb, _ = best(lambda n_u=n_u: np.random.default_rng().random(n * K * n_u))
+        tm, _ = best(
+            lambda m=model: simulate(
+                data,
+                policy=policy,
+                click_model=m,
+                n_sessions=n,
+                top_k=K,
+                chunk_size=args.chunk_size,
+            ),
+            repeat=2,
+        )
+        print(
+            f"  {name:<8} n_uniforms={n_u}  simulate {tm:7.3f} s  bare {tb:7.3f} s  "
+            f"ratio {tm / tb:5.1f}x"
+        )
+
+    if not args.skip_stream:
+        m = args.stream_sessions
+        print(
+            f"\nstreaming {m:,} sessions ({m * K:,} rows) to parquet, "
+            f"chunk_size={args.chunk_size:,} (child process)..."
+        )
+        res = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--stream-child",
+                "--stream-sessions",
+                str(m),
+                "--chunk-size",
+                str(args.chunk_size),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        dt, rss, size = res.stdout.split()
+        print(
+            f"  wall {float(dt):.1f} s, peak RSS {float(rss):.2f} GB (target < 4 GB), "
+            f"file {int(size) / 1024**2:.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Vectorized operations on query segments (rows grouped by ``qptr``).
+
+Every ranking quantity in clickrank is computed for all queries at once. A
+query owns rows ``qptr[q]:qptr[q + 1]``; these helpers turn that layout into
+per-row query indices, stable within-query orders and padded matrices, so that
+no hot path loops over queries in Python.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["lengths", "segment_ids", "rank_order", "ranks", "to_padded", "within_index"]
+
+
+def lengths(qptr: np.ndarray) -> np.ndarray:
+    """Number of rows of each query, ``diff(qptr)``."""
+    return np.diff(qptr)
+
+
+def segment_ids(qptr: np.ndarray) -> np.ndarray:
+    """Query index of every row, int64 ``[n_rows]``."""
+    return np.repeat(np.arange(len(qptr) - 1, dtype=np.int64), np.diff(qptr))
+
+
+def within_index(qptr: np.ndarray) -> np.ndarray:
+    """0-based index of every row inside its query, int64 ``[n_rows]``."""
+    n = int(qptr[-1])
+    return np.arange(n, dtype=np.int64) - np.repeat(qptr[:-1], np.diff(qptr))
+
+
+def rank_order(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """Row permutation that sorts every query by descending score.
+
+    Ties keep the original row order (stable sort), the convention used
+    everywhere in clickrank. NaN scores rank last.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``[n_rows]``; ``order[qptr[q]:qptr[q+1]]`` lists the rows of
+        query ``q`` from rank 1 downwards.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    key = np.where(np.isnan(s), np.inf, -s)
+    return np.lexsort((key, segment_ids(qptr))).astype(np.int64)
+
+
+def ranks(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """1-based rank of every row within its query under :func:`rank_order`."""
+    order = rank_order(scores, qptr)
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = within_index(qptr) + 1
+    return out
+
+
+def to_padded(
+    values: np.ndarray, qptr: np.ndarray, fill: float = 0.0, width: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scatter row values into a ``[n_queries, width]`` matrix.
+
+    Parameters
+    ----------
+    values : array ``[n_rows]``
+        Per-row values, already in the desired within-query order.
+    qptr : array ``[n_queries + 1]``
+        Query offsets.
+    fill : float
+        Value of padding cells.
+    width : int, optional
+        Number of columns; defaults to the longest query. Longer queries are
+        truncated to their first ``width`` rows.
+
+    Returns
+    -------
+    padded : numpy.ndarray ``[n_queries, width]``
+    mask : numpy.ndarray of bool ``[n_queries, width]``
+        True where a cell holds a real row.
+    """
+    values = np.asarray(values)
+    n_q = len(qptr) - 1
+    lens = np.diff(qptr)
+    max_len = int(lens.max()) if n_q else 0
+    width = max_len if width is None else int(width)
+    dtype = np.result_type(values.dtype, np.asarray(fill).dtype)
+    padded = np.full((n_q, width), fill, dtype=dtype)
+    mask = np.zeros((n_q, width), dtype=bool)
+    col = within_index(qptr)
+    keep = col < width
+    row = segment_ids(qptr)
+    padded[row[keep], col[keep]] = values[keep]
+    mask[row[keep], col[keep]] = True
+    return padded, mask

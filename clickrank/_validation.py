@@ -1,0 +1,182 @@
+"""Errors and boundary checks shared by every module.
+
+Every error raised on purpose by clickrank is a :class:`ClickRankError`, so a
+caller (and the CLI) can catch the whole family at once. Messages name the
+file, line, column or argument at fault and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ClickRankError",
+    "InputError",
+    "DataFormatError",
+    "LogSchemaError",
+    "ConfigError",
+    "NotFittedError",
+    "EstimationError",
+    "check_qptr",
+    "check_choice",
+    "check_probability",
+    "check_positive",
+    "check_non_negative",
+    "check_fraction",
+    "check_is_fitted",
+]
+
+
+class ClickRankError(Exception):
+    """Base class of every error clickrank raises on purpose."""
+
+
+class InputError(ClickRankError, ValueError):
+    """An argument has a wrong value, shape or type."""
+
+
+class DataFormatError(ClickRankError, ValueError):
+    """A data file is malformed; the message names the file and line.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and what was expected.
+    path : str or Path, optional
+        The file at fault.
+    line : int, optional
+        1-based line number in ``path``.
+    column : str, optional
+        Column (or field) at fault.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        column: str | None = None,
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.column = column
+        where = []
+        if self.path is not None:
+            where.append(self.path if line is None else f"{self.path}:{line}")
+        elif line is not None:
+            where.append(f"line {line}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class LogSchemaError(DataFormatError):
+    """A click log violates the schema (missing column, bad dtype or value)."""
+
+
+class ConfigError(ClickRankError, ValueError):
+    """A run configuration has an unknown key or a bad value."""
+
+
+class NotFittedError(ClickRankError, AttributeError):
+    """An estimator was used before ``fit``."""
+
+
+class EstimationError(ClickRankError, RuntimeError):
+    """A quantity cannot be estimated from the data given (not identified)."""
+
+
+def check_qptr(qptr: Any, n_rows: int | None = None, *, name: str = "qptr") -> np.ndarray:
+    """Return ``qptr`` as int64 offsets ``[0, ..., n_rows]``, non-decreasing.
+
+    Raises
+    ------
+    InputError
+        If ``qptr`` is not a 1-d non-decreasing integer array starting at 0
+        and ending at ``n_rows``.
+    """
+    arr = np.asarray(qptr)
+    if arr.ndim != 1 or arr.size < 1:
+        raise InputError(f"{name} must be a 1-d array of query offsets, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(arr == np.floor(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise InputError(f"{name} must hold integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr[0] != 0:
+        raise InputError(f"{name}[0] must be 0, got {arr[0]}")
+    if np.any(np.diff(arr) < 0):
+        bad = int(np.flatnonzero(np.diff(arr) < 0)[0])
+        raise InputError(f"{name} must be non-decreasing; {name}[{bad + 1}] < {name}[{bad}]")
+    if n_rows is not None and arr[-1] != n_rows:
+        raise InputError(f"{name}[-1] must equal the number of rows ({n_rows}), got {arr[-1]}")
+    return arr
+
+
+def check_choice(value: Any, choices: Iterable[Any], *, name: str) -> Any:
+    """Raise :class:`InputError` unless ``value`` is one of ``choices``."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def _as_float(value: Any, name: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if not np.isfinite(out):
+        raise InputError(f"{name} must be finite, got {value!r}")
+    return out
+
+
+def check_probability(value: Any, *, name: str) -> float:
+    """Return ``value`` as a float in [0, 1] or raise :class:`InputError`."""
+    out = _as_float(value, name)
+    if not 0.0 <= out <= 1.0:
+        raise InputError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return out
+
+
+def check_fraction(value: Any, *, name: str) -> float:
+    """Alias of :func:`check_probability` for shares of sessions or queries."""
+    return check_probability(value, name=name)
+
+
+def check_positive(value: Any, *, name: str, integer: bool = False) -> float | int:
+    """Return ``value`` if it is > 0 (an int if ``integer``), else raise."""
+    out = _as_float(value, name)
+    if out <= 0:
+        raise InputError(f"{name} must be > 0, got {value!r}")
+    if integer:
+        if out != int(out):
+            raise InputError(f"{name} must be a whole number, got {value!r}")
+        return int(out)
+    return out
+
+
+def check_non_negative(value: Any, *, name: str, integer: bool = False) -> float | int:
+    """Return ``value`` if it is >= 0 (an int if ``integer``), else raise."""
+    out = _as_float(value, name)
+    if out < 0:
+        raise InputError(f"{name} must be >= 0, got {value!r}")
+    if integer:
+        if out != int(out):
+            raise InputError(f"{name} must be a whole number, got {value!r}")
+        return int(out)
+    return out
+
+
+def check_is_fitted(estimator: Any, attribute: str) -> None:
+    """Raise :class:`NotFittedError` if ``estimator`` lacks ``attribute``."""
+    if not hasattr(estimator, attribute):
+        raise NotFittedError(
+            f"this {type(estimator).__name__} is not fitted yet; call fit() before using it"
+        )

@@ -1,0 +1,16 @@
+"""The ``clickrank`` command-line interface (one module per command)."""
+
+from __future__ import annotations
+
+from ._root import cli
+
+# Importing a command module registers its command on ``cli``.
+from . import demo, evaluate, interleave, propensity, simulate, train  # noqa: E402,F401  isort: skip
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(obj={})
+
+
+__all__ = ["cli", "main"]

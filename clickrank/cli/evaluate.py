@@ -1,0 +1,85 @@
+"""``clickrank evaluate``: metrics with bootstrap CIs for saved models or score files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .._validation import InputError
+from ._root import cli
+
+
+def load_rankers(data, models: tuple[str, ...], scores: tuple[str, ...]) -> dict:
+    """Name -> ranker or scores, from LambdaMART model folders and score files (unique names)."""
+    from ..evaluation import load_scores
+    from ..lambdamart import LambdaMART
+
+    out: dict = {}
+
+    def add(path: str, value) -> None:
+        name = Path(path).name or str(path)
+        base, i = name, 2
+        while name in out:
+            name, i = f"{base}#{i}", i + 1
+        out[name] = value
+
+    for m in models:
+        add(m, LambdaMART.load(m))
+    for s in scores:
+        add(s, load_scores(s, data))
+    if not out:
+        raise InputError("give at least one --model DIR or --scores FILE")
+    return out
+
+
+def load_data(path: str):
+    from ..datasets import load_letor
+
+    data = load_letor(path)
+    if data.y is None:
+        raise InputError(f"{path} has no relevance labels")
+    return data
+
+
+@cli.command()
+@click.option("--model", "models", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="LambdaMART model folder (from `clickrank train`); repeatable.")
+@click.option("--scores", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Scores file, one number per line in data order; repeatable.")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Labelled LETOR/SVMlight test file.")
+@click.option("--metric", "metrics", multiple=True, default=("ndcg@10", "err@10"),
+              help="Metric name (ndcg@10, err@10, map, mrr, p@5, dcg@10, pfound@10); repeatable.")
+@click.option("--empty", type=click.Choice(["skip", "zero", "one"]), default="skip",
+              help="Value of queries without a relevant document.")
+@click.option("--bootstrap", "n_bootstrap", type=int, default=1000,
+              help="Query-level bootstrap resamples for the CIs.")
+@click.option("--alpha", type=float, default=0.05, help="CIs have level 1 - alpha.")
+@click.option("--seed", type=int, default=0, help="Seed of the bootstrap and permutations.")
+@click.option("--compare/--no-compare", default=True,
+              help="Paired tests of every ranker against the first one, on each metric.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the table and per-query values as JSON.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite OUTPUT.")
+def evaluate(models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed, compare,
+             output, force):
+    """Evaluate saved models and/or score files on a labelled test set, with CIs."""
+    from ..evaluation import evaluate as run
+
+    if output and Path(output).exists() and not force:
+        raise click.UsageError(f"{output} exists; pass --force to overwrite it")
+    data = load_data(data_path)
+    rankers = load_rankers(data, models, scores)
+    res = run(rankers, data, list(metrics), empty=empty, n_bootstrap=n_bootstrap, alpha=alpha,
+              seed=seed)
+    click.echo(res.summary())
+    if compare and len(res.rankers) > 1:
+        first = res.rankers[0]
+        for other in res.rankers[1:]:
+            for m in res.metrics:
+                click.echo("")
+                click.echo(res.compare(other, first, m).summary())
+    if output:
+        res.save(output)
+        click.echo(f"wrote {output}", err=True)

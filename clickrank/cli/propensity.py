@@ -1,0 +1,56 @@
+"""``clickrank propensity``: estimate position bias from a click log, with intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .._validation import InputError
+from ._root import cli
+
+_METHODS = ("swap", "randomized", "randpair", "harvest-allpairs", "harvest-pivot",
+            "harvest-adjacent", "em")
+
+
+@cli.command()
+@click.argument("log", type=click.Path(exists=True))
+@click.option("--method", type=click.Choice(_METHODS), default="swap",
+              help="Propensity estimator (see docs/propensity.md).")
+@click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
+              help="Write the estimate here as JSON (theta, lower, upper, se, ...).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Also save a PNG of θ with its confidence band.")
+@click.option("--alpha", type=float, default=0.05,
+              help="Intervals have level 1 - alpha (in the printed table and the JSON).")
+@click.option("-K", "--positions", "K", type=int, default=None,
+              help="Positions to estimate (randomized: the shuffled depth k, needed when only "
+                   "the top k < displayed results were shuffled).")
+@click.option("--bootstrap", "n_boot", type=int, default=None,
+              help="Session-bootstrap replicates: the interval of em (default 100); for other "
+                   "methods replaces their analytic interval.")
+@click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite OUT (and the plot).")
+def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
+    """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV)."""
+    from ..propensity import bootstrap, estimate_propensities
+
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    for path in (out, plot_path):
+        if path is not None and Path(path).exists() and not force:
+            raise InputError(f"{path} exists; pass --force to overwrite it")
+    kw = {} if K is None else {"K": K}
+    if method == "em":
+        result = estimate_propensities(log, method="em", n_boot=100 if n_boot is None else n_boot,
+                                       seed=seed, **kw)
+    elif n_boot:
+        result = bootstrap(method, log, n=n_boot, seed=seed, **kw)
+    else:
+        result = estimate_propensities(log, method=method, **kw)
+    result.save(out, alpha=alpha)
+    if plot_path is not None:
+        import matplotlib.pyplot as plt
+
+        plt.close(result.plot(path=plot_path, alpha=alpha))
+    click.echo(result.summary(alpha))

@@ -1,0 +1,181 @@
+"""``clickrank simulate``: simulate a click log from labelled data."""
+
+from __future__ import annotations
+
+import math
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._validation import ConfigError, InputError, check_non_negative, check_probability
+from ._root import cli
+
+_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
+_ETA_MODELS = ("pbm", "trust", "ubm")
+
+
+def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Read a TOML file of option defaults (keys are option names, ``-`` or ``_``)."""
+    if value is None:
+        return None
+    try:
+        with open(value, "rb") as fh:
+            raw = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise click.BadParameter(f"cannot read {value}: {err}", param_hint="--config") from None
+    raw = raw.get("simulate", raw)  # either a [simulate] table or top-level keys
+    known = {}  # option spelling (without "--", "_" for "-") -> parameter name
+    for p in ctx.command.params:
+        for opt in getattr(p, "opts", []):
+            if opt.startswith("--") and p.name != "config":
+                known[opt[2:].replace("-", "_")] = p.name
+    defaults: dict[str, Any] = {}
+    for key, val in raw.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            raise ConfigError(
+                f"{value}: unknown key {key!r}; expected some of "
+                f"{', '.join(sorted(k.replace('_', '-') for k in known))}"
+            )
+        defaults[known[name]] = val
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    return value
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    src = ctx.get_parameter_source(name)
+    return src is not None and src.name in ("COMMANDLINE", "DEFAULT_MAP", "ENVIRONMENT")
+
+
+@cli.command()
+@click.option("--config", type=click.Path(exists=True, dir_okay=False), is_eager=True,
+              expose_value=False, callback=_load_config,
+              help="TOML file of option values (keys as option names); options given on "
+              "the command line win.")
+@click.option("--data", "data_path", type=click.Path(exists=True, dir_okay=False),
+              help="Labelled LETOR/SVMlight file (e.g. MQ2008 Fold1/train.txt).")
+@click.option("--synthetic", "synthetic_queries", type=int, default=None,
+              help="Use the synthetic data with this many queries instead of --data.")
+@click.option("--docs-per-query", type=int, default=30, help="Documents per synthetic query.")
+@click.option("--click-model", type=click.Choice(_MODELS), default="pbm", help="Click model.")
+@click.option("--eta", type=float, default=1.0,
+              help="Position-bias severity: theta_p = (1/p)^eta (pbm, trust, ubm).")
+@click.option("--relevance", type=click.Choice(["graded", "binarized"]), default="graded",
+              help="Label-to-click map: graded eps+(1-eps)(2^y-1)/(2^ymax-1), or binarized.")
+@click.option("--eps", type=float, default=0.1,
+              help="Click noise: the click probability of an irrelevant document.")
+@click.option("--max-label", type=float, default=None,
+              help="Top grade for the graded map [default: the largest label in the data].")
+@click.option("--threshold", type=float, default=None,
+              help="Binarized map: labels >= threshold are relevant [default: max label - 1].")
+@click.option("--policy", type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
+              default="production", help="Logging policy.")
+@click.option("--production-fraction", type=float, default=0.01,
+              help="Share of queries the production ranker is trained on.")
+@click.option("--temperature", type=float, default=1.0, help="Plackett-Luce temperature.")
+@click.option("--sessions", type=int, default=1_000_000, help="Number of sessions.")
+@click.option("--top-k", type=int, default=10, help="Results shown per session.")
+@click.option("--swap-fraction", type=float, default=0.0,
+              help="Share of sessions with ranks 1 and k swapped (Joachims et al. 2017).")
+@click.option("--swap-k", type=int, default=None,
+              help="Rank swapped with rank 1 [default: uniform over 2..top-k per session].")
+@click.option("--randpair-fraction", type=float, default=0.0,
+              help="Share of sessions with a RandPair swap (Wang et al. 2018), pivot rank 1.")
+@click.option("--randomize-fraction", type=float, default=0.0,
+              help="Share of sessions with the top --randomize-k shuffled.")
+@click.option("--randomize-k", type=int, default=None,
+              help="How many top results to shuffle [default: top-k].")
+@click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
+@click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
+@click.option("--out", "out", type=click.Path(dir_okay=True), required=True,
+              help="Output: a .parquet file, or a folder of parquet parts.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.pass_context
+def simulate(ctx: click.Context, **opts: Any) -> None:
+    """Simulate a click log (session, query, position, doc, click, ...) to parquet.
+
+    \b
+    Examples:
+      clickrank simulate --data Fold1/train.txt --sessions 1000000 --out log.parquet
+      clickrank simulate --synthetic 1300 --click-model dbn --swap-fraction 0.1 \\
+          --out log.parquet --force
+    """
+    from ..clicklog import ctr_by_position
+    from ..clickmodels import make_click_model
+    from ..datasets import load_letor, synthetic
+    from ..policies import make_policy
+    from ..simulation import Randomize, RandPair, Swap
+    from ..simulation import simulate as run
+
+    out = Path(opts["out"])
+    if out.exists() and not opts["force"]:
+        raise click.UsageError(f"{out} exists; pass --force to overwrite it")
+    if (opts["data_path"] is None) == (opts["synthetic_queries"] is None):
+        raise click.UsageError("give exactly one of --data PATH or --synthetic N_QUERIES")
+    model_name = opts["click_model"]
+    if _given(ctx, "eta") and model_name not in _ETA_MODELS:
+        raise click.UsageError(f"--eta applies to {', '.join(_ETA_MODELS)}, not {model_name}")
+    check_non_negative(opts["eta"], name="--eta")
+    eps = check_probability(opts["eps"], name="--eps")
+    fractions = {}
+    for name in ("swap_fraction", "randpair_fraction", "randomize_fraction"):
+        fractions[name] = check_probability(opts[name], name="--" + name.replace("_", "-"))
+    for name in ("sessions", "top_k", "chunk_size", "docs_per_query"):
+        if opts[name] is not None and opts[name] < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
+    if opts["seed"] < 0:
+        raise InputError(f"--seed must be >= 0, got {opts['seed']}")
+
+    if opts["data_path"] is not None:
+        data = load_letor(opts["data_path"])
+    else:
+        if opts["synthetic_queries"] < 1:
+            raise InputError(f"--synthetic must be >= 1, got {opts['synthetic_queries']}")
+        data = synthetic(opts["synthetic_queries"], opts["docs_per_query"], seed=opts["seed"])
+    if data.y is None:
+        raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
+
+    y_max = float(data.y.max())
+    if opts["relevance"] == "graded":
+        max_label = opts["max_label"] if opts["max_label"] is not None else max(y_max, 1.0)
+        rel = {"kind": "graded", "eps": eps, "max_label": max_label}
+    else:
+        thr = opts["threshold"] if opts["threshold"] is not None else max(1.0, y_max - 1.0)
+        rel = {"kind": "binarized", "threshold": thr, "eps_minus": eps}
+    params: dict[str, Any] = {"relevance" if model_name == "trust" else "attractiveness": rel}
+    if model_name in _ETA_MODELS:
+        params["eta"] = opts["eta"]
+    model = make_click_model(model_name, **params)
+
+    interventions = []
+    if fractions["swap_fraction"] > 0:
+        interventions.append(Swap(fractions["swap_fraction"], k=opts["swap_k"]))
+    if fractions["randpair_fraction"] > 0:
+        interventions.append(RandPair(fractions["randpair_fraction"]))
+    if fractions["randomize_fraction"] > 0:
+        interventions.append(Randomize(fractions["randomize_fraction"], k=opts["randomize_k"]))
+
+    policy = make_policy(
+        opts["policy"], data, fraction=opts["production_fraction"],
+        temperature=opts["temperature"], seed=opts["seed"],
+    )
+    with click.progressbar(length=opts["sessions"], label="simulating", file=sys.stderr) as bar:
+        log = run(
+            data, policy=policy, click_model=model, n_sessions=opts["sessions"],
+            interventions=interventions, top_k=opts["top_k"], seed=opts["seed"],
+            chunk_size=opts["chunk_size"], out=out, overwrite=opts["force"],
+            progress=bar.update,
+        )
+    table = ctr_by_position(log).collect()
+    n_rows = int(table["impressions"].sum())
+    n_clicks = int(table["clicks"].sum())
+    click.echo(f"wrote {out}: {opts['sessions']:,} sessions, {n_rows:,} rows, "
+               f"{n_clicks:,} clicks ({n_clicks / max(opts['sessions'], 1):.3f} per session)")
+    click.echo(f"{'position':>8} {'shown':>12} {'clicks':>10} {'CTR':>8} {'SE':>8}")
+    for r in table.iter_rows(named=True):
+        se = r["se"] if r["se"] is not None and not math.isnan(r["se"]) else 0.0
+        click.echo(f"{r['position']:>8} {r['impressions']:>12,} {r['clicks']:>10,} "
+                   f"{r['ctr']:>8.4f} {se:>8.4f}")

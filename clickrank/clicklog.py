@@ -1,0 +1,416 @@
+"""The click-log table: schema, validation, parquet/CSV IO and lazy aggregations.
+
+A click log has one row per displayed result (DESIGN §2):
+
+============== ======================== ==========================================
+column         type                     meaning
+============== ======================== ==========================================
+``session``    UInt64                   one impression of a ranked list
+``query``      integer or String        the query of the session
+``position``   UInt16                   1-based rank at which ``doc`` was shown
+``doc``        integer or String        document id, unique within the query
+``click``      Boolean                  whether the user clicked it
+``intervention`` Categorical, optional  ``none``, ``swap``, ``randpair``, ``randomized``
+``ranker``     Categorical, optional    the logging ranker (for harvesting)
+``label``      Float64, optional        true relevance (simulated logs only)
+``swap_pivot`` UInt16, optional         swapped sessions: the upper swapped rank, else 0
+``swap_k``     UInt16, optional         swapped sessions: the lower swapped rank, else 0
+============== ======================== ==========================================
+
+Each session shows positions ``1..n`` exactly once, for a single query.
+Other columns are allowed and kept. :func:`validate_log` checks the schema
+first (names and dtypes, via ``collect_schema()``, without reading data), then
+the values, and returns the log cast to the canonical dtypes. The
+aggregations take and return :class:`polars.LazyFrame` so they run on logs
+larger than memory (``collect(engine="streaming")``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ._validation import InputError, LogSchemaError
+
+__all__ = [
+    "LOG_SCHEMA",
+    "REQUIRED_COLUMNS",
+    "validate_log",
+    "read_log",
+    "write_log",
+    "click_counts",
+    "ctr_by_position",
+    "counts_by_query_doc_position",
+    "counts_by_intervention_position",
+    "counts_by_ranker_query_doc_position",
+]
+
+REQUIRED_COLUMNS = ("session", "query", "position", "doc", "click")
+
+#: Canonical dtype of every known column (``None``: integer or String ids kept as they are).
+LOG_SCHEMA: dict[str, pl.DataType | None] = {
+    "session": pl.UInt64(),
+    "query": None,
+    "position": pl.UInt16(),
+    "doc": None,
+    "click": pl.Boolean(),
+    "intervention": pl.Categorical(),
+    "ranker": pl.Categorical(),
+    "label": pl.Float64(),
+    "swap_pivot": pl.UInt16(),
+    "swap_k": pl.UInt16(),
+}
+
+_KINDS = {
+    "session": "integer",
+    "query": "id",
+    "position": "integer",
+    "doc": "id",
+    "click": "boolean",
+    "intervention": "category",
+    "ranker": "category",
+    "label": "numeric",
+    "swap_pivot": "integer",
+    "swap_k": "integer",
+}
+
+_EXPECTED = {
+    "integer": "an integer type",
+    "id": "an integer or String type",
+    "boolean": "Boolean (or integers 0/1)",
+    "category": "Categorical, Enum or String",
+    "numeric": "a numeric type",
+}
+
+
+def _kind_ok(kind: str, dtype: pl.DataType) -> bool:
+    if kind == "integer":
+        return dtype.is_integer()
+    if kind == "id":
+        return dtype.is_integer() or dtype in (pl.String, pl.Categorical) or isinstance(
+            dtype, pl.Enum
+        )
+    if kind == "boolean":
+        return dtype == pl.Boolean or dtype.is_integer()
+    if kind == "category":
+        return dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
+    return dtype.is_numeric()
+
+
+def _where(row: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {row[k]!r}" for k in ("session", "position") if k in row)
+
+
+def _first(lf: pl.LazyFrame, cols: Sequence[str]) -> dict[str, Any]:
+    got = lf.select(cols).sort(cols, nulls_last=False).head(1).collect()
+    return got.row(0, named=True) if got.height else {}
+
+
+def validate_log(
+    log: pl.DataFrame | pl.LazyFrame,
+    *,
+    source: str | os.PathLike | None = None,
+    check_values: bool = True,
+) -> pl.DataFrame | pl.LazyFrame:
+    """Check a click log against the schema and return it with canonical dtypes.
+
+    Parameters
+    ----------
+    log : polars.DataFrame or polars.LazyFrame
+    source : path, optional
+        Named in error messages.
+    check_values : bool
+        Also check the values (one pass over the data): no nulls in the key
+        columns, ``position >= 1``, positions ``1..n`` once each per session,
+        one query per session, ``click`` 0/1 if stored as integers.
+
+    Returns
+    -------
+    The same kind of frame, with ``session`` UInt64, ``position`` UInt16,
+    ``click`` Boolean, categories Categorical and ``label`` Float64.
+
+    Raises
+    ------
+    LogSchemaError
+        Naming the column and, for bad values, an offending row (session and
+        position).
+    """
+    if not isinstance(log, (pl.DataFrame, pl.LazyFrame)):
+        raise InputError(
+            f"a click log must be a polars DataFrame or LazyFrame, got {type(log).__name__}"
+        )
+    path = None if source is None else str(source)
+    lf = log.lazy()
+    schema = lf.collect_schema()
+    missing = [c for c in REQUIRED_COLUMNS if c not in schema]
+    if missing:
+        raise LogSchemaError(
+            f"missing required column(s) {missing}; a click log needs {list(REQUIRED_COLUMNS)}",
+            path=path,
+            column=missing[0],
+        )
+    for col, kind in _KINDS.items():
+        if col in schema and not _kind_ok(kind, schema[col]):
+            raise LogSchemaError(
+                f"has dtype {schema[col]}, expected {_EXPECTED[kind]}", path=path, column=col
+            )
+
+    if check_values:
+        _check_values(lf, schema, path)
+
+    casts = []
+    for col, dtype in LOG_SCHEMA.items():
+        if col in schema and dtype is not None and schema[col] != dtype:
+            casts.append(pl.col(col).cast(dtype))
+    out = lf.with_columns(casts) if casts else lf
+    return out.collect() if isinstance(log, pl.DataFrame) else out
+
+
+def _check_values(lf: pl.LazyFrame, schema: pl.Schema, path: str | None) -> None:
+    key = [c for c in REQUIRED_COLUMNS]
+    present_int = [c for c in ("session", "position", "swap_pivot", "swap_k") if c in schema]
+    stats = [pl.col(c).null_count().alias(f"null_{c}") for c in key]
+    stats += [pl.col("position").min().alias("pos_min"), pl.col("position").max().alias("pos_max")]
+    if schema["session"].is_signed_integer():
+        stats.append(pl.col("session").min().alias("session_min"))
+    click_int = schema["click"].is_integer()
+    if click_int:
+        stats.append(((pl.col("click") != 0) & (pl.col("click") != 1)).sum().alias("bad_click"))
+    for c in present_int[2:]:
+        stats.append(pl.col(c).max().alias(f"max_{c}"))
+    per_session = (
+        lf.group_by("session")
+        .agg(
+            n=pl.len(),
+            n_pos=pl.col("position").n_unique(),
+            pos_max=pl.col("position").max(),
+            n_query=pl.col("query").n_unique(),
+        )
+        .filter(
+            (pl.col("n_pos") < pl.col("n"))
+            | (pl.col("pos_max").cast(pl.Int64) != pl.col("n").cast(pl.Int64))
+            | (pl.col("n_query") > 1)
+        )
+        .sort("session")
+        .head(1)
+    )
+    glob, bad_session = pl.collect_all([lf.select(stats), per_session])
+    g = glob.row(0, named=True)
+    for c in key:
+        if g[f"null_{c}"]:
+            row = _first(lf.filter(pl.col(c).is_null()), ["session", "position"])
+            raise LogSchemaError(
+                f"has {g[f'null_{c}']} null value(s), first at {_where(row)}", path=path, column=c
+            )
+    if g.get("session_min") is not None and g["session_min"] < 0:
+        row = _first(lf.filter(pl.col("session") < 0), ["session", "position"])
+        raise LogSchemaError(f"must be >= 0; found {_where(row)}", path=path, column="session")
+    if g["pos_min"] is not None and g["pos_min"] < 1:
+        row = _first(lf.filter(pl.col("position") < 1), ["session", "position"])
+        raise LogSchemaError(
+            f"positions are 1-based and must be >= 1; found {_where(row)}",
+            path=path,
+            column="position",
+        )
+    if g["pos_max"] is not None and g["pos_max"] > 65535:
+        row = _first(lf.filter(pl.col("position") > 65535), ["session", "position"])
+        raise LogSchemaError(f"must fit UInt16; found {_where(row)}", path=path, column="position")
+    if click_int and g["bad_click"]:
+        not01 = (pl.col("click") != 0) & (pl.col("click") != 1)
+        row = _first(lf.filter(not01), ["session", "position"])
+        raise LogSchemaError(
+            f"must be Boolean or 0/1; found another value at {_where(row)}",
+            path=path,
+            column="click",
+        )
+    for c in present_int[2:]:
+        if g[f"max_{c}"] is not None and g[f"max_{c}"] > 65535:
+            raise LogSchemaError("must fit UInt16", path=path, column=c)
+    if bad_session.height:
+        b = bad_session.row(0, named=True)
+        s = b["session"]
+        if b["n_query"] > 1:
+            raise LogSchemaError(
+                f"session {s!r} mixes {b['n_query']} queries; a session shows one query",
+                path=path,
+                column="query",
+            )
+        if b["n_pos"] < b["n"]:
+            dup = (
+                lf.filter(pl.col("session") == s)
+                .group_by("position")
+                .len()
+                .filter(pl.col("len") > 1)
+                .sort("position")
+                .head(1)
+                .collect()
+            )
+            p = dup["position"][0]
+            raise LogSchemaError(
+                f"duplicated position: session {s!r}, position {p!r} appears "
+                f"{dup['len'][0]} times (one row per session and position)",
+                path=path,
+                column="position",
+            )
+        raise LogSchemaError(
+            f"positions of session {s!r} are not contiguous: {b['n']} rows but the largest "
+            f"position is {b['pos_max']} (expected positions 1..{b['n']})",
+            path=path,
+            column="position",
+        )
+
+
+def _is_csv(path: str) -> bool:
+    return path.lower().endswith((".csv", ".csv.gz", ".tsv"))
+
+
+def read_log(
+    path: str | os.PathLike,
+    *,
+    lazy: bool = True,
+    validate: bool = True,
+) -> pl.LazyFrame | pl.DataFrame:
+    """Read a click log: a parquet file, a folder of parquet files, a glob, or CSV.
+
+    Parameters
+    ----------
+    path : path or glob
+        ``*.parquet`` file, folder (all ``*.parquet`` below it), glob such as
+        ``"logs/*.parquet"``, or a ``.csv``/``.tsv`` file (comma or tab).
+    lazy : bool
+        Return a LazyFrame (the default; scan, not read) or a DataFrame.
+    validate : bool
+        Run :func:`validate_log` (schema and values) with ``source=path``.
+
+    Raises
+    ------
+    DataFormatError
+        If the path does not exist or cannot be parsed as a click log.
+    LogSchemaError
+        If the log violates the schema.
+    """
+    p = str(path)
+    is_glob = any(ch in p for ch in "*?[")
+    if not is_glob and not Path(p).exists():
+        raise LogSchemaError("no such file or folder", path=p)
+    try:
+        if _is_csv(p):
+            sep = "\t" if p.lower().endswith(".tsv") else ","
+            lf = pl.scan_csv(p, separator=sep)
+        elif Path(p).is_dir():
+            lf = pl.scan_parquet(str(Path(p) / "**" / "*.parquet"))
+        else:
+            lf = pl.scan_parquet(p)
+        lf.collect_schema()
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise LogSchemaError(f"cannot read a click log: {err}", path=p) from None
+    if validate:
+        lf = validate_log(lf, source=p)
+    return lf if lazy else lf.collect()
+
+
+def write_log(
+    log: pl.DataFrame | pl.LazyFrame,
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    validate: bool = True,
+) -> Path:
+    """Write a click log atomically to parquet (or CSV if ``path`` ends in ``.csv``).
+
+    The log is validated first (unless ``validate=False``), written to a
+    temporary file in the destination folder and renamed into place, so on
+    any error nothing is written and an existing file is untouched.
+
+    Raises
+    ------
+    InputError
+        If ``path`` exists and ``overwrite`` is false, or its folder is missing.
+    LogSchemaError
+        If the log is invalid.
+    """
+    out = Path(path)
+    if out.exists() and not overwrite:
+        raise InputError(f"{out} exists; pass overwrite=True (--force) to replace it")
+    if out.is_dir():
+        raise InputError(f"{out} is a folder; write_log writes one file")
+    if not out.parent.is_dir():
+        raise InputError(f"the folder of {out} does not exist")
+    if validate:
+        log = validate_log(log)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        csv = _is_csv(out.name)
+        if isinstance(log, pl.LazyFrame):
+            if csv:
+                log.sink_csv(tmp)
+            else:
+                log.sink_parquet(tmp)
+        elif csv:
+            log.write_csv(tmp)
+        else:
+            log.write_parquet(tmp, statistics=True)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+# -- aggregations ------------------------------------------------------------------------
+
+
+def click_counts(log: pl.DataFrame | pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
+    r"""Impressions, clicks, CTR and its binomial standard error per group.
+
+    .. math::
+        \widehat{\mathrm{CTR}} = c / n, \qquad
+        \mathrm{SE} = \sqrt{\widehat{\mathrm{CTR}}(1 - \widehat{\mathrm{CTR}}) / n}
+
+    Returns a LazyFrame with the ``by`` columns, ``impressions`` (UInt32/64),
+    ``clicks``, ``ctr`` and ``se``, sorted by ``by``.
+    """
+    by = list(by)
+    lf = log.lazy()
+    schema = lf.collect_schema()
+    for col in [*by, "click"]:
+        if col not in schema:
+            raise LogSchemaError("missing column needed for this aggregation", column=col)
+    return (
+        lf.group_by(by)
+        .agg(impressions=pl.len(), clicks=pl.col("click").cast(pl.UInt64).sum())
+        .with_columns(ctr=pl.col("clicks") / pl.col("impressions"))
+        .with_columns(se=(pl.col("ctr") * (1 - pl.col("ctr")) / pl.col("impressions")).sqrt())
+        .sort(by)
+    )
+
+
+def ctr_by_position(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Impressions, clicks, CTR and SE per position."""
+    return click_counts(log, ["position"])
+
+
+def counts_by_query_doc_position(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Counts per (query, doc, position): the input of click-model EM and IPS targets."""
+    return click_counts(log, ["query", "doc", "position"])
+
+
+def counts_by_intervention_position(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Counts per (intervention, swap_pivot, swap_k, position), for swap/randomization estimators.
+
+    ``swap_pivot``/``swap_k`` are included when the log has them.
+    """
+    schema = log.lazy().collect_schema()
+    by = ["intervention"] + [c for c in ("swap_pivot", "swap_k") if c in schema] + ["position"]
+    return click_counts(log, by)
+
+
+def counts_by_ranker_query_doc_position(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Counts per (ranker, query, doc, position): the input of intervention harvesting."""
+    return click_counts(log, ["ranker", "query", "doc", "position"])

@@ -1,0 +1,83 @@
+r"""Click models: from true labels of a displayed list to simulated clicks.
+
+Every model follows the :class:`ClickModel` protocol: ``n_uniforms`` uniform
+draws per displayed position, ``click_probabilities(labels)`` (exact marginal
+P(click) for a ``[sessions, positions]`` label matrix, NaN = empty slot) and
+``sample(labels, u)`` (clicks from uniforms ``u`` of shape
+``[sessions, positions, n_uniforms]``, deterministic and vectorized).
+
+Models
+    :class:`PBM`, :class:`TrustBias`, :class:`ClickMatrix` (position-only examination),
+    :class:`Cascade`, :class:`DCM`, :class:`DBN`, :class:`SDBN` (cascade family),
+    :class:`UBM` (examination depends on the distance to the last click).
+Examination curves
+    :class:`PowerLaw`, :class:`EyeTracking`, :class:`Linear`, :class:`Constant`,
+    :class:`Explicit`; :func:`power_law`, :func:`eye_tracking`.
+Relevance maps
+    :class:`Binarized`, :class:`Graded`, :class:`ERRSatisfaction`, :class:`Table`;
+    :func:`binarized`, :func:`graded`, :func:`err_satisfaction`, :func:`table`.
+Factory
+    :func:`make_click_model`.
+
+See ``docs/clickmodels.md`` for the assumptions and defaults of each model.
+"""
+
+from __future__ import annotations
+
+from ._base import ClickModel
+from ._cascade import DBN, DCM, SDBN, Cascade
+from ._curves import (
+    EYE_TRACKING_THETA,
+    Constant,
+    Explicit,
+    EyeTracking,
+    Linear,
+    PowerLaw,
+    eye_tracking,
+    power_law,
+)
+from ._factory import CLICK_MODELS, make_click_model
+from ._position import PBM, ClickMatrix, TrustBias, load_click_matrix
+from ._relevance import (
+    Binarized,
+    ERRSatisfaction,
+    Graded,
+    Table,
+    binarized,
+    err_satisfaction,
+    graded,
+    table,
+)
+from ._ubm import UBM, ULTRA_UBM_GAMMA
+
+__all__ = [
+    "ClickModel",
+    "PBM",
+    "TrustBias",
+    "ClickMatrix",
+    "load_click_matrix",
+    "Cascade",
+    "DCM",
+    "DBN",
+    "SDBN",
+    "UBM",
+    "ULTRA_UBM_GAMMA",
+    "PowerLaw",
+    "EyeTracking",
+    "Linear",
+    "Constant",
+    "Explicit",
+    "EYE_TRACKING_THETA",
+    "power_law",
+    "eye_tracking",
+    "Binarized",
+    "Graded",
+    "ERRSatisfaction",
+    "Table",
+    "binarized",
+    "graded",
+    "err_satisfaction",
+    "table",
+    "make_click_model",
+    "CLICK_MODELS",
+]

@@ -1,0 +1,486 @@
+r"""LambdaMART: clickrank's lambdas, LightGBM's trees (Burges 2010, §7; Wu et al. 2010).
+
+Every boosting round computes the forces :math:`\lambda_i` and Newton weights
+:math:`w_i` of the current scores with :mod:`clickrank.lambdas` (listwise
+gains or pairwise preferences from a :class:`~clickrank.targets.Target`) and
+hands ``grad = -lambda``, ``hess = w`` to LightGBM's tree learner through a
+callable objective; LightGBM grows the tree and sets the Newton leaf values
+:math:`\sum_{i \in \text{leaf}} \lambda_i / (\sum w_i + \lambda_{L2})`.
+With the oracle target and the default options the gradients are those of
+LightGBM's built-in ``lambdarank`` objective (same truncation, ``lambdarank_norm``
+and IDCG), so quality matches it; the point is that any target can be plugged in.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._validation import InputError, check_is_fitted, check_positive, check_qptr
+from .datasets import RankingData
+from .lambdas import lambdas, pair_lambdas
+from .targets import Target, oracle
+
+__all__ = ["LambdaMART"]
+
+_FORMAT = "clickrank-lambdamart"
+_FORMAT_VERSION = 1
+
+
+def _restrict(
+    data: RankingData, target: Target
+) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
+]:
+    """Rows of the candidate set: (X, qptr, gains, pairs, pair_weights, kept rows)."""
+    X = data.X
+    qptr = data.qptr
+    gains = target.gains
+    pairs = target.pairs
+    if target.candidates is None:
+        return X, qptr, gains, pairs, target.pair_weights, None
+    keep = np.asarray(target.candidates, dtype=bool)
+    rows = np.flatnonzero(keep)
+    counts = np.bincount(data.query_index[keep], minlength=data.n_queries)
+    new_qptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    new_gains = None if gains is None else gains[keep]
+    new_pairs = None
+    pw = target.pair_weights
+    if pairs is not None:
+        remap = np.full(data.n_docs, -1, dtype=np.int64)
+        remap[rows] = np.arange(len(rows))
+        new_pairs = remap[pairs]
+        ok = np.all(new_pairs >= 0, axis=1)
+        new_pairs, pw = new_pairs[ok], pw[ok]
+    return X[keep], new_qptr, new_gains, new_pairs, pw, rows
+
+
+class LambdaMART:
+    r"""LambdaMART ranker with pluggable (debiased) targets.
+
+    Parameters
+    ----------
+    n_estimators : int
+        Maximum number of boosting rounds (trees).
+    learning_rate : float
+        Shrinkage :math:`\eta` of each tree.
+    num_leaves : int
+        Maximum leaves per tree (LightGBM ``num_leaves``).
+    max_depth : int
+        Maximum tree depth; ``-1`` for none.
+    min_data_in_leaf : int
+        LightGBM ``min_data_in_leaf``.
+    truncation_level : int or None
+        Only pairs with a document in the current top ``truncation_level``
+        (LightGBM's ``lambdarank_truncation_level``, default 30); None: all pairs.
+    sigma : float
+        Logistic steepness :math:`\sigma` (LightGBM ``sigmoid``).
+    normalize : bool
+        LightGBM's ``lambdarank_norm`` (score-distance damping and per-query
+        :math:`\log_2(1+S)/S` scaling).
+    weighting : {"ndcg", "none"}
+        LambdaRank (|ΔNDCG|) or RankNet pair weights. For pairwise targets
+        (skip-above) the default ``"ndcg"`` weights each preference by the
+        discount difference :math:`|D(p_i) - D(p_j)|` of the current ranking.
+    early_stopping_rounds : int, optional
+        Stop when validation NDCG@``eval_at`` (true labels of ``valid``,
+        computed by :func:`clickrank.metrics.ndcg`) has not improved for this
+        many rounds; the model keeps the best iteration.
+    eval_at : int
+        Cut-off ``k`` of the validation NDCG.
+    lambda_l2 : float
+        L2 regularization of leaf values (LightGBM ``lambda_l2``).
+    seed : int
+        Seed of LightGBM's randomness (bagging, feature fraction); training
+        runs with ``deterministic=True`` and ``force_row_wise=True``, so a seed
+        gives identical models.
+    n_jobs : int
+        Threads of LightGBM's tree learner.
+    lightgbm_params : dict, optional
+        Extra LightGBM parameters (e.g. ``feature_fraction``, ``max_bin``);
+        they may not override the objective.
+
+    Attributes
+    ----------
+    booster_ : lightgbm.Booster
+    n_features_in_ : int
+    best_iteration_ : int
+        Number of trees used by :meth:`predict`.
+    evals_result_ : dict
+        Validation NDCG per round (when ``valid`` was given).
+    target_name_ : str
+
+    Examples
+    --------
+    >>> from clickrank.datasets import synthetic, split_queries
+    >>> train, test = split_queries(synthetic(200, 10, seed=1), [100, 100])
+    >>> model = LambdaMART(n_estimators=5, seed=0).fit(train)
+    >>> model.predict(test).shape
+    (1000,)
+    """
+
+    def __init__(
+        self,
+        *,
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        num_leaves: int = 31,
+        max_depth: int = -1,
+        min_data_in_leaf: int = 20,
+        truncation_level: int | None = 30,
+        sigma: float = 1.0,
+        normalize: bool = True,
+        weighting: str = "ndcg",
+        early_stopping_rounds: int | None = None,
+        eval_at: int = 10,
+        lambda_l2: float = 0.0,
+        seed: int = 0,
+        n_jobs: int = 1,
+        lightgbm_params: dict[str, Any] | None = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+        self.min_data_in_leaf = min_data_in_leaf
+        self.truncation_level = truncation_level
+        self.sigma = sigma
+        self.normalize = normalize
+        self.weighting = weighting
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.lambda_l2 = lambda_l2
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.lightgbm_params = lightgbm_params
+
+    # -- parameters -------------------------------------------------------------
+
+    _PARAM_NAMES = (
+        "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_data_in_leaf",
+        "truncation_level", "sigma", "normalize", "weighting", "early_stopping_rounds",
+        "eval_at", "lambda_l2", "seed", "n_jobs", "lightgbm_params",
+    )  # fmt: skip
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters (scikit-learn convention)."""
+        return {k: getattr(self, k) for k in self._PARAM_NAMES}
+
+    def set_params(self, **params: Any) -> LambdaMART:
+        """Set constructor parameters; returns ``self``."""
+        for k, v in params.items():
+            if k not in self._PARAM_NAMES:
+                raise InputError(f"unknown parameter {k!r} for LambdaMART")
+            setattr(self, k, v)
+        return self
+
+    def _validate(self) -> None:
+        check_positive(self.n_estimators, name="n_estimators", integer=True)
+        check_positive(self.learning_rate, name="learning_rate")
+        if int(self.num_leaves) < 2:
+            raise InputError(f"num_leaves must be >= 2, got {self.num_leaves}")
+        if int(self.max_depth) == 0 or int(self.max_depth) < -1:
+            raise InputError(f"max_depth must be -1 (no limit) or >= 1, got {self.max_depth}")
+        check_positive(self.min_data_in_leaf, name="min_data_in_leaf", integer=True)
+        if self.truncation_level is not None:
+            check_positive(self.truncation_level, name="truncation_level", integer=True)
+        check_positive(self.sigma, name="sigma")
+        if self.weighting not in ("ndcg", "none"):
+            raise InputError(f"weighting must be 'ndcg' or 'none', got {self.weighting!r}")
+        if self.early_stopping_rounds is not None:
+            check_positive(self.early_stopping_rounds, name="early_stopping_rounds", integer=True)
+        check_positive(self.eval_at, name="eval_at", integer=True)
+        if float(self.lambda_l2) < 0:
+            raise InputError(f"lambda_l2 must be >= 0, got {self.lambda_l2}")
+        check_positive(self.n_jobs, name="n_jobs", integer=True)
+        extra = self.lightgbm_params or {}
+        if not isinstance(extra, dict):
+            raise InputError("lightgbm_params must be a dict")
+        if {"objective", "fobj"} & set(extra):
+            raise InputError("lightgbm_params may not set the objective (LambdaMART owns it)")
+
+    def _lgb_params(self) -> dict[str, Any]:
+        params = {
+            "learning_rate": float(self.learning_rate),
+            "num_leaves": int(self.num_leaves),
+            "max_depth": int(self.max_depth),
+            "min_data_in_leaf": int(self.min_data_in_leaf),
+            "lambda_l2": float(self.lambda_l2),
+            "seed": int(self.seed),
+            "deterministic": True,
+            "force_row_wise": True,
+            "num_threads": int(self.n_jobs),
+            "verbosity": -1,
+        }
+        params.update(self.lightgbm_params or {})
+        return params
+
+    # -- fitting ---------------------------------------------------------------
+
+    def _objective(self, qptr: np.ndarray, gains, pairs, pair_weights):
+        trunc = None if self.truncation_level is None else int(self.truncation_level)
+        sigma = float(self.sigma)
+        norm = bool(self.normalize)
+        weighting = self.weighting
+
+        if gains is not None:
+
+            def fobj(preds, _dataset):
+                lam = lambdas(
+                    preds,
+                    gains,
+                    qptr,
+                    sigma=sigma,
+                    weighting=weighting,
+                    truncation=trunc,
+                    normalize=norm,
+                )
+                return -lam.forces, lam.weights
+
+        else:
+
+            def fobj(preds, _dataset):
+                lam = pair_lambdas(
+                    preds, pairs, qptr, pair_weights=pair_weights, sigma=sigma,
+                    weighting=weighting, truncation=trunc, normalize=norm,
+                )  # fmt: skip
+                return -lam.forces, lam.weights
+
+        return fobj
+
+    def fit(
+        self, data: RankingData, target: Target | None = None, *, valid: RankingData | None = None
+    ) -> LambdaMART:
+        """Grow the trees on ``data`` for ``target``.
+
+        Parameters
+        ----------
+        data : RankingData
+            Training documents (features and query groups).
+        target : Target, optional
+            From :mod:`clickrank.targets`; None means :func:`~clickrank.targets.oracle`
+            (``2^y - 1`` of ``data.y``). Only the target's candidate documents
+            take part in the lists.
+        valid : RankingData, optional
+            Labelled validation queries for early stopping and
+            ``evals_result_`` (NDCG@``eval_at`` with exponential gain;
+            queries without a relevant document are skipped).
+
+        Returns
+        -------
+        LambdaMART
+            ``self``.
+        """
+        import lightgbm as lgb
+
+        self._validate()
+        if not isinstance(data, RankingData):
+            raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+        if target is None:
+            target = oracle(data)
+        if not isinstance(target, Target):
+            raise InputError(
+                f"target must be a clickrank.targets.Target, got {type(target).__name__}"
+            )
+        target.check_aligned(data)
+        X, qptr, gains, pairs, pw, _rows = _restrict(data, target)
+        if X.shape[0] == 0:
+            raise InputError(f"target {target.name!r} has no candidate documents")
+        if self.early_stopping_rounds is not None and valid is None:
+            raise InputError("early_stopping_rounds needs valid data")
+        params = self._lgb_params()
+        params["objective"] = self._objective(qptr, gains, pairs, pw)
+        dtrain = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
+        callbacks = []
+        valid_sets = []
+        feval = None
+        self.evals_result_ = {}
+        if valid is not None:
+            if not isinstance(valid, RankingData) or valid.y is None:
+                raise InputError("valid must be a labelled RankingData")
+            if valid.n_features != data.n_features:
+                raise InputError(
+                    f"valid has {valid.n_features} features, data has {data.n_features}"
+                )
+            from .metrics import ndcg  # the project's one NDCG implementation
+
+            k = int(self.eval_at)
+            vqptr = check_qptr(valid.qptr, valid.n_docs)
+            vy = np.asarray(valid.y, dtype=np.float64)
+            name = f"ndcg@{k}"
+
+            def feval(preds, _dataset):
+                return name, float(ndcg(preds, vy, vqptr, k=k)), True
+
+            valid_sets = [lgb.Dataset(valid.X, reference=dtrain, params={"verbosity": -1})]
+            callbacks.append(lgb.record_evaluation(self.evals_result_))
+            if self.early_stopping_rounds is not None:
+                callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))
+        booster = lgb.train(
+            params,
+            dtrain,
+            num_boost_round=int(self.n_estimators),
+            valid_sets=valid_sets,
+            valid_names=["valid"] if valid_sets else None,
+            feval=feval,
+            callbacks=callbacks,
+        )
+        self.booster_ = booster
+        self.n_features_in_ = data.n_features
+        best = (
+            booster.best_iteration
+            if booster.best_iteration and booster.best_iteration > 0
+            else booster.current_iteration()
+        )
+        self.best_iteration_ = int(best)
+        self.target_name_ = target.name
+        self.n_train_docs_ = int(X.shape[0])
+        self.n_train_queries_ = int(data.n_queries)
+        return self
+
+    # -- use -----------------------------------------------------------------------
+
+    def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
+        """Scores (higher ranks higher) for a feature matrix or a RankingData."""
+        check_is_fitted(self, "booster_")
+        if isinstance(X, RankingData):
+            X = X.X
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise InputError(f"X must have shape [n_docs, {self.n_features_in_}], got {X.shape}")
+        return self.booster_.predict(X, num_iteration=self.best_iteration_).astype(np.float64)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Total gain of the splits on each feature (LightGBM ``importance_type="gain"``)."""
+        check_is_fitted(self, "booster_")
+        return self.booster_.feature_importance(
+            importance_type="gain", iteration=self.best_iteration_
+        )
+
+    def _rounds_note(self) -> str:
+        curves = list(self.evals_result_.get("valid", {}).values())
+        if self.early_stopping_rounds is None or not curves:
+            return ""
+        return f"; early stopping kept the best of {len(curves[0])} rounds"
+
+    def summary(self) -> str:
+        """A readable description of the fitted model."""
+        check_is_fitted(self, "booster_")
+        lines = [
+            "LambdaMART (clickrank lambdas, LightGBM trees)",
+            f"  target: {self.target_name_}",
+            f"  trees: {self.best_iteration_} (n_estimators={self.n_estimators}"
+            f"{self._rounds_note()})",
+            f"  learning_rate={self.learning_rate}, num_leaves={self.num_leaves},"
+            f" max_depth={self.max_depth}, min_data_in_leaf={self.min_data_in_leaf}",
+            f"  lambdas: weighting={self.weighting}, sigma={self.sigma},"
+            f" truncation_level={self.truncation_level}, normalize={self.normalize}",
+            f"  trained on {self.n_train_docs_} candidate documents of"
+            f" {self.n_train_queries_} queries, {self.n_features_in_} features, seed={self.seed}",
+        ]
+        for name, values in self.evals_result_.get("valid", {}).items():
+            if values:
+                best = (
+                    self.best_iteration_ - 1
+                    if self.best_iteration_ <= len(values)
+                    else len(values) - 1
+                )
+                lines.append(
+                    f"  valid {name}: {values[best]:.4f} at tree {best + 1} (last {values[-1]:.4f})"
+                )
+        imp = self.feature_importances_
+        if imp.sum() > 0:
+            top = np.argsort(-imp)[:5]
+            share = ", ".join(f"f{i}: {imp[i] / imp.sum():.0%}" for i in top)
+            lines.append(f"  top features (gain share): {share}")
+        return "\n".join(lines)
+
+    # -- persistence -------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write ``model.txt`` (LightGBM text model) and ``meta.json`` into folder ``path``.
+
+        Both files are written atomically (temporary file, then rename); no
+        pickle. Refuses to overwrite an existing model unless ``overwrite``.
+        """
+        check_is_fitted(self, "booster_")
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        if (out / "model.txt").exists() and not overwrite:
+            raise InputError(f"{out} already holds a model; pass overwrite=True to replace it")
+        params = self.get_params()
+        meta = {
+            "format": _FORMAT,
+            "format_version": _FORMAT_VERSION,
+            "params": params,
+            "n_features_in": self.n_features_in_,
+            "best_iteration": self.best_iteration_,
+            "target": self.target_name_,
+            "n_train_docs": self.n_train_docs_,
+            "n_train_queries": self.n_train_queries_,
+            "evals_result": self.evals_result_,
+        }
+        _atomic_write(out / "model.txt", self.booster_.model_to_string(num_iteration=-1))
+        _atomic_write(out / "meta.json", json.dumps(meta, indent=2, default=str) + "\n")
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> LambdaMART:
+        """Read a model written by :meth:`save`."""
+        import lightgbm as lgb
+
+        from ._validation import DataFormatError
+
+        folder = Path(path)
+        meta_path, model_path = folder / "meta.json", folder / "model.txt"
+        for p in (meta_path, model_path):
+            if not p.is_file():
+                raise DataFormatError("missing; not a saved clickrank LambdaMART model", path=p)
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as err:
+            raise DataFormatError(
+                f"invalid JSON: {err.msg}", path=meta_path, line=err.lineno
+            ) from None
+        if meta.get("format") != _FORMAT:
+            raise DataFormatError(f"not a {_FORMAT} metadata file", path=meta_path)
+        model = cls(**meta["params"])
+        model.booster_ = lgb.Booster(model_str=model_path.read_text())
+        model.n_features_in_ = int(meta["n_features_in"])
+        model.best_iteration_ = int(meta["best_iteration"])
+        model.target_name_ = meta["target"]
+        model.n_train_docs_ = int(meta["n_train_docs"])
+        model.n_train_queries_ = int(meta["n_train_queries"])
+        model.evals_result_ = meta.get("evals_result", {})
+        return model
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
+        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"LambdaMART({args})"
+
+
+_DEFAULTS = {
+    k: v.default
+    for k, v in inspect.signature(LambdaMART.__init__).parameters.items()
+    if k != "self"
+}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

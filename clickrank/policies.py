@@ -1,0 +1,471 @@
+"""Logging policies: which documents a simulated search engine shows, in which order.
+
+A logging policy turns a batch of sessions (query indices and session ids)
+into the displayed top-``K`` lists, ``rows[S, K]`` (row indices into the
+:class:`~clickrank.datasets.RankingData`, ``-1`` for empty slots when a query
+has fewer than ``K`` documents), and the name of the ranker that produced each
+list (the log's ``ranker`` column, which intervention harvesting needs).
+
+Policies
+--------
+:class:`DeterministicPolicy`
+    Rank by fixed scores (an array, or any object with ``predict(X)``);
+    ties keep the row order (stable sort, DESIGN §2).
+:class:`PlackettLuce`
+    Stochastic ranking, :math:`P(\\pi) = \\prod_i \\exp(s_{\\pi_i}/\tau) /
+    \\sum_{j \\ge i} \\exp(s_{\\pi_j}/\tau)`, sampled with the Gumbel-top-k trick.
+:class:`UniformRandom`
+    Every order equally likely (Plackett–Luce with equal scores).
+:class:`MixturePolicy`
+    Each session picks one of several policies (e.g. several production
+    rankers, the setting of intervention harvesting, Agarwal et al. WSDM 2019).
+
+:func:`production_ranker` trains the standard "production ranker" of the
+unbiased learning-to-rank literature: a ranker fitted on about 1 % of the
+labelled training queries (Joachims, Swaminathan & Schnabel, WSDM 2017 §6;
+Ai et al., ULTRA 2021).
+
+All randomness goes through :mod:`clickrank._random`, so a session's list
+depends only on the seed and the session index, never on the batch size.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from ._random import STREAM_POLICY, session_state, session_uniforms, stream_key, uniform_at
+from ._segments import rank_order, to_padded
+from ._validation import InputError, check_choice, check_is_fitted, check_positive
+from .datasets import RankingData
+
+__all__ = [
+    "LoggingPolicy",
+    "PreparedPolicy",
+    "DeterministicPolicy",
+    "PlackettLuce",
+    "UniformRandom",
+    "MixturePolicy",
+    "ProductionRanker",
+    "production_ranker",
+    "make_policy",
+    "policy_scores",
+]
+
+
+def policy_scores(ranker: Any, data: RankingData, *, name: str = "ranker") -> np.ndarray:
+    """Scores of every row of ``data``: ``ranker`` itself (an array) or ``ranker.predict(X)``.
+
+    Raises
+    ------
+    InputError
+        If the scores do not have one finite value per document.
+    """
+    if hasattr(ranker, "predict") and not isinstance(ranker, np.ndarray):
+        scores = ranker.predict(data.X)
+    elif isinstance(ranker, (np.ndarray, Sequence)):
+        scores = ranker
+    else:
+        raise InputError(
+            f"{name} must be an array of scores or an object with predict(X); got "
+            f"{type(ranker).__name__}"
+        )
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if s.shape != (data.n_docs,):
+        raise InputError(
+            f"{name} gives {s.size} scores but the data has {data.n_docs} documents"
+        )
+    if not np.all(np.isfinite(s)):
+        bad = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise InputError(f"{name} gives a non-finite score ({s[bad]}) for row {bad}")
+    return s
+
+
+class PreparedPolicy(ABC):
+    """A policy bound to one dataset and cut-off, ready to rank sessions."""
+
+    names: tuple[str, ...]
+    top_k: int
+
+    @abstractmethod
+    def rank(
+        self, queries: np.ndarray, sessions: np.ndarray, seed: int, stream: int = STREAM_POLICY
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Displayed rows ``int64 [S, K]`` (-1 = empty) and ranker codes ``int16 [S]``."""
+
+
+class LoggingPolicy(ABC):
+    """A logging policy; :meth:`prepare` binds it to data (precomputing what it can)."""
+
+    @property
+    @abstractmethod
+    def names(self) -> tuple[str, ...]:
+        """Ranker names this policy can record, indexed by the codes of ``rank``."""
+
+    @abstractmethod
+    def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
+        """Bind to ``data`` and cut-off ``top_k``."""
+
+
+# -- deterministic -------------------------------------------------------------
+
+
+class _PreparedDeterministic(PreparedPolicy):
+    def __init__(self, top: np.ndarray, names: tuple[str, ...]) -> None:
+        self.top = top
+        self.names = names
+        self.top_k = top.shape[1]
+
+    def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
+        return self.top[queries], np.zeros(len(queries), dtype=np.int16)
+
+
+class DeterministicPolicy(LoggingPolicy):
+    """Show every query's documents sorted by a fixed score (ties: row order).
+
+    Parameters
+    ----------
+    ranker : array ``[n_docs]`` or object with ``predict(X)``
+        Scores, higher ranks higher.
+    name : str
+        Recorded in the log's ``ranker`` column.
+    """
+
+    def __init__(self, ranker: Any, *, name: str = "production") -> None:
+        self.ranker = ranker
+        self.name = name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (str(self.name),)
+
+    def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
+        scores = policy_scores(self.ranker, data, name=f"ranker {self.name!r}")
+        order = rank_order(scores, data.qptr)
+        top, _ = to_padded(order, data.qptr, fill=-1, width=int(top_k))
+        return _PreparedDeterministic(top.astype(np.int64), self.names)
+
+
+# -- Plackett-Luce ---------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _gumbel_top_k(
+    logits: np.ndarray,
+    qptr: np.ndarray,
+    queries: np.ndarray,
+    sessions: np.ndarray,
+    key: np.uint64,
+    k: int,
+) -> np.ndarray:
+    """Top-``k`` of ``logits + Gumbel noise`` per session (Gumbel-top-k trick).
+
+    The noise of document ``j`` (0-based within its query) in session ``s``
+    is the ``j``-th counter-based uniform of the session, so the list does
+    not depend on the batch. Ties keep the row order.
+    """
+    n = queries.shape[0]
+    out = np.full((n, k), -1, dtype=np.int64)
+    best = np.empty(k, dtype=np.float64)
+    for i in range(n):
+        q = queries[i]
+        a = qptr[q]
+        m = qptr[q + 1] - a
+        st = session_state(key, sessions[i])
+        filled = 0
+        for j in range(m):
+            u = uniform_at(st, j)
+            if u > 0.0:
+                v = logits[a + j] - np.log(-np.log(u))
+            else:
+                v = -np.inf
+            # insertion into the sorted (descending) buffer; strict > keeps row order on ties
+            if filled < k:
+                pos = filled
+                filled += 1
+            elif v > best[k - 1]:
+                pos = k - 1
+            else:
+                continue
+            while pos > 0 and v > best[pos - 1]:
+                best[pos] = best[pos - 1]
+                out[i, pos] = out[i, pos - 1]
+                pos -= 1
+            best[pos] = v
+            out[i, pos] = a + j
+    return out
+
+
+class _PreparedPL(PreparedPolicy):
+    def __init__(self, logits: np.ndarray, qptr: np.ndarray, top_k: int, names) -> None:
+        self.logits = logits
+        self.qptr = qptr
+        self.top_k = top_k
+        self.names = names
+
+    def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
+        key = stream_key(seed, stream)
+        rows = _gumbel_top_k(
+            self.logits,
+            self.qptr,
+            np.ascontiguousarray(queries, dtype=np.int64),
+            np.ascontiguousarray(sessions, dtype=np.uint64),
+            key,
+            self.top_k,
+        )
+        return rows, np.zeros(len(queries), dtype=np.int16)
+
+
+class PlackettLuce(LoggingPolicy):
+    r"""Stochastic ranking by the Plackett–Luce model with temperature.
+
+    .. math::
+        P(\pi \mid q) = \prod_{i=1}^{K}
+            \frac{\exp(s_{\pi_i} / \tau)}{\sum_{j \ge i} \exp(s_{\pi_j} / \tau)}
+
+    (Plackett 1975; Luce 1959). Sampled exactly by perturbing each logit
+    :math:`s_d/\tau` with independent Gumbel noise and keeping the ``K``
+    largest (the Gumbel-top-k trick; Yellott 1977, Kool et al. ICML 2019).
+    :math:`\tau \to 0` approaches the deterministic ranking, large
+    :math:`\tau` a uniform shuffle.
+
+    Parameters
+    ----------
+    ranker : array ``[n_docs]`` or object with ``predict(X)``
+    temperature : float
+        :math:`\tau > 0`.
+    name : str
+    """
+
+    def __init__(self, ranker: Any, *, temperature: float = 1.0, name: str = "plackett-luce"):
+        self.ranker = ranker
+        self.temperature = temperature
+        self.name = name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (str(self.name),)
+
+    def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
+        tau = check_positive(self.temperature, name="temperature")
+        scores = policy_scores(self.ranker, data, name=f"ranker {self.name!r}")
+        return _PreparedPL(scores / tau, data.qptr, int(top_k), self.names)
+
+
+class UniformRandom(LoggingPolicy):
+    """Every ordering of a query's documents equally likely (a uniform shuffle)."""
+
+    def __init__(self, *, name: str = "random") -> None:
+        self.name = name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (str(self.name),)
+
+    def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
+        return _PreparedPL(np.zeros(data.n_docs), data.qptr, int(top_k), self.names)
+
+
+# -- mixtures ----------------------------------------------------------------------
+
+
+class _PreparedMixture(PreparedPolicy):
+    def __init__(self, parts, cum, names, top_k) -> None:
+        self.parts = parts
+        self.cum = cum
+        self.names = names
+        self.top_k = top_k
+
+    def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
+        u = session_uniforms(seed, sessions, 1, stream * 64)[:, 0]
+        choice = np.searchsorted(self.cum, u, side="right")
+        choice = np.minimum(choice, len(self.parts) - 1)
+        rows = np.full((len(queries), self.top_k), -1, dtype=np.int64)
+        codes = np.zeros(len(queries), dtype=np.int16)
+        offset = 0
+        for c, part in enumerate(self.parts):  # loop over a few components, not sessions
+            idx = np.flatnonzero(choice == c)
+            if idx.size:
+                r, k = part.rank(queries[idx], sessions[idx], seed, stream * 64 + 1 + c)
+                rows[idx] = r
+                codes[idx] = k + offset
+            offset += len(part.names)
+        return rows, codes
+
+
+class MixturePolicy(LoggingPolicy):
+    """Each session is served by one policy, chosen at random with ``weights``.
+
+    The chosen component is recorded in the ``ranker`` column, so the same
+    (query, document) is seen at different positions under different rankers:
+    the data intervention harvesting needs (Agarwal et al., WSDM 2019).
+
+    Parameters
+    ----------
+    policies : sequence of LoggingPolicy
+        At most 63 components, with distinct ranker names.
+    weights : sequence of float, optional
+        Non-negative, normalized to sum 1; equal by default.
+    """
+
+    def __init__(
+        self, policies: Sequence[LoggingPolicy], *, weights: Sequence[float] | None = None
+    ) -> None:
+        self.policies = policies
+        self.weights = weights
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for p in self.policies for n in p.names)
+
+    def _weights(self) -> np.ndarray:
+        pols = list(self.policies)
+        if not pols or not all(isinstance(p, LoggingPolicy) for p in pols):
+            raise InputError("policies must be a non-empty sequence of LoggingPolicy objects")
+        if len(pols) > 63:
+            raise InputError(f"a mixture takes at most 63 policies, got {len(pols)}")
+        names = self.names
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise InputError(f"ranker names in a mixture must be distinct; repeated: {dup}")
+        if self.weights is None:
+            return np.full(len(pols), 1.0 / len(pols))
+        w = np.asarray(self.weights, dtype=np.float64)
+        if w.shape != (len(pols),) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise InputError(
+                f"weights must be {len(pols)} non-negative numbers with a positive sum, "
+                f"got {self.weights!r}"
+            )
+        return w / w.sum()
+
+    def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
+        w = self._weights()
+        parts = [p.prepare(data, top_k) for p in self.policies]
+        cum = np.cumsum(w)[:-1]
+        return _PreparedMixture(parts, cum, self.names, int(top_k))
+
+
+# -- the production ranker -------------------------------------------------------------
+
+
+class ProductionRanker:
+    """A small LightGBM lambdarank model trained on a few labelled queries.
+
+    This is the usual logging ranker of ULTR simulations (Joachims et al.
+    WSDM 2017 §6: a ranker trained on 1 % of the training queries). It is
+    trained with LightGBM's built-in ``lambdarank`` objective for now; once
+    :mod:`clickrank.lambdamart` lands it will use clickrank's own
+    LambdaMART, with the same interface.
+
+    Parameters
+    ----------
+    fraction : float
+        Share of the labelled queries used for training, in (0, 1]; at least
+        one query is used.
+    n_estimators, num_leaves, learning_rate, min_child_samples
+        LightGBM parameters (a deliberately weak model).
+    seed : int
+        Seeds the query subsample and LightGBM.
+
+    Attributes
+    ----------
+    model_ : lightgbm.LGBMRanker
+    train_queries_ : numpy.ndarray
+        Indices of the queries it was trained on.
+    """
+
+    def __init__(
+        self,
+        *,
+        fraction: float = 0.01,
+        n_estimators: int = 50,
+        num_leaves: int = 15,
+        learning_rate: float = 0.1,
+        min_child_samples: int = 5,
+        seed: int = 0,
+    ) -> None:
+        self.fraction = fraction
+        self.n_estimators = n_estimators
+        self.num_leaves = num_leaves
+        self.learning_rate = learning_rate
+        self.min_child_samples = min_child_samples
+        self.seed = seed
+
+    def fit(self, data: RankingData) -> ProductionRanker:
+        import lightgbm as lgb
+
+        if data.y is None:
+            raise InputError("production_ranker needs labelled data (data.y is None)")
+        frac = float(self.fraction)
+        if not 0.0 < frac <= 1.0:
+            raise InputError(f"fraction must be in (0, 1], got {self.fraction!r}")
+        n_q = data.n_queries
+        k = max(1, int(round(frac * n_q)))
+        rng = np.random.default_rng(self.seed)
+        queries = np.sort(rng.choice(n_q, size=k, replace=False))
+        train = data.subset(queries)
+        y = train.y
+        if np.any(y != np.floor(y)) or np.any(y < 0):
+            raise InputError("lambdarank needs non-negative integer labels")
+        self.model_ = lgb.LGBMRanker(
+            objective="lambdarank",
+            n_estimators=int(self.n_estimators),
+            num_leaves=int(self.num_leaves),
+            learning_rate=float(self.learning_rate),
+            min_child_samples=int(self.min_child_samples),
+            random_state=int(self.seed),
+            deterministic=True,
+            force_row_wise=True,
+            n_jobs=1,
+            verbose=-1,
+        )
+        self.model_.fit(train.X, y.astype(np.int64), group=train.lengths)
+        self.train_queries_ = queries
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Scores of the rows of ``X`` (higher ranks higher)."""
+        check_is_fitted(self, "model_")
+        return np.asarray(self.model_.predict(np.asarray(X, dtype=np.float32)), dtype=np.float64)
+
+
+def production_ranker(
+    data: RankingData, fraction: float = 0.01, *, seed: int = 0, **params: Any
+) -> ProductionRanker:
+    """Train a :class:`ProductionRanker` on ``fraction`` of the queries of ``data``."""
+    return ProductionRanker(fraction=fraction, seed=seed, **params).fit(data)
+
+
+POLICY_KINDS = ("production", "plackett-luce", "oracle", "random")
+
+
+def make_policy(
+    kind: str,
+    data: RankingData,
+    *,
+    fraction: float = 0.01,
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> LoggingPolicy:
+    """A named logging policy for ``data`` (used by the CLI and run configs).
+
+    ``production``: deterministic ranking by :func:`production_ranker`;
+    ``plackett-luce``: Plackett–Luce over the production ranker's scores with
+    ``temperature``; ``oracle``: deterministic ranking by the true labels;
+    ``random``: :class:`UniformRandom`.
+    """
+    check_choice(kind, POLICY_KINDS, name="policy")
+    if kind == "random":
+        return UniformRandom()
+    if kind == "oracle":
+        if data.y is None:
+            raise InputError("the oracle policy needs labelled data")
+        return DeterministicPolicy(data.y, name="oracle")
+    ranker = production_ranker(data, fraction, seed=seed)
+    if kind == "production":
+        return DeterministicPolicy(ranker, name="production")
+    return PlackettLuce(ranker, temperature=temperature, name="plackett-luce")

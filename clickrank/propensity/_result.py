@@ -1,0 +1,375 @@
+"""The :class:`Propensities` result: examination probability per position with intervals."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy.stats import norm
+
+from .._validation import DataFormatError, InputError, check_probability
+
+__all__ = ["Propensities"]
+
+_FORMAT_VERSION = 1
+
+
+def _as_float_array(values: Any, name: str, size: int | None = None) -> np.ndarray:
+    arr = np.array(values, dtype=np.float64)  # copy: results own their arrays
+    if arr.ndim != 1:
+        raise InputError(f"{name} must be 1-d, got shape {arr.shape}")
+    if size is not None and arr.size != size:
+        raise InputError(f"{name} must have {size} entries (one per position), got {arr.size}")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Propensities:
+    r"""Estimated examination propensities :math:`\theta_p`, p = 1..K (DESIGN §2).
+
+    Parameters
+    ----------
+    theta : array ``[K]``
+        ``theta[p - 1]`` is the propensity of position ``p``. Normalized so
+        that ``theta[0] == 1`` unless ``absolute`` is True. NaN marks a
+        position that the data do not identify (always listed in ``warnings``).
+    se : array ``[K]``
+        Standard error of :math:`\log \hat\theta_p` (the log scale, on which
+        the intervals are built). 0 for the reference position, NaN where not
+        available.
+    method : str
+        Estimator name (``"swap"``, ``"randomized"``, ``"randpair"``,
+        ``"harvest-pivot"``, ``"harvest-adjacent"``, ``"harvest-allpairs"``,
+        ``"em"``, or ``"<name>+bootstrap"``).
+    n_sessions : int
+        Sessions that entered the estimate.
+    n : array ``[K]``
+        Impressions (displayed results) used at each position.
+    warnings : tuple of str
+        Diagnostics, numbered in :meth:`summary`.
+    absolute : bool
+        True if the estimator identifies the absolute level of ``theta``.
+    replicates : array ``[B, K]``, optional
+        Bootstrap replicates of :math:`\log\hat\theta`.
+    ci_method : {"normal", "percentile"}
+        ``normal``: :math:`\hat\theta\exp(\pm z\,\mathrm{se})` (delta method or
+        bootstrap SE); ``percentile``: quantiles of ``replicates``.
+    info : dict
+        Method-specific details (JSON-serializable), e.g. ``{"route": "top"}``.
+    """
+
+    theta: np.ndarray
+    se: np.ndarray
+    method: str
+    n_sessions: int
+    n: np.ndarray
+    warnings: tuple[str, ...] = ()
+    absolute: bool = False
+    replicates: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+    ci_method: str = "normal"
+
+    def __post_init__(self) -> None:
+        theta = _as_float_array(self.theta, "theta")
+        k = theta.size
+        if k < 1:
+            raise InputError("theta must hold at least one position")
+        se = _as_float_array(self.se, "se", k)
+        n = _as_float_array(self.n, "n", k)
+        object.__setattr__(self, "theta", theta)
+        object.__setattr__(self, "se", se)
+        object.__setattr__(self, "n", n)
+        if self.replicates is not None:
+            rep = np.array(self.replicates, dtype=np.float64)
+            if rep.ndim != 2 or rep.shape[1] != k:
+                raise InputError(f"replicates must have shape [B, {k}], got {rep.shape}")
+            rep.setflags(write=False)
+            object.__setattr__(self, "replicates", rep)
+        if self.ci_method not in ("normal", "percentile"):
+            raise InputError(f"ci_method must be 'normal' or 'percentile', got {self.ci_method!r}")
+        if self.ci_method == "percentile" and self.replicates is None:
+            raise InputError("ci_method='percentile' needs bootstrap replicates")
+        warns = list(self.warnings)
+        for p in np.flatnonzero(~np.isfinite(theta)) + 1:
+            if not any(w.startswith(f"position {p}:") for w in warns):
+                warns.append(f"position {p}: not identified by the data (theta is NaN)")
+        object.__setattr__(self, "warnings", tuple(warns))
+        object.__setattr__(self, "n_sessions", int(self.n_sessions))
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def K(self) -> int:  # noqa: N802 - the paper's symbol
+        """Number of positions."""
+        return int(self.theta.size)
+
+    @property
+    def positions(self) -> np.ndarray:
+        """1-based positions ``1..K``."""
+        return np.arange(1, self.K + 1)
+
+    @property
+    def identified(self) -> np.ndarray:
+        """Bool ``[K]``: True where ``theta`` is a finite estimate."""
+        return np.isfinite(self.theta)
+
+    def __len__(self) -> int:
+        return self.K
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.asarray(self.theta, dtype=dtype)
+
+    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
+        r"""Confidence intervals ``[K, 2]`` (lower, upper) at level ``1 - alpha``.
+
+        Notes
+        -----
+        ``ci_method="normal"``: the normal interval on the log scale,
+        :math:`\hat\theta_p \exp(\pm z_{1-\alpha/2}\,\mathrm{se}_p)` (delta
+        method or bootstrap SE; positive and asymmetric). ``"percentile"``:
+        the percentile interval of the bootstrap replicates of :math:`\log\hat\theta_p`.
+        The reference position (se 0) gets a zero-width interval.
+        """
+        alpha = check_probability(alpha, name="alpha")
+        if not 0 < alpha < 1:
+            raise InputError(f"alpha must be in (0, 1), got {alpha}")
+        if self.ci_method == "percentile":
+            with np.errstate(all="ignore"):
+                lo, hi = np.nanquantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+            out = np.column_stack([np.exp(lo), np.exp(hi)])
+        else:
+            half = norm.isf(alpha / 2) * self.se
+            with np.errstate(all="ignore"):
+                out = np.column_stack([self.theta * np.exp(-half), self.theta * np.exp(half)])
+            zero = self.theta == 0
+            out[zero] = [0.0, np.inf]
+        out[~self.identified] = np.nan
+        return out
+
+    # ------------------------------------------------------------------ views
+    def to_frame(self, alpha: float = 0.05) -> pl.DataFrame:
+        """One row per position: position, theta, se (log scale), lower, upper, n."""
+        ci = self.conf_int(alpha)
+        return pl.DataFrame(
+            {
+                "position": pl.Series(self.positions, dtype=pl.UInt16),
+                "theta": self.theta,
+                "se_log": self.se,
+                "lower": ci[:, 0],
+                "upper": ci[:, 1],
+                "n": self.n,
+                "identified": self.identified,
+            }
+        )
+
+    def summary(self, alpha: float = 0.05) -> str:
+        """A readable table (position, θ, CI, SE of log θ, n) then numbered warnings."""
+        ci = self.conf_int(alpha)
+        level = f"{100 * (1 - alpha):g}%"
+        scale = "absolute" if self.absolute else "relative to position 1"
+        ci_kind = {
+            "percentile": "bootstrap percentile",
+            "normal": "normal on log scale, bootstrap SE" if self.replicates is not None
+            else "normal on log scale, delta-method SE",
+        }[self.ci_method]
+        lines = [
+            f"Propensities ({self.method}; {scale}; {level} CI: {ci_kind})",
+            f"sessions: {self.n_sessions:,}",
+            "",
+            f"{'pos':>4} {'theta':>9} {'lower':>9} {'upper':>9} {'se(log)':>9} {'n':>12}",
+        ]
+
+        def fmt(x: float) -> str:
+            return f"{x:9.4f}" if np.isfinite(x) else f"{'nan':>9}"
+
+        for i in range(self.K):
+            lines.append(
+                f"{i + 1:>4} {fmt(self.theta[i])} {fmt(ci[i, 0])} {fmt(ci[i, 1])} "
+                f"{fmt(self.se[i])} {self.n[i]:>12,.0f}"
+            )
+        if self.warnings:
+            lines += ["", "Warnings:"]
+            lines += [f"[{j}] {w}" for j, w in enumerate(self.warnings, 1)]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        ci = self.conf_int()
+        rows = "".join(
+            f"<tr><td>{i + 1}</td><td>{self.theta[i]:.4f}</td><td>{ci[i, 0]:.4f}</td>"
+            f"<td>{ci[i, 1]:.4f}</td><td>{self.n[i]:,.0f}</td></tr>"
+            for i in range(self.K)
+        )
+        warns = "".join(f"<li>{w}</li>" for w in self.warnings)
+        return (
+            f"<p><b>Propensities</b> ({self.method}, {self.n_sessions:,} sessions)</p>"
+            "<table><tr><th>position</th><th>θ</th><th>lower 95%</th><th>upper 95%</th>"
+            f"<th>n</th></tr>{rows}</table>" + (f"<ol>{warns}</ol>" if warns else "")
+        )
+
+    # ------------------------------------------------------------------ IO
+    def to_dict(self, alpha: float = 0.05) -> dict:
+        """JSON-ready dict; ``theta``, ``lower``, ``upper`` use null for NaN."""
+
+        def clean(a: np.ndarray) -> list:
+            return [float(x) if np.isfinite(x) else None for x in np.asarray(a, dtype=float)]
+
+        ci = self.conf_int(alpha)
+        out = {
+            "format": "clickrank.propensities",
+            "version": _FORMAT_VERSION,
+            "method": self.method,
+            "theta": clean(self.theta),
+            "lower": clean(ci[:, 0]),
+            "upper": clean(ci[:, 1]),
+            "alpha": alpha,
+            "se": clean(self.se),
+            "se_scale": "log",
+            "ci_method": self.ci_method,
+            "n": clean(self.n),
+            "n_sessions": self.n_sessions,
+            "absolute": self.absolute,
+            "warnings": list(self.warnings),
+            "info": self.info,
+        }
+        if self.replicates is not None:
+            out["replicates"] = [clean(r) for r in self.replicates]
+        return out
+
+    def save(self, path: str | os.PathLike, *, alpha: float = 0.05, overwrite: bool = True) -> Path:
+        """Write JSON atomically (temporary file in the same folder, then rename)."""
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise InputError(f"{path} exists; pass overwrite=True to replace it")
+        text = json.dumps(self.to_dict(alpha), indent=2)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text + "\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Propensities:
+        """Read a file written by :meth:`save` (or any JSON with a ``theta`` list)."""
+        path = Path(path)
+        try:
+            obj = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise DataFormatError("file not found", path=path) from None
+        except json.JSONDecodeError as err:
+            raise DataFormatError(
+                f"not valid JSON ({err.msg})", path=path, line=err.lineno
+            ) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("theta"), list):
+            raise DataFormatError("expected a JSON object with a 'theta' list", path=path)
+
+        def arr(key: str, default: Any) -> np.ndarray:
+            vals = obj.get(key, default)
+            if vals is None:
+                vals = default
+            return np.array([np.nan if v is None else v for v in vals], dtype=float)
+
+        theta = arr("theta", [])
+        k = theta.size
+        se = arr("se", [np.nan] * k)
+        if obj.get("se_scale", "log") != "log":
+            raise DataFormatError("only se_scale 'log' is supported", path=path, column="se_scale")
+        rep = obj.get("replicates")
+        try:
+            return cls(
+                theta=theta,
+                se=se,
+                method=str(obj.get("method", "unknown")),
+                n_sessions=int(obj.get("n_sessions", 0)),
+                n=arr("n", [np.nan] * k),
+                warnings=tuple(obj.get("warnings", ())),
+                absolute=bool(obj.get("absolute", False)),
+                replicates=None
+                if rep is None
+                else np.array([[np.nan if v is None else v for v in r] for r in rep], dtype=float),
+                info=dict(obj.get("info", {})),
+                ci_method=str(obj.get("ci_method", "normal")),
+            )
+        except InputError as err:
+            raise DataFormatError(str(err), path=path) from None
+
+    # ------------------------------------------------------------------ plot
+    def plot(
+        self,
+        true_theta: Any = None,
+        ax: Any = None,
+        path: str | os.PathLike | None = None,
+        *,
+        alpha: float = 0.05,
+    ):
+        """Estimate with its confidence band against position (log-scale y).
+
+        Parameters
+        ----------
+        true_theta : array ``[>= K]``, optional
+            The true curve (simulations), drawn normalized like the estimate.
+        ax : matplotlib Axes, optional
+            Draw into this axes; otherwise a new figure is created.
+        path : path, optional
+            Also save a PNG there.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+        else:
+            fig = ax.figure
+        pos = self.positions
+        ci = self.conf_int(alpha)
+        ok = self.identified
+        ax.fill_between(
+            pos[ok], ci[ok, 0], ci[ok, 1], alpha=0.25, color="C0",
+            label=f"{100 * (1 - alpha):g}% CI",
+        )
+        ax.plot(pos[ok], self.theta[ok], "o-", color="C0", label=f"estimate ({self.method})")
+        if true_theta is not None:
+            t = np.asarray(true_theta, dtype=float)[: self.K]
+            if not self.absolute:
+                t = t / t[0]
+            ax.plot(np.arange(1, t.size + 1), t, "k--", label="true θ")
+        if (~ok).any():
+            ax.plot([], [], " ", label=f"not identified: {pos[~ok].tolist()}")
+        ax.set_yscale("log")
+        ax.set_xlabel("position (rank)")
+        ax.set_ylabel("examination propensity θ" + ("" if self.absolute else " (θ₁ = 1)"))
+        ax.set_xticks(pos)
+        ax.set_title(f"Position bias: {self.method}, {self.n_sessions:,} sessions")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        if path is not None:
+            path = Path(path)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+            os.close(fd)
+            try:
+                fig.savefig(tmp, format="png")
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return fig

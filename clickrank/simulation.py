@@ -1,0 +1,614 @@
+r"""Click-log simulation: a logging policy, interventions and a click model over sessions.
+
+:func:`simulate` draws ``n_sessions`` impressions. For each session it picks a
+query (uniformly, or by a frequency array), lets the logging policy rank the
+query's documents (:mod:`clickrank.policies`), optionally applies a
+randomized intervention, and lets a click model
+(:mod:`clickrank.clickmodels`) click on the displayed top ``K``. Everything
+runs on dense ``[sessions, positions]`` arrays in chunks and becomes the long
+click-log table (:mod:`clickrank.clicklog`) in one vectorized conversion.
+
+Reproducibility
+---------------
+Every random draw is a counter-based function of ``(seed, session index,
+stream)`` (:mod:`clickrank._random`), so the log does not depend on
+``chunk_size``: the same seed gives the same bytes for any chunking, and
+session ``i`` of a run is the same in a longer run.
+
+Interventions
+-------------
+``Swap(fraction, k)``
+    Swap the results at ranks 1 and ``k`` (Joachims, Swaminathan & Schnabel,
+    WSDM 2017 §5.3). Under the PBM the click-through rate of the swapped-in
+    rank-1 document at position ``k`` over that of rank-1 documents at
+    position 1 estimates :math:`\theta_k / \theta_1`.
+``RandPair(fraction, pivot)``
+    Swap the result at the pivot rank with the result at a uniformly chosen
+    other rank (Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018 §4,
+    "RandPair"); ``pivot=None`` swaps a uniformly chosen pair of ranks.
+``Randomize(fraction, k)``
+    Shuffle the top ``k`` uniformly ("RandTop-k"; Wang et al. 2016, 2018;
+    Joachims et al. 2017): CTR per position is then proportional to
+    :math:`\theta_p` under the PBM.
+
+Swapped sessions record the two exchanged positions in ``swap_pivot`` and
+``swap_k`` (0 in other sessions), so estimators need not guess them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ._random import (
+    STREAM_CLICK,
+    STREAM_INTERVENTION,
+    STREAM_INTERVENTION_DETAIL,
+    STREAM_POLICY,
+    STREAM_QUERY,
+    _check_seed,
+    session_uniforms,
+)
+from ._validation import InputError, check_fraction, check_positive
+from .datasets import RankingData
+from .policies import DeterministicPolicy, LoggingPolicy
+
+__all__ = [
+    "Intervention",
+    "Swap",
+    "RandPair",
+    "Randomize",
+    "simulate",
+    "INTERVENTION_CATEGORIES",
+]
+
+INTERVENTION_CATEGORIES = ("none", "swap", "randpair", "randomized")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """Base of the randomized interventions; ``fraction`` of sessions receive it."""
+
+    fraction: float
+
+    label = "none"
+
+    def _check(self, top_k: int) -> None:
+        check_fraction(self.fraction, name=f"{type(self).__name__}.fraction")
+
+
+@dataclass(frozen=True)
+class Swap(Intervention):
+    """Swap ranks 1 and ``k`` (Joachims et al. WSDM 2017 §5.3).
+
+    Parameters
+    ----------
+    fraction : float
+        Share of sessions swapped, in [0, 1].
+    k : int, optional
+        The rank swapped with rank 1 (2..top_k). None draws ``k`` uniformly
+        from 2..n per session, ``n`` the number of displayed results.
+        A session showing fewer than ``k`` results is left unswapped and
+        recorded as ``none``.
+    """
+
+    k: int | None = None
+    label = "swap"
+
+    def _check(self, top_k: int) -> None:
+        super()._check(top_k)
+        if self.k is not None:
+            k = check_positive(self.k, name="Swap.k", integer=True)
+            if not 2 <= k <= top_k:
+                raise InputError(f"Swap.k must be in 2..top_k={top_k}, got {self.k}")
+
+
+@dataclass(frozen=True)
+class RandPair(Intervention):
+    """Swap the result at rank ``pivot`` with one at a uniformly chosen other rank.
+
+    RandPair of Wang et al. (WSDM 2018 §4). With ``pivot=None`` both ranks of
+    the pair are random (a uniformly chosen unordered pair of the displayed
+    ranks). Sessions with fewer than two results (or than ``pivot``) are left
+    unchanged and recorded as ``none``.
+    """
+
+    pivot: int | None = 1
+    label = "randpair"
+
+    def _check(self, top_k: int) -> None:
+        super()._check(top_k)
+        if self.pivot is not None:
+            p = check_positive(self.pivot, name="RandPair.pivot", integer=True)
+            if p > top_k:
+                raise InputError(f"RandPair.pivot must be in 1..top_k={top_k}, got {self.pivot}")
+
+
+@dataclass(frozen=True)
+class Randomize(Intervention):
+    """Shuffle the top ``k`` results uniformly (all ``k!`` orders equally likely).
+
+    ``k=None`` shuffles every displayed result (the whole top ``K``).
+    """
+
+    k: int | None = None
+    label = "randomized"
+
+    def _check(self, top_k: int) -> None:
+        super()._check(top_k)
+        if self.k is not None:
+            k = check_positive(self.k, name="Randomize.k", integer=True)
+            if not 2 <= k <= top_k:
+                raise InputError(f"Randomize.k must be in 2..top_k={top_k}, got {self.k}")
+
+
+def _as_interventions(interventions: Any, top_k: int) -> list[Intervention]:
+    if interventions is None:
+        return []
+    if isinstance(interventions, Intervention):
+        interventions = [interventions]
+    items = list(interventions)
+    for it in items:
+        if not isinstance(it, Intervention) or type(it) is Intervention:
+            raise InputError(
+                "interventions must be Swap, RandPair or Randomize objects, "
+                f"got {it!r}"
+            )
+        it._check(top_k)
+    total = sum(float(it.fraction) for it in items)
+    if total > 1 + 1e-12:
+        raise InputError(f"intervention fractions must sum to at most 1, got {total:g}")
+    return items
+
+
+# -- the steps on dense arrays -------------------------------------------------------
+
+
+def _sample_queries(seed: int, sessions: np.ndarray, sampler: tuple) -> np.ndarray:
+    """Query index per session: uniform over ``sampler[1]`` or inverse CDF ``sampler[1]``."""
+    u = session_uniforms(seed, sessions, 1, STREAM_QUERY)[:, 0]
+    kind, table = sampler
+    if kind == "uniform":
+        i = np.minimum((u * len(table)).astype(np.int64), len(table) - 1)
+        return table[i]
+    q = np.searchsorted(table, u, side="right")
+    return np.minimum(q, len(table)).astype(np.int64)
+
+
+def _apply_interventions(
+    items: list[Intervention],
+    rows: np.ndarray,
+    seed: int,
+    sessions: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Apply interventions in place; return rows, codes, swap_pivot, swap_k."""
+    S, K = rows.shape
+    code = np.zeros(S, dtype=np.uint8)
+    pivot = np.zeros(S, dtype=np.uint16)
+    swap_k = np.zeros(S, dtype=np.uint16)
+    if not items:
+        return rows, code, pivot, swap_k
+    v = session_uniforms(seed, sessions, 1, STREAM_INTERVENTION)[:, 0]
+    bounds = np.cumsum([float(it.fraction) for it in items])
+    which = np.searchsorted(bounds, v, side="right")  # == len(items) -> none
+    n_shown = (rows >= 0).sum(axis=1)
+    arange = np.arange(K)
+    for i, it in enumerate(items):  # a loop over intervention kinds, not sessions
+        idx = np.flatnonzero(which == i)
+        if idx.size == 0:
+            continue
+        n = n_shown[idx]
+        d = session_uniforms(seed, sessions[idx], K + 2, STREAM_INTERVENTION_DETAIL)
+        cat = np.uint8(INTERVENTION_CATEGORIES.index(it.label))
+        if isinstance(it, Randomize):
+            m = n if it.k is None else np.minimum(n, int(it.k))
+            ok = m >= 2
+            keys = np.where(arange[None, :] < m[:, None], d[:, :K], arange[None, :] + 2.0)
+            perm = np.argsort(keys, axis=1, kind="stable")
+            sub = rows[idx]
+            rows[idx] = np.take_along_axis(sub, perm, axis=1)
+            code[idx[ok]] = cat
+            continue
+        if isinstance(it, Swap):
+            a = np.ones(idx.size, dtype=np.int64)
+            if it.k is None:
+                b = 2 + np.floor(d[:, 0] * (n - 1)).astype(np.int64)
+                ok = n >= 2
+            else:
+                b = np.full(idx.size, int(it.k), dtype=np.int64)
+                ok = n >= int(it.k)
+        else:  # RandPair
+            if it.pivot is None:
+                a = 1 + np.floor(d[:, 0] * n).astype(np.int64)
+                ok = n >= 2
+            else:
+                a = np.full(idx.size, int(it.pivot), dtype=np.int64)
+                ok = n >= max(2, int(it.pivot))
+            other = 1 + np.floor(d[:, 1] * (n - 1)).astype(np.int64)  # 1..n-1
+            b = other + (other >= a)  # skip the pivot: uniform over the other ranks
+            a, b = np.minimum(a, b), np.maximum(a, b)
+        b = np.minimum(b, np.maximum(n, 1))  # only matters where not ok
+        sel = idx[ok]
+        a0, b0 = a[ok] - 1, b[ok] - 1
+        ra = rows[sel, a0].copy()
+        rows[sel, a0] = rows[sel, b0]
+        rows[sel, b0] = ra
+        code[sel] = cat
+        pivot[sel] = a[ok]
+        swap_k[sel] = b[ok]
+    return rows, code, pivot, swap_k
+
+
+def _session_column(
+    values: np.ndarray, name: str, dtype: pl.DataType, K: int, sess_of_row: np.ndarray | None
+) -> pl.Series:
+    """Repeat a per-session value onto its rows (a constant column when all values agree)."""
+    n = len(values) * K if sess_of_row is None else len(sess_of_row)
+    if len(values) and (values == values[0]).all():
+        return pl.select(pl.repeat(values[0].item(), n, dtype=dtype)).to_series().alias(name)
+    rep = np.repeat(values, K) if sess_of_row is None else values[sess_of_row]
+    return pl.Series(name, rep, dtype=dtype)
+
+
+def _categorical(
+    names: Sequence[str], codes: np.ndarray, name: str, K: int, sess_of_row: np.ndarray | None
+) -> pl.Series:
+    n = len(codes) * K if sess_of_row is None else len(sess_of_row)
+    if len(codes) and (codes == codes[0]).all():
+        value = names[int(codes[0])]
+        return pl.select(pl.repeat(value, n, dtype=pl.Categorical)).to_series().alias(name)
+    cats = pl.Series(name, list(names), dtype=pl.String).cast(pl.Categorical)
+    idx = np.repeat(codes.astype(np.uint32), K) if sess_of_row is None else codes[sess_of_row]
+    return cats.gather(idx.astype(np.uint32, copy=False))
+
+
+def _gather_ids(ids: np.ndarray | pl.Series, index: np.ndarray, name: str) -> pl.Series:
+    if isinstance(ids, pl.Series):
+        return ids.gather(index).alias(name)
+    return pl.Series(name, ids[index])
+
+
+def _id_source(ids: np.ndarray) -> np.ndarray | pl.Series:
+    """Numeric ids stay numpy (fast gathers); string ids become a polars String series."""
+    if ids.dtype.kind in "iu":
+        return ids.astype(np.int64, copy=False)
+    return pl.Series(ids.astype(str) if ids.dtype.kind != "O" else ids, dtype=pl.String)
+
+
+def _to_table(
+    *,
+    sessions: np.ndarray,
+    queries: np.ndarray,
+    rows: np.ndarray,
+    clicks: np.ndarray,
+    labels: np.ndarray,
+    icode: np.ndarray,
+    rcode: np.ndarray,
+    pivot: np.ndarray,
+    swap_k: np.ndarray,
+    qids: np.ndarray | pl.Series,
+    docs: np.ndarray | pl.Series,
+    ranker_names: Sequence[str],
+) -> pl.DataFrame:
+    """Dense ``[S, K]`` arrays -> the long click-log table, one vectorized pass.
+
+    Empty slots (``rows == -1``) are dropped; as lists are filled from the
+    top, the remaining positions of every session are ``1..n``.
+    """
+    S, K = rows.shape
+    flat = rows.reshape(-1)
+    if (flat >= 0).all():
+        keep = sess_of_row = None
+        pos = np.tile(np.arange(1, K + 1, dtype=np.uint16), S)
+    else:
+        keep = np.flatnonzero(flat >= 0)
+        sess_of_row = keep // K
+        pos = (keep % K + 1).astype(np.uint16)
+        flat = flat[keep]
+
+    def cell(a: np.ndarray) -> np.ndarray:
+        a = a.reshape(-1)
+        return a if keep is None else a[keep]
+
+    qidx = np.repeat(queries, K) if sess_of_row is None else queries[sess_of_row]
+    sess = np.repeat(sessions, K) if sess_of_row is None else sessions[sess_of_row]
+    cols = [
+        pl.Series("session", sess, dtype=pl.UInt64),
+        _gather_ids(qids, qidx, "query"),
+        pl.Series("position", pos, dtype=pl.UInt16),
+        _gather_ids(docs, flat, "doc"),
+        pl.Series("click", cell(clicks), dtype=pl.Boolean),
+        _categorical(INTERVENTION_CATEGORIES, icode, "intervention", K, sess_of_row),
+        _categorical(ranker_names, rcode, "ranker", K, sess_of_row),
+        pl.Series("label", cell(labels), dtype=pl.Float64),
+        _session_column(pivot, "swap_pivot", pl.UInt16, K, sess_of_row),
+        _session_column(swap_k, "swap_k", pl.UInt16, K, sess_of_row),
+    ]
+    return pl.DataFrame(cols)
+
+
+# -- the entry point ------------------------------------------------------------------
+
+
+def _resolve_click_model(click_model: Any) -> Any:
+    if isinstance(click_model, str):
+        from .clickmodels import make_click_model
+
+        return make_click_model(click_model)
+    for attr in ("n_uniforms", "sample"):
+        if not hasattr(click_model, attr):
+            raise InputError(
+                f"click_model must be a model name or a click model (with n_uniforms, "
+                f"sample()); got {type(click_model).__name__} without {attr!r}"
+            )
+    n_u = click_model.n_uniforms
+    if isinstance(n_u, bool) or not isinstance(n_u, (int, np.integer)) or n_u < 0:
+        raise InputError(f"click_model.n_uniforms must be an integer >= 0, got {n_u!r}")
+    return click_model
+
+
+def _query_sampler(data: RankingData, query_frequency: Any) -> tuple[str, np.ndarray]:
+    """("uniform", query indices with documents) or ("cdf", cumulative weights)."""
+    nonempty = (data.lengths > 0).astype(np.float64)
+    if query_frequency is None:
+        return "uniform", np.flatnonzero(nonempty).astype(np.int64)
+    else:
+        w = np.asarray(query_frequency, dtype=np.float64)
+        if w.shape != (data.n_queries,):
+            raise InputError(
+                f"query_frequency must have one weight per query ({data.n_queries}), "
+                f"got shape {w.shape}"
+            )
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise InputError("query_frequency must hold finite non-negative weights")
+        w = w * nonempty
+    total = w.sum()
+    if total <= 0:
+        raise InputError("query_frequency gives no weight to any query with documents")
+    cdf = np.cumsum(w) / total
+    return "cdf", cdf[:-1]
+
+
+def simulate(
+    data: RankingData,
+    *,
+    policy: LoggingPolicy,
+    click_model: Any,
+    n_sessions: int,
+    interventions: Intervention | Sequence[Intervention] | None = None,
+    top_k: int = 10,
+    query_frequency: np.ndarray | None = None,
+    seed: int = 0,
+    chunk_size: int = 200_000,
+    first_session: int = 0,
+    out: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    progress: bool | Callable[[int], None] = False,
+) -> pl.DataFrame | pl.LazyFrame:
+    r"""Simulate a click log.
+
+    For session :math:`s` (index ``first_session + i``): draw a query
+    :math:`q_s` (uniform over queries with documents, or proportional to
+    ``query_frequency``); let ``policy`` display its top ``top_k``
+    documents; with probability ``fraction`` apply one of the
+    ``interventions`` (the fractions partition the sessions); draw clicks
+    from ``click_model`` given the true labels of the displayed documents.
+
+    Parameters
+    ----------
+    data : RankingData
+        Labelled data; the labels drive the clicks and are logged in ``label``.
+    policy : LoggingPolicy, ranker or scores
+        See :mod:`clickrank.policies`. A ranker with ``predict(X)`` or an array
+        of per-row scores is shown deterministically (``DeterministicPolicy``).
+    click_model : click model or str
+        An object following the :class:`clickrank.clickmodels.ClickModel`
+        protocol, or a name for ``clickrank.clickmodels.make_click_model``.
+    n_sessions : int
+        Number of impressions, >= 1.
+    interventions : Swap, RandPair, Randomize or a sequence of them
+        Fractions must sum to at most 1.
+    top_k : int
+        Displayed results per session; must not exceed the longest query.
+        Shorter queries show all their documents (positions ``1..n``).
+    query_frequency : array ``[n_queries]``, optional
+        Non-negative query weights (e.g. a Zipf law); uniform by default.
+    seed : int
+        Same seed, same log, for any ``chunk_size``.
+    chunk_size : int
+        Sessions simulated at once; memory grows with ``chunk_size * top_k``
+        (roughly 100-200 bytes per displayed result). The log does not depend on it.
+    first_session : int
+        Index of the first session (to extend a log with fresh sessions).
+    out : path, optional
+        Stream the log to parquet instead of returning it in memory: a path
+        ending in ``.parquet`` gets one file, any other path a directory of
+        part files (one per chunk). Written atomically.
+    overwrite : bool
+        Replace an existing ``out``.
+    progress : bool or callable
+        True draws a progress bar on stderr; a callable receives the number
+        of sessions finished after every chunk.
+
+    Returns
+    -------
+    polars.DataFrame or polars.LazyFrame
+        The log (DESIGN §2; see :mod:`clickrank.clicklog`), sorted by
+        ``session`` then ``position``; with ``out``, a LazyFrame scanning it.
+
+    Raises
+    ------
+    InputError
+        For bad arguments, naming the argument.
+
+    Examples
+    --------
+    >>> from clickrank.datasets import synthetic
+    >>> from clickrank.policies import DeterministicPolicy
+    >>> from clickrank.clickmodels import make_click_model
+    >>> data = synthetic(20, 10, seed=0)
+    >>> log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
+    ...                click_model=make_click_model("pbm"), n_sessions=100, top_k=5)
+    >>> log.shape
+    (500, 10)
+    """
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    if data.y is None:
+        raise InputError("data has no labels (data.y is None); clicks are simulated from labels")
+    if not isinstance(policy, LoggingPolicy):
+        if not (hasattr(policy, "predict") or isinstance(policy, (np.ndarray, list, tuple))):
+            raise InputError(
+                "policy must be a LoggingPolicy (see clickrank.policies), a ranker with "
+                f"predict(X), or an array of scores; got {type(policy).__name__}"
+            )
+        policy = DeterministicPolicy(policy)  # a plain ranker or scores: show its top k
+    seed = _check_seed(seed)
+    n_sessions = check_positive(n_sessions, name="n_sessions", integer=True)
+    chunk_size = check_positive(chunk_size, name="chunk_size", integer=True)
+    first_session = int(first_session)
+    if first_session < 0:
+        raise InputError(f"first_session must be >= 0, got {first_session}")
+    top_k = check_positive(top_k, name="top_k", integer=True)
+    longest = int(data.lengths.max()) if data.n_queries else 0
+    if top_k > longest:
+        raise InputError(
+            f"top_k={top_k} is larger than the longest query in the data "
+            f"({longest} documents); use top_k <= {longest}"
+        )
+    if top_k > 65535:
+        raise InputError(f"top_k must fit a UInt16 position, got {top_k}")
+    items = _as_interventions(interventions, top_k)
+    model = _resolve_click_model(click_model)
+    sampler = _query_sampler(data, query_frequency)
+    prepared = policy.prepare(data, top_k)
+    names = tuple(prepared.names)
+    qids, docs = _id_source(data.qid), _id_source(data.doc)
+    y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
+    n_u = int(model.n_uniforms)
+
+    writer = _Writer(out, overwrite) if out is not None else None
+    bar = None
+    if progress is True:
+        import click
+
+        bar = click.progressbar(length=n_sessions, label="simulating", file=sys.stderr)
+        bar.__enter__()
+        report = bar.update
+    elif callable(progress):
+        report = progress
+    else:
+        report = None
+
+    def chunks() -> Iterator[pl.DataFrame]:
+        for start in range(first_session, first_session + n_sessions, chunk_size):
+            stop = min(start + chunk_size, first_session + n_sessions)
+            sessions = np.arange(start, stop, dtype=np.uint64)
+            queries = _sample_queries(seed, sessions, sampler)
+            rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
+            rows, icode, pivot, swap_k = _apply_interventions(items, rows, seed, sessions)
+            labels = y_ext[rows]
+            u = session_uniforms(seed, sessions, top_k * n_u, STREAM_CLICK)
+            clicks = np.asarray(model.sample(labels, u.reshape(len(sessions), top_k, n_u)))
+            yield _to_table(
+                sessions=sessions, queries=queries, rows=rows, clicks=clicks, labels=labels,
+                icode=icode, rcode=rcode, pivot=pivot, swap_k=swap_k, qids=qids, docs=docs,
+                ranker_names=names,
+            )
+            if report is not None:
+                report(stop - start)
+
+    try:
+        if writer is None:
+            frames = list(chunks())
+            return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+        path = writer.run(chunks())
+        return pl.scan_parquet(path if path.is_file() else path / "*.parquet")
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+class _Writer:
+    """Writes chunks atomically: one parquet file (streamed) or a folder of part files.
+
+    A single file is written by polars' streaming engine from a Python source
+    that yields the chunks (``polars.io.plugins.register_io_source``), so only
+    a chunk or two is in memory; a folder gets one part file per chunk. Both
+    go to a temporary name in the destination folder and are renamed into
+    place at the end; on any error nothing is left behind.
+    """
+
+    def __init__(self, out: str | os.PathLike, overwrite: bool) -> None:
+        self.out = Path(out)
+        if self.out.exists() and not overwrite:
+            raise InputError(f"{self.out} exists; pass overwrite=True (--force) to replace it")
+        if not self.out.parent.is_dir():
+            raise InputError(f"the folder of out ({self.out.parent}) does not exist")
+
+    def run(self, chunks: Iterator[pl.DataFrame]) -> Path:
+        if self.out.suffix == ".parquet":
+            return self._single(chunks)
+        return self._folder(chunks)
+
+    def _single(self, chunks: Iterator[pl.DataFrame]) -> Path:
+        from polars.io.plugins import register_io_source
+
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.out.name}.", suffix=".tmp", dir=self.out.parent)
+        os.close(fd)
+        failure: list[BaseException] = []
+
+        try:
+            first = next(chunks)
+
+            def source(with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
+                try:
+                    yield first
+                    yield from chunks
+                except BaseException as err:  # re-raised below with its own type
+                    failure.append(err)
+                    raise
+
+            lazy = register_io_source(source, schema=first.schema)
+            try:
+                lazy.sink_parquet(tmp, statistics=True)
+            except BaseException:
+                if failure:
+                    raise failure[0] from None
+                raise
+            if self.out.is_dir():
+                shutil.rmtree(self.out)
+            os.replace(tmp, self.out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return self.out
+
+    def _folder(self, chunks: Iterator[pl.DataFrame]) -> Path:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", dir=self.out.parent))
+        try:
+            for i, table in enumerate(chunks):
+                table.write_parquet(tmp / f"part-{i:05d}.parquet", statistics=True)
+            trash = None
+            if self.out.exists():
+                trash = self.out.with_name(f".{self.out.name}.old-{os.getpid()}")
+                os.replace(self.out, trash)
+            os.replace(tmp, self.out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if trash is not None:
+            if trash.is_dir():
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                trash.unlink(missing_ok=True)
+        return self.out

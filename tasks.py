@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Developer tasks that need nothing but Python: ``python3 tasks.py demo|test|bench``.
+
+Each task creates ``.venv`` (if missing), installs clickrank with what the task
+needs, and runs it. Only the standard library is used here, so this works on a
+fresh machine with Python >= 3.11 and access to the package registry.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def run(*cmd: str | Path, **kw) -> None:
+    print("+", " ".join(map(str, cmd)), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
+
+
+def setup(extras: str = "test") -> None:
+    """Create .venv and install clickrank (editable) with ``extras``."""
+    if sys.version_info < (3, 11):  # noqa: UP036 - tasks.py may run on an older python3
+        sys.exit(f"clickrank needs Python >= 3.11, this is {sys.version.split()[0]}")
+    if not PY.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    run(PY, "-m", "pip", "install", "--quiet", "-e", f".[{extras}]")
+
+
+def demo() -> None:
+    """Set up, then run the main job."""
+    setup("test")
+    clickrank = BIN / "clickrank"
+    run(clickrank, "--help")
+    run(clickrank, "demo")
+
+
+def test() -> None:
+    """Set up, then run the whole test suite (doctests included) and ruff."""
+    setup("test")
+    run(PY, "-m", "ruff", "check", "clickrank", "tests", "benchmarks", "tasks.py")
+    run(PY, "-m", "pytest", "--doctest-modules", "clickrank", "tests", *sys.argv[2:])
+
+
+def bench() -> None:
+    """Set up with the baseline libraries, then run every benchmark script."""
+    setup("test,baselines")
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        run(PY, script)
+
+
+TASKS = {"demo": demo, "test": test, "bench": bench}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in TASKS:
+        sys.exit(f"usage: python3 tasks.py {{{'|'.join(TASKS)}}} [pytest args]")
+    try:
+        TASKS[sys.argv[1]]()
+    except subprocess.CalledProcessError as err:
+        sys.exit(err.returncode)

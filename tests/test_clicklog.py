@@ -1,0 +1,202 @@
+"""Click-log schema, validation, IO and aggregations."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from clickrank import InputError, LogSchemaError
+from clickrank.clicklog import (
+    counts_by_intervention_position,
+    counts_by_query_doc_position,
+    counts_by_ranker_query_doc_position,
+    ctr_by_position,
+    read_log,
+    validate_log,
+    write_log,
+)
+from clickrank.clickmodels import make_click_model
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy, MixturePolicy, UniformRandom
+from clickrank.simulation import Swap, simulate
+
+
+@pytest.fixture(scope="module")
+def log() -> pl.DataFrame:
+    data = synthetic(40, 12, seed=0)
+    policy = MixturePolicy([DeterministicPolicy(data.X[:, 0]), UniformRandom()])
+    return simulate(
+        data, policy=policy, click_model=make_click_model("pbm"), n_sessions=3000,
+        interventions=Swap(0.2), top_k=8, seed=0,
+    )
+
+
+def _set(frame, session, position, column, value):
+    hit = (pl.col("session") == session) & (pl.col("position") == position)
+    return frame.with_columns(pl.when(hit).then(value).otherwise(pl.col(column)).alias(column))
+
+
+def test_simulated_log_is_valid_and_keeps_canonical_dtypes(log):
+    out = validate_log(log)
+    assert out.schema == log.schema
+    assert out.schema["session"] == pl.UInt64 and out.schema["position"] == pl.UInt16
+    assert out.schema["click"] == pl.Boolean and out.schema["intervention"] == pl.Categorical
+
+
+def test_validate_casts_plain_types_to_the_schema():
+    raw = pl.DataFrame(
+        {
+            "session": [0, 0, 1],
+            "query": ["a", "a", "b"],
+            "position": [1, 2, 1],
+            "doc": ["x", "y", "x"],
+            "click": [1, 0, 0],
+            "intervention": ["none", "none", "swap"],
+        }
+    )
+    out = validate_log(raw)
+    assert out.schema["session"] == pl.UInt64
+    assert out.schema["position"] == pl.UInt16
+    assert out["click"].to_list() == [True, False, False]
+    assert out.schema["intervention"] == pl.Categorical
+    lazy = validate_log(raw.lazy())
+    assert isinstance(lazy, pl.LazyFrame)
+    assert_frame_equal(lazy.collect(), out)
+
+
+def test_missing_column_is_named(log):
+    with pytest.raises(LogSchemaError, match=r"column 'doc'.*missing required column"):
+        validate_log(log.drop("doc"))
+
+
+def test_wrong_dtype_is_named_before_any_data_is_read(log):
+    lazy = log.lazy().with_columns(pl.col("click").cast(pl.Float64))
+    with pytest.raises(LogSchemaError, match=r"column 'click'.*dtype Float64"):
+        validate_log(lazy, check_values=False)
+
+
+def test_duplicated_position_names_session_and_position(log):
+    bad = _set(log, 5, 3, "position", pl.lit(2, dtype=pl.UInt16))
+    with pytest.raises(LogSchemaError, match=r"session 5, position 2 appears 2 times"):
+        validate_log(bad)
+
+
+def test_null_click_names_the_row(log):
+    bad = _set(log, 9, 4, "click", pl.lit(None, dtype=pl.Boolean))
+    with pytest.raises(LogSchemaError, match=r"column 'click'.*null.*session 9, position 4"):
+        validate_log(bad)
+
+
+def test_position_zero_is_rejected(log):
+    bad = _set(log.with_columns(pl.col("position").cast(pl.Int64)), 7, 1, "position", pl.lit(0))
+    with pytest.raises(LogSchemaError, match=r"1-based.*session 7, position 0"):
+        validate_log(bad)
+
+
+def test_gap_in_positions_is_rejected(log):
+    bad = log.filter(~((pl.col("session") == 3) & (pl.col("position") == 4)))
+    with pytest.raises(LogSchemaError, match=r"session 3 are not contiguous"):
+        validate_log(bad)
+
+
+def test_two_queries_in_one_session_are_rejected(log):
+    bad = _set(log, 2, 2, "query", pl.lit(-1, dtype=pl.Int64))
+    with pytest.raises(LogSchemaError, match=r"column 'query'.*session 2 mixes 2 queries"):
+        validate_log(bad)
+
+
+def test_integer_click_outside_0_1_is_rejected(log):
+    bad = _set(log.with_columns(pl.col("click").cast(pl.Int8)), 1, 1, "click", pl.lit(2))
+    with pytest.raises(LogSchemaError, match=r"column 'click'.*session 1, position 1"):
+        validate_log(bad)
+
+
+def test_errors_name_the_source_file(log, tmp_path):
+    path = tmp_path / "bad.parquet"
+    log.drop("click").write_parquet(path)
+    with pytest.raises(LogSchemaError, match="bad.parquet"):
+        read_log(path)
+
+
+@pytest.mark.parametrize("name", ["log.parquet", "log.csv"])
+def test_write_then_read_round_trips(log, tmp_path, name):
+    path = write_log(log, tmp_path / name)
+    back = read_log(path, lazy=False)
+    if name.endswith(".csv"):  # CSV keeps values, categories come back as Categorical
+        assert back.schema == log.schema
+    assert_frame_equal(back, log, categorical_as_str=True)
+
+
+def test_read_folder_and_glob(log, tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    half = log["session"].max() // 2
+    log.filter(pl.col("session") <= half).write_parquet(folder / "a.parquet")
+    log.filter(pl.col("session") > half).write_parquet(folder / "b.parquet")
+    for source in (folder, str(folder / "*.parquet")):
+        back = read_log(source, lazy=False).sort("session", "position")
+        assert_frame_equal(back, log, categorical_as_str=True)
+
+
+def test_read_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(LogSchemaError, match="no such file"):
+        read_log(tmp_path / "nope.parquet")
+
+
+def test_write_is_atomic_and_refuses_to_overwrite(log, tmp_path):
+    path = tmp_path / "log.parquet"
+    write_log(log, path)
+    before = path.read_bytes()
+    with pytest.raises(InputError, match="exists"):
+        write_log(log, path)
+    bad = _set(log, 5, 3, "position", pl.lit(2, dtype=pl.UInt16))
+    with pytest.raises(LogSchemaError):
+        write_log(bad, path, overwrite=True)
+    assert path.read_bytes() == before  # untouched on error
+    with pytest.raises(LogSchemaError):
+        write_log(bad, tmp_path / "new.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.parquet"]  # no temp files left
+
+
+def test_write_lazy_frame(log, tmp_path):
+    path = write_log(log.lazy(), tmp_path / "lazy.parquet")
+    assert_frame_equal(pl.read_parquet(path), log, categorical_as_str=True)
+
+
+def test_ctr_by_position_matches_numpy(log):
+    table = ctr_by_position(log).collect()
+    pos = log["position"].to_numpy()
+    clk = log["click"].to_numpy()
+    K = pos.max()
+    shown = np.bincount(pos, minlength=K + 1)[1:]
+    clicks = np.bincount(pos, weights=clk, minlength=K + 1)[1:]
+    assert table["position"].to_list() == list(range(1, K + 1))
+    np.testing.assert_array_equal(table["impressions"].to_numpy(), shown)
+    np.testing.assert_array_equal(table["clicks"].to_numpy(), clicks)
+    ctr = clicks / shown
+    np.testing.assert_allclose(table["se"].to_numpy(), np.sqrt(ctr * (1 - ctr) / shown))
+
+
+def test_grouped_counts_add_up(log):
+    n, c = log.height, int(log["click"].sum())
+    for agg in (
+        counts_by_query_doc_position,
+        counts_by_intervention_position,
+        counts_by_ranker_query_doc_position,
+    ):
+        t = agg(log.lazy()).collect(engine="streaming")
+        assert int(t["impressions"].sum()) == n
+        assert int(t["clicks"].sum()) == c
+    t = counts_by_intervention_position(log).collect()
+    assert set(t["intervention"].cast(pl.String)) == {"none", "swap"}
+    swapped = t.filter(pl.col("intervention") == "swap")
+    assert (swapped["swap_pivot"] == 1).all() and (swapped["swap_k"] >= 2).all()
+    qdp = counts_by_query_doc_position(log).collect()
+    assert qdp.select(pl.struct("query", "doc", "position").is_unique().all()).item()
+
+
+def test_aggregation_needs_its_columns(log):
+    with pytest.raises(LogSchemaError, match="ranker"):
+        counts_by_ranker_query_doc_position(log.drop("ranker"))

@@ -1,0 +1,403 @@
+"""Tests of clickrank.propensity: recovery of known θ, interval coverage, flags and IO.
+
+Recovery tests use *simultaneous* intervals: with K - 1 estimated positions,
+each position is checked at level 1 - 0.01/(K - 1) (Bonferroni), so the
+whole curve is inside its intervals with probability >= 99% when the
+intervals are right.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import norm
+
+from clickrank import EstimationError, InputError, LogSchemaError
+from clickrank.clickmodels import make_click_model, power_law
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy, MixturePolicy
+from clickrank.propensity import (
+    METHODS,
+    Propensities,
+    bootstrap,
+    em,
+    estimate_propensities,
+    harvest,
+    randomized,
+    randpair,
+    swap,
+)
+from clickrank.propensity._swap import pair_from_counts
+from clickrank.simulation import Randomize, RandPair, Swap, simulate
+
+K = 10
+ALPHA_FAMILY = 0.01
+ALPHA_EACH = ALPHA_FAMILY / (K - 1)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic(30, 10, seed=0)
+
+
+def _true(eta: float, k: int = K) -> np.ndarray:
+    t = power_law(k, eta)
+    return t / t[0]
+
+
+def _covered(result: Propensities, truth: np.ndarray, alpha: float = ALPHA_EACH) -> np.ndarray:
+    ci = result.conf_int(alpha)
+    return (ci[:, 0] <= truth) & (truth <= ci[:, 1])
+
+
+@pytest.fixture(scope="module", params=[0.5, 1.0, 2.0], ids=lambda e: f"eta{e}")
+def intervention_log(request, data):
+    eta = request.param
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=eta),
+        n_sessions=120_000,
+        interventions=[Swap(0.35), RandPair(0.35), Randomize(0.2)],
+        seed=11,
+    )
+    return eta, log
+
+
+@pytest.fixture(scope="module", params=[0.5, 1.0, 2.0], ids=lambda e: f"eta{e}")
+def harvest_log(request, data):
+    eta = request.param
+    mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(3)])
+    log = simulate(data, policy=mix, click_model=make_click_model("pbm", eta=eta),
+                   n_sessions=80_000, seed=21)
+    return eta, log
+
+
+@pytest.fixture(scope="module")
+def one_log(data):
+    """A single intervention log (eta = 1) for the tests of the result object and CLI."""
+    return simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
+                    click_model=make_click_model("pbm", eta=1.0), n_sessions=60_000,
+                    interventions=[Swap(0.35), RandPair(0.35), Randomize(0.2)], seed=12)
+
+
+@pytest.mark.parametrize("estimator", [swap, randpair, randomized], ids=lambda f: f.__name__)
+def test_intervention_estimators_recover_theta_within_their_intervals(estimator, intervention_log):
+    eta, log = intervention_log
+    result = estimator(log)
+    truth = _true(eta)
+    assert result.K == K and result.theta[0] == 1.0
+    assert np.all(np.isfinite(result.theta)) and not result.warnings
+    assert _covered(result, truth).all(), result.summary()
+
+
+@pytest.mark.parametrize("method", ["harvest-pivot", "harvest-adjacent", "harvest-allpairs"])
+def test_harvesting_recovers_theta_from_several_rankers_without_randomization(method, harvest_log):
+    eta, log = harvest_log
+    assert log["intervention"].cast(pl.String).unique().to_list() == ["none"]
+    assert log["ranker"].n_unique() == 3
+    result = estimate_propensities(log, method=method)
+    assert np.all(np.isfinite(result.se[1:])) and np.all(result.se[1:] > 0)
+    assert _covered(result, _true(eta)).all(), result.summary()
+
+
+def test_em_recovers_theta_on_an_identified_log(harvest_log):
+    eta, log = harvest_log
+    result = em(log, n_boot=25, seed=3)
+    assert result.info["converged"]
+    assert result.replicates.shape == (25, K)
+    assert _covered(result, _true(eta)).all(), result.summary()
+
+
+def test_allpairs_is_more_precise_than_the_adjacent_chain(harvest_log):
+    _, log = harvest_log
+    chain = harvest(log, estimator="adjacent")
+    allp = harvest(log, estimator="allpairs")
+    # AllPairs uses every interventional set, the chain only neighbours: at the far end
+    # the chain accumulates the variance of 9 ratios.
+    assert allp.se[-1] < chain.se[-1]
+
+
+def test_randomized_interval_matches_the_session_level_delta_method(data):
+    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
+                   click_model=make_click_model("pbm", eta=1.0), n_sessions=3000,
+                   interventions=[Randomize(1.0)], seed=5)
+    result = randomized(log)
+    # brute force on the dense [sessions, positions] click matrix
+    C = (log.sort("session", "position")["click"].to_numpy().reshape(-1, K)).astype(float)
+    n = C.shape[0]
+    m = C.mean(axis=0)
+    cov = np.cov(C, rowvar=False, bias=True)
+    var = (cov.diagonal() / m**2 + cov[0, 0] / m[0] ** 2 - 2 * cov[:, 0] / (m * m[0])) / n
+    np.testing.assert_allclose(result.theta, m / m[0], rtol=1e-12)
+    np.testing.assert_allclose(result.se[1:], np.sqrt(var[1:]), rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_swap_95_intervals_cover_theta_in_93_to_97_percent_of_2000_logs(data):
+    """2000 independent simulated logs of 2000 sessions (top 5, half of them swapped).
+
+    The coverage of each position is a binomial proportion over 2000 logs with
+    SE sqrt(.95 * .05 / 2000) = 0.49%, so 93-97% is about ±4 SE around 95%.
+    """
+    n_logs, per_log, top_k = 2000, 2000, 5
+    model = make_click_model("pbm", eta=1.0)
+    frames = []
+    for start in range(0, n_logs * per_log, 500_000):  # chunks of 250 logs, aggregated at once
+        chunk = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=model,
+                         n_sessions=500_000, first_session=start, top_k=top_k,
+                         interventions=[Swap(0.5)], seed=7)
+        frames.append(
+            chunk.with_columns(rep=(pl.col("session") // per_log).cast(pl.Int64))
+            .group_by("rep", "intervention", "swap_pivot", "swap_k", "position")
+            .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").sum().cast(pl.Float64))
+        )
+    counts = (
+        pl.concat(frames)
+        .with_columns(
+            kind=(pl.col("intervention").cast(pl.String) == "swap").cast(pl.Int8),
+            a=pl.col("swap_pivot").cast(pl.Int64), b=pl.col("swap_k").cast(pl.Int64),
+            position=pl.col("position").cast(pl.Int64),
+        )
+        .sort("rep", "kind", "a", "b", "position")
+        .partition_by("rep", as_dict=True)
+    )
+    truth = _true(1.0, top_k)
+    hits = np.zeros(top_k)
+    for part in counts.values():  # a loop over independent logs
+        est = pair_from_counts({c: part[c].to_numpy() for c in ("kind", "a", "b", "position",
+                                                                "n", "c")}, design="swap")
+        hits += _covered(est, truth, 0.05)
+    coverage = hits[1:] / len(counts)
+    assert len(counts) == n_logs
+    assert np.all((coverage >= 0.93) & (coverage <= 0.97)), coverage
+
+
+def test_fast_path_counts_equal_the_log_estimator(data):
+    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
+                   click_model=make_click_model("pbm", eta=1.0), n_sessions=4000, top_k=5,
+                   interventions=[Swap(0.5)], seed=7)
+    agg = (log.group_by("intervention", "swap_pivot", "swap_k", "position")
+           .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").sum().cast(pl.Float64))
+           .with_columns(kind=(pl.col("intervention").cast(pl.String) == "swap").cast(pl.Int8),
+                         a=pl.col("swap_pivot").cast(pl.Int64),
+                         b=pl.col("swap_k").cast(pl.Int64)))
+    fast = pair_from_counts({c: agg[c].to_numpy() for c in ("kind", "a", "b", "position",
+                                                            "n", "c")}, design="swap")
+    full = swap(log)
+    np.testing.assert_array_equal(fast.theta, full.theta)
+    np.testing.assert_array_equal(fast.se, full.se)
+
+
+def test_swap_top_and_bottom_routes_agree_within_their_uncertainty(intervention_log):
+    _, log = intervention_log
+    top, bottom = swap(log, route="top"), swap(log, route="bottom")
+    assert top.info["route"] == "top" and bottom.info["route"] == "bottom"
+    z = np.abs(np.log(top.theta[1:]) - np.log(bottom.theta[1:])) / np.hypot(top.se[1:],
+                                                                             bottom.se[1:])
+    assert np.all(z < norm.isf(ALPHA_EACH / 2))
+
+
+# -- flags and errors --------------------------------------------------------------------
+
+
+def _small_log(data, **kw):
+    base = dict(policy=DeterministicPolicy(data.X[:, 0]),
+                click_model=make_click_model("pbm", eta=1.0), n_sessions=3000, seed=1)
+    base.update(kw)
+    return simulate(data, **base)
+
+
+def test_swap_on_a_log_without_swaps_raises_a_clear_error(data):
+    log = _small_log(data)
+    with pytest.raises(EstimationError, match="no swap sessions"):
+        swap(log)
+    with pytest.raises(EstimationError, match="no randomized sessions"):
+        randomized(log)
+
+
+def test_a_position_never_swapped_is_nan_and_flagged(data):
+    log = _small_log(data, interventions=[Swap(0.5, k=3)], n_sessions=20_000)
+    result = swap(log, K=4)
+    assert np.isnan(result.theta[1]) and np.isnan(result.theta[3])
+    assert np.isfinite(result.theta[2])
+    assert list(result.identified) == [True, False, True, False]
+    assert any(w.startswith("position 2:") for w in result.warnings)
+    assert any(w.startswith("position 4:") for w in result.warnings)
+    assert np.isnan(result.conf_int()[1]).all()
+    assert "[1]" in result.summary() and "not identified" in result.summary()
+
+
+def test_zero_clicks_at_position_one_is_an_error(data):
+    log = _small_log(data, interventions=[Randomize(1.0)]).with_columns(
+        click=pl.when(pl.col("position") == 1).then(False).otherwise(pl.col("click"))
+    )
+    with pytest.raises(EstimationError, match="no clicks at position 1"):
+        randomized(log)
+    swapped = _small_log(data, interventions=[Swap(0.5)]).with_columns(
+        click=pl.when(pl.col("position") == 1).then(False).otherwise(pl.col("click"))
+    )
+    with pytest.raises(EstimationError, match="no position beyond 1"):
+        swap(swapped)
+
+
+def test_em_and_harvesting_refuse_a_single_deterministic_ranker(data):
+    log = _small_log(data)  # every (query, doc) always at the same position
+    with pytest.raises(EstimationError, match="not identified"):
+        em(log, n_boot=0)
+    with pytest.raises(EstimationError, match="no \\(query, doc\\) pair"):
+        harvest(log)
+
+
+def test_em_flags_positions_disconnected_from_position_one():
+    # two queries; q0 docs move between positions 1-2, q1 docs between 3-4 only
+    rows = []
+    rng = np.random.default_rng(0)
+    for s in range(4000):
+        q = s % 2
+        order = rng.permutation(2)
+        for i, d in enumerate(order):
+            rows.append((s, q, (1 if q == 0 else 3) + i, d, bool(rng.random() < 0.3)))
+    log = pl.DataFrame(rows, schema=["session", "query", "position", "doc", "click"], orient="row")
+    result = em(log, n_boot=0)
+    assert np.isfinite(result.theta[1])
+    assert np.isnan(result.theta[2:]).all()
+    assert any(w.startswith("position 3: not identified") for w in result.warnings)
+
+
+def test_bad_input_errors_name_the_problem(data, tmp_path):
+    with pytest.raises(InputError, match="method must be one of"):
+        estimate_propensities(_small_log(data), method="magic")
+    with pytest.raises(LogSchemaError, match="doc"):
+        harvest(pl.DataFrame({"session": [1], "query": [1], "position": [1], "click": [True]}))
+    with pytest.raises(InputError, match="log must be"):
+        swap([1, 2, 3])
+    with pytest.raises(LogSchemaError, match="no such file"):
+        swap(tmp_path / "missing.parquet")
+    with pytest.raises(InputError, match="K must be"):
+        randomized(_small_log(data), K=1)
+    no_k = _small_log(data, interventions=[Swap(0.5)]).drop("swap_k", "swap_pivot")
+    with pytest.raises(LogSchemaError, match="swap_k"):
+        swap(no_k)
+
+
+def test_propensities_refuse_silent_nans():
+    p = Propensities(theta=[1.0, np.nan], se=[0.0, np.nan], method="x", n_sessions=1, n=[1, 0])
+    assert p.warnings and p.warnings[0].startswith("position 2:")
+    with pytest.raises(InputError, match="one per position"):
+        Propensities(theta=[1.0, 0.5], se=[0.0], method="x", n_sessions=1, n=[1, 1])
+
+
+# -- result object -----------------------------------------------------------------------
+
+
+def test_json_roundtrip_keeps_everything(one_log, tmp_path):
+    result = bootstrap("randomized", one_log.head(200_000), n=5, seed=1)
+    path = result.save(tmp_path / "theta.json")
+    obj = json.loads(path.read_text())
+    assert obj["theta"][0] == 1.0 and len(obj["lower"]) == K and obj["method"].startswith("rand")
+    back = Propensities.load(path)
+    np.testing.assert_array_equal(back.theta, result.theta)
+    np.testing.assert_array_equal(back.se, result.se)
+    np.testing.assert_array_equal(back.replicates, result.replicates)
+    np.testing.assert_array_equal(back.conf_int(0.1), result.conf_int(0.1))
+    assert back.warnings == result.warnings and back.info == result.info
+    assert not list(tmp_path.glob(".*tmp"))
+    with pytest.raises(InputError, match="exists"):
+        result.save(path, overwrite=False)
+
+
+def test_json_with_nan_positions_roundtrips(tmp_path):
+    p = Propensities(theta=[1.0, np.nan, 0.3], se=[0.0, np.nan, 0.1], method="swap",
+                     n_sessions=10, n=[5, 0, 5])
+    back = Propensities.load(p.save(tmp_path / "t.json"))
+    assert np.isnan(back.theta[1]) and back.warnings == p.warnings
+
+
+def test_load_reports_bad_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\n  'theta': }")
+    with pytest.raises(Exception, match="bad.json:2"):
+        Propensities.load(bad)
+    bad.write_text('{"values": [1, 2]}')
+    with pytest.raises(Exception, match="'theta' list"):
+        Propensities.load(bad)
+
+
+def test_to_frame_and_summary_agree(one_log):
+    result = swap(one_log)
+    frame = result.to_frame(0.05)
+    ci = result.conf_int(0.05)
+    assert frame.columns[:5] == ["position", "theta", "se_log", "lower", "upper"]
+    np.testing.assert_array_equal(frame["lower"].to_numpy(), ci[:, 0])
+    text = result.summary()
+    assert f"{result.theta[1]:.4f}" in text and f"{ci[1, 1]:.4f}" in text
+
+
+def test_plot_returns_a_figure_with_finite_data(one_log, tmp_path):
+    import matplotlib.pyplot as plt
+
+    result = randomized(one_log)
+    fig = result.plot(true_theta=power_law(K, 1.0), path=tmp_path / "theta.png")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xlabel() and ax.get_ylabel()
+    assert len(ax.get_legend().get_texts()) == 3
+    for line in ax.get_lines():
+        assert np.all(np.isfinite(line.get_ydata()))
+    assert (tmp_path / "theta.png").stat().st_size > 1000
+    plt.close(fig)
+
+
+def test_bootstrap_is_reproducible_and_brackets_the_estimate(one_log):
+    small = one_log.filter(pl.col("session") < 30_000)
+    a = bootstrap(swap, small, n=8, seed=4)
+    b = bootstrap("swap", small, n=8, seed=4)
+    np.testing.assert_array_equal(a.replicates, b.replicates)
+    analytic = swap(small)
+    np.testing.assert_array_equal(a.theta, analytic.theta)
+    # the bootstrap SD of log θ and the delta-method SE agree to within sampling error
+    ratio = a.se[1:] / analytic.se[1:]
+    assert np.all((ratio > 0.3) & (ratio < 2.5))
+
+
+def test_methods_list_matches_dispatcher():
+    assert set(METHODS) == {"swap", "randpair", "randomized", "harvest-allpairs",
+                            "harvest-pivot", "harvest-adjacent", "em"}
+
+
+# -- CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_writes_json_and_plot(one_log, tmp_path):
+    from click.testing import CliRunner
+
+    import clickrank.cli.propensity  # noqa: F401  registers the command
+    from clickrank.cli import cli
+
+    path = tmp_path / "log.parquet"
+    one_log.write_parquet(path)
+    out = tmp_path / "theta.json"
+    res = CliRunner().invoke(cli, ["propensity", str(path), "--method", "randomized", "--out",
+                                   str(out), "--plot", str(tmp_path / "t.png")], obj={})
+    assert res.exit_code == 0, res.output
+    assert "randomized" in res.output and json.loads(out.read_text())["theta"][0] == 1.0
+    res = CliRunner().invoke(cli, ["propensity", str(path), "--method", "randomized", "--out",
+                                   str(out)], obj={})
+    assert res.exit_code == 1 and "--force" in res.output
+
+
+def test_cli_error_for_swap_on_a_log_without_swaps(data, tmp_path):
+    from click.testing import CliRunner
+
+    import clickrank.cli.propensity  # noqa: F401
+    from clickrank.cli import cli
+
+    path = tmp_path / "plain.parquet"
+    _small_log(data).write_parquet(path)
+    res = CliRunner().invoke(cli, ["propensity", str(path), "--method", "swap", "--out",
+                                   str(tmp_path / "t.json")], obj={})
+    assert res.exit_code == 1
+    assert "no swap sessions" in res.output and "Traceback" not in res.output

@@ -1,0 +1,400 @@
+"""Counter-based randomness, simulate(), interventions, streaming output and the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from polars.testing import assert_frame_equal
+from scipy import stats
+
+from clickrank import InputError, RankingData
+from clickrank._random import session_integers, session_uniforms
+from clickrank.clicklog import read_log, validate_log
+from clickrank.clickmodels import make_click_model
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce, UniformRandom
+from clickrank.simulation import Randomize, RandPair, Swap, simulate
+
+# -- the counter-based generator --------------------------------------------------------
+
+
+def test_uniforms_are_uniform_ks_and_chi_square():
+    u = session_uniforms(1, np.arange(20_000), 10, stream=3).ravel()
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    counts = np.bincount((u * 100).astype(int), minlength=100)
+    assert stats.chisquare(counts).pvalue > 1e-3
+    # 53-bit doubles: every value is a multiple of 2**-53
+    assert np.all(u * 2.0**53 == np.floor(u * 2.0**53))
+
+
+def test_uniforms_are_uncorrelated_across_sessions_draws_and_streams():
+    n = 50_000
+    u = session_uniforms(0, np.arange(n + 1), 2, stream=1)
+    v = session_uniforms(0, np.arange(n + 1), 2, stream=2)
+    w = session_uniforms(1, np.arange(n + 1), 2, stream=1)
+    bound = 4 / np.sqrt(n)  # 4 SE of a correlation coefficient under independence
+    pairs = [
+        (u[:-1, 0], u[1:, 0]),  # neighbouring sessions
+        (u[:, 0], u[:, 1]),  # neighbouring draws of a session
+        (u[:, 0], v[:, 0]),  # two streams
+        (u[:, 0], w[:, 0]),  # two seeds
+    ]
+    for a, b in pairs:
+        assert abs(np.corrcoef(a, b)[0, 1]) < bound
+
+
+def test_uniforms_depend_only_on_seed_session_and_stream():
+    s = np.array([7, 3, 1_000_000_007, 3], dtype=np.uint64)
+    a = session_uniforms(5, s, 6, stream=9)
+    np.testing.assert_array_equal(a, session_uniforms(5, s, 6, stream=9))
+    np.testing.assert_array_equal(a[1], a[3])  # same session, same draws
+    np.testing.assert_array_equal(a[2], session_uniforms(5, s[2:3], 6, stream=9)[0])
+    np.testing.assert_array_equal(a[:, 2:], session_uniforms(5, s, 4, stream=9, offset=2))
+    assert not np.array_equal(a, session_uniforms(6, s, 6, stream=9))
+    assert not np.array_equal(a, session_uniforms(5, s, 6, stream=10))
+
+
+def test_session_integers_are_uniform_per_bound():
+    high = np.tile([3, 7], 20_000)
+    x = session_integers(2, np.arange(40_000), high, stream=4)[:, 0]
+    assert np.all((x >= 0) & (x < high))
+    for h in (3, 7):
+        assert stats.chisquare(np.bincount(x[high == h], minlength=h)).pvalue > 1e-3
+
+
+def test_bad_seed_is_rejected():
+    with pytest.raises(InputError, match="seed"):
+        session_uniforms(-1, [0], 1, stream=0)
+
+
+# -- simulate ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data() -> RankingData:
+    return synthetic(60, 15, seed=0)
+
+
+def _pbm(eta=1.0):
+    return make_click_model("pbm", eta=eta)
+
+
+def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):
+    policy = MixturePolicy([PlackettLuce(data.X[:, 0], name="pl"), UniformRandom()])
+    kw = dict(
+        policy=policy, click_model=make_click_model("dbn"), n_sessions=5000, top_k=8,
+        interventions=[Swap(0.1), RandPair(0.1, pivot=None), Randomize(0.1, k=4)],
+    )
+    small = simulate(data, seed=11, chunk_size=1_000, **kw)
+    big = simulate(data, seed=11, chunk_size=1_000_000, **kw)
+    assert_frame_equal(small, big)
+    other = simulate(data, seed=12, chunk_size=1_000, **kw)
+    assert small.height == other.height
+    assert not small.equals(other)
+    # a longer run starts with the same sessions
+    longer = simulate(data, seed=11, **{**kw, "n_sessions": 6000})
+    assert_frame_equal(longer.head(small.height), small)
+    tail = simulate(data, seed=11, first_session=5000, **{**kw, "n_sessions": 1000})
+    assert_frame_equal(tail, longer.tail(longer.height - small.height))
+    validate_log(small)
+
+
+def test_log_schema_and_contents(data):
+    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(),
+                   n_sessions=500, top_k=5, seed=0)
+    assert log.columns == ["session", "query", "position", "doc", "click", "intervention",
+                           "ranker", "label", "swap_pivot", "swap_k"]
+    assert log.height == 500 * 5
+    assert log["session"].unique().len() == 500
+    assert set(log["intervention"].cast(pl.String)) == {"none"}
+    assert set(log["ranker"].cast(pl.String)) == {"production"}
+    # label is the true label of the shown document
+    q = log["query"].to_numpy()
+    rows = data.qptr[q] + log["doc"].to_numpy()
+    np.testing.assert_array_equal(log["label"].to_numpy(), data.y[rows])
+
+
+def test_short_queries_show_fewer_positions():
+    rng = np.random.default_rng(0)
+    lengths = np.array([2, 7, 4])
+    qptr = np.concatenate([[0], np.cumsum(lengths)])
+    d = RankingData(rng.standard_normal((13, 2)), rng.integers(0, 5, 13), qptr,
+                    qid=np.array(["a", "b", "c"]), doc=np.array([f"d{i}" for i in range(13)]))
+    log = simulate(d, policy=UniformRandom(), click_model=_pbm(), n_sessions=300, top_k=5,
+                   interventions=Randomize(0.5), seed=0)
+    validate_log(log)
+    per = log.group_by("query").agg(n=pl.len() / pl.col("session").n_unique(),
+                                    mx=pl.col("position").max())
+    got = dict(zip(per["query"], per["mx"], strict=True))
+    assert got == {"a": 2, "b": 5, "c": 4}
+    assert log.schema["query"] == pl.String and log.schema["doc"] == pl.String
+    with pytest.raises(InputError, match=r"top_k=8 is larger than the longest query.*7"):
+        simulate(d, policy=UniformRandom(), click_model=_pbm(), n_sessions=10, top_k=8)
+
+
+def test_query_frequency_is_respected(data):
+    freq = np.zeros(data.n_queries)
+    freq[[3, 10, 20]] = [1, 2, 5]
+    log = simulate(data, policy=UniformRandom(), click_model=_pbm(), n_sessions=8000,
+                   top_k=1, query_frequency=freq, seed=0)
+    counts = log["query"].value_counts().sort("query")
+    assert counts["query"].to_list() == [3, 10, 20]
+    assert stats.chisquare(counts["count"].to_numpy(), 8000 * np.array([1, 2, 5]) / 8).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_sessions": 0}, "n_sessions"),
+        ({"top_k": 0}, "top_k"),
+        ({"seed": -3}, "seed"),
+        ({"interventions": Swap(1.5)}, "Swap.fraction"),
+        ({"interventions": [Swap(0.6), Randomize(0.6)]}, "sum to at most 1"),
+        ({"interventions": Swap(0.1, k=11)}, "Swap.k"),
+        ({"interventions": Randomize(0.1, k=1)}, "Randomize.k"),
+        ({"interventions": "swap"}, "interventions"),
+        ({"click_model": "nope"}, "click model"),
+        ({"click_model": object()}, "click_model"),
+        ({"policy": np.zeros(3)}, "policy"),
+        ({"query_frequency": np.ones(3)}, "query_frequency"),
+        ({"query_frequency": -np.ones(60)}, "query_frequency"),
+    ],
+)
+def test_bad_arguments_are_named(data, kwargs, match):
+    args = dict(policy=UniformRandom(), click_model=_pbm(), n_sessions=10, top_k=10)
+    args.update(kwargs)
+    with pytest.raises(InputError, match=match):
+        simulate(data, **args)
+
+
+def test_unlabelled_data_is_rejected(data):
+    with pytest.raises(InputError, match="no labels"):
+        simulate(data.with_labels(None), policy=UniformRandom(), click_model=_pbm(),
+                 n_sessions=5)
+
+
+# -- interventions ----------------------------------------------------------------------
+
+
+def _dense(log: pl.DataFrame, column: str, K: int) -> np.ndarray:
+    return log.sort("session", "position")[column].to_numpy().reshape(-1, K)
+
+
+def test_swap_exchanges_rank_1_and_k_in_the_chosen_fraction(data):
+    K, n, f = 8, 6000, 0.3
+    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
+                top_k=K, seed=4)
+    plain = simulate(data, **base)
+    swapped = simulate(data, interventions=Swap(f), **base)
+    d0, d1 = _dense(plain, "doc", K), _dense(swapped, "doc", K)
+    is_swap = _dense(swapped, "intervention", K)[:, 0] == "swap"
+    k = _dense(swapped, "swap_k", K)[:, 0].astype(int)
+    assert abs(is_swap.mean() - f) < 4 * np.sqrt(f * (1 - f) / n)
+    assert np.all(k[is_swap] >= 2) and np.all(k[~is_swap] == 0)
+    idx = np.flatnonzero(is_swap)
+    expect = d0.copy()
+    expect[idx, 0] = d0[idx, k[idx] - 1]
+    expect[idx, k[idx] - 1] = d0[idx, 0]
+    np.testing.assert_array_equal(d1, expect)
+    # k is uniform over 2..K
+    assert stats.chisquare(np.bincount(k[idx] - 2, minlength=K - 1)).pvalue > 1e-3
+
+
+def test_fixed_swap_k(data):
+    log = simulate(data, policy=UniformRandom(), click_model=_pbm(), n_sessions=400, top_k=6,
+                   interventions=Swap(1.0, k=4), seed=0)
+    assert set(log["swap_k"].unique()) == {4} and set(log["swap_pivot"].unique()) == {1}
+
+
+def test_randpair_swaps_a_uniform_pair(data):
+    K, n = 5, 20_000
+    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
+                top_k=K, seed=1)
+    plain = _dense(simulate(data, **base), "doc", K)
+    log = simulate(data, interventions=RandPair(1.0, pivot=None), **base)
+    a = _dense(log, "swap_pivot", K)[:, 0].astype(int)
+    b = _dense(log, "swap_k", K)[:, 0].astype(int)
+    assert np.all((1 <= a) & (a < b) & (b <= K))
+    pair = (a - 1) * K + (b - 1)
+    observed = np.bincount(pair, minlength=K * K)[[i * K + j for i in range(K)
+                                                   for j in range(i + 1, K)]]
+    assert stats.chisquare(observed).pvalue > 1e-3  # all K(K-1)/2 pairs equally likely
+    docs = _dense(log, "doc", K)
+    r = np.arange(n)
+    np.testing.assert_array_equal(docs[r, a - 1], plain[r, b - 1])
+    np.testing.assert_array_equal(docs[r, b - 1], plain[r, a - 1])
+    pivot1 = simulate(data, interventions=RandPair(1.0), **{**base, "n_sessions": 500})
+    assert set(pivot1["swap_pivot"].unique()) == {1}
+
+
+def test_randomize_is_a_uniform_permutation_of_the_top_k(data):
+    K, k, n = 8, 4, 12_000
+    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
+                top_k=K, seed=2)
+    plain = _dense(simulate(data, **base), "doc", K)
+    log = simulate(data, interventions=Randomize(1.0, k=k), **base)
+    docs = _dense(log, "doc", K)
+    np.testing.assert_array_equal(docs[:, k:], plain[:, k:])  # below k: untouched
+    np.testing.assert_array_equal(np.sort(docs[:, :k], 1), np.sort(plain[:, :k], 1))
+    # the production rank-1 document lands on each of the top k positions equally often
+    where = np.argmax(docs[:, :k] == plain[:, [0]], axis=1)
+    assert stats.chisquare(np.bincount(where, minlength=k)).pvalue > 1e-3
+    # and whole permutations of the top k are uniform (k! = 24 cells)
+    order = np.argsort(np.argsort(docs[:, :k], 1), 1) @ (k ** np.arange(k))
+    _, counts = np.unique(order, return_counts=True)
+    assert len(counts) == 24 and stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_pbm_swap_ctr_ratio_recovers_theta_k_over_theta_1():
+    data = synthetic(200, 20, seed=3)
+    K, eta = 6, 1.0
+    model = _pbm(eta)
+    log = simulate(data, policy=DeterministicPolicy(data.y, name="oracle"), click_model=model,
+                   n_sessions=150_000, top_k=K, interventions=Swap(0.6), seed=5)
+    ctl = log.filter(pl.col("intervention") == "none", pl.col("position") == 1)["click"]
+    p1, n1 = ctl.mean(), ctl.len()
+    theta = model.propensities(K)
+    for k in range(2, K + 1):
+        sw = log.filter(pl.col("swap_k") == k, pl.col("position") == k)["click"]
+        pk, nk = sw.mean(), sw.len()
+        ratio = pk / p1
+        se = ratio * np.sqrt((1 - pk) / (pk * nk) + (1 - p1) / (p1 * n1))
+        assert abs(ratio - theta[k - 1] / theta[0]) < 4 * se, (k, ratio, se)
+
+
+def test_pbm_full_randomization_gives_ctr_proportional_to_theta():
+    data = synthetic(200, 20, seed=4)
+    K = 6
+    model = _pbm(1.5)
+    log = simulate(data, policy=DeterministicPolicy(data.y, name="oracle"), click_model=model,
+                   n_sessions=100_000, top_k=K, interventions=Randomize(1.0), seed=8)
+    clicks = _dense(log, "click", K)
+    ctr, n = clicks.mean(0), clicks.shape[0]
+    theta = model.propensities(K)
+    ratio = ctr / ctr[0]
+    # delta method with the within-session covariance of the two click indicators
+    cov = np.cov(clicks.T.astype(float))
+    rel_var = np.diag(cov) / ctr**2 + cov[0, 0] / ctr[0] ** 2 - 2 * cov[0] / (ctr * ctr[0])
+    se = ratio * np.sqrt(rel_var / n)
+    assert np.all(np.abs(ratio - theta / theta[0])[1:] < 4 * se[1:]), (ratio, theta)
+
+
+@pytest.mark.parametrize("name", ["pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm"])
+def test_ctr_per_position_matches_exact_click_probabilities(data, name):
+    K, n = 8, 30_000
+    model = make_click_model(name)
+    log = simulate(data, policy=PlackettLuce(data.X[:, 0]), click_model=model, n_sessions=n,
+                   top_k=K, interventions=Swap(0.2), seed=9)
+    labels = _dense(log, "label", K)
+    clicks = _dense(log, "click", K)
+    p = model.click_probabilities(labels)
+    expected, observed = p.sum(0), clicks.sum(0)
+    se = np.sqrt((p * (1 - p)).sum(0))
+    assert np.all(np.abs(observed - expected) < 4 * se), (observed, expected, se)
+
+
+# -- streaming to parquet ---------------------------------------------------------------
+
+
+def test_streamed_log_equals_the_in_memory_log(data, tmp_path):
+    kw = dict(policy=PlackettLuce(data.X[:, 0]), click_model=_pbm(), n_sessions=3000, top_k=6,
+              interventions=Swap(0.2), seed=3)
+    mem = simulate(data, **kw)
+    for out in (tmp_path / "log.parquet", tmp_path / "logdir"):
+        lazy = simulate(data, chunk_size=700, out=out, **kw)
+        assert isinstance(lazy, pl.LazyFrame)
+        assert_frame_equal(lazy.collect(), mem, categorical_as_str=True)
+        assert_frame_equal(read_log(out, lazy=False), mem, categorical_as_str=True)
+    with pytest.raises(InputError, match="exists"):
+        simulate(data, out=tmp_path / "log.parquet", **kw)
+
+
+def test_nothing_is_written_when_simulation_fails(data, tmp_path):
+    class Failing:
+        n_uniforms = 1
+
+        def __init__(self):
+            self.calls = 0
+
+        def sample(self, labels, u):
+            self.calls += 1
+            if self.calls == 3:
+                raise InputError("boom in chunk 3")
+            return u[..., 0] < 0.5
+
+    out = tmp_path / "log.parquet"
+    with pytest.raises(InputError, match="boom"):
+        simulate(data, policy=UniformRandom(), click_model=Failing(), n_sessions=1000,
+                 chunk_size=100, out=out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_callback_counts_sessions(data):
+    seen = []
+    simulate(data, policy=UniformRandom(), click_model=_pbm(), n_sessions=950, chunk_size=300,
+             progress=seen.append)
+    assert seen == [300, 300, 300, 50]
+
+
+# -- CLI --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli():
+    from clickrank.cli import simulate as _cmd  # noqa: F401  registers the command
+    from clickrank.cli._root import cli as root
+
+    return root
+
+
+def test_cli_writes_a_valid_log_and_prints_a_summary(cli, tmp_path):
+    out = tmp_path / "log.parquet"
+    args = ["simulate", "--synthetic", "50", "--docs-per-query", "12", "--sessions", "2000",
+            "--swap-fraction", "0.1", "--top-k", "5", "--out", str(out), "--chunk-size", "700"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert "2,000 sessions" in res.output and "position" in res.output
+    log = read_log(out, lazy=False)
+    assert log["session"].n_unique() == 2000 and log["position"].max() == 5
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code != 0 and "--force" in again.output
+    forced = CliRunner().invoke(cli, [*args, "--force"])
+    assert forced.exit_code == 0
+    assert_frame_equal(read_log(out, lazy=False), log)  # same seed, same log
+
+
+def test_cli_config_file(cli, tmp_path):
+    cfg = tmp_path / "sim.toml"
+    cfg.write_text('[simulate]\nsynthetic = 30\nsessions = 300\nclick-model = "dbn"\ntop-k = 4\n')
+    out = tmp_path / "log.parquet"
+    res = CliRunner().invoke(cli, ["simulate", "--config", str(cfg), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert read_log(out, lazy=False)["position"].max() == 4
+    cfg.write_text("sessions = 10\nbogus = 1\n")
+    res = CliRunner().invoke(cli, ["simulate", "--config", str(cfg), "--out", str(out)])
+    assert res.exit_code == 1 and "unknown key 'bogus'" in res.output
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--eta", "-1"], "--eta must be >= 0"),
+        (["--swap-fraction", "1.5"], "--swap-fraction must be a probability"),
+        (["--eps", "2"], "--eps must be a probability"),
+        (["--top-k", "40"], "top_k=40 is larger than the longest query"),
+        (["--click-model", "nope"], "Invalid value for '--click-model'"),
+        (["--click-model", "cascade", "--eta", "2"], "--eta applies to"),
+        (["--sessions", "0"], "--sessions must be >= 1"),
+    ],
+)
+def test_cli_bad_arguments_fail_with_one_clear_line(cli, tmp_path, extra, message):
+    out = tmp_path / "log.parquet"
+    args = ["simulate", "--synthetic", "20", "--sessions", "100", "--out", str(out), *extra]
+    res = CliRunner().invoke(cli, args)  # a repeated option: the last value wins
+    assert res.exit_code != 0
+    assert message in res.output
+    assert "Traceback" not in res.output
+    assert not out.exists()
