@@ -55,7 +55,7 @@ from .lambdamart import LambdaMART
 from .metrics import get_metric
 from .policies import production_ranker
 from .propensity import Propensities, estimate_propensities
-from .simulation import RandPair, Randomize, Swap, simulate
+from .simulation import Randomize, RandPair, Swap, simulate
 
 __all__ = [
     "__version__",

@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._validation import check_choice
-from ._result import Propensities
-from ._stats import as_lazy
 from ._bootstrap import bootstrap
 from ._em import em, em_from_cells
 from ._harvest import (
@@ -39,6 +37,8 @@ from ._harvest import (
     harvest_pivot,
 )
 from ._randomized import randomized, randomized_from_counts, randomized_statistics
+from ._result import Propensities
+from ._stats import as_lazy
 from ._swap import pair_from_counts, pair_statistics, randpair, swap
 
 __all__ = [

@@ -50,9 +50,9 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from .._validation import EstimationError, InputError, check_non_negative
+from ._harvest import cell_statistics
 from ._result import Propensities
 from ._stats import as_lazy, finish
-from ._harvest import cell_statistics
 
 __all__ = ["em", "em_from_cells", "identified_positions"]
 
