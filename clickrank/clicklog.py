@@ -28,13 +28,13 @@ larger than memory (``collect(engine="streaming")``).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from ._io import atomic_write
 from ._validation import InputError, LogSchemaError
 
 __all__ = [
@@ -343,23 +343,19 @@ def write_log(
         raise InputError(f"the folder of {out} does not exist")
     if validate:
         log = validate_log(log)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        csv = _is_csv(out.name)
-        if isinstance(log, pl.LazyFrame):
-            if csv:
-                log.sink_csv(tmp)
-            else:
-                log.sink_parquet(tmp)
+    csv = _is_csv(out.name)
+
+    def write(tmp: Path) -> None:
+        if isinstance(log, pl.LazyFrame) and csv:
+            log.sink_csv(tmp)
+        elif isinstance(log, pl.LazyFrame):
+            log.sink_parquet(tmp)
         elif csv:
             log.write_csv(tmp)
         else:
             log.write_parquet(tmp, statistics=True)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    atomic_write(out, write, mkdir=False)
     return out
 
 

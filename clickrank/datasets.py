@@ -9,7 +9,6 @@ parquet and polars/pandas frames; writers produce the same formats.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ._io import atomic_write
 from ._segments import lengths as _lengths
 from ._segments import segment_ids
 from ._validation import DataFormatError, InputError, check_qptr
@@ -491,20 +491,6 @@ def _check_unique_docs(data: RankingData, path: Path | None, lineno: np.ndarray 
         )
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp_path)`` then move the temporary file onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_letor(data: RankingData, path: str | os.PathLike, *, docid: bool = True,
                overwrite: bool = False) -> Path:
     """Write ``data`` as a LETOR file (``label qid:id 1:v ... #docid = d``).
@@ -533,7 +519,7 @@ def save_letor(data: RankingData, path: str | os.PathLike, *, docid: bool = True
             fh.write("\n".join(lines.to_list()))
             fh.write("\n")
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
     return path
 
 
@@ -605,7 +591,7 @@ def save_parquet(data: RankingData, path: str | os.PathLike, *, overwrite: bool 
     if path.exists() and not overwrite:
         raise InputError(f"{path} exists; pass overwrite=True to replace it")
     frame = data.to_frame()
-    _atomic_write(path, lambda tmp: frame.write_parquet(tmp))
+    atomic_write(path, lambda tmp: frame.write_parquet(tmp))
     return path
 
 

@@ -16,10 +16,8 @@ to every mean.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +26,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from ._io import atomic_write_json
 from ._segments import ranks as _ranks
 from ._validation import InputError, LogSchemaError, check_positive, check_probability
 from .datasets import RankingData
@@ -45,20 +44,6 @@ __all__ = [
 ]
 
 _MAX_CELLS = 20_000_000  # bootstrap / permutation matrices are built in blocks of this size
-
-
-def _atomic_json(obj: dict, path) -> None:
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, default=lambda o: o.tolist() if hasattr(o, "tolist")
-                      else str(o))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _named(rankers: Any) -> dict[str, Any]:
@@ -304,7 +289,7 @@ class EvaluationResult:
         d = self.to_dict()
         d["per_query"] = {k: [None if np.isnan(x) else float(x) for x in v]
                           for k, v in d["per_query"].items()}
-        _atomic_json(d, path)
+        atomic_write_json(path, d)
 
 
 def evaluate(

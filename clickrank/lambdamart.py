@@ -16,12 +16,12 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._io import atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
 from .datasets import RankingData
 from .lambdas import lambdas, pair_lambdas
@@ -427,8 +427,8 @@ class LambdaMART:
             "n_train_queries": self.n_train_queries_,
             "evals_result": self.evals_result_,
         }
-        _atomic_write(out / "model.txt", self.booster_.model_to_string(num_iteration=-1))
-        _atomic_write(out / "meta.json", json.dumps(meta, indent=2, default=str) + "\n")
+        atomic_write_text(out / "model.txt", self.booster_.model_to_string(num_iteration=-1))
+        atomic_write_text(out / "meta.json", json.dumps(meta, indent=2, default=str) + "\n")
         return out
 
     @classmethod
@@ -472,15 +472,3 @@ _DEFAULTS = {
     for k, v in inspect.signature(LambdaMART.__init__).parameters.items()
     if k != "self"
 }
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

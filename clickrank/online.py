@@ -24,10 +24,8 @@ and abandonment (no click) a pooled two-proportion z-test.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -37,6 +35,7 @@ import polars as pl
 from scipy import stats
 
 from . import interleaving as il
+from ._io import atomic_write_json
 from ._random import STREAM_CLICK, STREAM_QUERY, session_integers, session_uniforms
 from ._segments import to_padded
 from ._validation import InputError, check_choice, check_positive, check_probability
@@ -164,28 +163,6 @@ def _sign_test(wins, losses) -> np.ndarray:
     return np.where(m > 0, np.minimum(p, 1.0), 1.0)
 
 
-def _atomic_json(obj: dict, path: str | os.PathLike) -> None:
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, default=_json_default)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _json_default(o):
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.generic):
-        return o.item()
-    raise TypeError(f"cannot serialize {type(o).__name__}")
-
-
 @dataclass(frozen=True)
 class InterleavingResult:
     """Outcome of a simulated interleaving experiment.
@@ -249,7 +226,7 @@ class InterleavingResult:
 
     def save(self, path) -> None:
         """Write the result as JSON (atomically)."""
-        _atomic_json(self.to_dict(), path)
+        atomic_write_json(path, self.to_dict())
 
     def summary(self) -> str:
         lo, hi = self.conf_int()
@@ -355,7 +332,7 @@ class ABResult:
         return asdict(self)
 
     def save(self, path) -> None:
-        _atomic_json(self.to_dict(), path)
+        atomic_write_json(path, self.to_dict())
 
     def summary(self) -> str:
         lines = [f"A/B test (clicks: {self.click_model}); impressions A {self.n_a}, B {self.n_b}",
@@ -460,7 +437,7 @@ class PowerCurve:
                 "n_for_80": self.n_for_power(0.8)}
 
     def save(self, path) -> None:
-        _atomic_json(self.to_dict(), path)
+        atomic_write_json(path, self.to_dict())
 
     def summary(self, target: float = 0.8) -> str:
         need = self.n_for_power(target)

@@ -29,7 +29,6 @@ See ``docs/plots.md`` for how to read each figure.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from matplotlib.figure import Figure
 from scipy.stats import norm
 
 from . import clicklog
+from ._io import atomic_write
 from ._segments import rank_order
 from ._validation import InputError, check_positive, check_probability
 
@@ -101,22 +101,8 @@ def _finish(fig: Figure, path: str | os.PathLike | None, *, own: bool, dpi: int 
         raise InputError(f"path {out} is a folder; give a .png file name")
     if not out.parent.is_dir():
         raise InputError(f"the folder of {out} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=dpi)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give a normal file's mode
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi), mkdir=False)
     return fig
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _lazy_log(log: Any, needed: Sequence[str], what: str) -> pl.LazyFrame:

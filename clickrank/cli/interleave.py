@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def interleave(a_path, b_path, data_path, method, click_model, eta, impressions,
             pc.plot(plot)
             click.echo(f"wrote {plot}", err=True)
     if output:
-        from ..online import _atomic_json
+        from .._io import atomic_write_json
 
-        _atomic_json(json.loads(json.dumps(results, default=str)), output)
+        atomic_write_json(output, results)
         click.echo(f"wrote {output}", err=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import norm
 
+from .._io import atomic_write, atomic_write_text
 from .._validation import DataFormatError, InputError, check_probability
 
 __all__ = ["Propensities"]
@@ -250,15 +250,7 @@ class Propensities:
         if path.exists() and not overwrite:
             raise InputError(f"{path} exists; pass overwrite=True to replace it")
         text = json.dumps(self.to_dict(alpha), indent=2)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text + "\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, text + "\n")
         return path
 
     @classmethod
@@ -363,13 +355,5 @@ class Propensities:
         ax.legend()
         fig.tight_layout()
         if path is not None:
-            path = Path(path)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-            os.close(fd)
-            try:
-                fig.savefig(tmp, format="png")
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
         return fig
