@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Developer tasks that need nothing but Python: ``python3 tasks.py demo|test|bench``.
+"""Developer tasks that need nothing but Python: ``python3 tasks.py demo|test|bench|docs``.
 
 Each task creates ``.venv`` (if missing), installs clickrank with what the task
 needs, and runs it. Only the standard library is used here, so this works on a
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -45,9 +46,13 @@ def demo() -> None:
 
 
 def test() -> None:
-    """Set up, then run the whole test suite (doctests included) and ruff."""
-    setup("test")
-    run(PY, "-m", "ruff", "check", "clickrank", "tests", "benchmarks", "tasks.py")
+    """Set up, then run ruff, a strict docs build and the whole test suite (doctests included)."""
+    setup("test,docs")
+    run(PY, "-m", "ruff", "check", "clickrank", "tests", "benchmarks", "simulations", "tasks.py",
+        "docs/_ext")
+    with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
+        run(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", site,
+            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     run(PY, "-m", "pytest", "--doctest-modules", "clickrank", "tests", *sys.argv[2:])
 
 
@@ -58,7 +63,16 @@ def bench() -> None:
         run(PY, script)
 
 
-TASKS = {"demo": demo, "test": test, "bench": bench}
+def docs() -> None:
+    """Set up with the docs extra, then build the site into site/ (strict), or `docs serve`."""
+    setup("docs")
+    if sys.argv[2:3] == ["serve"]:
+        run(PY, "-m", "mkdocs", "serve")
+    else:
+        run(PY, "-m", "mkdocs", "build", "--strict", "-d", ROOT / "site")
+
+
+TASKS = {"demo": demo, "test": test, "bench": bench, "docs": docs}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in TASKS:

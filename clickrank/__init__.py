@@ -82,6 +82,7 @@ __all__ = [
     "simulate",
     "Swap",
     "RandPair",
+    "FairPairs",
     "Randomize",
     "read_log",
     "validate_log",

@@ -10,11 +10,14 @@ column         type                     meaning
 ``position``   UInt16                   1-based rank at which ``doc`` was shown
 ``doc``        integer or String        document id, unique within the query
 ``click``      Boolean                  whether the user clicked it
-``intervention`` Categorical, optional  ``none``, ``swap``, ``randpair``, ``randomized``
+``intervention`` Categorical, optional  ``none``, ``swap``, ``randpair``, ``randomized``,
+                                        ``fairpairs``
 ``ranker``     Categorical, optional    the logging ranker (for harvesting)
 ``label``      Float64, optional        true relevance (simulated logs only)
-``swap_pivot`` UInt16, optional         swapped sessions: the upper swapped rank, else 0
-``swap_k``     UInt16, optional         swapped sessions: the lower swapped rank, else 0
+``swap_pivot`` UInt16, optional         swapped sessions: the upper swapped rank (FairPairs: the
+                                        first paired rank, 1 or 2), else 0
+``swap_k``     UInt16, optional         swapped sessions: the lower swapped rank (FairPairs: the
+                                        lower rank of the last pair), else 0
 ============== ======================== ==========================================
 
 Each session shows positions ``1..n`` exactly once, for a single query.

@@ -39,6 +39,7 @@ from ._io import atomic_write_json
 from ._random import STREAM_CLICK, STREAM_QUERY, session_integers, session_uniforms
 from ._segments import to_padded
 from ._validation import InputError, check_choice, check_positive, check_probability
+from .clickmodels import UserMixture
 from .datasets import RankingData
 
 __all__ = [
@@ -50,12 +51,14 @@ __all__ = [
     "ab_experiment",
     "power_analysis",
     "fidelity_study",
+    "expected_clicks",
     "AB_METRICS",
 ]
 
 STREAM_INTERLEAVE = 220
 STREAM_ARM = 221
 STREAM_CLICK_B = 222  # second, independent click draw for the A/B pool (arm B)
+STREAM_USER = 223  # user-type uniform shared by the sessions of one user
 AB_METRICS = ("clicks", "ctr@1", "abandonment")
 #: +1 if a better ranker should raise the metric, -1 if it should lower it.
 _AB_DIRECTION = {"clicks": 1, "ctr@1": 1, "abandonment": -1}
@@ -89,6 +92,7 @@ class _Setup:
     labels: np.ndarray  # [Q, W] true labels by within-query index, NaN padded
     model: Any
     k: int
+    sessions_per_user: int = 1
 
     @property
     def n_queries(self) -> int:
@@ -103,10 +107,14 @@ class _Setup:
         lab = self.shown_labels(lists, query)
         nu = self.model.n_uniforms
         u = session_uniforms(seed, sessions, self.k * nu, stream).reshape(len(sessions), self.k, nu)
+        if self.sessions_per_user > 1 and isinstance(self.model, UserMixture):
+            # a user keeps her type: the type slot (UserMixture.user_types) is drawn per user
+            users = sessions // self.sessions_per_user
+            u[:, 0, -1] = session_uniforms(seed, users, 1, STREAM_USER)[:, 0]
         return self.model.sample(lab, u)
 
 
-def _setup(data: RankingData, a, b, click_model, k) -> _Setup:
+def _setup(data: RankingData, a, b, click_model, k, sessions_per_user: int = 1) -> _Setup:
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
     if data.y is None:
@@ -115,7 +123,36 @@ def _setup(data: RankingData, a, b, click_model, k) -> _Setup:
     sa, sb = _scores(a, data, "a"), _scores(b, data, "b")
     labels, _ = to_padded(data.y, data.qptr, fill=np.nan)
     return _Setup(il.rankings_from_scores(sa, data.qptr), il.rankings_from_scores(sb, data.qptr),
-                  labels.astype(np.float64), _click_model(click_model), k)
+                  labels.astype(np.float64), _click_model(click_model), k, sessions_per_user)
+
+
+def _top_lists(r: np.ndarray, k: int) -> np.ndarray:
+    """First ``k`` columns of a ranking matrix, padded with -1 to width ``k``."""
+    if r.shape[1] >= k:
+        return r[:, :k]
+    return np.pad(r, ((0, 0), (0, k - r.shape[1])), constant_values=-1)
+
+
+def expected_clicks(data: RankingData, ranker: Any, *, click_model: Any = None,
+                    k: int = 10) -> float:
+    r"""Exact expected clicks per impression of a ranker's own top-``k`` lists.
+
+    :math:`\frac{1}{Q}\sum_q \sum_{j \le k} P(C_j = 1 \mid \text{top-}k(q))`
+    with the click model's exact marginals and queries weighted uniformly, as
+    in the simulated traffic: the quantity the A/B metric "clicks per
+    impression" estimates, and the offline utility a click-based comparison
+    of two rankers can be checked against (:func:`fidelity_study`).
+    """
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    if data.y is None:
+        raise InputError("expected_clicks needs true labels; data.y is None")
+    k = check_positive(k, name="k", integer=True)
+    labels, _ = to_padded(data.y, data.qptr, fill=np.nan)
+    lists = _top_lists(il.rankings_from_scores(_scores(ranker, data, "ranker"), data.qptr), k)
+    shown = labels.astype(np.float64)[np.arange(len(lists))[:, None], np.maximum(lists, 0)]
+    shown[lists < 0] = np.nan
+    return float(_click_model(click_model).click_probabilities(shown).sum(axis=1).mean())
 
 
 def _chunks(n: int, chunk_size: int):
@@ -287,9 +324,7 @@ def _ab_pool(st: _Setup, n: int, seed: int, chunk_size: int, progress=None):
     for sess in _chunks(n, chunk_size):
         q = _impression_queries(seed, sess, st.n_queries)
         for arm, (r, stream) in enumerate(((st.ra, STREAM_CLICK), (st.rb, STREAM_CLICK_B))):
-            lists = r[q, : st.k] if r.shape[1] >= st.k else np.pad(
-                r[q], ((0, 0), (0, st.k - r.shape[1])), constant_values=-1)
-            c = st.clicks(lists, q, sess, seed, stream)
+            c = st.clicks(_top_lists(r, st.k)[q], q, sess, seed, stream)
             out["clicks"][arm][sess] = c.sum(axis=1)
             out["ctr@1"][arm][sess] = c[:, 0]
             out["abandonment"][arm][sess] = ~c.any(axis=1)
@@ -399,6 +434,8 @@ class PowerCurve:
     alpha : float
     pool_size : int         impressions in the simulated pool the experiments resample
     ndcg_a, ndcg_b : float  offline NDCG@k of the two rankers (the truth to detect)
+    click_model : str
+    sessions_per_user : int  impressions per user (> 1: user-level randomization and tests)
     """
 
     n: np.ndarray
@@ -409,6 +446,7 @@ class PowerCurve:
     ndcg_a: float
     ndcg_b: float
     click_model: str = ""
+    sessions_per_user: int = 1
 
     def n_for_power(self, target: float = 0.8) -> dict:
         """Impressions needed to reach ``target`` power (log-linear interpolation; inf if never)."""
@@ -434,7 +472,7 @@ class PowerCurve:
         return {"n": self.n, "power": self.power, "n_experiments": self.n_experiments,
                 "alpha": self.alpha, "pool_size": self.pool_size, "ndcg_a": self.ndcg_a,
                 "ndcg_b": self.ndcg_b, "click_model": self.click_model,
-                "n_for_80": self.n_for_power(0.8)}
+                "sessions_per_user": self.sessions_per_user, "n_for_80": self.n_for_power(0.8)}
 
     def save(self, path) -> None:
         atomic_write_json(path, self.to_dict())
@@ -447,6 +485,9 @@ class PowerCurve:
             f"  {self.n_experiments} experiments per size, resampled from a pool of "
             f"{self.pool_size} impressions; alpha {self.alpha}; detection = significant in "
             "the direction of the offline winner",
+            *([f"  {self.sessions_per_user} sessions per user; users are the unit of "
+               "randomization and analysis (t-tests on per-user sums)"]
+              if self.sessions_per_user > 1 else []),
             f"  {'method':<24}{'n for ' + format(target, '.0%') + ' power':>20}",
         ]
         for lab, v in need.items():
@@ -491,6 +532,7 @@ def power_analysis(
     ab_metrics: Sequence[str] = AB_METRICS, click_model: Any = None,
     n_grid: Sequence[int] | None = None, n_experiments: int = 2000, pool_size: int = 200_000,
     k: int = 10, alpha: float = 0.05, seed: int = 0, chunk_size: int = 250_000,
+    sessions_per_user: int = 1,
 ) -> PowerCurve:
     """Power of interleaving methods and A/B metrics to detect the better ranker.
 
@@ -503,6 +545,18 @@ def power_analysis(
     The better ranker is the one with the higher offline NDCG@k; an experiment
     detects it when its test (sign test; Welch t; two-proportion z) is
     significant at ``alpha`` *and* points to it.
+
+    ``sessions_per_user = m > 1`` models users who each issue ``m``
+    impressions (consecutive impression indices). With a
+    :class:`~clickrank.clickmodels.UserMixture` a user keeps her type across
+    her sessions (one type uniform per user), so her sessions are correlated;
+    other click models make them independent given the queries. The unit of
+    analysis becomes the user, as in user-randomized online experiments: an
+    experiment of ``n`` impressions has ``n // m`` users, drawn from the pool's
+    ``pool_size // m`` users; A/B randomizes users and compares per-user sums
+    of the metric (Welch t); interleaving tests the per-user sums of the
+    outcomes (wins − losses) with a one-sample t-test. For ``m = 1`` the tests
+    are the per-impression ones above.
     """
     from .metrics import ndcg
 
@@ -512,45 +566,83 @@ def power_analysis(
         check_choice(m, AB_METRICS, name="ab_metrics")
     R = check_positive(n_experiments, name="n_experiments", integer=True)
     pool_size = check_positive(pool_size, name="pool_size", integer=True)
-    st = _setup(data, a, b, click_model, k)
+    spu = check_positive(sessions_per_user, name="sessions_per_user", integer=True)
+    if pool_size // spu < 2:
+        raise InputError(f"pool_size {pool_size} holds fewer than 2 users of {spu} sessions")
+    st = _setup(data, a, b, click_model, k, spu)
     sa, sb = _scores(a, data, "a"), _scores(b, data, "b")
     nd_a = float(ndcg(sa, data.y, data.qptr, k=st.k))
     nd_b = float(ndcg(sb, data.y, data.qptr, k=st.k))
     better = 1 if nd_a > nd_b else -1
     grid = _default_grid(pool_size) if n_grid is None else np.asarray(n_grid, dtype=np.int64)
+    n_users = pool_size // spu
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
     power: dict[str, np.ndarray] = {}
+
+    def per_user(x: np.ndarray) -> np.ndarray:
+        return x[: n_users * spu].reshape(n_users, spu).sum(axis=1)
+
     for m in methods:
         o = _interleaving_outcomes(st, m, pool_size, seed, chunk_size)
-        p = np.array([(o > 0).mean(), (o < 0).mean(), (o == 0).mean()])
         pw = np.empty(len(grid))
-        for g, n in enumerate(grid):  # loop over grid points only
-            cnt = rng.multinomial(int(n), p, size=R)
-            sig = _sign_test(cnt[:, 0], cnt[:, 1]) < alpha
-            pw[g] = np.mean(sig & (np.sign(cnt[:, 0] - cnt[:, 1]) == better))
+        if spu == 1:
+            p = np.array([(o > 0).mean(), (o < 0).mean(), (o == 0).mean()])
+            for g, n in enumerate(grid):  # loop over grid points only
+                cnt = rng.multinomial(int(n), p, size=R)
+                sig = _sign_test(cnt[:, 0], cnt[:, 1]) < alpha
+                pw[g] = np.mean(sig & (np.sign(cnt[:, 0] - cnt[:, 1]) == better))
+        else:
+            levels = np.arange(-spu, spu + 1, dtype=np.float64)
+            d = per_user(o.astype(np.int64)) + spu
+            p = np.bincount(d, minlength=levels.size) / n_users
+            for g, n in enumerate(grid):
+                nu = max(int(n) // spu, 2)
+                cnt = rng.multinomial(nu, p, size=R)
+                mean = cnt @ levels / nu
+                var = np.maximum(cnt @ levels**2 - nu * mean**2, 0) / (nu - 1)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    pv = 2 * stats.t.sf(np.abs(mean) / np.sqrt(var / nu), nu - 1)
+                pv = np.where(np.isfinite(pv), pv, 1.0)
+                pw[g] = np.mean((pv < alpha) & (np.sign(mean) == better))
         power[m] = pw
     if ab_metrics:
         pool = _ab_pool(st, pool_size, seed, chunk_size)
         for m in ab_metrics:
             xa, xb = pool[m]
-            levels = np.arange(st.k + 1) if m == "clicks" else np.array([0.0, 1.0])
-            pa = np.array([(xa == v).mean() for v in levels])
-            pb = np.array([(xb == v).mean() for v in levels])
+            top = st.k if m == "clicks" else 1
+            levels = np.arange(top * spu + 1, dtype=np.float64)
+            if spu == 1:
+                pa = np.array([(xa == v).mean() for v in levels])
+                pb = np.array([(xb == v).mean() for v in levels])
+            else:
+                pa = np.bincount(per_user(xa).astype(np.int64), minlength=levels.size) / n_users
+                pb = np.bincount(per_user(xb).astype(np.int64), minlength=levels.size) / n_users
+            test = m if spu == 1 else "clicks"  # user sums are not binary: Welch t
             pw = np.empty(len(grid))
             for g, n in enumerate(grid):
-                na = rng.binomial(int(n), 0.5, size=R)
-                na = np.clip(na, 1, int(n) - 1) if n >= 2 else np.ones(R, np.int64)
-                nb_ = np.maximum(int(n) - na, 1)
+                nu = max(int(n) // spu, 2)
+                na = rng.binomial(nu, 0.5, size=R)
+                na = np.clip(na, 1, nu - 1)
+                nb_ = nu - na
                 ca = rng.multinomial(na, pa)
                 cb = rng.multinomial(nb_, pb)
                 ma, mb = ca @ levels / na, cb @ levels / nb_
                 va = np.maximum(ca @ levels**2 - na * ma**2, 0) / np.maximum(na - 1, 1)
                 vb = np.maximum(cb @ levels**2 - nb_ * mb**2, 0) / np.maximum(nb_ - 1, 1)
-                pv = _ab_test(m, ma, mb, va, vb, na, nb_)
+                pv = _ab_test(test, ma, mb, va, vb, na, nb_)
                 right = np.sign(ma - mb) == better * _AB_DIRECTION[m]
                 pw[g] = np.mean((pv < alpha) & right)
             power[f"A/B {m}"] = pw
-    return PowerCurve(grid, power, R, alpha, pool_size, nd_a, nd_b, type(st.model).__name__)
+    return PowerCurve(grid, power, R, alpha, pool_size, nd_a, nd_b,
+                      _model_name(st.model), spu)
+
+
+def _model_name(model: Any) -> str:
+    if isinstance(model, UserMixture):
+        if len(model.names) > 4:
+            return f"UserMixture({len(model.names)} user types)"
+        return f"UserMixture({', '.join(model.names)})"
+    return type(model).__name__
 
 
 # --------------------------------------------------------------------------- fidelity
@@ -560,7 +652,11 @@ def power_analysis(
 class FidelityResult:
     """Agreement of interleaving winners with offline NDCG@k differences over ranker pairs.
 
-    ``table`` has one row per pair: ndcg_a, ndcg_b, diff, delta, p_value, agree.
+    ``table`` has one row per pair: a, b (ranker ids), ndcg_a, ndcg_b, diff
+    (NDCG@k A − B), clicks_a, clicks_b (exact expected clicks per impression
+    of each ranker's own list under the click model, :func:`expected_clicks`),
+    delta, p_value, agree (Δ has the sign of diff), agree_clicks (Δ has the
+    sign of clicks_a − clicks_b).
     """
 
     table: pl.DataFrame
@@ -586,9 +682,19 @@ class FidelityResult:
         return (s.height / e.height if e.height else math.nan,
                 float(s["agree"].mean()) if s.height else math.nan)
 
+    @property
+    def click_agreement(self) -> tuple[float, float]:
+        """Over eligible pairs significant at alpha: (share agreeing with NDCG, share
+        agreeing with the expected-clicks difference under the click model)."""
+        s = self._eligible().filter(pl.col("p_value") < self.alpha)
+        if not s.height:
+            return (math.nan, math.nan)
+        return float(s["agree"].mean()), float(s["agree_clicks"].mean())
+
     def summary(self) -> str:
         e = self._eligible()
         frac_sig, agree_sig = self.significant_agreement
+        _, agree_clicks = self.click_agreement
         return "\n".join([
             f"Fidelity of {self.method} interleaving vs offline NDCG@10 "
             f"({self.n_impressions} impressions per pair)",
@@ -596,6 +702,8 @@ class FidelityResult:
             f"  sign agreement                  {self.agreement:.3f}",
             f"  significant at {self.alpha}: {frac_sig:.3f} of pairs; of those agreeing: "
             f"{agree_sig:.3f}",
+            f"  significant pairs agreeing with the expected-clicks difference under the "
+            f"click model: {agree_clicks:.3f}",
         ])
 
     def __str__(self) -> str:
@@ -606,35 +714,61 @@ def fidelity_study(
     data: RankingData, *, n_pairs: int = 100, method: str = "team-draft",
     click_model: Any = None, n_impressions: int = 20_000, noise: tuple[float, float] = (0.5, 3.0),
     min_difference: float = 0.01, k: int = 10, alpha: float = 0.05, seed: int = 0,
+    rankers: Sequence[Any] | None = None,
 ) -> FidelityResult:
     """Does the interleaving winner agree with the offline NDCG@k winner?
 
-    Rankers are the true labels plus Gaussian noise whose standard deviation is
-    drawn uniformly from ``noise`` per ranker (so ranker quality varies); for
-    each of ``n_pairs`` pairs the offline NDCG@k difference and an interleaving
+    Without ``rankers``, rankers are the true labels plus Gaussian noise whose
+    standard deviation is drawn uniformly from ``noise`` per ranker (so ranker
+    quality varies), two fresh rankers per pair. With ``rankers`` (trained
+    models with ``predict(X)`` or score arrays, e.g. LambdaMART models of
+    different quality), the pairs are all unordered pairs ``i < j`` of them,
+    or ``n_pairs`` of those drawn without replacement (seeded) if there are
+    more. For each pair the offline NDCG@k difference and an interleaving
     experiment of ``n_impressions`` impressions are computed (independent
     seeds). Agreement is reported over pairs whose NDCG@k differs by at least
-    ``min_difference``.
+    ``min_difference``. ``table`` columns: a, b (ranker ids), ndcg_a, ndcg_b,
+    diff, clicks_a, clicks_b, delta, p_value, agree, agree_clicks (see
+    :class:`FidelityResult`).
     """
     from .metrics import ndcg
 
     n_pairs = check_positive(n_pairs, name="n_pairs", integer=True)
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
     if data.y is None:
         raise InputError("fidelity_study needs true labels; data.y is None")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
-    sig = rng.uniform(noise[0], noise[1], size=(n_pairs, 2))
-    rows = []
     model = _click_model(click_model)
-    for i in range(n_pairs):  # each pair is a vectorized experiment
-        sa = data.y + sig[i, 0] * rng.standard_normal(data.n_docs)
-        sb = data.y + sig[i, 1] * rng.standard_normal(data.n_docs)
-        na = float(ndcg(sa, data.y, data.qptr, k=k))
-        nb_ = float(ndcg(sb, data.y, data.qptr, k=k))
-        r = interleaving_experiment(data, sa, sb, method=method, click_model=model,
-                                    n_impressions=n_impressions, k=k, alpha=alpha,
-                                    seed=seed * 100_003 + i + 1)
-        diff = na - nb_
-        rows.append({"ndcg_a": na, "ndcg_b": nb_, "diff": diff, "delta": r.delta,
+    if rankers is None:
+        sig = rng.uniform(noise[0], noise[1], size=(n_pairs, 2))
+        scores = [data.y + sig[i // 2, i % 2] * rng.standard_normal(data.n_docs)
+                  for i in range(2 * n_pairs)]
+        pairs = np.arange(2 * n_pairs).reshape(n_pairs, 2)
+    else:
+        scores = [_scores(r, data, f"rankers[{i}]") for i, r in enumerate(rankers)]
+        if len(scores) < 2:
+            raise InputError("fidelity_study needs at least two rankers")
+        ii, jj = np.triu_indices(len(scores), k=1)
+        pairs = np.column_stack([ii, jj])
+        if len(pairs) > n_pairs:
+            pairs = pairs[np.sort(rng.choice(len(pairs), n_pairs, replace=False))]
+    nd: dict[int, float] = {}
+    ec: dict[int, float] = {}
+    rows = []
+    for p, (ia, ib) in enumerate(pairs):  # each pair is a vectorized experiment
+        for i in (ia, ib):
+            if i not in nd:
+                nd[i] = float(ndcg(scores[i], data.y, data.qptr, k=k))
+                ec[i] = expected_clicks(data, scores[i], click_model=model, k=k)
+        r = interleaving_experiment(data, scores[ia], scores[ib], method=method,
+                                    click_model=model, n_impressions=n_impressions, k=k,
+                                    alpha=alpha, seed=seed * 100_003 + p + 1)
+        diff = nd[ia] - nd[ib]
+        rows.append({"a": int(ia), "b": int(ib), "ndcg_a": nd[ia], "ndcg_b": nd[ib],
+                     "diff": diff, "clicks_a": ec[ia], "clicks_b": ec[ib], "delta": r.delta,
                      "p_value": r.p_value,
-                     "agree": float(np.sign(r.delta) == np.sign(diff) and r.delta != 0)})
+                     "agree": float(np.sign(r.delta) == np.sign(diff) and r.delta != 0),
+                     "agree_clicks": float(np.sign(r.delta) == np.sign(ec[ia] - ec[ib])
+                                           and r.delta != 0)})
     return FidelityResult(pl.DataFrame(rows), method, n_impressions, min_difference, alpha)

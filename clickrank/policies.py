@@ -353,13 +353,13 @@ class MixturePolicy(LoggingPolicy):
 
 
 class ProductionRanker:
-    """A small LightGBM lambdarank model trained on a few labelled queries.
+    """A small LambdaMART trained on the true labels of a few queries.
 
     This is the usual logging ranker of ULTR simulations (Joachims et al.
-    WSDM 2017 §6: a ranker trained on 1 % of the training queries). It is
-    trained with LightGBM's built-in ``lambdarank`` objective for now; once
-    :mod:`clickrank.lambdamart` lands it will use clickrank's own
-    LambdaMART, with the same interface.
+    WSDM 2017 §6; ULTRA: a ranker trained on 1 % of the training queries). It
+    is clickrank's own :class:`~clickrank.lambdamart.LambdaMART` with the
+    oracle target, which matches LightGBM's built-in ``lambdarank`` with the
+    same settings.
 
     Parameters
     ----------
@@ -367,13 +367,14 @@ class ProductionRanker:
         Share of the labelled queries used for training, in (0, 1]; at least
         one query is used.
     n_estimators, num_leaves, learning_rate, min_child_samples
-        LightGBM parameters (a deliberately weak model).
+        Tree parameters (a deliberately weak model); ``min_child_samples`` is
+        LambdaMART's ``min_data_in_leaf``.
     seed : int
-        Seeds the query subsample and LightGBM.
+        Seeds the query subsample and the tree learner.
 
     Attributes
     ----------
-    model_ : lightgbm.LGBMRanker
+    model_ : clickrank.lambdamart.LambdaMART
     train_queries_ : numpy.ndarray
         Indices of the queries it was trained on.
     """
@@ -396,7 +397,7 @@ class ProductionRanker:
         self.seed = seed
 
     def fit(self, data: RankingData) -> ProductionRanker:
-        import lightgbm as lgb
+        from .lambdamart import LambdaMART  # lambdamart imports metrics, not policies
 
         if data.y is None:
             raise InputError("production_ranker needs labelled data (data.y is None)")
@@ -408,22 +409,16 @@ class ProductionRanker:
         rng = np.random.default_rng(self.seed)
         queries = np.sort(rng.choice(n_q, size=k, replace=False))
         train = data.subset(queries)
-        y = train.y
-        if np.any(y != np.floor(y)) or np.any(y < 0):
-            raise InputError("lambdarank needs non-negative integer labels")
-        self.model_ = lgb.LGBMRanker(
-            objective="lambdarank",
+        if np.any(train.y < 0):
+            raise InputError("the production ranker needs non-negative labels")
+        self.model_ = LambdaMART(
             n_estimators=int(self.n_estimators),
             num_leaves=int(self.num_leaves),
             learning_rate=float(self.learning_rate),
-            min_child_samples=int(self.min_child_samples),
-            random_state=int(self.seed),
-            deterministic=True,
-            force_row_wise=True,
+            min_data_in_leaf=int(self.min_child_samples),
+            seed=int(self.seed),
             n_jobs=1,
-            verbose=-1,
-        )
-        self.model_.fit(train.X, y.astype(np.int64), group=train.lengths)
+        ).fit(train)
         self.train_queries_ = queries
         return self
 

@@ -30,9 +30,19 @@ Interventions
     Shuffle the top ``k`` uniformly ("RandTop-k"; Wang et al. 2016, 2018;
     Joachims et al. 2017): CTR per position is then proportional to
     :math:`\theta_p` under the PBM.
+``FairPairs(fraction)``
+    Pair up adjacent ranks, starting at rank 1 or 2 with probability 1/2
+    each ((1,2), (3,4), ... or (2,3), (4,5), ...), and swap each pair
+    independently with probability 1/2 (Radlinski & Joachims, AAAI 2006).
+    A click on the lower result of a pair with no click on the upper one is
+    a preference free of presentation bias under the paper's assumptions
+    (:func:`clickrank.targets.fair_pairs`).
 
 Swapped sessions record the two exchanged positions in ``swap_pivot`` and
 ``swap_k`` (0 in other sessions), so estimators need not guess them.
+FairPairs sessions record the first paired rank (1 or 2) in ``swap_pivot``
+and the lower rank of the last complete pair in ``swap_k``: the pairs are
+``(r, r + 1)`` for ``r = swap_pivot, swap_pivot + 2, ...`` with ``r + 1 <= swap_k``.
 """
 
 from __future__ import annotations
@@ -67,11 +77,12 @@ __all__ = [
     "Swap",
     "RandPair",
     "Randomize",
+    "FairPairs",
     "simulate",
     "INTERVENTION_CATEGORIES",
 ]
 
-INTERVENTION_CATEGORIES = ("none", "swap", "randpair", "randomized")
+INTERVENTION_CATEGORIES = ("none", "swap", "randpair", "randomized", "fairpairs")
 
 
 @dataclass(frozen=True)
@@ -151,6 +162,63 @@ class Randomize(Intervention):
                 raise InputError(f"Randomize.k must be in 2..top_k={top_k}, got {self.k}")
 
 
+@dataclass(frozen=True)
+class FairPairs(Intervention):
+    r"""FairPairs: swap adjacent pairs of results at random (Radlinski & Joachims, AAAI 2006).
+
+    In a FairPairs session the displayed ranks are paired from rank 1,
+    ``(1,2), (3,4), ...``, or from rank 2, ``(2,3), (4,5), ...``, each with
+    probability 1/2 (an odd last rank, and rank 1 when starting at 2, stay
+    unpaired); then every pair is swapped independently with probability
+    1/2. Each result moves by at most one rank, so the presented ranking
+    stays close to the logging policy's ("minimally invasive").
+
+    Within a pair, each of the two documents is on top equally often. If
+    whether a user examines and clicks within a pair depends on the pair's
+    ranks but not on which document is on top, the preference "lower clicked,
+    upper not clicked" is then as likely to favour either document for equal
+    relevance, and favours the more relevant one otherwise: it carries no
+    presentation bias (Radlinski & Joachims 2006). The preferences are
+    extracted by :func:`clickrank.targets.fair_pairs`.
+
+    Parameters
+    ----------
+    fraction : float
+        Share of sessions receiving FairPairs, in [0, 1]. A session whose
+        drawn pairing has no complete pair (one result, or two results with
+        pairing from rank 2) is left unchanged and recorded as ``none``.
+
+    Notes
+    -----
+    Logged as intervention ``"fairpairs"`` with ``swap_pivot`` = the first
+    paired rank (1 or 2) and ``swap_k`` = the lower rank of the last
+    complete pair, so the pairs are ``(r, r + 1)``, ``r = swap_pivot,
+    swap_pivot + 2, ...``, ``r + 1 <= swap_k``. Which pairs were swapped is
+    not needed to extract the preferences and is not recorded.
+    """
+
+    label = "fairpairs"
+
+
+def _fair_pairs_permutation(n: np.ndarray, d: np.ndarray, K: int) -> tuple[np.ndarray, ...]:
+    """Column permutation ``[m, K]`` of FairPairs, its first paired rank and last paired rank.
+
+    ``d`` holds the session's detail uniforms: ``d[:, 0]`` picks the start
+    (rank 1 or 2), ``d[:, 1 + i]`` decides whether the pair whose upper rank
+    is ``i + 1`` is swapped.
+    """
+    start = 1 + (d[:, 0] >= 0.5).astype(np.int64)  # 1 or 2, probability 1/2 each
+    last = start + 2 * ((n - start + 1) // 2) - 1  # lower rank of the last complete pair
+    upper = np.arange(1, K)[None, :]  # candidate upper ranks 1..K-1
+    is_pair = (upper >= start[:, None]) & ((upper - start[:, None]) % 2 == 0)
+    is_pair &= upper + 1 <= last[:, None]
+    flip = is_pair & (d[:, 1:K] < 0.5)
+    perm = np.broadcast_to(np.arange(K), (len(n), K)).copy()
+    perm[:, :-1] += flip  # the upper slot takes the lower result
+    perm[:, 1:] -= flip  # and the lower slot the upper one
+    return perm, start, last
+
+
 def _as_interventions(interventions: Any, top_k: int) -> list[Intervention]:
     if interventions is None:
         return []
@@ -160,8 +228,7 @@ def _as_interventions(interventions: Any, top_k: int) -> list[Intervention]:
     for it in items:
         if not isinstance(it, Intervention) or type(it) is Intervention:
             raise InputError(
-                "interventions must be Swap, RandPair or Randomize objects, "
-                f"got {it!r}"
+                f"interventions must be Swap, RandPair, Randomize or FairPairs objects, got {it!r}"
             )
         it._check(top_k)
     total = sum(float(it.fraction) for it in items)
@@ -217,6 +284,14 @@ def _apply_interventions(
             sub = rows[idx]
             rows[idx] = np.take_along_axis(sub, perm, axis=1)
             code[idx[ok]] = cat
+            continue
+        if isinstance(it, FairPairs):
+            perm, start, last = _fair_pairs_permutation(n, d, K)
+            ok = last > start  # at least one complete pair
+            rows[idx] = np.take_along_axis(rows[idx], perm, axis=1)
+            code[idx[ok]] = cat
+            pivot[idx[ok]] = start[ok]
+            swap_k[idx[ok]] = last[ok]
             continue
         if isinstance(it, Swap):
             a = np.ones(idx.size, dtype=np.int64)
@@ -415,7 +490,7 @@ def simulate(
         protocol, or a name for ``clickrank.clickmodels.make_click_model``.
     n_sessions : int
         Number of impressions, >= 1.
-    interventions : Swap, RandPair, Randomize or a sequence of them
+    interventions : Swap, RandPair, Randomize, FairPairs or a sequence of them
         Fractions must sum to at most 1.
     top_k : int
         Displayed results per session; must not exceed the longest query.

@@ -10,12 +10,13 @@ import pytest
 from scipy import stats
 
 from clickrank import InputError
-from clickrank.clickmodels import PBM
+from clickrank.clickmodels import PBM, UserMixture, web_search_population
 from clickrank.datasets import synthetic
 from clickrank.online import (
     InterleavingResult,
     _sign_test,
     ab_experiment,
+    expected_clicks,
     fidelity_study,
     interleaving_experiment,
     power_analysis,
@@ -121,6 +122,123 @@ def test_fidelity_study_agrees_with_offline_ndcg(data):
     assert res.table.height == 12
     assert res.agreement >= 0.75
     assert "sign agreement" in res.summary()
+
+
+def test_expected_clicks_is_the_exact_mean_over_queries_of_top_k_click_probabilities(data):
+    scores = noisy(data, 1.0, 11)
+    model = PBM()
+    theta = model.propensities(5)
+    per_query = []
+    for q in range(data.n_queries):  # reference: one query at a time
+        s, y = scores[data.qptr[q]:data.qptr[q + 1]], data.y[data.qptr[q]:data.qptr[q + 1]]
+        top = y[np.argsort(-s, kind="stable")[:5]]
+        per_query.append(np.sum(theta[: len(top)] * model.attractiveness(top)))
+    got = expected_clicks(data, scores, click_model=model, k=5)
+    assert got == pytest.approx(np.mean(per_query), rel=1e-12)
+    assert expected_clicks(data, data.y, k=5) > got  # the ideal ranking attracts more clicks
+
+
+def test_fidelity_study_over_given_rankers_uses_their_pairs(data):
+    rankers = [noisy(data, s, 20 + i) for i, s in enumerate((0.3, 1.0, 3.0))]
+    res = fidelity_study(data, rankers=rankers, n_impressions=8000, seed=1)
+    t = res.table
+    assert list(zip(t["a"], t["b"], strict=True)) == [(0, 1), (0, 2), (1, 2)]
+    want = [expected_clicks(data, r) for r in rankers]
+    assert t["clicks_a"].to_list() == pytest.approx([want[0], want[0], want[1]], rel=1e-12)
+    assert res.agreement == 1.0 and res.click_agreement == (1.0, 1.0)
+    assert "expected-clicks" in res.summary()
+    sub = fidelity_study(data, rankers=rankers, n_pairs=2, n_impressions=2000, seed=1)
+    assert sub.table.height == 2
+    with pytest.raises(InputError, match="two rankers"):
+        fidelity_study(data, rankers=rankers[:1])
+
+
+def test_heterogeneous_users_run_in_online_experiments_deterministically(data):
+    web = web_search_population()
+    good, bad = noisy(data, 0.5, 12), noisy(data, 2.5, 13)
+    r1 = interleaving_experiment(data, good, bad, click_model=web, n_impressions=6000, seed=4)
+    r2 = interleaving_experiment(data, good, bad, click_model=web, n_impressions=6000, seed=4,
+                                 chunk_size=1000)
+    assert (r1.wins, r1.losses) == (r2.wins, r2.losses)
+    assert r1.winner == "A"
+
+
+def test_user_heterogeneity_inflates_ab_click_variance_not_the_mean(data):
+    """A PBM mixture and the PBM with its averaged curve have identical marginals,
+    hence the same mean clicks, but the mixture's clicks per impression vary more
+    (law of total variance: + Var over types of the type means)."""
+    mix = UserMixture([PBM([1.0, 0.9, 0.8, 0.7, 0.6]), PBM([0.3, 0.05, 0.02, 0.01, 0.0])],
+                      [0.5, 0.5])
+    flat = PBM(mix.propensities(5).tolist())
+    a = noisy(data, 1.0, 14)
+    n = 40_000
+    rm = ab_experiment(data, a, a, click_model=mix, n_impressions=n, k=5, seed=5)
+    rf = ab_experiment(data, a, a, click_model=flat, n_impressions=n, k=5, seed=5)
+    mean_exact = expected_clicks(data, a, click_model=flat, k=5)
+    assert mean_exact == pytest.approx(expected_clicks(data, a, click_model=mix, k=5), rel=1e-12)
+    for r in (rm, rf):
+        se = (r.table["clicks"]["ci_high"] - r.table["clicks"]["ci_low"]) / (2 * 1.959964)
+        # the pooled mean of the two arms estimates the exact mean
+        m = (r.table["clicks"]["mean_a"] * r.n_a + r.table["clicks"]["mean_b"] * r.n_b) / n
+        assert abs(m - mean_exact) <= 4 * se / 2 + 1e-12
+    # exact variance of clicks per impression (law of total variance over queries and types)
+    from clickrank import interleaving as il
+    from clickrank._segments import to_padded
+
+    lab, _ = to_padded(data.y, data.qptr, fill=np.nan)
+    top = il.rankings_from_scores(a, data.qptr)[:, :5]
+    shown = lab[np.arange(len(top))[:, None], top]
+
+    def exact_var(probs, w):  # probs [C, Q, K]
+        mu, v = probs.sum(2), (probs * (1 - probs)).sum(2)
+        return (w[:, None] * (v + mu**2)).sum(0).mean() - (w[:, None] * mu).sum(0).mean() ** 2
+
+    sd_ratio = math.sqrt(exact_var(mix.component_probabilities(shown), mix.weights)
+                         / exact_var(flat.click_probabilities(shown)[None], np.ones(1)))
+    assert sd_ratio > 1.15
+    width = {k: r.table["clicks"]["ci_high"] - r.table["clicks"]["ci_low"]
+             for k, r in (("mix", rm), ("flat", rf))}
+    # relative SE of a sample SD ~ sqrt((kurtosis - 1) / (4 n)) < 0.8 % per arm here (n/2 each,
+    # kurtosis < 6); 4 SE of the ratio of two such widths < 0.05
+    assert width["mix"] / width["flat"] == pytest.approx(sd_ratio, abs=0.05)
+
+
+def test_sessions_of_one_user_share_her_type(data):
+    from clickrank.clickmodels import Table
+    from clickrank.online import _setup
+
+    always = Table((0, 1, 2, 3, 4), (1.0,) * 5)
+    clicker = PBM([1.0] + [0.0] * 9, always)  # clicks position 1, always
+    idle = PBM([0.0] * 10, always)  # never clicks
+    mix = UserMixture([clicker, idle], [0.3, 0.7])
+    a = noisy(data, 1.0, 15)
+    m, n = 8, 4000
+    st = _setup(data, a, a, mix, 10, m)
+    sess = np.arange(n, dtype=np.int64)
+    q = sess % data.n_queries
+    c = st.clicks(st.ra[q, :10], q, sess, seed=3)[:, 0].reshape(n // m, m)
+    assert np.all(c == c[:, :1])  # the type, hence the click, is constant within a user
+    share = c[:, 0].mean()
+    assert abs(share - 0.3) <= 4 * math.sqrt(0.3 * 0.7 / (n // m))
+    free = _setup(data, a, a, mix, 10, 1).clicks(st.ra[q, :10], q, sess, seed=3)[:, 0]
+    assert not np.all(free.reshape(n // m, m) == free.reshape(n // m, m)[:, :1])
+
+
+@pytest.mark.slow
+def test_user_clustering_costs_ab_power_when_users_differ(data):
+    """Persistent user types make a user's sessions correlated (design effect): per-user
+    A/B tests lose power relative to independent sessions at the same impressions."""
+    mix = UserMixture([PBM(), PBM(examination=[0.1] * 10)], [0.5, 0.5])
+    a, b = noisy(data, 0.8, 16), noisy(data, 1.6, 17)
+    kw = dict(methods=("team-draft",), ab_metrics=("clicks",), click_model=mix, n_grid=[3000],
+              n_experiments=1000, pool_size=60_000, seed=2)
+    flat = power_analysis(data, a, b, **kw)
+    users = power_analysis(data, a, b, sessions_per_user=20, **kw)
+    assert users.sessions_per_user == 20 and "sessions per user" in users.summary()
+    se = math.sqrt(0.25 / 1000)
+    assert users.power["A/B clicks"][0] < flat.power["A/B clicks"][0] - 4 * math.sqrt(2) * se
+    with pytest.raises(InputError, match="users"):
+        power_analysis(data, a, b, pool_size=30, sessions_per_user=20)
 
 
 def test_bad_inputs(data):

@@ -15,7 +15,7 @@ from clickrank.clicklog import read_log, validate_log
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce, UniformRandom
-from clickrank.simulation import Randomize, RandPair, Swap, simulate
+from clickrank.simulation import FairPairs, Randomize, RandPair, Swap, simulate
 
 # -- the counter-based generator --------------------------------------------------------
 
@@ -158,7 +158,7 @@ def test_query_frequency_is_respected(data):
         ({"interventions": "swap"}, "interventions"),
         ({"click_model": "nope"}, "click model"),
         ({"click_model": object()}, "click_model"),
-        ({"policy": np.zeros(3)}, "policy"),
+        ({"policy": np.zeros(3)}, "ranker 'production' gives 3 scores"),
         ({"query_frequency": np.ones(3)}, "query_frequency"),
         ({"query_frequency": -np.ones(60)}, "query_frequency"),
     ],
@@ -246,6 +246,75 @@ def test_randomize_is_a_uniform_permutation_of_the_top_k(data):
     order = np.argsort(np.argsort(docs[:, :k], 1), 1) @ (k ** np.arange(k))
     _, counts = np.unique(order, return_counts=True)
     assert len(counts) == 24 and stats.chisquare(counts).pvalue > 1e-3
+
+
+def _fair_pairs_log(data, n, K, fraction, seed, chunk_size=200_000):
+    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
+                top_k=K, seed=seed, chunk_size=chunk_size)
+    plain = simulate(data, **base)
+    return plain, simulate(data, interventions=FairPairs(fraction), **base)
+
+
+def test_fair_pairs_swaps_disjoint_adjacent_pairs_with_probability_one_half(data):
+    K, n, f = 9, 12_000, 0.4
+    plain, log = _fair_pairs_log(data, n, K, f, seed=6)
+    d0, d1 = _dense(plain, "doc", K), _dense(log, "doc", K)
+    fair = _dense(log, "intervention", K)[:, 0] == "fairpairs"
+    start = _dense(log, "swap_pivot", K)[:, 0].astype(int)
+    last = _dense(log, "swap_k", K)[:, 0].astype(int)
+    # the chosen fraction of sessions, the others untouched and unmarked
+    assert abs(fair.mean() - f) < 4 * np.sqrt(f * (1 - f) / n)
+    np.testing.assert_array_equal(d1[~fair], d0[~fair])
+    assert np.all(start[~fair] == 0) and np.all(last[~fair] == 0)
+    # pairing from rank 1 or 2 with probability 1/2; K = 9 gives pairs up to 8 or 9
+    s, m = start[fair], fair.sum()
+    assert set(np.unique(s)) == {1, 2}
+    assert abs((s == 1).mean() - 0.5) < 4 * np.sqrt(0.25 / m)
+    np.testing.assert_array_equal(last[fair], np.where(s == 1, 8, 9))
+    # every result stays or moves to the other member of its pair
+    ranks = np.arange(1, K + 1)[None, :]
+    in_pair = (ranks >= s[:, None]) & (ranks <= last[fair][:, None])
+    upper = in_pair & ((ranks - s[:, None]) % 2 == 0)
+    partner = np.where(upper, ranks + 1, np.where(in_pair, ranks - 1, ranks)) - 1
+    a, b = d0[fair], d1[fair]
+    moved = a != b
+    assert not np.any(moved & ~in_pair)  # unpaired ranks never move
+    np.testing.assert_array_equal(np.where(moved, b, 0),
+                                  np.where(moved, np.take_along_axis(a, partner, 1), 0))
+    # the two members of a pair move together; each pair is swapped with probability 1/2
+    swapped = moved[:, :-1][upper[:, :-1]]
+    np.testing.assert_array_equal(moved[:, 1:][upper[:, :-1]], swapped)
+    assert abs(swapped.mean() - 0.5) < 4 * np.sqrt(0.25 / swapped.size)
+    # and independently of each other: neighbouring pairs of a session are uncorrelated
+    pairs_of = moved[:, 0:8:2][s == 1]  # pairs (1,2), (3,4), (5,6), (7,8)
+    corr = np.corrcoef(pairs_of.T.astype(float))[np.triu_indices(4, 1)]
+    assert np.all(np.abs(corr) < 4 / np.sqrt(len(pairs_of)))
+    validate_log(log)
+
+
+def test_fair_pairs_logs_do_not_depend_on_chunk_size(data):
+    _, small = _fair_pairs_log(data, 3000, 6, 0.5, seed=3, chunk_size=700)
+    _, big = _fair_pairs_log(data, 3000, 6, 0.5, seed=3)
+    assert_frame_equal(small, big)
+    mixed = dict(policy=UniformRandom(), click_model=_pbm(), n_sessions=3000, top_k=6, seed=3,
+                 interventions=[Swap(0.2), FairPairs(0.3), Randomize(0.1)])
+    assert_frame_equal(simulate(data, chunk_size=500, **mixed),
+                       simulate(data, chunk_size=10_000, **mixed))
+
+
+def test_fair_pairs_on_short_lists():
+    lengths = np.array([1, 2, 3])
+    qptr = np.concatenate([[0], np.cumsum(lengths)])
+    d = RankingData(np.zeros((6, 1)), np.arange(6) % 3, qptr)
+    log = simulate(d, policy=UniformRandom(), click_model=_pbm(), n_sessions=2000, top_k=3,
+                   interventions=FairPairs(1.0), seed=1)
+    first = log.filter(pl.col("position") == 1)
+    per = (first.group_by("query", "intervention", "swap_pivot", "swap_k").len()
+           .with_columns(pl.col("intervention").cast(pl.String)))
+    cells = {tuple(r[:4]) for r in per.rows()}
+    # one result: nothing to pair; two results: paired only from rank 1; three: (1,2) or (2,3)
+    assert cells == {(0, "none", 0, 0), (1, "fairpairs", 1, 2), (1, "none", 0, 0),
+                     (2, "fairpairs", 1, 2), (2, "fairpairs", 2, 3)}, cells
 
 
 def test_pbm_swap_ctr_ratio_recovers_theta_k_over_theta_1():

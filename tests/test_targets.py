@@ -1,4 +1,4 @@
-"""Tests of clickrank.targets: oracle, naive, IPS and skip-above from click logs."""
+"""Tests of clickrank.targets: oracle, naive, IPS and click preferences from click logs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,23 @@ import polars as pl
 import pytest
 
 from clickrank import InputError, LogSchemaError, RankingData
-from clickrank.datasets import synthetic
-from clickrank.targets import Target, as_theta, ips, naive, oracle, skip_above
+from clickrank.clickmodels import make_click_model
+from clickrank.datasets import split_queries, synthetic
+from clickrank.lambdamart import LambdaMART
+from clickrank.metrics import ndcg
+from clickrank.policies import DeterministicPolicy, UniformRandom, production_ranker
+from clickrank.simulation import FairPairs, simulate
+from clickrank.targets import (
+    Target,
+    as_theta,
+    click_preferences,
+    fair_pairs,
+    ips,
+    label_agreement,
+    naive,
+    oracle,
+    skip_above,
+)
 
 
 def _random_log(data: RankingData, n_sessions: int, top_k: int, seed: int) -> pl.DataFrame:
@@ -265,3 +280,266 @@ def test_targets_do_not_depend_on_log_row_order(data, log):
     b = skip_above(data, log, ips_weighted=True, propensities=THETA)
     assert a.pairs.tobytes() == b.pairs.tobytes()
     assert a.pair_weights.tobytes() == b.pair_weights.tobytes()
+
+
+# -- click-preference strategies ------------------------------------------------------
+
+
+def _hand_log(clicks, *, sessions=None, intervention=None, pivot=None, swap_k=None):
+    """Sessions over the 6 documents of one query; doc at position p is 6 - p (row 6 - p)."""
+    clicks = np.atleast_2d(clicks)
+    S, K = clicks.shape
+    cols = {
+        "session": np.repeat(np.arange(S) if sessions is None else sessions, K),
+        "query": 0,
+        "position": np.tile(np.arange(1, K + 1), S),
+        "doc": np.tile(np.arange(K - 1, -1, -1), S),
+        "click": clicks.ravel().astype(bool),
+    }
+    if intervention is not None:
+        cols["intervention"] = pl.Series(np.repeat(intervention, K)).cast(pl.Categorical)
+        cols["swap_pivot"] = pl.Series(np.repeat(pivot, K), dtype=pl.UInt16)
+        cols["swap_k"] = pl.Series(np.repeat(swap_k, K), dtype=pl.UInt16)
+    return pl.DataFrame(cols)
+
+
+HAND = RankingData(np.zeros((6, 1), np.float32), np.zeros(6), np.array([0, 6]))
+
+
+def _at(*pairs):
+    """(winner position, loser position) -> (row, row) with row = 6 - position."""
+    return sorted((6 - a, 6 - b) for a, b in pairs)
+
+
+def _pairs(t):
+    return sorted(map(tuple, t.pairs.tolist()))
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ("skip-above", [(2, 1), (4, 1), (4, 3), (5, 1), (5, 3)]),
+        ("last-click-skip-above", [(5, 1), (5, 3)]),
+        ("skip-previous", [(2, 1), (4, 3)]),
+        ("skip-next", [(2, 3), (5, 6)]),
+        ("click-skip-next", [(2, 3), (5, 6)]),
+        ("skip-above+skip-next", [(2, 1), (4, 1), (4, 3), (5, 1), (5, 3), (2, 3), (5, 6)]),
+        ("last-click-skip-above+skip-previous", [(5, 1), (5, 3), (2, 1), (4, 3)]),
+    ],
+)
+def test_strategies_on_a_hand_made_session(strategy, expected):
+    # clicks at positions 2, 4, 5 of 6
+    t = click_preferences(HAND, _hand_log([0, 1, 0, 1, 1, 0]), strategy=strategy)
+    assert _pairs(t) == _at(*expected)
+    np.testing.assert_array_equal(t.pair_weights, 1.0)
+    assert t.metadata["sessions_with_preferences"] == 1
+
+
+def test_a_pair_found_by_two_rules_counts_once_per_session():
+    log = _hand_log([[0, 1, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0]])
+    t = click_preferences(HAND, log, strategy="skip-above+skip-previous+skip-next")
+    got = dict(zip(map(tuple, t.pairs.tolist()), t.pair_weights, strict=True))
+    assert got == {(4, 5): 2.0, (4, 3): 2.0}  # click at 2 over 1 (two rules) and over 3
+    assert t.metadata["preferences"] == 4 and t.name == "skip-above+skip-previous+skip-next"
+
+
+def test_skip_above_is_click_preferences_with_the_default_strategy(data, log):
+    a = skip_above(data, log, ips_weighted=True, propensities=THETA)
+    b = click_preferences(data, log, ips_weighted=True, propensities=THETA)
+    assert a.name == b.name == "skip-above"
+    assert a.pairs.tobytes() == b.pairs.tobytes()
+    assert a.pair_weights.tobytes() == b.pair_weights.tobytes()
+
+
+def _reference(log: pl.DataFrame, rules, theta=None) -> dict[tuple[int, int], float]:
+    """Brute force over sessions in Python: the union of the rules per session."""
+    out: dict[tuple[int, int], float] = {}
+    for _, s in log.group_by("session"):
+        s = s.sort("position")
+        rows, clicks, pos = s["_row"].to_list(), s["click"].to_list(), s["position"].to_list()
+        last = max((p for p, c in zip(pos, clicks, strict=True) if c), default=0)
+        for a in range(len(rows)):
+            for b in range(len(rows)):
+                if not clicks[a] or clicks[b]:
+                    continue
+                ok = {
+                    "skip-above": pos[b] < pos[a],
+                    "last-click-skip-above": pos[b] < pos[a] == last,
+                    "skip-previous": pos[b] == pos[a] - 1,
+                    "skip-next": pos[b] == pos[a] + 1,
+                }
+                if any(ok[r] for r in rules):
+                    w = 1.0 if theta is None else 1.0 / theta[pos[a] - 1]
+                    out[(rows[a], rows[b])] = out.get((rows[a], rows[b]), 0.0) + w
+    return out
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    ["last-click-skip-above", "skip-previous", "skip-next", "skip-previous+skip-next",
+     "skip-above+skip-next", "last-click-skip-above+skip-next"],
+)  # fmt: skip
+@pytest.mark.parametrize("weighted", [False, True])
+def test_strategies_equal_brute_force(data, log, strategy, weighted):
+    t = click_preferences(
+        data, log, strategy=strategy, ips_weighted=weighted,
+        propensities=THETA if weighted else None,
+    )  # fmt: skip
+    got = {tuple(p): w for p, w in zip(t.pairs.tolist(), t.pair_weights, strict=True)}
+    want = _reference(log, strategy.split("+"), THETA if weighted else None)
+    assert set(got) == set(want) and len(want) > 0
+    for key, w in want.items():
+        assert got[key] == pytest.approx(w)
+
+
+def test_fair_pairs_on_hand_made_sessions():
+    clicks = [
+        [0, 1, 0, 1, 1, 0],  # pairs (1,2) (3,4) (5,6): 2 > 1 and 4 > 3; (5,6) lower unclicked
+        [1, 0, 1, 0, 0, 1],  # pairs (2,3) (4,5): 3 > 2; the click at 6 is in no pair
+        [0, 1, 0, 0, 0, 0],  # not a FairPairs session: ignored
+    ]
+    log = _hand_log(clicks, intervention=["fairpairs", "fairpairs", "none"], pivot=[1, 2, 0],
+                    swap_k=[6, 5, 0])  # fmt: skip
+    t = fair_pairs(HAND, log)
+    assert _pairs(t) == _at((2, 1), (4, 3), (3, 2))
+    assert t.name == "fairpairs" and t.metadata["fairpairs_sessions"] == 2
+    assert t.candidates.all()  # every document was shown
+    same = click_preferences(HAND, log.lazy(), strategy="FairPairs")
+    assert same.pairs.tobytes() == t.pairs.tobytes()
+
+
+def test_strategy_and_fair_pairs_errors(data, log):
+    with pytest.raises(InputError, match="unknown preference strategy 'skip-below'"):
+        click_preferences(data, log, strategy="skip-above+skip-below")
+    with pytest.raises(InputError, match="cannot be combined"):
+        click_preferences(data, log, strategy="fairpairs+skip-above")
+    with pytest.raises(InputError, match="non-empty"):
+        click_preferences(data, log, strategy="")
+    with pytest.raises(InputError, match="needs propensities"):
+        click_preferences(data, log, strategy="skip-next", ips_weighted=True)
+    fair = _hand_log([0, 1, 0, 0, 0, 0], intervention=["fairpairs"], pivot=[1], swap_k=[6])
+    with pytest.raises(InputError, match="not defined for 'fairpairs'"):
+        click_preferences(HAND, fair, strategy="fairpairs", ips_weighted=True, propensities=THETA)
+    with pytest.raises(LogSchemaError, match="intervention"):
+        fair_pairs(data, log)
+    none = fair.with_columns(pl.lit("none").cast(pl.Categorical).alias("intervention"))
+    with pytest.raises(InputError, match="no FairPairs sessions"):
+        fair_pairs(HAND, none)
+    with pytest.raises(LogSchemaError, match="1 or 2"):
+        fair_pairs(HAND, fair.with_columns(pl.lit(3, pl.UInt16).alias("swap_pivot")))
+
+
+def test_label_agreement_shares():
+    t = Target("p", pairs=np.array([[0, 1], [1, 0], [2, 3]]), pair_weights=[3.0, 1.0, 4.0])
+    a = label_agreement(t, np.array([2.0, 1.0, 0.0, 0.0]))
+    assert a == pytest.approx(
+        {"agree": 3 / 8, "contradict": 1 / 8, "tie": 4 / 8, "accuracy": 0.75, "weight": 8.0}
+    )
+    with pytest.raises(InputError, match="gains"):
+        label_agreement(Target("g", gains=np.zeros(2)), np.zeros(2))
+
+
+# -- the sign, and what the strategies learn on simulated logs ------------------------------
+
+TREES = dict(n_estimators=40, learning_rate=0.1, num_leaves=15, min_data_in_leaf=20, seed=0)
+
+
+@pytest.fixture(scope="module")
+def world():
+    """Train/test split, a weak deterministic logger, a PBM with binarized relevance."""
+    train, test = split_queries(synthetic(1400, 20, seed=11), [1000, 400], seed=11)
+    logger = production_ranker(train, 0.02, seed=11)
+    model = make_click_model(
+        "pbm", eta=1.0, attractiveness={"kind": "binarized", "threshold": 3, "eps_minus": 0.1}
+    )
+    return train, test, logger, model
+
+
+def _ndcg(model, test) -> float:
+    return float(ndcg(model.predict(test), test.y, test.qptr, k=10))
+
+
+def _random_ndcg(test) -> float:
+    return float(ndcg(np.random.default_rng(0).random(test.n_docs), test.y, test.qptr, k=10))
+
+
+def test_skip_above_has_the_right_sign_on_label_ordered_sessions(world):
+    """Sessions listing a query's documents worst first, clicked iff label >= t (t = 1..4).
+
+    Skip-above then yields exactly the label-ordered pairs, weighted by the label
+    difference; LambdaMART on them must match the oracle, and on the reversed
+    pairs fall below random.
+    """
+    train, test, _, _ = world
+    keys = pl.DataFrame(
+        {"query": train.qid[train.query_index], "doc": train.doc, "y": train.y}
+    ).sort("query", "y", "doc")
+    log = pl.concat(
+        [keys.with_columns(session=pl.col("query") * 10 + t, click=pl.col("y") >= t)
+         for t in (1, 2, 3, 4)]
+    ).with_columns(position=pl.int_range(1, pl.len() + 1).over("session"))  # fmt: skip
+    t = skip_above(train, log)
+    y, L = train.y, 20  # every query has 20 documents
+    i = np.repeat(np.arange(train.n_docs), L)
+    j = train.qptr[train.query_index[i]] + np.tile(np.arange(L), train.n_docs)
+    i, j = i[y[i] > y[j]], j[y[i] > y[j]]
+    assert _pairs(t) == sorted(zip(i.tolist(), j.tolist(), strict=True))
+    np.testing.assert_array_equal(t.pair_weights, y[t.pairs[:, 0]] - y[t.pairs[:, 1]])
+    learned = _ndcg(LambdaMART(**TREES).fit(train, t), test)
+    best = _ndcg(LambdaMART(**TREES).fit(train, oracle(train)), test)
+    flipped = Target("flipped", pairs=t.pairs[:, ::-1], pair_weights=t.pair_weights)
+    worst = _ndcg(LambdaMART(**TREES).fit(train, flipped), test)
+    assert learned > best - 0.03, (learned, best)
+    assert worst < _random_ndcg(test) - 0.1 < learned - 0.4, (worst, learned)
+
+
+def test_skip_above_learns_from_a_uniformly_random_logger(world):
+    train, test, _, model = world
+    log = simulate(train, policy=UniformRandom(), click_model=model, n_sessions=20_000, seed=1)
+    score = _ndcg(LambdaMART(**TREES).fit(train, skip_above(train, log)), test)
+    assert score > _random_ndcg(test) + 0.3, score
+
+
+@pytest.fixture(scope="module")
+def logs(world):
+    train, _, logger, model = world
+    kw = dict(policy=DeterministicPolicy(logger), click_model=model, n_sessions=30_000, seed=2)
+    return simulate(train, **kw), simulate(train, interventions=FairPairs(1.0), **kw)
+
+
+def _logger_rank_order(train, logger, t):
+    """+1 where the preferred document is ranked below the other one by the logger."""
+    s = logger.predict(train.X)
+    return s[t.pairs[:, 0]] < s[t.pairs[:, 1]]
+
+
+def test_fair_pairs_preferences_are_unbiased_and_skip_above_is_not(world, logs):
+    train, _, logger, _ = world
+    plain, fair = logs
+    fp, sa = fair_pairs(train, fair), skip_above(train, plain)
+    y = train.y
+    # accuracy on pairs with different labels: SE from the number of sessions that
+    # produced a preference (fewer than the preferences: conservative for their correlation)
+    acc = {}
+    for name, t in (("fairpairs", fp), ("skip-above", sa)):
+        a = label_agreement(t, y)
+        n = t.metadata["sessions_with_preferences"] * (1 - a["tie"])
+        acc[name] = (a["accuracy"], np.sqrt(a["accuracy"] * (1 - a["accuracy"]) / n))
+    (p_fp, se_fp), (p_sa, se_sa) = acc["fairpairs"], acc["skip-above"]
+    assert p_fp - p_sa > max(0.1, 4 * np.hypot(se_fp, se_sa)), acc
+    # presentation bias itself: between equal labels, skip-above always prefers the document
+    # the logger ranked lower; FairPairs picks either with probability 1/2
+    for t, lo, hi in ((fp, 0.5, 0.5), (sa, 1.0, 1.0)):
+        tie = y[t.pairs[:, 0]] == y[t.pairs[:, 1]]
+        w = t.pair_weights[tie]
+        against = float(w[_logger_rank_order(train, logger, t)[tie]].sum() / w.sum())
+        se = np.sqrt(0.25 / w.sum())
+        assert lo - 4 * se <= against <= hi + 4 * se, (t.name, against, se)
+
+
+def test_lambdamart_on_fair_pairs_beats_random_and_skip_above(world, logs):
+    train, test, _, _ = world
+    plain, fair = logs
+    fp = _ndcg(LambdaMART(**TREES).fit(train, fair_pairs(train, fair)), test)
+    sa = _ndcg(LambdaMART(**TREES).fit(train, skip_above(train, plain)), test)
+    assert fp > _random_ndcg(test) + 0.25 and fp > sa + 0.3, (fp, sa)

@@ -86,6 +86,9 @@ def _given(ctx: click.Context, name: str) -> bool:
               help="Share of sessions with a RandPair swap (Wang et al. 2018), pivot rank 1.")
 @click.option("--randomize-fraction", type=float, default=0.0,
               help="Share of sessions with the top --randomize-k shuffled.")
+@click.option("--fairpairs-fraction", type=float, default=0.0,
+              help="Share of sessions with FairPairs swaps of adjacent ranks "
+              "(Radlinski & Joachims 2006).")
 @click.option("--randomize-k", type=int, default=None,
               help="How many top results to shuffle [default: top-k].")
 @click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
@@ -107,7 +110,7 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     from ..clickmodels import make_click_model
     from ..datasets import load_letor, synthetic
     from ..policies import make_policy
-    from ..simulation import Randomize, RandPair, Swap
+    from ..simulation import FairPairs, Randomize, RandPair, Swap
     from ..simulation import simulate as run
 
     out = Path(opts["out"])
@@ -121,7 +124,7 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     check_non_negative(opts["eta"], name="--eta")
     eps = check_probability(opts["eps"], name="--eps")
     fractions = {}
-    for name in ("swap_fraction", "randpair_fraction", "randomize_fraction"):
+    for name in ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction"):
         fractions[name] = check_probability(opts[name], name="--" + name.replace("_", "-"))
     for name in ("sessions", "top_k", "chunk_size", "docs_per_query"):
         if opts[name] is not None and opts[name] < 1:
@@ -157,6 +160,8 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         interventions.append(RandPair(fractions["randpair_fraction"]))
     if fractions["randomize_fraction"] > 0:
         interventions.append(Randomize(fractions["randomize_fraction"], k=opts["randomize_k"]))
+    if fractions["fairpairs_fraction"] > 0:
+        interventions.append(FairPairs(fractions["fairpairs_fraction"]))
 
     policy = make_policy(
         opts["policy"], data, fraction=opts["production_fraction"],

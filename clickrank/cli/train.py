@@ -25,9 +25,10 @@ from ._root import cli
 )
 @click.option(
     "--target",
-    type=click.Choice(["naive", "ips", "skip-above", "oracle"]),
+    type=click.Choice(["naive", "ips", "skip-above", "pairs", "oracle"]),
     default="ips",
-    help="Training target built from the log (oracle: true labels).",
+    help="Training target built from the log (oracle: true labels; pairs: click preferences "
+    "by --strategy).",
 )
 @click.option(
     "--propensities",
@@ -82,14 +83,17 @@ from ._root import cli
     default="clicks",
     help="Naive target gains: click counts or click-through rates.",
 )
-@click.option("--ips-weighted", is_flag=True, help="Weight skip-above pairs by 1/theta.")
+@click.option("--strategy", default="skip-above",
+              help="Preference strategy of --target pairs: skip-above, last-click-skip-above, "
+              "skip-previous, skip-next, fairpairs, or a '+' combination (skip-above+skip-next).")
+@click.option("--ips-weighted", is_flag=True, help="Weight preference pairs by 1/theta.")
 @click.option("--seed", type=int, default=0, help="Seed of LightGBM's randomness.")
 @click.option("--jobs", type=int, default=1, help="Threads of the tree learner.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite a model already in --out.")
 def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, learning_rate,
           leaves, max_depth, min_data_in_leaf, truncation, early_stopping, eval_at, clip,
-          candidates, naive_kind, ips_weighted, seed, jobs, force):  # fmt: skip
-    """Train LambdaMART on DATA with a naive, IPS, skip-above or oracle target."""
+          candidates, naive_kind, strategy, ips_weighted, seed, jobs, force):  # fmt: skip
+    """Train LambdaMART on DATA with a naive, IPS, click-preference or oracle target."""
     from .. import targets as T
     from ..clicklog import read_log
     from ..datasets import load_letor
@@ -120,8 +124,9 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, l
     elif target == "ips":
         tgt = T.ips(data, log, theta, clip=clip, candidates=candidates)
     else:
-        tgt = T.skip_above(data, log, ips_weighted=ips_weighted, propensities=theta,
-                           candidates=candidates)  # fmt: skip
+        strategy = "skip-above" if target == "skip-above" else strategy
+        tgt = T.click_preferences(data, log, strategy=strategy, ips_weighted=ips_weighted,
+                                  propensities=theta, candidates=candidates)  # fmt: skip
     click.echo(tgt.summary(), err=True)
     valid = load_letor(valid_path) if valid_path is not None else None
     model = LambdaMART(

@@ -9,7 +9,12 @@ P(click) for a ``[sessions, positions]`` label matrix, NaN = empty slot) and
 Models
     :class:`PBM`, :class:`TrustBias`, :class:`ClickMatrix` (position-only examination),
     :class:`Cascade`, :class:`DCM`, :class:`DBN`, :class:`SDBN` (cascade family),
-    :class:`UBM` (examination depends on the distance to the last click).
+    :class:`UBM` (examination depends on the distance to the last click),
+    :class:`UserMixture` (a population of user types, one per session).
+Populations
+    :func:`pbm_population` (log-normal spread of η, click-noise levels),
+    :func:`web_search_population` (navigational / economic / exhaustive /
+    low-engagement users).
 Examination curves
     :class:`PowerLaw`, :class:`EyeTracking`, :class:`Linear`, :class:`Constant`,
     :class:`Explicit`; :func:`power_law`, :func:`eye_tracking`.
@@ -37,6 +42,7 @@ from ._curves import (
     power_law,
 )
 from ._factory import CLICK_MODELS, make_click_model
+from ._mixture import WEB_SEARCH_WEIGHTS, UserMixture, pbm_population, web_search_population
 from ._position import PBM, ClickMatrix, TrustBias, load_click_matrix
 from ._relevance import (
     Binarized,
@@ -62,6 +68,10 @@ __all__ = [
     "SDBN",
     "UBM",
     "ULTRA_UBM_GAMMA",
+    "UserMixture",
+    "pbm_population",
+    "web_search_population",
+    "WEB_SEARCH_WEIGHTS",
     "PowerLaw",
     "EyeTracking",
     "Linear",

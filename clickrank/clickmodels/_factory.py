@@ -7,6 +7,7 @@ from typing import Any
 from .._validation import InputError, check_choice
 from ._cascade import DBN, DCM, SDBN, Cascade
 from ._curves import EyeTracking, PowerLaw
+from ._mixture import UserMixture, pbm_population, web_search_population
 from ._position import PBM, ClickMatrix, TrustBias, load_click_matrix
 from ._ubm import UBM
 
@@ -22,6 +23,9 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "sdbn": ("attractiveness", "satisfaction"),
     "ubm": ("gamma", "attractiveness", "eta"),
     "matrix": ("path", "matrix"),
+    "mixture": ("components", "weights", "names"),
+    "pbm-population": ("eta_mean", "eta_spread", "n_types", "noise", "max_label", "curve"),
+    "web-population": ("max_label", "weights"),
 }
 
 #: Names accepted by :func:`make_click_model`.
@@ -45,7 +49,8 @@ def make_click_model(name: str, **params: Any) -> Any:
 
     Parameters
     ----------
-    name : {"pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm", "matrix"}
+    name : {"pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm", "matrix", "mixture", \
+"pbm-population", "web-population"}
     **params
         The model's constructor arguments. Relevance maps (``attractiveness``,
         ``satisfaction``, ``relevance``) may be given as a name (``"graded"``,
@@ -53,7 +58,12 @@ def make_click_model(name: str, **params: Any) -> Any:
         ``{"kind": "binarized", "threshold": 1}``. PBM and trust take the
         examination curve as ``eta`` plus ``curve`` (``"power_law"``, default,
         or ``"eye_tracking"``), or as explicit ``examination`` probabilities.
-        ``"matrix"`` takes ``path`` (ULTRA JSON) or ``matrix``.
+        ``"matrix"`` takes ``path`` (ULTRA JSON) or ``matrix``. ``"mixture"``
+        (:class:`UserMixture`) takes ``components``, a list of click models or
+        of dicts ``{"name": ..., **params}`` built by this factory, plus
+        ``weights`` and ``names``; ``"pbm-population"`` and
+        ``"web-population"`` take the arguments of :func:`pbm_population` and
+        :func:`web_search_population`.
 
     Raises
     ------
@@ -89,6 +99,27 @@ eps_plus=1.0, eps_minus=0.1), n_uniforms=1)
         return SDBN(**params)
     if key == "ubm":
         return UBM(**params)
+    if key == "mixture":
+        return _mixture(**params)
+    if key == "pbm-population":
+        return pbm_population(**params)
+    if key == "web-population":
+        return web_search_population(**params)
     if ("path" in params) == ("matrix" in params):
         raise InputError("click model 'matrix' needs exactly one of path= or matrix=")
     return load_click_matrix(params["path"]) if "path" in params else ClickMatrix(params["matrix"])
+
+
+def _mixture(components: Any = None, weights: Any = None, names: Any = None) -> UserMixture:
+    if not isinstance(components, (list, tuple)) or not components:
+        raise InputError("click model 'mixture' needs components=[model or {'name': ..., ...}]")
+    built = []
+    for i, c in enumerate(components):
+        if isinstance(c, dict):
+            spec = dict(c)
+            if "name" not in spec:
+                raise InputError(f"mixture component {i} is a dict without 'name'")
+            built.append(make_click_model(spec.pop("name"), **spec))
+        else:
+            built.append(c)
+    return UserMixture(built, weights, names)

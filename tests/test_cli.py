@@ -1,0 +1,80 @@
+"""The root command: help, version, one-line errors, and a flow through the commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import clickrank as cr
+from clickrank.cli import cli
+
+
+@pytest.fixture()
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_help_lists_every_command(runner):
+    res = runner.invoke(cli, ["--help"])
+    assert res.exit_code == 0
+    for name in ("simulate", "propensity", "train", "evaluate", "interleave", "demo"):
+        assert name in res.output
+    for name in cli.commands:
+        sub = runner.invoke(cli, [name, "--help"])
+        assert sub.exit_code == 0, (name, sub.output)
+        assert "Usage:" in sub.output
+
+
+def test_version(runner):
+    res = runner.invoke(cli, ["--version"])
+    assert res.exit_code == 0 and cr.__version__ in res.output
+
+
+def test_a_bad_letor_file_gives_one_line_and_exit_1(runner, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:1 1:0.5\n0 qid:2 1:0.1\n2 qid:1 1:0.3\n")
+    res = runner.invoke(cli, ["train", "--data", str(bad), "--target", "oracle",
+                              "--out", str(tmp_path / "m")])
+    assert res.exit_code == 1
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [f"Error: {bad}:3: rows of qid 1 are not contiguous: the query started "
+                     "earlier in the file and reappears here (sort the file by query)"]
+    assert not (tmp_path / "m").exists()
+
+
+def test_debug_flag_shows_the_traceback(runner, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 1:0.5\n")
+    res = runner.invoke(cli, ["--debug", "train", "--data", str(bad), "--target", "oracle",
+                              "--out", str(tmp_path / "m")])
+    assert isinstance(res.exception, cr.DataFormatError)
+
+
+def test_simulate_train_evaluate_with_fairpairs_preferences(runner, tmp_path):
+    data = cr.synthetic(40, 12, seed=1)
+    path = cr.save_letor(data, tmp_path / "train.txt")
+    log = tmp_path / "log.parquet"
+    res = runner.invoke(cli, ["simulate", "--data", str(path), "--sessions", "4000",
+                              "--fairpairs-fraction", "1", "--production-fraction", "0.25",
+                              "--seed", "3", "--out", str(log)])
+    assert res.exit_code == 0, res.output
+    assert set(cr.read_log(log, lazy=False)["intervention"].unique()) <= {"fairpairs", "none"}
+    model = tmp_path / "model"
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
+                              "pairs", "--strategy", "fairpairs", "--trees", "5",
+                              "--out", str(model)])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((model / "meta.json").read_text())
+    assert "fairpairs" in json.dumps(meta)
+    res = runner.invoke(cli, ["evaluate", "--model", str(model), "--data", str(path),
+                              "--metric", "ndcg@10", "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert "ndcg@10" in res.output
+
+
+def test_demo_prints_the_worked_example(runner):
+    res = runner.invoke(cli, ["demo"])
+    assert res.exit_code == 0, res.output
+    assert "ndcg@6   0.647" in res.output and "map      0.589" in res.output

@@ -1,0 +1,424 @@
+"""The experiment runner: config validation, the staged run, reruns and the CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import clickrank.cli.run  # noqa: F401  registers `run` on the root group
+from clickrank import ConfigError, InputError
+from clickrank.cli._root import cli
+from clickrank.datasets import save_letor, synthetic
+from clickrank.experiment import (
+    SCHEMA,
+    STAGES,
+    ExperimentConfig,
+    default_config_text,
+    dumps_toml,
+    load_config,
+    run_experiment,
+)
+
+# A run that takes a few seconds: 60 queries of 15 documents, 5k sessions, 10 trees.
+TINY = {
+    "data": {"n_queries": 60, "docs_per_query": 15, "train": 30, "test": 30},
+    "interventions": {"swap_fraction": 0.3},
+    "simulation": {"sessions": 5000, "chunk_size": 2000},
+    "targets": {"clip": 0.02},
+    "lambdamart": {"n_estimators": 10},
+    "evaluation": {"bootstrap": 200, "permutations": 500},
+    "interleaving": {"impressions": 3000},
+    "learning_curve": {"sessions": [2000]},
+    "report": {"figures": False},  # drawn by one test only (the slowest stage at this size)
+}
+
+
+def _with(**sections) -> dict:
+    out = json.loads(json.dumps(TINY))
+    for name, values in sections.items():
+        if isinstance(values, dict):
+            out.setdefault(name, {}).update(values)
+        else:
+            out[name] = values
+    return out
+
+
+def _without_timings(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k != "timings"}
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def test_default_config_keys_are_all_in_the_schema_and_commented_keys_are_the_optional_ones():
+    text = default_config_text()
+    raw = tomllib.loads(text)
+    for name, value in raw.items():
+        if isinstance(value, dict):
+            assert set(value) <= set(SCHEMA[name]), name
+        else:
+            assert name in SCHEMA[""]
+    # every schema key either has a default or is documented as an optional, commented key
+    for section, keys in SCHEMA.items():
+        for key in keys:
+            has_default = key in (raw if not section else raw.get(section, {}))
+            assert has_default or f"# {key} = " in text, f"{section}.{key}"
+
+
+def test_default_config_loads_and_round_trips_through_toml():
+    cfg = load_config()
+    assert cfg.origin == "<default>"
+    again = tomllib.loads(cfg.to_toml())
+    assert again == cfg.to_dict()
+    assert load_config(again).hash() == cfg.hash()
+
+
+def test_a_user_config_overrides_only_the_keys_it_sets(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text("seed = 7\n[simulation]\nsessions = 1234\n")
+    cfg = load_config(path)
+    default = load_config()
+    assert cfg["simulation"]["sessions"] == 1234
+    assert cfg["seed"] == 7
+    assert cfg["simulation"]["top_k"] == default["simulation"]["top_k"]
+    assert cfg["click_model"] == default["click_model"]
+    assert cfg.origin == str(path)
+
+
+def test_stage_seeds_derive_from_the_master_seed_unless_a_section_sets_its_own():
+    a, b = load_config({"seed": 1}), load_config({"seed": 2})
+    assert a.seed("simulation") != b.seed("simulation")
+    assert a.seed("simulation") != a.seed("production")
+    assert load_config({"seed": 1}).seed("simulation") == a.seed("simulation")
+    own = load_config({"seed": 1, "simulation": {"seed": 42}})
+    assert own.seed("simulation") == 42
+    assert own.seed("production") == a.seed("production")
+
+
+BAD = [
+    ({"simulation": {"sesions": 5}}, r"unknown key 'sesions' in \[simulation\]; did you mean "
+                                     r"'sessions'\?"),
+    ({"simulaton": {"sessions": 5}}, r"unknown section or key 'simulaton'; did you mean "
+                                     r"\[simulation\]\?"),
+    ({"simulation": {"sessions": -5}}, r"\[simulation\] sessions must be >= 1, got -5"),
+    ({"simulation": {"sessions": "many"}}, r"\[simulation\] sessions must be an integer"),
+    ({"click_model": {"eta": -0.5}}, r"\[click_model\] eta .*must be >= 0, got -0.5"),
+    ({"click_model": {"eps": 1.5}}, r"\[click_model\] eps must be in \[0, 1\], got 1.5"),
+    ({"interventions": {"swap_fraction": -0.1}},
+     r"\[interventions\] swap_fraction must be in \[0, 1\]"),
+    ({"interventions": {"swap_fraction": 0.7, "randomize_fraction": 0.5}},
+     r"\[interventions\] fractions must sum to at most 1, got 1.2"),
+    ({"production": {"fraction": 0}}, r"\[production\] fraction must be in \(0, 1\]"),
+    ({"data": {"source": "letor", "path": "no/such/train.txt"}},
+     r"\[data\] path does not exist: .*no/such/train.txt"),
+    ({"data": {"source": "letor"}}, r"\[data\] path is required"),
+    ({"data": {"train": 300, "test": 0.5}}, r"all be counts .* or all fractions"),
+    ({"propensity": {"methods": ["randomized"]}},
+     r"\[propensity\] methods method 'randomized' needs \[interventions\] randomize_fraction"),
+    ({"propensity": {"methods": ["swapp"]}}, r"unknown method 'swapp'.*did you mean 'swap'\?"),
+    ({"targets": {"names": ["naive", "ipss"]}}, r"unknown target 'ipss'.*did you mean 'ips'\?"),
+    ({"evaluation": {"compare": [["ips", "lambdamart"]]}}, r"names 'lambdamart', which is not"),
+    ({"evaluation": {"metrics": ["ndcg@x"]}}, r"\[evaluation\] metrics has a bad metric"),
+    ({"interleaving": {"method": "team_draft"}}, r"did you mean 'team-draft'\?"),
+    ({"click_model": {"name": "cascade", "eta": 2.0}}, r"eta applies to pbm, trust, ubm"),
+    ({"simulation": {"top_k": 40}}, r"top_k = 40 exceeds \[data\] docs_per_query = 30"),
+    ({"lambdamart": {"early_stopping_rounds": 10}}, r"needs validation queries"),
+    ({"evaluation": {"alpha": 1.5}}, r"\[evaluation\] alpha must be in \(0, 1\)"),
+    ({"targets": {"names": ["pairs:fairpairs"]}}, r"needs \[interventions\] fairpairs_fraction"),
+    ({"targets": {"names": ["pairs:skip-sideways"]}}, r"bad target 'pairs:skip-sideways'"),
+]
+
+
+@pytest.mark.parametrize(("config", "message"), BAD, ids=[m[:40] for _, m in BAD])
+def test_bad_configs_fail_fast_with_one_line_naming_the_key_and_write_nothing(tmp_path, config,
+                                                                            message):
+    out = tmp_path / "results" / "x"
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=message) as info:
+        run_experiment(config, out, progress=False)
+    assert time.perf_counter() - t0 < 1.0
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "results").exists()
+
+
+def test_config_file_errors_name_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[simulation\nsessions = 3\n")
+    with pytest.raises(ConfigError, match=r"bad.toml: not valid TOML"):
+        load_config(bad)
+    bad.write_text("[simulation]\nsesions = 3\n")
+    with pytest.raises(ConfigError, match=r"bad.toml: unknown key 'sesions'"):
+        load_config(bad)
+
+
+def test_letor_paths_are_resolved_relative_to_the_config_file(tmp_path):
+    folder = tmp_path / "fold"
+    folder.mkdir()
+    save_letor(synthetic(8, 5, seed=1), folder / "train.txt")
+    save_letor(synthetic(6, 5, seed=2), folder / "test.txt")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    path = conf / "run.toml"
+    path.write_text('[data]\nsource = "letor"\npath = "../fold/train.txt"\n'
+                    'test_path = "../fold/test.txt"\n[simulation]\ntop_k = 5\n')
+    cfg = load_config(path)
+    assert Path(cfg["data"]["path"]) == (folder / "train.txt").resolve()
+    assert Path(cfg["data"]["test_path"]) == (folder / "test.txt").resolve()
+    path.write_text('[data]\nsource = "letor"\npath = "../fold/train.txt"\n'
+                    'test_path = "../fold/test.txt"\ntrain = 0.5\n')
+    with pytest.raises(ConfigError, match=r"\[data\] train splits the data only without"):
+        load_config(path)
+    path.write_text('[data]\nsource = "letor"\npath = "../fold/train.txt"\nn_queries = 5\n')
+    with pytest.raises(ConfigError, match=r"\[data\] n_queries applies to source = \"synthetic\""):
+        load_config(path)
+
+
+def test_dumps_toml_writes_inline_tables_and_skips_missing_values():
+    text = dumps_toml({"seed": 3, "click_model": {"name": "dbn", "params": {"gamma": 0.9},
+                                                  "max_label": None},
+                       "evaluation": {"compare": [["ips", "naive"]]}})
+    assert tomllib.loads(text) == {"seed": 3, "click_model": {"name": "dbn",
+                                                              "params": {"gamma": 0.9}},
+                                   "evaluation": {"compare": [["ips", "naive"]]}}
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("exp") / "tiny"
+    result = run_experiment(TINY, out, progress=False)
+    return result
+
+
+def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tmp_path):
+    cfg = _with(report={"figures": True})
+    run = run_experiment(cfg, tmp_path / "tiny", progress=False)
+    out = run.out_dir
+    assert run.report_path == out / "report.md"
+    summary = json.loads(run.summary_path.read_text())
+    assert summary == json.loads(json.dumps(run.results))
+    for name in ("config.toml", "manifest.json", "log.parquet", "log_stats.json",
+                 "propensities/swap.json", "propensities/truth.json", "evaluation.json",
+                 "interleaving.json", "learning_curve.json", "data/split.json"):
+        assert (out / name).is_file(), name
+    for target in ("naive", "ips", "ips-true", "skip-above", "oracle"):
+        assert (out / "models" / target / "model.txt").is_file()
+    assert set(summary["figures"]) == {"ctr_by_position", "propensities", "click_heatmap",
+                                       "skip_above_bias", "learning_curve", "forces"}
+    report = run.report_path.read_text()
+    for rel in summary["figures"].values():
+        png = out / rel
+        assert png.stat().st_size > 1000
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({rel})" in report  # relative link, renders on GitHub
+    assert "```toml" in report and "## Rankers" in report
+    # the effective config is saved and reproduces the same configuration
+    assert load_config(out / "config.toml").hash() == load_config(cfg).hash()
+    # no temporary files left behind
+    assert not [p for p in out.rglob("*") if p.name.startswith(".") and "tmp" in p.name]
+
+
+def test_the_summary_holds_metrics_with_cis_tests_interleaving_and_versions(tiny_run):
+    s = tiny_run.results
+    ev = s["evaluation"]
+    assert ev["rankers"] == ["production", "naive", "ips", "ips-true", "skip-above", "oracle"]
+    for row in ev["table"]:
+        assert row["ci_low"] <= row["mean"] <= row["ci_high"]
+    pairs = {(c["a"], c["b"], c["metric"]) for c in ev["comparisons"]}
+    assert ("ips", "naive", "ndcg@10") in pairs
+    (il,) = s["interleaving"]
+    assert (il["a"], il["b"]) == ("ips", "naive")
+    assert il["wins"] + il["losses"] + il["ties"] == il["n"] == 3000
+    assert s["propensities"]["truth"][0] == 1.0
+    assert s["propensities"]["estimates"]["swap"]["n_sessions"] == 5000
+    assert s["log"]["sessions"] == 5000
+    assert s["versions"]["clickrank"] and s["versions"]["lightgbm"]
+    assert set(s["timings"]["stages"]) == set(STAGES)
+    assert tiny_run.metric("ips")["metric"] == "ndcg@10"
+    assert "report:" in tiny_run.summary()
+
+
+def test_the_reading_follows_the_numbers_of_the_run(tiny_run):
+    s = tiny_run.results
+    rows = {(r["ranker"], r["metric"]): r["mean"] for r in s["evaluation"]["table"]}
+    naive, ips, oracle = (rows[(r, "ndcg@10")] for r in ("naive", "ips", "oracle"))
+    text = " ".join(s["reading"])
+    if oracle > naive and naive < ips < oracle:
+        assert f"IPS closes {100 * (ips - naive) / (oracle - naive):.0f}% of the gap" in text
+    elif oracle > naive and ips <= naive:
+        assert "does not improve on naive" in text
+    ctr = s["log"]["ctr_by_position"]
+    assert f"{ctr[0]['ctr'] / ctr[-1]['ctr']:.1f}× lower" in text
+
+
+def test_a_rerun_reuses_every_stage_and_gives_identical_numbers(tiny_run):
+    out = tiny_run.out_dir
+    mtime = (out / "log.parquet").stat().st_mtime_ns
+    again = run_experiment(TINY, out, progress=False)
+    reused = {k for k, v in again.timings.items() if v["reused"]}
+    assert reused == set(STAGES) - {"data", "report"}
+    assert (out / "log.parquet").stat().st_mtime_ns == mtime
+    assert _without_timings(again.results) == _without_timings(tiny_run.results)
+
+
+def test_changing_one_section_recomputes_only_the_stages_that_read_it(tiny_run, tmp_path):
+    changed = _with(interleaving={"impressions": 2000})
+    res = run_experiment(changed, tiny_run.out_dir, progress=False)
+    recomputed = {k for k, v in res.timings.items() if not v["reused"]}
+    assert recomputed == {"data", "interleaving", "figures", "report"}  # figures: off, cheap
+    assert res.results["evaluation"] == tiny_run.results["evaluation"]
+    assert res.results["interleaving"][0]["n"] == 2000
+    # and back: the original config reproduces the original numbers
+    back = run_experiment(TINY, tiny_run.out_dir, progress=False)
+    assert _without_timings(back.results) == _without_timings(tiny_run.results)
+
+
+def test_force_recomputes_everything_with_the_same_numbers(tiny_run):
+    res = run_experiment(TINY, tiny_run.out_dir, progress=False, force=True)
+    assert not any(v["reused"] for v in res.timings.values())
+    assert _without_timings(res.results) == _without_timings(tiny_run.results)
+
+
+def test_a_non_empty_folder_that_is_not_a_results_folder_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a clickrank results folder"):
+        run_experiment(TINY, tmp_path, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_progress_lines_name_each_stage_with_its_timing(tmp_path, capsys):
+    cfg = _with(learning_curve={"sessions": []})
+    res = run_experiment(cfg, tmp_path / "p", progress=True)
+    err = capsys.readouterr().err
+    for stage in STAGES:
+        assert f"] {stage} ..." in err
+    assert " s; " in err and "report:" in err
+    assert res.results["figures"] == {}
+    assert res.results["learning_curve"]["rows"] == []
+
+
+def test_a_click_model_without_true_propensities_skips_ips_true_with_a_note(tmp_path):
+    cfg = _with(click_model={"name": "dbn"}, learning_curve={"sessions": []},
+                report={"figures": False}, interleaving={"ab": False})
+    res = run_experiment(cfg, tmp_path / "dbn", progress=False)
+    assert "ips-true" not in res.results["models"]
+    assert res.results["propensities"]["truth"] is None
+    assert any("ips-true skipped" in n for n in res.results["notes"])
+    assert any("cannot be checked" in s for s in res.results["reading"])
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_cli_runs_a_config_and_prints_where_the_report_is(tmp_path):
+    conf = tmp_path / "tiny.toml"
+    conf.write_text(dumps_toml(_with(learning_curve={"sessions": []})))
+    out = tmp_path / "res"
+    runner = CliRunner()
+    res = runner.invoke(cli, ["run", str(conf), "--out", str(out), "--quiet"], obj={})
+    assert res.exit_code == 0, res.output
+    assert f"report: {out / 'report.md'}" in res.output
+    assert (out / "summary.json").is_file()
+
+
+def test_cli_prints_the_default_config(tmp_path):
+    res = CliRunner().invoke(cli, ["run", "--print-default-config"], obj={})
+    assert res.exit_code == 0
+    assert res.output == default_config_text()
+    assert isinstance(load_config(tomllib.loads(res.output)), ExperimentConfig)
+
+
+def test_cli_reports_a_bad_config_in_one_line_and_writes_nothing(tmp_path):
+    conf = tmp_path / "bad.toml"
+    conf.write_text("[click_model]\neta = -1\n")
+    res = CliRunner().invoke(cli, ["run", str(conf), "--out", str(tmp_path / "out")], obj={})
+    assert res.exit_code == 1
+    assert res.output.strip().count("\n") == 0
+    assert "[click_model] eta" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_letor_run_on_mq2008_with_its_own_test_and_validation_files(mq2008, tmp_path):
+    cfg = _with(data={"source": "letor", "path": str(mq2008 / "train.txt"),
+                      "test_path": str(mq2008 / "test.txt"),
+                      "valid_path": str(mq2008 / "vali.txt")},
+                learning_curve={"sessions": []}, report={"figures": False},
+                lambdamart={"early_stopping_rounds": 5})
+    cfg["data"] = {k: v for k, v in cfg["data"].items()
+                   if k not in ("n_queries", "docs_per_query", "train", "test")}
+    res = run_experiment(cfg, tmp_path / "mq", progress=False)
+    parts = res.results["data"]["parts"]
+    assert set(parts) == {"train", "valid", "test"}
+    assert set(parts["train"]["labels"]) <= {"0.0", "1.0", "2.0"}
+    # MQ2008 grades are 0..2: the graded click model scales to the top label found
+    assert "max_label=2.0" in res.results["log"]["click_model"]
+    assert res.results["evaluation"]["n_queries"] == parts["test"]["queries"]
+
+
+def test_every_config_key_is_documented_in_its_section_of_docs_experiment_md():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "experiment.md").read_text()
+    for section, keys in SCHEMA.items():
+        start = docs.index(f"### `[{section}]`") if section else docs.index("### Top level")
+        end = docs.find("\n### ", start + 1)
+        block = docs[start:end]
+        for key in keys:
+            assert f"| `{key}` |" in block, f"[{section}] {key} is not documented"
+
+
+def test_changing_the_evaluation_reruns_evaluation_and_learning_curve_not_training(tiny_run):
+    changed = _with(evaluation={"bootstrap": 150})
+    res = run_experiment(changed, tiny_run.out_dir, progress=False)
+    recomputed = {k for k, v in res.timings.items() if not v["reused"]}
+    assert recomputed == {"data", "evaluate", "learning_curve", "figures", "report"}
+    assert res.results["evaluation"]["n_bootstrap"] == 150
+    reused = res.timings["train"]
+    assert reused["reused"] and reused["computed_seconds"] > 0
+    run_experiment(TINY, tiny_run.out_dir, progress=False)  # restore for the other tests
+
+
+def test_a_stage_that_fails_is_not_reused_and_the_error_names_the_stage(tmp_path, monkeypatch):
+    out = tmp_path / "fail"
+    cfg = _with(learning_curve={"sessions": []})
+    run_experiment(cfg, out, progress=False)
+    from clickrank import evaluation
+
+    def broken(*args, **kwargs):
+        raise InputError("boom")
+
+    monkeypatch.setattr(evaluation, "evaluate", broken)
+    changed = _with(learning_curve={"sessions": []}, evaluation={"bootstrap": 120})
+    with pytest.raises(InputError, match=r"^evaluate stage: boom$"):
+        run_experiment(changed, out, progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "evaluate" not in manifest["stages"] and "train" in manifest["stages"]
+    monkeypatch.undo()
+    res = run_experiment(changed, out, progress=False)
+    assert not res.timings["evaluate"]["reused"] and res.timings["train"]["reused"]
+
+
+def test_preference_strategy_targets_are_trained_and_saved_under_a_safe_folder(tmp_path):
+    cfg = _with(interventions={"swap_fraction": 0.3, "fairpairs_fraction": 0.3},
+                targets={"names": ["ips", "pairs:fairpairs", "pairs:skip-above+skip-next"],
+                         "clip": 0.02},
+                evaluation={"compare": [["pairs:fairpairs", "ips"]]},
+                interleaving={"pairs": [["pairs:fairpairs", "ips"]], "ab": False},
+                learning_curve={"sessions": [], "targets": []})
+    res = run_experiment(cfg, tmp_path / "pairs", progress=False)
+    models = res.results["models"]
+    assert models["pairs:fairpairs"]["kind"] == "pairs"
+    assert models["pairs:skip-above+skip-next"]["path"] == "models/pairs_skip-above_skip-next"
+    assert (tmp_path / "pairs" / "models" / "pairs_fairpairs" / "model.txt").is_file()
+    assert res.results["log"]["sessions_by_intervention"]["fairpairs"] > 0
+    assert res.results["interleaving"][0]["a"] == "pairs:fairpairs"
+    again = run_experiment(cfg, tmp_path / "pairs", progress=False)  # loads the saved models
+    assert _without_timings(again.results) == _without_timings(res.results)
