@@ -38,11 +38,9 @@ def setup(extras: str = "test") -> None:
 
 
 def demo() -> None:
-    """Set up, then run the main job."""
+    """Set up, then run the main job: the default experiment into results/default/."""
     setup("test")
-    clickrank = BIN / "clickrank"
-    run(clickrank, "--help")
-    run(clickrank, "demo")
+    run(BIN / "clickrank", "run", "--out", "results/default", *sys.argv[2:])
 
 
 def test() -> None:

@@ -17,6 +17,7 @@ from . import (
     clicklog,
     clickmodels,
     evaluation,
+    experiment,
     interleaving,
     lambdamart,
     lambdas,
@@ -51,6 +52,7 @@ from .datasets import (
     synthetic,
 )
 from .evaluation import compare, counterfactual, evaluate
+from .experiment import load_config, run_experiment
 from .lambdamart import LambdaMART
 from .metrics import get_metric
 from .policies import production_ranker
@@ -95,10 +97,13 @@ __all__ = [
     "evaluate",
     "compare",
     "counterfactual",
+    "load_config",
+    "run_experiment",
     # submodules
     "clicklog",
     "clickmodels",
     "evaluation",
+    "experiment",
     "interleaving",
     "lambdamart",
     "lambdas",

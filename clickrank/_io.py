@@ -16,13 +16,19 @@ from typing import Any
 
 from ._validation import InputError
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_json", "json_default"]
+__all__ = ["atomic_write", "atomic_write_text", "atomic_write_json", "json_default", "publish"]
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Give the finished temporary file ``tmp`` a normal file mode and rename it onto ``path``."""
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
+    os.replace(tmp, path)
 
 
 def atomic_write(
@@ -58,8 +64,7 @@ def atomic_write(
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give a normal file's mode
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ._io import publish
 from ._random import (
     STREAM_CLICK,
     STREAM_INTERVENTION,
@@ -662,7 +663,7 @@ class _Writer:
                 raise
             if self.out.is_dir():
                 shutil.rmtree(self.out)
-            os.replace(tmp, self.out)
+            publish(tmp, self.out)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

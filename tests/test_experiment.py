@@ -7,6 +7,7 @@ import time
 import tomllib
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -111,7 +112,7 @@ BAD = [
     ({"click_model": {"eps": 1.5}}, r"\[click_model\] eps must be in \[0, 1\], got 1.5"),
     ({"interventions": {"swap_fraction": -0.1}},
      r"\[interventions\] swap_fraction must be in \[0, 1\]"),
-    ({"interventions": {"swap_fraction": 0.7, "randomize_fraction": 0.5}},
+    ({"interventions": {"swap_fraction": 0.7, "randomize_fraction": 0.5, "fairpairs_fraction": 0}},
      r"\[interventions\] fractions must sum to at most 1, got 1.2"),
     ({"production": {"fraction": 0}}, r"\[production\] fraction must be in \(0, 1\]"),
     ({"data": {"source": "letor", "path": "no/such/train.txt"}},
@@ -129,7 +130,8 @@ BAD = [
     ({"simulation": {"top_k": 40}}, r"top_k = 40 exceeds \[data\] docs_per_query = 30"),
     ({"lambdamart": {"early_stopping_rounds": 10}}, r"needs validation queries"),
     ({"evaluation": {"alpha": 1.5}}, r"\[evaluation\] alpha must be in \(0, 1\)"),
-    ({"targets": {"names": ["pairs:fairpairs"]}}, r"needs \[interventions\] fairpairs_fraction"),
+    ({"interventions": {"fairpairs_fraction": 0}, "targets": {"names": ["pairs:fairpairs"]},
+      "evaluation": {"compare": []}}, r"needs \[interventions\] fairpairs_fraction"),
     ({"targets": {"names": ["pairs:skip-sideways"]}}, r"bad target 'pairs:skip-sideways'"),
 ]
 
@@ -230,7 +232,8 @@ def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tmp_path):
 def test_the_summary_holds_metrics_with_cis_tests_interleaving_and_versions(tiny_run):
     s = tiny_run.results
     ev = s["evaluation"]
-    assert ev["rankers"] == ["production", "naive", "ips", "ips-true", "skip-above", "oracle"]
+    assert ev["rankers"] == ["production", "naive", "ips", "ips-true", "skip-above",
+                             "pairs:fairpairs", "oracle"]
     for row in ev["table"]:
         assert row["ci_low"] <= row["mean"] <= row["ci_high"]
     pairs = {(c["a"], c["b"], c["metric"]) for c in ev["comparisons"]}
@@ -239,7 +242,9 @@ def test_the_summary_holds_metrics_with_cis_tests_interleaving_and_versions(tiny
     assert (il["a"], il["b"]) == ("ips", "naive")
     assert il["wins"] + il["losses"] + il["ties"] == il["n"] == 3000
     assert s["propensities"]["truth"][0] == 1.0
-    assert s["propensities"]["estimates"]["swap"]["n_sessions"] == 5000
+    log = pl.read_parquet(tiny_run.out_dir / "log.parquet")
+    swap_design = log.filter(pl.col("intervention").is_in(["none", "swap"]))["session"].n_unique()
+    assert s["propensities"]["estimates"]["swap"]["n_sessions"] == swap_design < 5000
     assert s["log"]["sessions"] == 5000
     assert s["versions"]["clickrank"] and s["versions"]["lightgbm"]
     assert set(s["timings"]["stages"]) == set(STAGES)
