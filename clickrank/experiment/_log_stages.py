@@ -1,0 +1,281 @@
+"""Stages data, production, simulate and propensity: from the data to the click log."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_json
+from .._validation import InputError
+from ._config import _derive
+from ._files import _clean, _fingerprint, _read_json, _save_npy
+from ._schema import _click_model_params
+
+
+class _LogStages:
+    """The data, production ranker, click model and simulation, and propensity stages.
+
+    Mixed into :class:`~clickrank.experiment._runner._Context`, which sets ``cfg``,
+    ``out`` and ``run`` and calls the stages in order (``go``).
+    """
+
+    # -- data -----------------------------------------------------------------------------
+    def _fingerprints(self) -> dict:
+        d = self.cfg["data"]
+        return {k: _fingerprint(d.get(k)) for k in ("path", "test_path", "valid_path")}
+
+    def _load_parts(self) -> dict:
+        from ..datasets import load_letor, split_queries, synthetic
+
+        d, seed = self.cfg["data"], self.cfg.seed("data")
+        if d["source"] == "synthetic":
+            full = synthetic(d["n_queries"], d["docs_per_query"], d["n_features"],
+                             noise=d["noise"], seed=seed)
+        else:
+            full = load_letor(d["path"])
+        if d.get("test_path") is not None:
+            parts = {"train": full, "test": load_letor(d["test_path"])}
+            if d.get("valid_path") is not None:
+                parts["valid"] = load_letor(d["valid_path"])
+        else:
+            names = [k for k in ("train", "valid", "test") if d[k] > 0]
+            split = split_queries(full, [d[k] for k in names], seed=_derive(seed, 1))
+            parts = dict(zip(names, split, strict=True))
+        for name, part in parts.items():
+            if part.y is None:
+                raise InputError(f"the {name} data ({part.name}) has no relevance labels")
+            if part.n_queries == 0:
+                raise InputError(f"the {name} part of the data has no queries")
+        train, test = parts["train"], parts["test"]
+        if train.n_features != test.n_features:
+            raise InputError(f"train has {train.n_features} features, test {test.n_features}")
+        return parts
+
+    def _data(self) -> tuple[dict, list[str]]:
+        parts = self._load_parts()
+        self.parts = parts
+        info = {
+            "name": parts["train"].name.split("/")[0] if parts["train"].name else "",
+            "source": self.cfg["data"]["source"],
+            "n_features": parts["train"].n_features,
+            "parts": {k: {"queries": p.n_queries, "docs": p.n_docs,
+                          "labels": {str(lab): int(c) for lab, c in
+                                     zip(*np.unique(p.y, return_counts=True), strict=True)}}
+                      for k, p in parts.items()},
+        }
+        split = {"format": "clickrank.experiment.split", **info,
+                 "qid": {k: np.asarray(p.qid).tolist() for k, p in parts.items()}}
+        atomic_write_json(self.out / "data" / "split.json", _clean(split))
+        return info, ["data/split.json"]
+
+    def _data_load(self) -> dict:  # pragma: no cover - the data stage is never cached
+        raise AssertionError("the data stage is always recomputed")
+
+    @staticmethod
+    def _data_detail(info: dict) -> str:
+        p = info["parts"]
+        return " / ".join(f"{v['queries']} {k}" for k, v in p.items()) + " queries"
+
+    # -- production ranker ----------------------------------------------------------------
+    def _production(self) -> tuple[dict, list[str]]:
+        from ..policies import production_ranker
+
+        pc, seed = self.cfg["production"], self.cfg.seed("production")
+        train, test = self.parts["train"], self.parts["test"]
+        policy = pc["policy"]
+        if policy in ("production", "plackett-luce"):
+            ranker = production_ranker(train, pc["fraction"], seed=seed)
+            s_train, s_test = ranker.predict(train.X), ranker.predict(test.X)
+            trained_on = int(len(ranker.train_queries_))
+        elif policy == "oracle":
+            s_train, s_test = np.asarray(train.y, float), np.asarray(test.y, float)
+            trained_on = 0
+        else:  # random: a uniform shuffle when logging; random scores when evaluated
+            rng = np.random.default_rng(seed)
+            s_train, s_test = np.zeros(train.n_docs), rng.random(test.n_docs)
+            trained_on = 0
+        _save_npy(self.out / "production/scores_train.npy", s_train)
+        _save_npy(self.out / "production/scores_test.npy", s_test)
+        meta = {"policy": policy, "fraction": pc["fraction"], "trained_on_queries": trained_on,
+                "temperature": pc["temperature"] if policy == "plackett-luce" else None}
+        atomic_write_json(self.out / "production/meta.json", meta)
+        self.scores = {"train": s_train, "test": s_test}
+        return meta, ["production/scores_train.npy", "production/scores_test.npy",
+                      "production/meta.json"]
+
+    def _production_load(self) -> dict:
+        self.scores = {k: np.load(self.out / f"production/scores_{k}.npy")
+                       for k in ("train", "test")}
+        return _read_json(self.out / "production/meta.json")
+
+    def _policy(self):
+        from ..policies import DeterministicPolicy, PlackettLuce, UniformRandom
+
+        policy = self.prod["policy"]
+        if policy == "random":
+            return UniformRandom(name="random")
+        if policy == "plackett-luce":
+            return PlackettLuce(self.scores["train"], temperature=self.prod["temperature"],
+                                name="plackett-luce")
+        return DeterministicPolicy(self.scores["train"], name=policy)
+
+    # -- click model and simulation ---------------------------------------------------------
+    def click_model(self):
+        from ..clickmodels import make_click_model
+
+        if not hasattr(self, "_cm"):
+            y_max = max(float(p.y.max()) for p in self.parts.values())
+            cm = self.cfg["click_model"]
+            self._cm = make_click_model(cm["name"], **_click_model_params(cm, y_max))
+        return self._cm
+
+    def true_theta(self) -> np.ndarray | None:
+        cm = self.click_model()
+        if not hasattr(cm, "propensities"):
+            return None
+        return np.asarray(cm.propensities(self.cfg["simulation"]["top_k"]), dtype=np.float64)
+
+    @property
+    def log_path(self) -> Path:
+        return self.out / "log.parquet"
+
+    def log(self):
+        from ..clicklog import read_log
+
+        return read_log(self.log_path, validate=False)
+
+    def _interventions(self) -> list:
+        from ..simulation import Randomize, RandPair, Swap
+
+        iv = self.cfg["interventions"]
+        items = []
+        if iv["swap_fraction"] > 0:
+            items.append(Swap(iv["swap_fraction"], k=iv.get("swap_k")))
+        if iv["randpair_fraction"] > 0:
+            items.append(RandPair(iv["randpair_fraction"]))
+        if iv["randomize_fraction"] > 0:
+            items.append(Randomize(iv["randomize_fraction"], k=iv.get("randomize_k")))
+        if iv["fairpairs_fraction"] > 0:
+            from ..simulation import FairPairs
+
+            items.append(FairPairs(iv["fairpairs_fraction"]))
+        return items
+
+    def _simulate(self) -> tuple[dict, list[str]]:
+        from ..simulation import simulate
+
+        sim = self.cfg["simulation"]
+        simulate(self.parts["train"], policy=self._policy(), click_model=self.click_model(),
+                 n_sessions=sim["sessions"], interventions=self._interventions(),
+                 top_k=sim["top_k"], seed=self.cfg.seed("simulation"),
+                 chunk_size=sim["chunk_size"], out=self.log_path, overwrite=True,
+                 progress=self.run.progress and sys.stderr.isatty())
+        stats = _clean(self._log_stats())
+        atomic_write_json(self.out / "log_stats.json", stats)
+        return stats, ["log.parquet", "log_stats.json"]
+
+    def _log_stats(self) -> dict:
+        import polars as pl
+
+        from ..clicklog import click_counts
+        from ..clickmodels._relevance import evaluate_map
+        from ..plots import skip_above_pairs
+
+        lf = self.log()
+        cm = self.click_model()
+        totals = lf.select(sessions=pl.col("session").n_unique(), impressions=pl.len(),
+                           clicks=pl.col("click").cast(pl.Int64).sum()).collect().row(0,
+                                                                                   named=True)
+        by_iv = (lf.group_by("intervention").agg(sessions=pl.col("session").n_unique())
+                 .sort(pl.col("intervention").cast(pl.String)).collect())
+        sessions_by_iv = {str(r["intervention"]): int(r["sessions"])
+                          for r in by_iv.iter_rows(named=True)}
+        view = "none" if sessions_by_iv.get("none", 0) > 0 else None
+        sel = lf if view is None else lf.filter(pl.col("intervention").cast(pl.String) == view)
+        ctr = click_counts(sel, ["position"]).collect()
+        # label counts per position -> mean label and mean P(click | examined) of shown docs
+        cells = (sel.group_by("position", "label").agg(n=pl.len()).sort("position", "label")
+                 .collect())
+        pos = cells["position"].to_numpy().astype(np.int64)
+        lab = cells["label"].to_numpy().astype(np.float64)
+        n = cells["n"].to_numpy().astype(np.float64)
+        size = int(pos.max()) + 1 if pos.size else 1
+        shown = np.bincount(pos, weights=n, minlength=size)
+        mean_label = np.bincount(pos, weights=n * lab, minlength=size) / np.maximum(shown, 1)
+        rel = getattr(cm, "attractiveness", getattr(cm, "relevance", None))
+        mean_alpha = None
+        if rel is not None:
+            a = evaluate_map(rel, lab[None, :], name="relevance")[0]
+            mean_alpha = np.bincount(pos, weights=n * a, minlength=size) / np.maximum(shown, 1)
+        theta = self.true_theta()
+        rows = []
+        for r in ctr.iter_rows(named=True):
+            p = int(r["position"])
+            rows.append({"position": p, "impressions": int(r["impressions"]),
+                         "clicks": int(r["clicks"]), "ctr": r["ctr"], "se": r["se"],
+                         "mean_label": float(mean_label[p]),
+                         "mean_click_given_examined": None if mean_alpha is None
+                         else float(mean_alpha[p]),
+                         "true_theta": None if theta is None or p > theta.size
+                         else float(theta[p - 1])})
+        pairs = skip_above_pairs(lf)
+        n_pairs = int(pairs["pairs"].sum()) if pairs.height else 0
+        sa = {"preferences": n_pairs,
+              "agree": int(pairs["agree"].sum()) if n_pairs else 0,
+              "tie": int(pairs["tie"].sum()) if n_pairs else 0,
+              "invert": int(pairs["invert"].sum()) if n_pairs else 0}
+        return {"sessions": int(totals["sessions"]), "impressions": int(totals["impressions"]),
+                "clicks": int(totals["clicks"]), "sessions_by_intervention": sessions_by_iv,
+                "ctr_view": view or "all", "ctr_by_position": rows, "skip_above": sa,
+                "click_model": repr(cm), "path": "log.parquet"}
+
+    # -- propensities ---------------------------------------------------------------------
+    def _estimate(self, method: str, log: Any):
+        from ..propensity import bootstrap, estimate_propensities
+
+        p = self.cfg["propensity"]
+        B, seed = p["bootstrap"], self.cfg.seed("propensity")
+        if method == "em":
+            return estimate_propensities(log, method="em", n_boot=B or 100, seed=seed)
+        if B > 0:
+            return bootstrap(method, log, n=B, seed=seed)
+        return estimate_propensities(log, method=method)
+
+    def _propensity(self) -> tuple[dict, list[str]]:
+        p = self.cfg["propensity"]
+        files, estimates = [], {}
+        folder = self.out / "propensities"
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        for m in p["methods"]:
+            est = self._estimate(m, self.log())
+            est.save(folder / f"{m}.json", alpha=p["alpha"])
+            files.append(f"propensities/{m}.json")
+            estimates[m] = est
+        theta = self.true_theta()
+        truth = None if theta is None else {"theta": theta.tolist(), "source": "click model",
+                                            "click_model": repr(self.click_model())}
+        atomic_write_json(folder / "truth.json", {"truth": truth})
+        files.append("propensities/truth.json")
+        self.estimates = estimates
+        return self._propensity_summary(truth), files
+
+    def _propensity_load(self) -> dict:
+        from ..propensity import Propensities
+
+        p = self.cfg["propensity"]
+        self.estimates = {m: Propensities.load(self.out / f"propensities/{m}.json")
+                          for m in p["methods"]}
+        truth = _read_json(self.out / "propensities/truth.json")["truth"]
+        return self._propensity_summary(truth)
+
+    def _propensity_summary(self, truth: dict | None) -> dict:
+        p = self.cfg["propensity"]
+        use = p.get("use") or (p["methods"][0] if p["methods"] else None)
+        return _clean({"use": use, "alpha": p["alpha"],
+                       "truth": None if truth is None else truth["theta"],
+                       "estimates": {m: e.to_dict(p["alpha"]) for m, e in self.estimates.items()}})

@@ -1,0 +1,218 @@
+"""Stages train, evaluate, interleaving and learning_curve: the rankers and their comparison."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from .._io import atomic_write_json
+from .._validation import ClickRankError
+from ._files import _clean, _folder
+from ._schema import PRODUCTION
+
+
+class _RankerStages:
+    """The targets and models, evaluation, interleaving and learning-curve stages.
+
+    Mixed into :class:`~clickrank.experiment._runner._Context`, which sets ``cfg``,
+    ``out`` and ``run`` and calls the stages in order (``go``).
+    """
+
+    # -- targets and models ---------------------------------------------------------------
+    def _target(self, name: str, log: Any, theta_est: Any):
+        from .. import targets as T
+
+        t = self.cfg["targets"]
+        train = self.parts["train"]
+        if name == "oracle":
+            return T.oracle(train)
+        if name == "naive":
+            return T.naive(train, log, kind=t["naive_kind"], candidates=t["candidates"])
+        if name in ("ips", "ips-true"):
+            theta = theta_est if name == "ips" else self.true_theta()
+            tgt = T.ips(train, log, theta, clip=t.get("clip"), candidates=t["candidates"])
+            return T.Target(name, gains=tgt.gains, candidates=tgt.candidates,
+                            metadata=tgt.metadata)
+        if name.startswith("pairs:"):
+            tgt = T.click_preferences(train, log, strategy=name[len("pairs:"):],
+                                      candidates=t["candidates"])
+            return T.Target(name, pairs=tgt.pairs, pair_weights=tgt.pair_weights,
+                            candidates=tgt.candidates, metadata=tgt.metadata)
+        ips_w = name == "skip-above-ips"
+        tgt = T.skip_above(train, log, ips_weighted=ips_w,
+                           propensities=theta_est if ips_w else None, candidates=t["candidates"])
+        return T.Target(name, pairs=tgt.pairs, pair_weights=tgt.pair_weights,
+                        candidates=tgt.candidates, metadata=tgt.metadata)
+
+    def _eval_at(self) -> int:
+        """Cut-off of LambdaMART's validation NDCG: that of the headline metric (default 10)."""
+        metric = self.cfg["evaluation"]["metrics"][0]
+        k = metric.rsplit("@", 1)[1] if "@" in metric else ""
+        return int(k) if k.isdigit() and int(k) > 0 else 10
+
+    def _lambdamart(self):
+        from ..lambdamart import LambdaMART
+
+        lm = self.cfg["lambdamart"]
+        return LambdaMART(
+            n_estimators=lm["n_estimators"], learning_rate=lm["learning_rate"],
+            num_leaves=lm["num_leaves"], max_depth=lm["max_depth"],
+            min_data_in_leaf=lm["min_data_in_leaf"],
+            truncation_level=lm["truncation_level"] or None,
+            early_stopping_rounds=lm.get("early_stopping_rounds"), eval_at=self._eval_at(),
+            seed=self.cfg.seed("lambdamart"), n_jobs=lm["n_jobs"])
+
+    def _skipped(self, name: str) -> str | None:
+        if name == "ips-true" and self.true_theta() is None:
+            return (f"ips-true skipped: the {self.cfg['click_model']['name']} click model has "
+                    "no position-only examination curve (no true θ)")
+        return None
+
+    def _use_estimate(self):
+        use = self.prop["use"]
+        return None if use is None else self.estimates[use]
+
+    def _train(self) -> tuple[dict, list[str]]:
+        folder = self.out / "models"
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        log, est = self.log(), self._use_estimate()
+        self.models, info, notes, files = {}, {}, [], []
+        for name in self.cfg["targets"]["names"]:
+            why = self._skipped(name)
+            if why is not None:
+                notes.append(why)
+                continue
+            tgt = self._target(name, log, est)
+            model = self._lambdamart().fit(self.parts["train"], tgt,
+                                           valid=self.parts.get("valid"))
+            sub = _folder(name)
+            model.save(folder / sub, overwrite=True)
+            files += [f"models/{sub}/model.txt", f"models/{sub}/meta.json"]
+            self.models[name] = model
+            info[name] = {"kind": tgt.kind, "candidates": tgt.n_candidates,
+                          "trees": model.best_iteration_, "metadata": tgt.metadata,
+                          "path": f"models/{sub}"}
+        out = _clean({"models": info, "notes": notes})
+        atomic_write_json(folder / "targets.json", out)
+        return out, [*files, "models/targets.json"]
+
+    def rankers(self) -> dict:
+        """Name -> ranker or test scores: the production ranker first, then the models."""
+        from ..lambdamart import LambdaMART
+
+        if not hasattr(self, "models"):
+            self.models = {n: LambdaMART.load(self.out / info["path"])
+                           for n, info in self.train["models"].items()}
+        return {PRODUCTION: self.scores["test"], **self.models}
+
+    # -- evaluation -----------------------------------------------------------------------
+    def _evaluate(self) -> tuple[dict, list[str]]:
+        from ..evaluation import evaluate
+
+        e = self.cfg["evaluation"]
+        test = self.parts["test"]
+        res = evaluate(self.rankers(), test, e["metrics"], empty=e["empty"],
+                       n_bootstrap=e["bootstrap"], alpha=e["alpha"],
+                       seed=self.cfg.seed("evaluation"))
+        comparisons, notes = [], []
+        for a, b in e["compare"]:
+            if a not in res.rankers or b not in res.rankers:
+                notes.append(f"comparison {a} vs {b} skipped: "
+                             f"{a if a not in res.rankers else b} was not trained")
+                continue
+            for m in res.metrics:
+                comparisons.append(res.compare(a, b, m, n_permutations=e["permutations"])
+                                   .to_dict())
+        res.save(self.out / "evaluation_per_query.json")
+        out = _clean({"rankers": list(res.rankers), "metrics": list(res.metrics),
+                      "n_queries": test.n_queries, "alpha": res.alpha,
+                      "n_bootstrap": res.n_bootstrap, "empty": res.empty,
+                      "table": res.table.to_dicts(), "comparisons": comparisons, "notes": notes})
+        atomic_write_json(self.out / "evaluation.json", out)
+        return out, ["evaluation.json", "evaluation_per_query.json"]
+
+    # -- interleaving ---------------------------------------------------------------------
+    def _interleaving(self) -> tuple[dict, list[str]]:
+        from ..online import ab_experiment, interleaving_experiment
+
+        il = self.cfg["interleaving"]
+        rankers = self.rankers()
+        test, cm = self.parts["test"], self.click_model()
+        k = self.cfg["simulation"]["top_k"]
+        alpha, seed = self.cfg["evaluation"]["alpha"], self.cfg.seed("interleaving")
+        experiments, notes = [], []
+        for a, b in il["pairs"]:
+            if a not in rankers or b not in rankers:
+                notes.append(f"interleaving {a} vs {b} skipped: "
+                             f"{a if a not in rankers else b} was not trained")
+                continue
+            res = interleaving_experiment(test, rankers[a], rankers[b], method=il["method"],
+                                          click_model=cm, n_impressions=il["impressions"], k=k,
+                                          alpha=alpha, seed=seed)
+            row = {"a": a, "b": b, **res.to_dict()}
+            if il["ab"]:
+                ab = ab_experiment(test, rankers[a], rankers[b], click_model=cm,
+                                   n_impressions=il["impressions"], k=k, alpha=alpha, seed=seed)
+                row["ab"] = ab.to_dict()
+            experiments.append(row)
+        out = _clean({"experiments": experiments, "notes": notes})
+        atomic_write_json(self.out / "interleaving.json", out)
+        return out, ["interleaving.json"]
+
+    # -- learning curve -------------------------------------------------------------------
+    def _learning_curve(self) -> tuple[dict, list[str]]:
+        import polars as pl
+
+        from ..evaluation import evaluate
+
+        lc, e = self.cfg["learning_curve"], self.cfg["evaluation"]
+        metric = e["metrics"][0]
+        total = self.cfg["simulation"]["sessions"]
+        sizes = sorted({n for n in lc["sessions"] if n < total})
+        notes = [f"prefix of {n:,} sessions dropped: the log has only {total:,}"
+                 for n in sorted(set(lc["sessions"])) if n >= total]
+        methods = [m for m in lc["targets"] if m in self.train["models"]]
+        rows = []
+        table = {(r["ranker"], r["metric"]): r for r in self.evaluation["table"]}
+        if sizes and methods:
+            test = self.parts["test"]
+            for n in sizes:
+                log = self.log().filter(pl.col("session") < n)
+                est = None
+                if {"ips", "skip-above-ips"} & set(methods):
+                    try:
+                        est = self._estimate(self.prop["use"], log)
+                    except ClickRankError as err:
+                        notes.append(f"{n:,} sessions: propensities not estimated ({err})")
+                fitted = {}
+                for m in methods:
+                    if m in ("ips", "skip-above-ips") and est is None:
+                        continue
+                    try:
+                        tgt = self._target(m, log, est)
+                        fitted[m] = self._lambdamart().fit(self.parts["train"], tgt,
+                                                           valid=self.parts.get("valid"))
+                    except ClickRankError as err:
+                        notes.append(f"{n:,} sessions, {m}: not trained ({err})")
+                if not fitted:
+                    continue
+                res = evaluate(fitted, test, [metric], empty=e["empty"],
+                               n_bootstrap=e["bootstrap"], alpha=e["alpha"],
+                               seed=self.cfg.seed("evaluation"))
+                for r in res.table.iter_rows(named=True):
+                    rows.append({"method": r["ranker"], "sessions": n, "mean": r["mean"],
+                                 "lower": r["ci_low"], "upper": r["ci_high"]})
+        if rows:
+            for m in methods:
+                r = table[(m, metric)]
+                rows.append({"method": m, "sessions": total, "mean": r["mean"],
+                             "lower": r["ci_low"], "upper": r["ci_high"]})
+            for ref in ("oracle", PRODUCTION):
+                if (ref, metric) in table:
+                    r = table[(ref, metric)]
+                    rows.append({"method": ref, "sessions": None, "mean": r["mean"],
+                                 "lower": r["ci_low"], "upper": r["ci_high"]})
+        out = _clean({"metric": metric, "rows": rows, "notes": notes})
+        atomic_write_json(self.out / "learning_curve.json", out)
+        return out, ["learning_curve.json"]

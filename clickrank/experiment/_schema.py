@@ -1,0 +1,172 @@
+"""The run-configuration schema: sections, keys and their kinds; key and type checks.
+
+Defaults live in ``clickrank/configs/default.toml``; the value checks are in
+:mod:`clickrank.experiment._checks`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .._validation import ConfigError
+
+#: Allowed keys per section ("" = top level) and their kinds. Defaults live in
+#: ``configs/default.toml``; keys absent there are optional (no default).
+SCHEMA: dict[str, dict[str, str]] = {
+    "": {"seed": "int"},
+    "data": {
+        "source": "str", "n_queries": "int", "docs_per_query": "int", "n_features": "int",
+        "noise": "number", "path": "str", "test_path": "str", "valid_path": "str",
+        "train": "number", "valid": "number", "test": "number", "seed": "int",
+    },
+    "production": {"policy": "str", "fraction": "number", "temperature": "number", "seed": "int"},
+    "click_model": {
+        "name": "str", "eta": "number", "curve": "str", "relevance": "str", "eps": "number",
+        "max_label": "number", "threshold": "number", "params": "table",
+    },
+    "interventions": {
+        "swap_fraction": "number", "randpair_fraction": "number", "randomize_fraction": "number",
+        "fairpairs_fraction": "number", "swap_k": "int", "randomize_k": "int",
+    },
+    "simulation": {"sessions": "int", "top_k": "int", "chunk_size": "int", "seed": "int"},
+    "propensity": {
+        "methods": "strs", "bootstrap": "int", "alpha": "number", "use": "str", "seed": "int",
+    },
+    "targets": {"names": "strs", "candidates": "str", "naive_kind": "str", "clip": "number"},
+    "lambdamart": {
+        "n_estimators": "int", "learning_rate": "number", "num_leaves": "int", "max_depth": "int",
+        "min_data_in_leaf": "int", "truncation_level": "int", "n_jobs": "int",
+        "early_stopping_rounds": "int", "seed": "int",
+    },
+    "evaluation": {
+        "metrics": "strs", "empty": "str", "bootstrap": "int", "alpha": "number",
+        "permutations": "int", "compare": "pairs", "seed": "int",
+    },
+    "interleaving": {
+        "pairs": "pairs", "method": "str", "impressions": "int", "ab": "bool", "seed": "int",
+    },
+    "learning_curve": {"sessions": "ints", "targets": "strs"},
+    "report": {"figures": "bool"},
+}
+
+#: Training targets a run can fit (clickrank.targets builders); besides these,
+#: ``"pairs:<strategy>"`` fits the preferences of ``clickrank.targets.click_preferences``
+#: (e.g. ``"pairs:fairpairs"``, ``"pairs:skip-above+skip-next"``).
+TARGETS = ("naive", "ips", "ips-true", "skip-above", "skip-above-ips", "oracle")
+_FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction")
+#: The logging ranker, evaluated next to the trained ones.
+PRODUCTION = "production"
+#: Stages in run order.
+STAGES = ("data", "production", "simulate", "propensity", "train", "evaluate", "interleaving",
+          "learning_curve", "figures", "report")
+
+_POLICIES = ("production", "plackett-luce", "oracle", "random")
+_CLICK_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
+_ETA_MODELS = ("pbm", "trust", "ubm")
+_CURVE_MODELS = ("pbm", "trust")
+_PROPENSITY_DESIGN = {"swap": "swap_fraction", "randpair": "randpair_fraction",
+                      "randomized": "randomize_fraction"}
+# spawn keys of the stage seeds derived from the master seed (fixed: do not reorder)
+_SEED_KEYS = {"data": 0, "production": 1, "simulation": 2, "propensity": 3, "lambdamart": 4,
+              "evaluation": 5, "interleaving": 6}
+_KIND_NAMES = {"int": "an integer", "number": "a number", "str": "a string",
+               "bool": "true or false", "strs": "a list of strings", "ints": "a list of integers",
+               "pairs": 'a list of pairs such as [["ips", "naive"]]', "table": "a table"}
+
+
+def _where(section: str, key: str | None = None) -> str:
+    if not section:
+        return str(key)
+    return f"[{section}]" if key is None else f"[{section}] {key}"
+
+
+def _suggest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(options)}"
+
+
+def _type_ok(value: Any, kind: str) -> bool:
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if kind == "int":
+        return is_int(value)
+    if kind == "number":
+        return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "strs":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "ints":
+        return isinstance(value, list) and all(is_int(v) for v in value)
+    if kind == "pairs":
+        return isinstance(value, list) and all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(v, str) for v in p)
+            for p in value)
+    if kind == "table":
+        return isinstance(value, dict)
+    raise AssertionError(kind)
+
+
+def _check_keys(raw: Mapping[str, Any], origin: str) -> None:
+    """Unknown sections / keys (with a difflib suggestion) and wrong types, one line each."""
+    sections = [s for s in SCHEMA if s]
+    for name, value in raw.items():
+        if name in SCHEMA[""]:
+            if not _type_ok(value, SCHEMA[""][name]):
+                raise ConfigError(f"{origin}: {name} must be {_KIND_NAMES[SCHEMA[''][name]]}, "
+                                  f"got {value!r}")
+            continue
+        if name not in SCHEMA or not name:
+            options = sections + list(SCHEMA[""])
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+            hint = (f"; did you mean [{close[0]}]?" if close and close[0] in sections
+                    else f"; did you mean {close[0]!r}?" if close
+                    else f"; valid sections: {', '.join(sections)}")
+            raise ConfigError(f"{origin}: unknown section or key {name!r}{hint}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{origin}: [{name}] must be a table (a [{name}] section), "
+                              f"got {value!r}")
+        schema = SCHEMA[name]
+        for key, v in value.items():
+            if key not in schema:
+                raise ConfigError(f"{origin}: unknown key {key!r} in [{name}]"
+                                  f"{_suggest(key, list(schema))}")
+            if not _type_ok(v, schema[key]):
+                raise ConfigError(f"{origin}: {_where(name, key)} must be "
+                                  f"{_KIND_NAMES[schema[key]]}, got {v!r}")
+
+
+def _merge(base: dict, user: Mapping[str, Any]) -> dict:
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for k, v in user.items():
+        if isinstance(v, dict) and k in SCHEMA and k:
+            out.setdefault(k, {}).update(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _click_model_params(cm: Mapping[str, Any], y_max: float) -> dict[str, Any]:
+    """Parameters of :func:`clickrank.clickmodels.make_click_model` from ``[click_model]``."""
+    name = cm["name"]
+    if cm["relevance"] == "graded":
+        top = cm.get("max_label")
+        rel = {"kind": "graded", "eps": cm["eps"],
+               "max_label": float(top) if top is not None else max(float(y_max), 1.0)}
+    else:
+        thr = cm.get("threshold")
+        rel = {"kind": "binarized", "eps_minus": cm["eps"],
+               "threshold": float(thr) if thr is not None else max(1.0, float(y_max) - 1.0)}
+    params: dict[str, Any] = {"relevance" if name == "trust" else "attractiveness": rel}
+    if name in _ETA_MODELS:
+        params["eta"] = cm["eta"]
+    if name in _CURVE_MODELS:
+        params["curve"] = cm["curve"]
+    params.update(cm.get("params") or {})
+    return params

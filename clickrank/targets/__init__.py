@@ -1,0 +1,50 @@
+r"""Training targets for LambdaMART: oracle, naive, IPS and click preferences.
+
+A :class:`Target` turns a click log (DESIGN §2 schema) into what
+:class:`clickrank.LambdaMART` optimizes, aligned to the rows of a
+:class:`~clickrank.datasets.RankingData`:
+
+* per-document non-negative **gains** (listwise LambdaRank targets), or
+* weighted **preference pairs** (pairwise RankNet targets): click
+  preferences by the strategies of Joachims et al. (2005, 2007) and FairPairs
+  (Radlinski & Joachims 2006), :func:`click_preferences`,
+
+plus a **candidate mask**: the documents that take part in each query's list.
+For click-based targets the default candidate set is the documents *shown at
+least once* for their query. A never-shown document has no click because it
+was never seen, not because it is irrelevant; counting it as gain 0 re-learns
+the logging ranker's cut-off (item-selection bias, Ovaisi et al. WWW 2020).
+
+All log work is done by polars aggregations (the log may be a DataFrame or a
+LazyFrame) joined to the data by ``(query, doc)``; there is no Python loop
+over sessions.
+"""
+
+from __future__ import annotations
+
+from ._gains import ips, naive, oracle
+from ._preferences import (
+    STRATEGIES,
+    click_preferences,
+    fair_pairs,
+    label_agreement,
+    parse_strategy,
+    skip_above,
+)
+from ._target import Target
+from ._theta import as_theta, read_theta
+
+__all__ = [
+    "Target",
+    "oracle",
+    "naive",
+    "ips",
+    "click_preferences",
+    "skip_above",
+    "fair_pairs",
+    "label_agreement",
+    "parse_strategy",
+    "STRATEGIES",
+    "as_theta",
+    "read_theta",
+]

@@ -1,0 +1,72 @@
+"""Propensities as IPS weights: ``theta[p - 1]`` from arrays, result objects or JSON files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._validation import DataFormatError, InputError
+
+__all__ = ["as_theta", "read_theta"]
+
+
+def as_theta(propensities: Any) -> np.ndarray:
+    """Propensities as float64 ``theta[p - 1]`` for positions ``p = 1..K``.
+
+    Accepts an array-like or any object with a ``.theta`` array (such as
+    :class:`clickrank.propensity.Propensities`). Raises :class:`InputError`
+    for empty, non-finite, zero or negative values.
+    """
+    raw = getattr(propensities, "theta", propensities)
+    try:
+        theta = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"propensities must be numbers or have a .theta array, got {type(raw).__name__}"
+        ) from None
+    if theta.ndim != 1 or theta.size == 0:
+        raise InputError(
+            f"propensities must be a non-empty 1-d array theta[p-1], got shape {theta.shape}"
+        )
+    nan = np.flatnonzero(~np.isfinite(theta))
+    if nan.size:
+        raise InputError(
+            f"propensity at position {nan[0] + 1} is {float(theta[nan[0]])!r} (not identified); "
+            "IPS needs a finite theta at every logged position"
+        )
+    bad = np.flatnonzero(theta <= 0)
+    if bad.size:
+        raise InputError(
+            f"propensity at position {bad[0] + 1} is {float(theta[bad[0]])!r}; "
+            "IPS needs theta > 0 at every position"
+        )
+    return theta
+
+
+def read_theta(path: str | os.PathLike) -> np.ndarray:
+    """Read propensities from JSON: ``{"theta": [...], ...}`` or a plain list.
+
+    The object form is what :meth:`clickrank.propensity.Propensities.save`
+    writes. Errors name the file; values are checked by :func:`as_theta`.
+    """
+    p = Path(path)
+    try:
+        obj = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise DataFormatError("file not found", path=p) from None
+    except json.JSONDecodeError as err:
+        raise DataFormatError(f"not valid JSON ({err.msg})", path=p, line=err.lineno) from None
+    if isinstance(obj, dict):
+        obj = obj.get("theta")
+    if not isinstance(obj, list) or not all(isinstance(v, (int, float)) or v is None for v in obj):
+        raise DataFormatError(
+            'expected a JSON list of numbers or an object with a "theta" list', path=p
+        )
+    try:
+        return as_theta([np.nan if v is None else v for v in obj])
+    except InputError as err:
+        raise DataFormatError(str(err), path=p, column="theta") from None
