@@ -6,7 +6,9 @@ Run ``python benchmarks/bench_simulation.py`` (``--help`` for sizes). It times
    (10,000 queries x 30 documents) under a LightGBM production ranker, to an
    in-memory polars log, next to ``np.random.default_rng().random(n * 10)``
    (the bare cost of the uniforms alone; target: <= 5x), with a breakdown of
-   where the time goes (query choice, ranking, uniforms, clicks, table);
+   where the time goes (query choice, ranking, labels, clicks, table) and the
+   cost of the generic click path (materialized uniforms, ``model.sample``)
+   that PBM's fused draws avoid;
 2. the same for every other click model (ratio to ``n * 10 * n_uniforms``);
 3. ``--stream-sessions`` sessions streamed to parquet in a child process,
    reporting wall time and peak RSS (``resource.getrusage``; target < 4 GB).
@@ -30,6 +32,7 @@ from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy, production_ranker
 from clickrank.simulation import (
     _apply_interventions,
+    _click_sampler,
     _id_source,
     _query_sampler,
     _sample_queries,
@@ -40,9 +43,17 @@ from clickrank.simulation import (
 K = 10
 
 
-def best(f, repeat: int = 3) -> tuple[float, object]:
+def best(f, repeat: int = 3, fresh: bool = False) -> tuple[float, object]:
+    """Best time of ``repeat`` calls; ``fresh`` frees the previous result before each call.
+
+    Without ``fresh`` a call can reuse memory that an earlier result gave back
+    (the usual steady state); with it every result is written to newly mapped
+    pages, whose first touch is expensive on virtual machines.
+    """
     out, t_best = None, np.inf
     for _ in range(repeat):
+        if fresh:
+            out = None
         t = time.perf_counter()
         out = f()
         t_best = min(t_best, time.perf_counter() - t)
@@ -57,21 +68,26 @@ def setup(seed: int = 0):
     return data, policy, ranker
 
 
-def breakdown(data, policy, model, n: int) -> dict[str, float]:
-    """Time each step of one chunk of ``n`` sessions (best of 3)."""
+def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Time each step of one chunk of ``n`` sessions (best of 3), and the generic click path."""
     sess = np.arange(n, dtype=np.uint64)
-    t = {}
+    t, generic = {}, {}
     t["prepare (rank all queries)"], prep = best(lambda: policy.prepare(data, K))
     sampler = _query_sampler(data, None)
     t["query choice"], q = best(lambda: _sample_queries(0, sess, sampler))
     t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
     rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
     y_ext = np.append(data.y, np.nan)
-    t["labels"], labels = best(lambda: y_ext[rows])
+    t["labels"], labels = best(lambda: np.take(y_ext, rows))
+    clicks_of = _click_sampler(model, data.y, K)
+    t["clicks (as in simulate)"], c = best(lambda: clicks_of(0, sess, labels))
     n_u = model.n_uniforms
-    t["uniforms"], u = best(lambda: session_uniforms(0, sess, K * n_u, STREAM_CLICK))
+    generic["uniforms [S, K, n_uniforms]"], u = best(
+        lambda: session_uniforms(0, sess, K * n_u, STREAM_CLICK)
+    )
     u = u.reshape(n, K, n_u)
-    t["clicks (model.sample)"], c = best(lambda: model.sample(labels, u))
+    generic["model.sample(labels, u)"], _ = best(lambda: model.sample(labels, u))
+    u = None  # free the uniforms before timing the table
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     t["table conversion"], _ = best(
         lambda: _to_table(
@@ -89,7 +105,7 @@ def breakdown(data, policy, model, n: int) -> dict[str, float]:
             ranker_names=prep.names,
         )
     )
-    return t
+    return t, generic
 
 
 def stream_child(n: int, chunk: int) -> None:
@@ -128,9 +144,13 @@ def main() -> None:
     n = args.sessions
     data, policy, ranker = setup()
     pbm = make_click_model("pbm")
-    simulate(data, policy=policy, click_model=pbm, n_sessions=1000, top_k=K)  # JIT warm-up
+    # Warm-up at full size: numba JIT, and the first touch of the log's memory, which
+    # a fresh process pays once (expensive on virtual machines); the bare draw below is
+    # likewise timed on memory its earlier repeats touched.
+    simulate(data, policy=policy, click_model=pbm, n_sessions=n, top_k=K,
+             chunk_size=args.chunk_size)
     print(f"data: {data!r}; production ranker: LightGBM, 50 trees, 1% of queries")
-    print(f"{n:,} sessions x {K} positions, in-memory log, best of 3\n")
+    print(f"{n:,} sessions x {K} positions, in-memory log, best of 3 after a warm-up run\n")
 
     t_bare, _ = best(lambda: np.random.default_rng().random(n * K))
     t_pbm, log = best(
@@ -143,6 +163,18 @@ def main() -> None:
         f"simulate PBM -> {log.height:,} rows:   {t_pbm:8.3f} s   "
         f"ratio {t_pbm / t_bare:5.1f}x (target <= 5x)"
     )
+    log = None
+    t_bare_f, _ = best(lambda: np.random.default_rng().random(n * K), fresh=True)
+    t_pbm_f, _ = best(
+        lambda: simulate(
+            data, policy=policy, click_model=pbm, n_sessions=n, top_k=K, chunk_size=args.chunk_size
+        ),
+        fresh=True,
+    )
+    print(
+        f"  each run on freshly mapped memory: bare {t_bare_f:.3f} s, simulate {t_pbm_f:.3f} s, "
+        f"ratio {t_pbm_f / t_bare_f:.1f}x"
+    )
     t_pred, _ = best(lambda: ranker.predict(data.X))
     with_model = DeterministicPolicy(ranker, name="production")
     t_all, _ = best(lambda: simulate(data, policy=with_model, click_model=pbm, n_sessions=n,
@@ -150,10 +182,15 @@ def main() -> None:
     print(f"  + scoring all {data.n_docs:,} docs with the LightGBM ranker: {t_pred:.3f} s; "
           f"simulate with the ranker object {t_all:.3f} s ({t_all / t_bare:.1f}x)")
     print(f"\nwhere the time goes ({n:,} sessions in one chunk, best of 3):")
-    parts = breakdown(data, policy, pbm, n)
+    parts, generic = breakdown(data, policy, pbm, n)
     for name, t in parts.items():
         print(f"  {name:<28} {t:8.3f} s  ({t / t_bare:5.1f}x bare)")
     print(f"  {'sum':<28} {sum(parts.values()):8.3f} s")
+    if getattr(pbm, "independent_clicks", False):
+        print("  (PBM clicks are fused: hash + compare in one pass, probabilities from a grade "
+              "table;\n   the generic path for other models costs:)")
+        for name, t in generic.items():
+            print(f"    {name:<26} {t:8.3f} s  ({t / t_bare:5.1f}x bare)")
 
     print("\nother click models (ratio to rng.random(n * K * n_uniforms)):")
     for name in ("trust", "cascade", "dcm", "dbn", "sdbn", "ubm"):

@@ -67,7 +67,8 @@ from clickrank.targets import (
 
 STRATEGIES = ("last-click-skip-above", "skip-previous", "skip-next", "skip-above+skip-next")
 
-TREES = {"n_estimators": 100, "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20}
+TREES = {"n_estimators": 100, "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20,
+         "max_depth": -1}
 
 
 def _session_rows(train, log: pl.DataFrame):
@@ -96,8 +97,9 @@ def lightgbm_position(train, log, seed: int, threads: int, reg: float):
     params = {
         "objective": "lambdarank", "learning_rate": TREES["learning_rate"],
         "num_leaves": TREES["num_leaves"], "min_data_in_leaf": TREES["min_data_in_leaf"],
-        "lambdarank_position_bias_regularization": reg, "seed": seed, "deterministic": True,
-        "force_row_wise": True, "num_threads": threads, "verbosity": -1,
+        "max_depth": TREES["max_depth"], "lambdarank_position_bias_regularization": reg,
+        "seed": seed, "deterministic": True, "force_row_wise": True, "num_threads": threads,
+        "verbosity": -1,
     }  # fmt: skip
     dset = lgb.Dataset(train.X[rows], y, group=groups, position=pos)
     return lgb.train(params, dset, TREES["n_estimators"])
@@ -110,7 +112,8 @@ def xgboost_unbiased(train, log, seed: int, threads: int):
     dm = xgb.DMatrix(train.X[rows], label=y, qid=session)
     params = {
         "objective": "rank:ndcg", "lambdarank_unbiased": True, "eta": TREES["learning_rate"],
-        "tree_method": "hist", "grow_policy": "lossguide", "max_depth": 0,
+        "tree_method": "hist", "grow_policy": "lossguide",
+        "max_depth": max(TREES["max_depth"], 0),
         "max_leaves": TREES["num_leaves"], "min_child_weight": 1e-3, "seed": seed,
         "nthread": threads, "eval_metric": "ndcg@10",
     }  # fmt: skip
@@ -198,12 +201,17 @@ def main() -> None:
                     help="LightGBM lambdarank_position_bias_regularization")  # fmt: skip
     ap.add_argument("--no-baselines", action="store_true", help="skip LightGBM/XGBoost rows")
     ap.add_argument("--quick", action="store_true", help="1 seed, 100,000 sessions")
+    ap.add_argument("--leaves", type=int, default=TREES["num_leaves"],
+                    help="leaves per tree, for every learner")
+    ap.add_argument("--max-depth", type=int, default=TREES["max_depth"],
+                    help="tree depth limit, for every learner (-1: none)")
     ap.add_argument("--fairpairs", default="0.1,0.3,1.0",
                     help="comma-separated FairPairs session fractions (one row each)")  # fmt: skip
     args = ap.parse_args()
     fractions = [float(f) for f in args.fairpairs.split(",") if f.strip()]
     if args.quick:
         args.seeds, args.sessions = 1, 100_000
+    TREES.update(num_leaves=args.leaves, max_depth=args.max_depth)
     results = [
         one_seed(
             s, args.sessions, args.threads, args.position_reg, not args.no_baselines, fractions

@@ -43,6 +43,7 @@ __all__ = [
     "stream_key",
     "session_uniforms",
     "session_integers",
+    "session_bernoulli",
 ]
 
 # Stream numbers used by clickrank.simulation and clickrank.policies.
@@ -105,6 +106,19 @@ def _uniforms_kernel(key: np.uint64, sessions: np.ndarray, n: int, offset: int) 
         st = session_state(key, sessions[i])
         for j in range(n):
             out[i, j] = uniform_at(st, offset + j)
+    return out
+
+
+@nb.njit(cache=True)
+def _bernoulli_kernel(
+    key: np.uint64, sessions: np.ndarray, p: np.ndarray, step: int, offset: int
+) -> np.ndarray:
+    S, K = p.shape
+    out = np.empty((S, K), dtype=np.bool_)
+    for i in range(S):
+        st = session_state(key, sessions[i])
+        for k in range(K):
+            out[i, k] = uniform_at(st, offset + k * step) < p[i, k]
     return out
 
 
@@ -179,3 +193,50 @@ def session_integers(
     if h.ndim == 1:
         h = h[:, None]
     return np.minimum(np.floor(u * h).astype(np.int64), h - 1)
+
+
+def session_bernoulli(
+    seed: int, sessions: Any, p: Any, stream: int, *, step: int = 1, offset: int = 0
+) -> np.ndarray:
+    """Bernoulli draws ``u < p`` from the session uniforms, without materializing ``u``.
+
+    Cell ``[i, k]`` compares draw ``offset + k * step`` of session
+    ``sessions[i]`` with ``p[i, k]``, so the result equals, bit for bit,
+    ``session_uniforms(seed, sessions, K * step, stream, offset=offset)[:, ::step] < p``
+    while hashing and comparing in one pass (no ``[S, K * step]`` array).
+
+    Parameters
+    ----------
+    seed, sessions, stream
+        As in :func:`session_uniforms`.
+    p : array ``[S, K]``
+        Success probabilities (values outside [0, 1] act as 0 or 1).
+    step : int
+        Draws per column (a click model's ``n_uniforms``); column ``k`` uses the
+        first draw of its block of ``step``.
+    offset : int
+        Index of the first draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``[S, K]``.
+
+    Examples
+    --------
+    >>> p = np.full((2, 3), 0.5)
+    >>> b = session_bernoulli(0, [5, 6], p, stream=1, step=2)
+    >>> bool((b == (session_uniforms(0, [5, 6], 6, stream=1)[:, ::2] < p)).all())
+    True
+    """
+    s = _as_sessions(sessions)
+    prob = np.ascontiguousarray(p, dtype=np.float64)
+    if prob.ndim != 2 or prob.shape[0] != s.shape[0]:
+        raise InputError(
+            f"p must be a matrix [sessions, columns] with {s.shape[0]} rows, got shape {prob.shape}"
+        )
+    step = int(step)
+    if step < 1:
+        raise InputError(f"step must be >= 1, got {step}")
+    key = stream_key(seed, stream)
+    return _bernoulli_kernel(key, s, prob, step, int(offset))

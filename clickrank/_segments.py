@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["lengths", "segment_ids", "rank_order", "ranks", "to_padded", "within_index"]
+__all__ = [
+    "lengths",
+    "segment_ids",
+    "rank_order",
+    "ranks",
+    "to_padded",
+    "within_index",
+    "is_dense",
+]
 
 
 def lengths(qptr: np.ndarray) -> np.ndarray:
@@ -33,7 +41,12 @@ def rank_order(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
     """Row permutation that sorts every query by descending score.
 
     Ties keep the original row order (stable sort), the convention used
-    everywhere in clickrank. NaN scores rank last.
+    everywhere in clickrank. NaN scores rank last (tied with -inf).
+
+    Dense data (a padded ``[n_queries, longest]`` matrix at most about twice
+    the data, e.g. equal-length lists) is sorted row by row with a stable
+    argsort; very ragged data with one segmented ``lexsort``. Both give the
+    same order.
 
     Returns
     -------
@@ -41,9 +54,45 @@ def rank_order(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
         int64 ``[n_rows]``; ``order[qptr[q]:qptr[q+1]]`` lists the rows of
         query ``q`` from rank 1 downwards.
     """
-    s = np.asarray(scores, dtype=np.float64)
-    key = np.where(np.isnan(s), np.inf, -s)
+    key = np.negative(np.asarray(scores, dtype=np.float64))
+    key[np.isnan(key)] = np.inf  # NaN last
+    qptr = np.asarray(qptr, dtype=np.int64)
+    if is_dense(qptr):
+        return _dense_order(key, qptr)
+    return _lexsort_order(key, qptr)
+
+
+def is_dense(qptr: np.ndarray) -> bool:
+    """Whether a padded ``[n_queries, longest]`` matrix is at most ~2x the data."""
+    lens = np.diff(qptr)
+    longest = int(lens.max()) if lens.size else 0
+    return lens.size * longest <= 2 * int(qptr[-1]) + 1024
+
+
+def _lexsort_order(key: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """Ascending ``key`` within each query by one segmented stable sort."""
     return np.lexsort((key, segment_ids(qptr))).astype(np.int64)
+
+
+def _dense_order(key: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """Ascending ``key`` within each query by a stable argsort of the padded rows.
+
+    Padding cells hold +inf and sit after a query's real rows, so the stable
+    sort keeps them behind every real row (also behind real +inf keys).
+    """
+    lens = np.diff(qptr)
+    n_q, n = lens.size, int(qptr[-1])
+    longest = int(lens.max()) if n_q else 0
+    if n == n_q * longest:  # equal lengths: a reshape, no padding
+        padded = key.reshape(n_q, longest)
+    else:
+        padded = np.full((n_q, longest), np.inf)
+        padded[segment_ids(qptr), within_index(qptr)] = key
+    order = np.argsort(padded, axis=1, kind="stable")
+    order += qptr[:-1, None]
+    if n == n_q * longest:
+        return order.reshape(-1)
+    return order[np.arange(longest) < lens[:, None]]
 
 
 def ranks(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ._segments import is_dense as _dense  # the padded route pays off (also patched in tests)
 from ._segments import rank_order, to_padded
 from ._validation import InputError, check_choice, check_positive, check_probability, check_qptr
 
@@ -268,13 +269,6 @@ class _Ranked:
         if self.valid is not None:
             out = np.where(self.valid, out, fill)
         return out
-
-
-def _dense(qptr: np.ndarray) -> bool:
-    """Whether a padded ``[n_queries, longest]`` matrix is at most ~2x the data."""
-    lens = np.diff(qptr)
-    longest = int(lens.max()) if lens.size else 0
-    return lens.size * longest <= 2 * int(qptr[-1]) + 1024
 
 
 def _padded(values: np.ndarray, qptr: np.ndarray, fill: float) -> np.ndarray:

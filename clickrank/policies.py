@@ -121,7 +121,7 @@ class _PreparedDeterministic(PreparedPolicy):
         self.top_k = top.shape[1]
 
     def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
-        return self.top[queries], np.zeros(len(queries), dtype=np.int16)
+        return np.take(self.top, queries, axis=0), np.zeros(len(queries), dtype=np.int16)
 
 
 class DeterministicPolicy(LoggingPolicy):

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numba as nb
 import numpy as np
 import polars as pl
 
@@ -67,7 +68,11 @@ from ._random import (
     STREAM_POLICY,
     STREAM_QUERY,
     _check_seed,
+    session_bernoulli,
+    session_state,
     session_uniforms,
+    stream_key,
+    uniform_at,
 )
 from ._validation import InputError, check_fraction, check_positive
 from .datasets import RankingData
@@ -241,13 +246,24 @@ def _as_interventions(interventions: Any, top_k: int) -> list[Intervention]:
 # -- the steps on dense arrays -------------------------------------------------------
 
 
+@nb.njit(cache=True)
+def _uniform_pick(key: np.uint64, sessions: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``table[min(floor(u * n), n - 1)]`` with ``u`` the session's first draw."""
+    n = table.shape[0]
+    out = np.empty(sessions.shape[0], dtype=np.int64)
+    for i in range(sessions.shape[0]):
+        j = np.int64(uniform_at(session_state(key, sessions[i]), 0) * n)
+        out[i] = table[min(j, n - 1)]
+    return out
+
+
 def _sample_queries(seed: int, sessions: np.ndarray, sampler: tuple) -> np.ndarray:
     """Query index per session: uniform over ``sampler[1]`` or inverse CDF ``sampler[1]``."""
-    u = session_uniforms(seed, sessions, 1, STREAM_QUERY)[:, 0]
     kind, table = sampler
     if kind == "uniform":
-        i = np.minimum((u * len(table)).astype(np.int64), len(table) - 1)
-        return table[i]
+        key = stream_key(seed, STREAM_QUERY)
+        return _uniform_pick(key, np.ascontiguousarray(sessions, dtype=np.uint64), table)
+    u = session_uniforms(seed, sessions, 1, STREAM_QUERY)[:, 0]
     q = np.searchsorted(table, u, side="right")
     return np.minimum(q, len(table)).astype(np.int64)
 
@@ -324,33 +340,133 @@ def _apply_interventions(
     return rows, code, pivot, swap_k
 
 
+# -- clicks ------------------------------------------------------------------------------
+
+_MAX_GRADE = 1023  # larger or non-integer labels: click probabilities per chunk
+
+
+@nb.njit(cache=True)
+def _grade_bernoulli(
+    key: np.uint64, sessions: np.ndarray, labels: np.ndarray, table: np.ndarray, step: int
+) -> np.ndarray:
+    """Clicks ``u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
+
+    ``u`` is draw ``k * step`` of the session, as in
+    :func:`clickrank._random.session_bernoulli`; the row's probabilities are
+    looked up first so that the hashing loop stays vectorized.
+    """
+    S, K = labels.shape
+    empty = table.shape[0] - 1
+    out = np.empty((S, K), dtype=np.bool_)
+    p = np.empty(K, dtype=np.float64)
+    for i in range(S):
+        for k in range(K):
+            y = labels[i, k]
+            p[k] = table[empty if np.isnan(y) else np.int64(y), k]
+        st = session_state(key, sessions[i])
+        for k in range(K):
+            out[i, k] = uniform_at(st, k * step) < p[k]
+    return out
+
+
+def _grade_table(model: Any, y: np.ndarray, K: int) -> np.ndarray | None:
+    """``P(click | grade g, position k)`` for grades ``0..max(y)`` plus a row for empty slots.
+
+    None when the labels are not small whole grades or the model rejects one
+    of the grades (then the probabilities are computed chunk by chunk, so an
+    error is raised only if such a label is displayed, as in the generic path).
+    """
+    if y.size == 0:
+        return None
+    lo, hi = float(y.min()), float(y.max())
+    if lo < 0 or hi > _MAX_GRADE or not np.array_equal(y, np.floor(y)):
+        return None
+    grid = np.empty((int(hi) + 2, K))
+    grid[:-1] = np.arange(int(hi) + 1, dtype=np.float64)[:, None]
+    grid[-1] = np.nan
+    try:
+        table = np.asarray(model.click_probabilities(grid), dtype=np.float64)
+    except InputError:
+        return None
+    return np.ascontiguousarray(table) if table.shape == grid.shape else None
+
+
+def _click_sampler(
+    model: Any, y: np.ndarray, K: int
+) -> Callable[[int, np.ndarray, np.ndarray], np.ndarray]:
+    """``clicks(seed, sessions, labels) -> bool [S, K]`` for ``model``.
+
+    The generic path materializes the session uniforms ``[S, K, n_uniforms]``
+    and calls ``model.sample``. A model with ``independent_clicks`` clicks
+    cell by cell iff ``u[..., 0] < click_probabilities(labels)``, so the
+    comparison is fused with the hashing (:func:`clickrank._random.session_bernoulli`,
+    same draws, same bits) and, for whole-grade labels, the probabilities are
+    read from a ``[grades + 1, K]`` table evaluated once by the model.
+    """
+    n_u = int(model.n_uniforms)
+    if not (getattr(model, "independent_clicks", False) is True and n_u >= 1):
+
+        def generic(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            u = session_uniforms(seed, sessions, K * n_u, STREAM_CLICK)
+            return np.asarray(model.sample(labels, u.reshape(len(sessions), K, n_u)))
+
+        return generic
+    table = _grade_table(model, y, K)
+
+    def fused(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        if table is None:
+            p = model.click_probabilities(labels)
+            return session_bernoulli(seed, sessions, p, STREAM_CLICK, step=n_u)
+        key = stream_key(seed, STREAM_CLICK)
+        return _grade_bernoulli(key, sessions, labels, table, n_u)
+
+    return fused
+
+
+# -- the click-log table ---------------------------------------------------------------
+
+
+def _per_row(values: np.ndarray, K: int, sess_of_row: np.ndarray | None) -> np.ndarray:
+    """A per-session array repeated onto the rows of the session's results."""
+    return np.repeat(values, K) if sess_of_row is None else values[sess_of_row]
+
+
 def _session_column(
     values: np.ndarray, name: str, dtype: pl.DataType, K: int, sess_of_row: np.ndarray | None
-) -> pl.Series:
-    """Repeat a per-session value onto its rows (a constant column when all values agree)."""
-    n = len(values) * K if sess_of_row is None else len(sess_of_row)
+) -> pl.Series | pl.Expr:
+    """Repeat a per-session value onto its rows (a literal when all values agree)."""
     if len(values) and (values == values[0]).all():
-        return pl.select(pl.repeat(values[0].item(), n, dtype=dtype)).to_series().alias(name)
-    rep = np.repeat(values, K) if sess_of_row is None else values[sess_of_row]
-    return pl.Series(name, rep, dtype=dtype)
+        return pl.lit(values[0].item(), dtype=dtype).alias(name)
+    return pl.Series(name, _per_row(values, K, sess_of_row), dtype=dtype)
 
 
 def _categorical(
     names: Sequence[str], codes: np.ndarray, name: str, K: int, sess_of_row: np.ndarray | None
-) -> pl.Series:
-    n = len(codes) * K if sess_of_row is None else len(sess_of_row)
+) -> pl.Series | pl.Expr:
     if len(codes) and (codes == codes[0]).all():
-        value = names[int(codes[0])]
-        return pl.select(pl.repeat(value, n, dtype=pl.Categorical)).to_series().alias(name)
+        return pl.lit(names[int(codes[0])], dtype=pl.Categorical).alias(name)
     cats = pl.Series(name, list(names), dtype=pl.String).cast(pl.Categorical)
-    idx = np.repeat(codes.astype(np.uint32), K) if sess_of_row is None else codes[sess_of_row]
-    return cats.gather(idx.astype(np.uint32, copy=False))
+    return cats.gather(_per_row(codes.astype(np.uint32), K, sess_of_row))
 
 
-def _gather_ids(ids: np.ndarray | pl.Series, index: np.ndarray, name: str) -> pl.Series:
+def _session_ids(
+    ids: np.ndarray | pl.Series,
+    index: np.ndarray,
+    name: str,
+    K: int,
+    sess_of_row: np.ndarray | None,
+) -> pl.Series:
+    """``ids[index]`` per session, repeated onto the session's rows."""
     if isinstance(ids, pl.Series):
-        return ids.gather(index).alias(name)
-    return pl.Series(name, ids[index])
+        return ids.gather(_per_row(index, K, sess_of_row)).alias(name)
+    return pl.Series(name, _per_row(np.take(ids, index), K, sess_of_row))
+
+
+def _row_ids(ids: np.ndarray | pl.Series, rows: np.ndarray, name: str) -> pl.Series:
+    """``ids[rows]`` (rows >= 0)."""
+    if isinstance(ids, pl.Series):
+        return ids.gather(rows).alias(name)
+    return pl.Series(name, np.take(ids, rows))
 
 
 def _id_source(ids: np.ndarray) -> np.ndarray | pl.Series:
@@ -358,6 +474,13 @@ def _id_source(ids: np.ndarray) -> np.ndarray | pl.Series:
     if ids.dtype.kind in "iu":
         return ids.astype(np.int64, copy=False)
     return pl.Series(ids.astype(str) if ids.dtype.kind != "O" else ids, dtype=pl.String)
+
+
+def _positions(S: int, K: int) -> np.ndarray:
+    """Positions ``1..K`` of ``S`` full sessions, read-only (the log chunks share it)."""
+    pos = np.tile(np.arange(1, K + 1, dtype=np.uint16), S)
+    pos.flags.writeable = False
+    return pos
 
 
 def _to_table(
@@ -374,17 +497,22 @@ def _to_table(
     qids: np.ndarray | pl.Series,
     docs: np.ndarray | pl.Series,
     ranker_names: Sequence[str],
+    positions: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """Dense ``[S, K]`` arrays -> the long click-log table, one vectorized pass.
 
     Empty slots (``rows == -1``) are dropped; as lists are filled from the
-    top, the remaining positions of every session are ``1..n``.
+    top, the remaining positions of every session are ``1..n``. Numeric
+    columns hand their numpy buffers to polars without a copy; ``positions``
+    (from :func:`_positions`, at least ``S`` sessions long) is shared by the
+    chunks of one run.
     """
     S, K = rows.shape
     flat = rows.reshape(-1)
-    if (flat >= 0).all():
+    if flat.min() >= 0:  # no empty slot (a reduction, no [S, K] temporary)
         keep = sess_of_row = None
-        pos = np.tile(np.arange(1, K + 1, dtype=np.uint16), S)
+        full = positions is not None and len(positions) >= S * K
+        pos = positions[: S * K] if full else _positions(S, K)
     else:
         keep = np.flatnonzero(flat >= 0)
         sess_of_row = keep // K
@@ -395,13 +523,11 @@ def _to_table(
         a = a.reshape(-1)
         return a if keep is None else a[keep]
 
-    qidx = np.repeat(queries, K) if sess_of_row is None else queries[sess_of_row]
-    sess = np.repeat(sessions, K) if sess_of_row is None else sessions[sess_of_row]
     cols = [
-        pl.Series("session", sess, dtype=pl.UInt64),
-        _gather_ids(qids, qidx, "query"),
+        pl.Series("session", _per_row(sessions, K, sess_of_row), dtype=pl.UInt64),
+        _session_ids(qids, queries, "query", K, sess_of_row),
         pl.Series("position", pos, dtype=pl.UInt16),
-        _gather_ids(docs, flat, "doc"),
+        _row_ids(docs, flat, "doc"),
         pl.Series("click", cell(clicks), dtype=pl.Boolean),
         _categorical(INTERVENTION_CATEGORIES, icode, "intervention", K, sess_of_row),
         _categorical(ranker_names, rcode, "ranker", K, sess_of_row),
@@ -409,7 +535,13 @@ def _to_table(
         _session_column(pivot, "swap_pivot", pl.UInt16, K, sess_of_row),
         _session_column(swap_k, "swap_k", pl.UInt16, K, sess_of_row),
     ]
-    return pl.DataFrame(cols)
+    # constant columns stay literals: polars keeps them as one scalar, not n copies
+    table = pl.DataFrame([c for c in cols if isinstance(c, pl.Series)])
+    constants = [c for c in cols if isinstance(c, pl.Expr)]
+    if constants:
+        order = [c.name if isinstance(c, pl.Series) else c.meta.output_name() for c in cols]
+        table = table.with_columns(constants).select(order)
+    return table
 
 
 # -- the entry point ------------------------------------------------------------------
@@ -570,7 +702,7 @@ def simulate(
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
-    n_u = int(model.n_uniforms)
+    clicks_of = _click_sampler(model, data.y, top_k)
 
     writer = _Writer(out, overwrite) if out is not None else None
     bar = None
@@ -585,6 +717,8 @@ def simulate(
     else:
         report = None
 
+    positions = _positions(min(chunk_size, n_sessions), top_k)
+
     def chunks() -> Iterator[pl.DataFrame]:
         for start in range(first_session, first_session + n_sessions, chunk_size):
             stop = min(start + chunk_size, first_session + n_sessions)
@@ -592,13 +726,12 @@ def simulate(
             queries = _sample_queries(seed, sessions, sampler)
             rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
             rows, icode, pivot, swap_k = _apply_interventions(items, rows, seed, sessions)
-            labels = y_ext[rows]
-            u = session_uniforms(seed, sessions, top_k * n_u, STREAM_CLICK)
-            clicks = np.asarray(model.sample(labels, u.reshape(len(sessions), top_k, n_u)))
+            labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
+            clicks = clicks_of(seed, sessions, labels)
             yield _to_table(
                 sessions=sessions, queries=queries, rows=rows, clicks=clicks, labels=labels,
                 icode=icode, rcode=rcode, pivot=pivot, swap_k=swap_k, qids=qids, docs=docs,
-                ranker_names=names,
+                ranker_names=names, positions=positions,
             )
             if report is not None:
                 report(stop - start)

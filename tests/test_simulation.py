@@ -10,12 +10,26 @@ from polars.testing import assert_frame_equal
 from scipy import stats
 
 from clickrank import InputError, RankingData
-from clickrank._random import session_integers, session_uniforms
+from clickrank._random import (
+    STREAM_QUERY,
+    session_bernoulli,
+    session_integers,
+    session_uniforms,
+)
 from clickrank.clicklog import read_log, validate_log
-from clickrank.clickmodels import make_click_model
+from clickrank.clickmodels import ClickMatrix, make_click_model
 from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce, UniformRandom
-from clickrank.simulation import FairPairs, Randomize, RandPair, Swap, simulate
+from clickrank.simulation import (
+    FairPairs,
+    Randomize,
+    RandPair,
+    Swap,
+    _grade_table,
+    _query_sampler,
+    _sample_queries,
+    simulate,
+)
 
 # -- the counter-based generator --------------------------------------------------------
 
@@ -70,6 +84,23 @@ def test_bad_seed_is_rejected():
         session_uniforms(-1, [0], 1, stream=0)
 
 
+@pytest.mark.parametrize(("step", "offset"), [(1, 0), (2, 0), (3, 5)])
+def test_session_bernoulli_is_the_thresholded_session_uniforms(step, offset):
+    rng = np.random.default_rng(step)
+    sessions = np.array([9, 0, 123_456_789_012, 9, 4], dtype=np.uint64)
+    p = rng.random((5, 7))
+    p[0, :3] = [0.0, 1.0, 1.5]  # never, always, always
+    u = session_uniforms(2, sessions, 7 * step, stream=103, offset=offset)[:, ::step]
+    got = session_bernoulli(2, sessions, p, stream=103, step=step, offset=offset)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, u < p)
+    np.testing.assert_array_equal(got[0, :3], [False, True, True])
+    with pytest.raises(InputError, match="rows"):
+        session_bernoulli(2, sessions, p[:3], stream=103)
+    with pytest.raises(InputError, match="step"):
+        session_bernoulli(2, sessions, p, stream=103, step=0)
+
+
 # -- simulate ---------------------------------------------------------------------------
 
 
@@ -100,6 +131,94 @@ def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):
     tail = simulate(data, seed=11, first_session=5000, **{**kw, "n_sessions": 1000})
     assert_frame_equal(tail, longer.tail(longer.height - small.height))
     validate_log(small)
+
+
+class _Generic:
+    """A click model seen through the bare protocol (no ``independent_clicks``)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.n_uniforms = model.n_uniforms
+
+    def sample(self, labels, u):
+        return self.model.sample(labels, u)
+
+
+def _ragged(y_scale: float = 1.0, seed: int = 0) -> RankingData:
+    """Queries of 3..12 documents with whole labels 0..4 (times ``y_scale``)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, 13, 80)
+    n = int(lengths.sum())
+    qptr = np.concatenate([[0], np.cumsum(lengths)])
+    return RankingData(rng.standard_normal((n, 3)), rng.integers(0, 5, n) * y_scale, qptr)
+
+
+INDEPENDENT = {
+    "pbm": make_click_model("pbm"),
+    "pbm-binarized": make_click_model(
+        "pbm", eta=2.0, attractiveness={"kind": "binarized", "threshold": 2}
+    ),
+    "trust": make_click_model("trust"),
+    "matrix": ClickMatrix(np.random.default_rng(5).random((5, 10))),
+}
+
+
+# whole grades (probabilities from a grade table) or half grades (computed per chunk)
+FUSED_CASES = [(name, 1.0) for name in INDEPENDENT] + [("pbm", 0.5), ("trust", 0.5)]
+
+
+@pytest.mark.parametrize(("name", "y_scale"), FUSED_CASES)
+def test_fused_clicks_are_bit_identical_to_the_generic_path(name, y_scale):
+    model = INDEPENDENT[name]
+    d = _ragged(y_scale)
+    assert model.independent_clicks is True
+    assert (_grade_table(model, d.y, 10) is None) == (y_scale != 1.0)
+    kw = dict(policy=PlackettLuce(d.X[:, 0]), n_sessions=4000, top_k=10, seed=21,
+              interventions=[Swap(0.2), FairPairs(0.2)])
+    fused = simulate(d, click_model=model, chunk_size=900, **kw)
+    generic = simulate(d, click_model=_Generic(model), **kw)
+    assert_frame_equal(fused, generic)
+    assert_frame_equal(simulate(d, click_model=model, chunk_size=100_000, **kw), fused)
+    assert fused["label"].is_null().sum() == 0 and 0 < fused["click"].mean() < 1
+
+
+def test_uniform_query_choice_is_floor_of_u_times_the_number_of_queries(data):
+    sessions = np.arange(3000, dtype=np.uint64) * 11
+    kind, table = _query_sampler(data, None)
+    assert kind == "uniform"
+    u = session_uniforms(6, sessions, 1, STREAM_QUERY)[:, 0]
+    expected = table[np.minimum(np.floor(u * len(table)).astype(np.int64), len(table) - 1)]
+    got = _sample_queries(6, sessions, (kind, table))
+    np.testing.assert_array_equal(got, expected)
+    assert stats.chisquare(np.bincount(got, minlength=data.n_queries)).pvalue > 1e-3
+
+
+def test_only_models_with_independent_cells_take_the_fused_path(data):
+    for name in ("cascade", "dcm", "dbn", "sdbn", "ubm", "pbm-population"):
+        assert getattr(make_click_model(name), "independent_clicks", False) is False
+
+    class NoSample(type(_pbm())):
+        def sample(self, labels, u):
+            raise AssertionError("the fused path must not materialize uniforms")
+
+    log = simulate(data, policy=UniformRandom(), click_model=NoSample(), n_sessions=50)
+    assert log.height == 500
+
+
+def test_fused_path_raises_only_for_displayed_labels_the_model_rejects():
+    # grade 5 exceeds the default Graded(max_label=4); it is never shown in the top 3
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 5, 60).astype(float)
+    y[9::10] = 5.0  # the last document of each query
+    d = RankingData(rng.standard_normal((60, 2)), y, np.arange(0, 61, 10))
+    score = -np.tile(np.arange(10.0), 6)  # the first rows of a query rank highest
+    kw = dict(policy=DeterministicPolicy(score), n_sessions=500, top_k=3, seed=1)
+    assert _grade_table(_pbm(), d.y, 3) is None
+    assert_frame_equal(simulate(d, click_model=_pbm(), **kw),
+                       simulate(d, click_model=_Generic(_pbm()), **kw))
+    for model in (_pbm(), _Generic(_pbm())):
+        with pytest.raises(InputError, match="max_label"):
+            simulate(d, click_model=model, **{**kw, "top_k": 10})
 
 
 def test_log_schema_and_contents(data):

@@ -24,6 +24,17 @@ class ClickModel(Protocol):
     ----------
     n_uniforms : int
         Uniform draws consumed per displayed position by :meth:`sample`.
+    independent_clicks : bool, optional
+        Optional (absent means False). True promises that every cell is an
+        independent Bernoulli draw whose probability depends only on that
+        cell's label and position: ``sample(labels, u) == (u[..., 0] <
+        click_probabilities(labels))``, with ``click_probabilities`` applied
+        cell by cell. The simulator then compares the hashed uniforms with the
+        probabilities in one pass, without materializing ``u``, and may
+        evaluate ``click_probabilities`` once on a ``[grades, positions]``
+        grid; the clicks are bit-identical. PBM, trust bias and the click
+        matrix set it; cascade models (clicks depend on earlier positions) and
+        mixtures (one user type per session) do not.
     """
 
     n_uniforms: int

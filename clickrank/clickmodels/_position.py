@@ -43,6 +43,7 @@ class PBM:
     examination: Any = field(default_factory=PowerLaw)
     attractiveness: Any = field(default_factory=Graded)
     n_uniforms: int = field(default=1, init=False)
+    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "examination", as_curve(self.examination, name="examination"))
@@ -111,6 +112,7 @@ class TrustBias:
     eps_plus: Any = field(default_factory=lambda: Linear(0.99, -0.01))
     eps_minus: Any = field(default_factory=lambda: PowerLaw(1.0, scale=0.65))
     n_uniforms: int = field(default=1, init=False)
+    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
 
     def __post_init__(self) -> None:
         for name in ("examination", "eps_plus", "eps_minus"):
@@ -176,6 +178,7 @@ class ClickMatrix:
 
     matrix: Any
     n_uniforms: int = field(default=1, init=False)
+    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
 
     def __post_init__(self) -> None:
         m = check_probability_array(self.matrix, name="click matrix")
