@@ -1,4 +1,6 @@
-"""Atomic file output: every file clickrank writes goes through here.
+"""File IO shared by the modules: atomic output, and JSON input with located errors.
+
+Atomic output: every file clickrank writes goes through here.
 
 A result is written to a temporary file in the destination folder and then
 renamed onto the destination (``os.replace`` is atomic on POSIX and Windows),
@@ -14,9 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._validation import InputError
+from ._validation import DataFormatError, InputError
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_json", "json_default", "publish"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "atomic_write_json",
+    "json_default",
+    "publish",
+    "read_json",
+]
 
 
 def _umask() -> int:
@@ -87,3 +96,14 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, **kwargs: Any) -> Path:
     """Write ``obj`` as indented JSON atomically; numpy values are converted."""
     text = json.dumps(obj, indent=2, default=json_default) + "\n"
     return atomic_write_text(path, text, **kwargs)
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Parse a JSON file; a missing file or bad JSON raises :class:`DataFormatError` naming it."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFormatError("file not found", path=path) from None
+    except json.JSONDecodeError as err:
+        raise DataFormatError(f"not valid JSON ({err.msg})", path=path, line=err.lineno) from None

@@ -14,11 +14,30 @@ from ._base import check_labels, check_probability_array, check_uniforms
 from ._curves import Linear, PowerLaw, as_curve, evaluate_curve
 from ._relevance import Graded, as_relevance_map, evaluate_map
 
+
+class _IndependentClicks:
+    """Models whose clicks are independent Bernoulli draws given the shown labels.
+
+    A subclass defines ``_probabilities(labels)``; a click at a cell happens
+    when its first uniform falls below that probability. ``independent_clicks``
+    lets the simulator draw these clicks without materializing the uniforms.
+    """
+
+    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
+
+    def click_probabilities(self, labels: np.ndarray) -> np.ndarray:
+        return self._probabilities(check_labels(labels))
+
+    def sample(self, labels: np.ndarray, u: np.ndarray) -> np.ndarray:
+        labels = check_labels(labels)
+        u = check_uniforms(u, labels, self.n_uniforms)
+        return u[..., 0] < self._probabilities(labels)
+
 __all__ = ["PBM", "TrustBias", "ClickMatrix", "load_click_matrix"]
 
 
 @dataclass(frozen=True)
-class PBM:
+class PBM(_IndependentClicks):
     r"""Position-based model (Richardson et al. 2007; Craswell et al. 2008; Joachims 2017 §5.1).
 
     A document is clicked iff its position is examined and it is attractive;
@@ -43,7 +62,6 @@ class PBM:
     examination: Any = field(default_factory=PowerLaw)
     attractiveness: Any = field(default_factory=Graded)
     n_uniforms: int = field(default=1, init=False)
-    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "examination", as_curve(self.examination, name="examination"))
@@ -56,14 +74,6 @@ class PBM:
         if ``normalize``). Under PBM these are exactly the IPS propensities."""
         theta = evaluate_curve(self.examination, K, name="examination")
         return _normalized(theta) if normalize else theta
-
-    def click_probabilities(self, labels: np.ndarray) -> np.ndarray:
-        return self._probabilities(check_labels(labels))
-
-    def sample(self, labels: np.ndarray, u: np.ndarray) -> np.ndarray:
-        labels = check_labels(labels)
-        u = check_uniforms(u, labels, self.n_uniforms)
-        return u[..., 0] < self._probabilities(labels)
 
     def _probabilities(self, labels: np.ndarray) -> np.ndarray:
         p = evaluate_map(self.attractiveness, labels, name="attractiveness")
@@ -78,7 +88,7 @@ def _normalized(theta: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TrustBias:
+class TrustBias(_IndependentClicks):
     r"""Trust-bias model (Agarwal et al. 2019, "Addressing Trust Bias for Unbiased LTR";
     Vardasbi, Oosterhuis, de Rijke 2020, "When Inverse Propensity Scoring does not Work").
 
@@ -112,7 +122,6 @@ class TrustBias:
     eps_plus: Any = field(default_factory=lambda: Linear(0.99, -0.01))
     eps_minus: Any = field(default_factory=lambda: PowerLaw(1.0, scale=0.65))
     n_uniforms: int = field(default=1, init=False)
-    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
 
     def __post_init__(self) -> None:
         for name in ("examination", "eps_plus", "eps_minus"):
@@ -140,14 +149,6 @@ class TrustBias:
         minus = evaluate_curve(self.eps_minus, K, name="eps_minus")
         return theta * (plus - minus), theta * minus
 
-    def click_probabilities(self, labels: np.ndarray) -> np.ndarray:
-        return self._probabilities(check_labels(labels))
-
-    def sample(self, labels: np.ndarray, u: np.ndarray) -> np.ndarray:
-        labels = check_labels(labels)
-        u = check_uniforms(u, labels, self.n_uniforms)
-        return u[..., 0] < self._probabilities(labels)
-
     def _probabilities(self, labels: np.ndarray) -> np.ndarray:
         rho = evaluate_map(self.relevance, labels, name="relevance")
         alpha, beta = self.affine_parameters(labels.shape[1])
@@ -160,7 +161,7 @@ class TrustBias:
 
 
 @dataclass(frozen=True, eq=False)
-class ClickMatrix:
+class ClickMatrix(_IndependentClicks):
     r"""Click probabilities read from a table :math:`P(C = 1 \mid y, p) = M_{y, p}`.
 
     ULTRA's ``ClickMatrixModel`` (Chen et al. 2022, "Scalar is Not Enough") uses
@@ -178,7 +179,6 @@ class ClickMatrix:
 
     matrix: Any
     n_uniforms: int = field(default=1, init=False)
-    independent_clicks = True  # sample(labels, u) == u[..., 0] < click_probabilities
 
     def __post_init__(self) -> None:
         m = check_probability_array(self.matrix, name="click matrix")
@@ -187,14 +187,6 @@ class ClickMatrix:
         m = m.copy()
         m.flags.writeable = False
         object.__setattr__(self, "matrix", m)
-
-    def click_probabilities(self, labels: np.ndarray) -> np.ndarray:
-        return self._probabilities(check_labels(labels))
-
-    def sample(self, labels: np.ndarray, u: np.ndarray) -> np.ndarray:
-        labels = check_labels(labels)
-        u = check_uniforms(u, labels, self.n_uniforms)
-        return u[..., 0] < self._probabilities(labels)
 
     def _probabilities(self, labels: np.ndarray) -> np.ndarray:
         n_grades, n_pos = self.matrix.shape

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import norm
 
-from .._io import atomic_write, atomic_write_text
+from .._io import atomic_write, atomic_write_text, read_json
 from .._validation import DataFormatError, InputError, check_probability
 
 __all__ = ["Propensities"]
@@ -257,14 +257,7 @@ class Propensities:
     def load(cls, path: str | os.PathLike) -> Propensities:
         """Read a file written by :meth:`save` (or any JSON with a ``theta`` list)."""
         path = Path(path)
-        try:
-            obj = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise DataFormatError("file not found", path=path) from None
-        except json.JSONDecodeError as err:
-            raise DataFormatError(
-                f"not valid JSON ({err.msg})", path=path, line=err.lineno
-            ) from None
+        obj = read_json(path)
         if not isinstance(obj, dict) or not isinstance(obj.get("theta"), list):
             raise DataFormatError("expected a JSON object with a 'theta' list", path=path)
 

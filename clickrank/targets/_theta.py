@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._io import read_json
 from .._validation import DataFormatError, InputError
 
 __all__ = ["as_theta", "read_theta"]
@@ -54,12 +54,7 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
     writes. Errors name the file; values are checked by :func:`as_theta`.
     """
     p = Path(path)
-    try:
-        obj = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise DataFormatError("file not found", path=p) from None
-    except json.JSONDecodeError as err:
-        raise DataFormatError(f"not valid JSON ({err.msg})", path=p, line=err.lineno) from None
+    obj = read_json(p)
     if isinstance(obj, dict):
         obj = obj.get("theta")
     if not isinstance(obj, list) or not all(isinstance(v, (int, float)) or v is None for v in obj):
