@@ -9,26 +9,13 @@ Simulate position bias, estimate it, remove it, and prove the result. The flow
 
 Submodules hold the families (``metrics``, ``clickmodels``, ``policies``,
 ``simulation``, ``clicklog``, ``propensity``, ``targets``, ``lambdas``,
-``lambdamart``, ``evaluation``, ``interleaving``, ``online``, ``publiclogs``);
-``clickrank.plots`` is imported on demand because it loads matplotlib.
+``lambdamart``, ``evaluation``, ``interleaving``, ``online``, ``publiclogs``,
+``experiment``, ``plots``); every public name is imported on first use.
 """
 
-from . import (
-    clicklog,
-    clickmodels,
-    evaluation,
-    experiment,
-    interleaving,
-    lambdamart,
-    lambdas,
-    metrics,
-    online,
-    policies,
-    propensity,
-    publiclogs,
-    simulation,
-    targets,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ._validation import (
     ClickRankError,
     ConfigError,
@@ -39,25 +26,112 @@ from ._validation import (
     NotFittedError,
 )
 from ._version import __version__
-from .clicklog import read_log, validate_log, write_log
-from .clickmodels import make_click_model
-from .datasets import (
-    RankingData,
-    from_frame,
-    load_letor,
-    read_parquet,
-    save_letor,
-    save_parquet,
-    split_queries,
-    synthetic,
+
+# Public names and the module that defines them. They are imported on first
+# use (PEP 562), so `import clickrank` and the CLI start fast: a bad config or
+# argument is reported before numba, LightGBM or scipy.stats are loaded.
+_LAZY = {
+    "RankingData": "datasets",
+    "from_frame": "datasets",
+    "load_letor": "datasets",
+    "read_parquet": "datasets",
+    "save_letor": "datasets",
+    "save_parquet": "datasets",
+    "split_queries": "datasets",
+    "synthetic": "datasets",
+    "make_click_model": "clickmodels",
+    "production_ranker": "policies",
+    "simulate": "simulation",
+    "Swap": "simulation",
+    "RandPair": "simulation",
+    "Randomize": "simulation",
+    "FairPairs": "simulation",
+    "read_log": "clicklog",
+    "validate_log": "clicklog",
+    "write_log": "clicklog",
+    "Propensities": "propensity",
+    "estimate_propensities": "propensity",
+    "LambdaMART": "lambdamart",
+    "get_metric": "metrics",
+    "evaluate": "evaluation",
+    "compare": "evaluation",
+    "counterfactual": "evaluation",
+    "load_config": "experiment",
+    "run_experiment": "experiment",
+}
+_SUBMODULES = (
+    "clicklog",
+    "clickmodels",
+    "datasets",
+    "evaluation",
+    "experiment",
+    "interleaving",
+    "lambdamart",
+    "lambdas",
+    "metrics",
+    "online",
+    "plots",
+    "policies",
+    "propensity",
+    "publiclogs",
+    "report",
+    "simulation",
+    "targets",
 )
-from .evaluation import compare, counterfactual, evaluate
-from .experiment import load_config, run_experiment
-from .lambdamart import LambdaMART
-from .metrics import get_metric
-from .policies import production_ranker
-from .propensity import Propensities, estimate_propensities
-from .simulation import Randomize, RandPair, Swap, simulate
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'clickrank' has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from . import (  # noqa: F401
+        clicklog,
+        clickmodels,
+        datasets,
+        evaluation,
+        experiment,
+        interleaving,
+        lambdamart,
+        lambdas,
+        metrics,
+        online,
+        policies,
+        propensity,
+        publiclogs,
+        simulation,
+        targets,
+    )
+    from .clicklog import read_log, validate_log, write_log  # noqa: F401
+    from .clickmodels import make_click_model  # noqa: F401
+    from .datasets import (  # noqa: F401
+        RankingData,
+        from_frame,
+        load_letor,
+        read_parquet,
+        save_letor,
+        save_parquet,
+        split_queries,
+        synthetic,
+    )
+    from .evaluation import compare, counterfactual, evaluate  # noqa: F401
+    from .experiment import load_config, run_experiment  # noqa: F401
+    from .lambdamart import LambdaMART  # noqa: F401
+    from .metrics import get_metric  # noqa: F401
+    from .policies import production_ranker  # noqa: F401
+    from .propensity import Propensities, estimate_propensities  # noqa: F401
+    from .simulation import FairPairs, Randomize, RandPair, Swap, simulate  # noqa: F401
 
 __all__ = [
     "__version__",

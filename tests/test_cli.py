@@ -78,3 +78,24 @@ def test_demo_prints_the_worked_example(runner):
     res = runner.invoke(cli, ["demo"])
     assert res.exit_code == 0, res.output
     assert "ndcg@6   0.647" in res.output and "map      0.589" in res.output
+
+
+def test_a_bad_config_fails_before_the_heavy_stack_is_loaded(tmp_path):
+    """The CLI reports a config error before numba/LightGBM are imported (lazy package)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[simulation]\nsesions = 10\n")
+    code = (
+        "import sys\nfrom clickrank.cli import main\nsys.argv = ['clickrank', 'run', "
+        f"{str(bad)!r}, '--out', {str(tmp_path / 'out')!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('heavy', any(m in sys.modules for m in ('numba', 'lightgbm')))\n"
+        "sys.exit(code)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "unknown key 'sesions' in [simulation]; did you mean 'sessions'?" in res.stderr
+    assert res.stdout.strip() == "heavy False"
+    assert not (tmp_path / "out").exists()  # (~0.2 s wall; timing itself is not asserted)
