@@ -54,7 +54,8 @@ from clickrank.datasets import split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy, UniformRandom, production_ranker
-from clickrank.simulation import FairPairs, simulate
+from clickrank.propensity import estimate_propensities
+from clickrank.simulation import FairPairs, Swap, simulate
 from clickrank.targets import (
     click_preferences,
     fair_pairs,
@@ -133,6 +134,11 @@ def one_seed(
     production = DeterministicPolicy(prod, name="production")
     log = simulate(train, policy=production, **sim)
     theta = click_model.propensities(10)
+    # Estimated propensities come from a separate, smaller intervention experiment
+    # (half of 10 % as many sessions swap rank 1 with a uniform rank k; other seed).
+    swap_log = simulate(train, policy=production, interventions=Swap(0.5),
+                        **{**sim, "n_sessions": max(n_sessions // 10, 10_000), "seed": seed + 7919})
+    theta_hat = estimate_propensities(swap_log, method="swap")
 
     binary = (test.y >= 3).astype(np.float64)  # the relevance the clicks carry
 
@@ -146,6 +152,7 @@ def one_seed(
     targets = {
         "naive": lambda: naive(train, log),
         "ips (true theta)": lambda: ips(train, log, theta),
+        "ips (swap-estimated theta)": lambda: ips(train, log, theta_hat),
         "ips, all docs": lambda: ips(train, log, theta, candidates="all"),
         "skip-above": lambda: skip_above(train, log),
         **{s: (lambda s=s: click_preferences(train, log, strategy=s)) for s in STRATEGIES},
