@@ -179,7 +179,8 @@ def main() -> None:
     with_model = DeterministicPolicy(ranker, name="production")
     t_all, _ = best(lambda: simulate(data, policy=with_model, click_model=pbm, n_sessions=n,
                                      top_k=K, chunk_size=args.chunk_size))
-    print(f"  + scoring all {data.n_docs:,} docs with the production ranker (once per run): {t_pred:.3f} s; "
+    print(f"  + scoring all {data.n_docs:,} docs with the production ranker (once per run): "
+          f"{t_pred:.3f} s; "
           f"simulate with the ranker object {t_all:.3f} s ({t_all / t_bare:.1f}x)")
     print(f"\nwhere the time goes ({n:,} sessions in one chunk, best of 3):")
     parts, generic = breakdown(data, policy, pbm, n)
