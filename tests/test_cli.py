@@ -99,3 +99,18 @@ def test_a_bad_config_fails_before_the_heavy_stack_is_loaded(tmp_path):
     assert "unknown key 'sesions' in [simulation]; did you mean 'sessions'?" in res.stderr
     assert res.stdout.strip() == "heavy False"
     assert not (tmp_path / "out").exists()  # (~0.2 s wall; timing itself is not asserted)
+
+
+def test_interleave_with_a_user_population_prefers_the_true_labels(runner, tmp_path):
+    data = cr.synthetic(60, 15, seed=2)
+    path = cr.save_letor(data, tmp_path / "test.txt")
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("\n".join(map(str, data.y)) + "\n")
+    bad.write_text("\n".join(map(str, -data.y)) + "\n")  # the reversed ranking
+    out = tmp_path / "res.json"
+    res = runner.invoke(cli, ["interleave", "--a", str(good), "--b", str(bad), "--data",
+                              str(path), "--click-model", "web-population", "--impressions",
+                              "3000", "--no-ab", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    delta = json.loads(out.read_text())["interleaving"]
+    assert delta["wins"] > delta["losses"]

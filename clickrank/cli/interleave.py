@@ -10,7 +10,8 @@ import click
 from ._root import cli
 from .evaluate import load_data, load_rankers
 
-_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
+_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm", "pbm-population",
+           "web-population")
 
 
 def _ranker(data, path: str):
@@ -29,7 +30,9 @@ def _ranker(data, path: str):
 @click.option("--method", type=click.Choice(["team-draft", "balanced", "probabilistic",
                                              "optimized"]), default="team-draft",
               help="Interleaving method.")
-@click.option("--click-model", type=click.Choice(_MODELS), default="pbm", help="Click model.")
+@click.option("--click-model", type=click.Choice(_MODELS), default="pbm",
+              help="Click model; pbm-population (eta spread around --eta) and web-population "
+              "(navigational, scanning, exhaustive and low-engagement users) mix user types.")
 @click.option("--eta", type=float, default=1.0,
               help="Position-bias severity theta_p = (1/p)^eta (pbm, trust, ubm). Attractiveness "
               "is graded, eps + (1 - eps)(2^y - 1)/(2^ymax - 1), eps = 0.1, ymax = top label.")
@@ -43,11 +46,14 @@ def _ranker(data, path: str):
               help="Power curves of all methods and A/B metrics (pool = --impressions).")
 @click.option("--experiments", type=int, default=2000,
               help="Simulated experiments per size for --power.")
+@click.option("--sessions-per-user", type=int, default=1,
+              help="With --power: sessions of one user, who keeps her type; users are the unit "
+              "of randomization and analysis.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="With --power: write a PNG.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write results as JSON.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite OUTPUT / PLOT.")
 def interleave(a_path, b_path, data_path, method, click_model, eta, impressions, k, alpha, seed,
-               ab, power, experiments, plot, output, force):
+               ab, power, experiments, sessions_per_user, plot, output, force):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
     from ..clickmodels import make_click_model
     from ..online import ab_experiment, interleaving_experiment, power_analysis
@@ -58,10 +64,15 @@ def interleave(a_path, b_path, data_path, method, click_model, eta, impressions,
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
     # graded attractiveness scaled to the data's top label, as `clickrank simulate` does
-    rel = {"kind": "graded", "eps": 0.1, "max_label": max(float(data.y.max()), 1.0)}
+    top = max(float(data.y.max()), 1.0)
+    rel = {"kind": "graded", "eps": 0.1, "max_label": top}
     params: dict = {"relevance" if click_model == "trust" else "attractiveness": rel}
     if click_model in ("pbm", "trust", "ubm"):
         params["eta"] = eta
+    elif click_model == "pbm-population":
+        params = {"eta_mean": eta, "max_label": top}
+    elif click_model == "web-population":
+        params = {"max_label": top}
     model = make_click_model(click_model, **params)
     results: dict = {}
     with click.progressbar(length=impressions, label=f"{method} impressions",
@@ -80,12 +91,15 @@ def interleave(a_path, b_path, data_path, method, click_model, eta, impressions,
     if power:
         click.echo("computing power curves ...", err=True)
         pc = power_analysis(data, a, b, click_model=model, pool_size=impressions, k=k,
-                            alpha=alpha, seed=seed, n_experiments=experiments)
+                            alpha=alpha, seed=seed, n_experiments=experiments,
+                            sessions_per_user=sessions_per_user)
         click.echo("")
         click.echo(pc.summary())
         results["power"] = pc.to_dict()
         if plot:
-            pc.plot(plot)
+            from ..plots import power_curves
+
+            power_curves(pc, path=plot)  # atomic PNG write
             click.echo(f"wrote {plot}", err=True)
     if output:
         from .._io import atomic_write_json
