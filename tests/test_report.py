@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from clickrank._io import LEDGER
 from clickrank.experiment import load_config
 from clickrank.report import reading, render_report, write_report
 
@@ -182,7 +183,8 @@ def test_write_report_writes_both_files_atomically(tmp_path):
     assert report.read_text().startswith(f"# clickrank experiment: {tmp_path.name}")
     assert json.loads(summary.read_text()) == json.loads(json.dumps(res))
     assert res["reading"] == reading(res)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md", "summary.json"]
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name != LEDGER)
+    assert names == ["report.md", "summary.json"]
 
 
 @pytest.mark.parametrize("policy", ["plackett-luce", "random"])

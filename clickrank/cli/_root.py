@@ -18,16 +18,37 @@ from .._version import __version__
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "show_default": True}
 
 
+def one_line(err: BaseException) -> str | None:
+    """The one-line message for an error the CLI reports without a traceback, else None.
+
+    :class:`ClickRankError` (bad input, named by clickrank), :class:`OSError`
+    (a file that cannot be read or written: permissions, a full disk, a
+    read-only file system) and LightGBM's own errors, first line only.
+    """
+    if isinstance(err, ClickRankError):
+        return str(err)
+    if isinstance(err, OSError):
+        what = err.strerror or type(err).__name__
+        where = f"{err.filename}: " if err.filename else ""
+        other = f" -> {err.filename2}" if getattr(err, "filename2", None) else ""
+        return f"{where}{what}{other}"
+    if type(err).__name__ == "LightGBMError":
+        text = str(err).strip().splitlines()
+        return f"LightGBM: {text[0] if text else type(err).__name__}"
+    return None
+
+
 class _Group(click.Group):
-    """Group that turns every :class:`ClickRankError` into one line and exit code 1."""
+    """Group that turns a bad input or an OS error into one line and exit code 1."""
 
     def invoke(self, ctx: click.Context):  # noqa: D401 - click API
         try:
             return super().invoke(ctx)
-        except ClickRankError as err:
-            if ctx.obj and ctx.obj.get("debug"):
+        except Exception as err:
+            msg = one_line(err)
+            if msg is None or (ctx.obj and ctx.obj.get("debug")):
                 raise
-            raise click.ClickException(str(err)) from None
+            raise click.ClickException(msg) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.commands)

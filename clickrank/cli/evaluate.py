@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._io import check_output
 from .._validation import InputError
 from ._root import cli
 
@@ -61,14 +62,18 @@ def load_data(path: str):
               help="Paired tests of every ranker against the first one, on each metric.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the table and per-query values as JSON.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite OUTPUT.")
+@click.option("-f", "--force", is_flag=True,
+              help="Replace OUTPUT if clickrank wrote it (never anything else).")
 def evaluate(models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed, compare,
              output, force):
     """Evaluate saved models and/or score files on a labelled test set, with CIs."""
     from ..evaluation import evaluate as run
 
-    if output and Path(output).exists() and not force:
-        raise click.UsageError(f"{output} exists; pass --force to overwrite it")
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    if output:
+        check_output(output, force=force, what="--output",
+                     inputs=[data_path, *models, *scores])
     data = load_data(data_path)
     rankers = load_rankers(data, models, scores)
     res = run(rankers, data, list(metrics), empty=empty, n_bootstrap=n_bootstrap, alpha=alpha,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from .._io import check_output
+from .._validation import InputError
 from ._root import cli
 from .evaluate import load_data, load_rankers
 
@@ -51,16 +53,19 @@ def _ranker(data, path: str):
               "of randomization and analysis.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="With --power: write a PNG.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write results as JSON.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite OUTPUT / PLOT.")
+@click.option("-f", "--force", is_flag=True,
+              help="Replace OUTPUT / PLOT if clickrank wrote them (never anything else).")
 def interleave(a_path, b_path, data_path, method, click_model, eta, impressions, k, alpha, seed,
                ab, power, experiments, sessions_per_user, plot, output, force):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
     from ..clickmodels import make_click_model
     from ..online import ab_experiment, interleaving_experiment, power_analysis
 
-    for path in (output, plot):
-        if path and Path(path).exists() and not force:
-            raise click.UsageError(f"{path} exists; pass --force to overwrite it")
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    for path, what in ((output, "--output"), (plot, "--plot")):
+        if path:
+            check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
     # graded attractiveness scaled to the data's top label, as `clickrank simulate` does

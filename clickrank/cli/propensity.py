@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
+from .._io import check_output
 from .._validation import InputError
 from ._root import cli
 
@@ -30,16 +29,17 @@ _METHODS = ("swap", "randomized", "randpair", "harvest-allpairs", "harvest-pivot
               help="Session-bootstrap replicates: the interval of em (default 100); for other "
                    "methods replaces their analytic interval.")
 @click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite OUT (and the plot).")
+@click.option("-f", "--force", is_flag=True,
+              help="Replace OUT (and the plot) if clickrank wrote them (never anything else).")
 def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV)."""
     from ..propensity import bootstrap, estimate_propensities
 
     if not 0 < alpha < 1:
         raise InputError(f"--alpha must be in (0, 1), got {alpha}")
-    for path in (out, plot_path):
-        if path is not None and Path(path).exists() and not force:
-            raise InputError(f"{path} exists; pass --force to overwrite it")
+    check_output(out, force=force, what="--out", inputs=[log])
+    if plot_path is not None:
+        check_output(plot_path, force=force, what="--plot", inputs=[log, out])
     kw = {} if K is None else {"K": K}
     if method == "em":
         result = estimate_propensities(log, method="em", n_boot=100 if n_boot is None else n_boot,

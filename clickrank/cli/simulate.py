@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from .._io import check_output
 from .._validation import ConfigError, InputError, check_non_negative, check_probability
 from ._root import cli
 
@@ -95,7 +96,10 @@ def _given(ctx: click.Context, name: str) -> bool:
 @click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
 @click.option("--out", "out", type=click.Path(dir_okay=True), required=True,
               help="Output: a .parquet file, or a folder of parquet parts.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option("-f", "--force", is_flag=True,
+              help="Replace --out if it exists and clickrank wrote it (never anything else).")
+@click.option("--skip-space-check", is_flag=True,
+              help="Simulate even if the estimated size of the log exceeds the free disk space.")
 @click.pass_context
 def simulate(ctx: click.Context, **opts: Any) -> None:
     """Simulate a click log (session, query, position, doc, click, ...) to parquet.
@@ -110,12 +114,10 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     from ..clickmodels import make_click_model
     from ..datasets import load_letor, synthetic
     from ..policies import make_policy
-    from ..simulation import FairPairs, Randomize, RandPair, Swap
+    from ..simulation import FairPairs, Randomize, RandPair, Swap, estimate_log_bytes
     from ..simulation import simulate as run
 
     out = Path(opts["out"])
-    if out.exists() and not opts["force"]:
-        raise click.UsageError(f"{out} exists; pass --force to overwrite it")
     if (opts["data_path"] is None) == (opts["synthetic_queries"] is None):
         raise click.UsageError("give exactly one of --data PATH or --synthetic N_QUERIES")
     model_name = opts["click_model"]
@@ -131,6 +133,9 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
     if opts["seed"] < 0:
         raise InputError(f"--seed must be >= 0, got {opts['seed']}")
+    need = 0 if opts["skip_space_check"] else estimate_log_bytes(opts["sessions"], opts["top_k"])
+    check_output(out, force=opts["force"], what="--out", need_bytes=need,
+                 inputs=[opts["data_path"]])
 
     if opts["data_path"] is not None:
         data = load_letor(opts["data_path"])
@@ -172,7 +177,7 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
             data, policy=policy, click_model=model, n_sessions=opts["sessions"],
             interventions=interventions, top_k=opts["top_k"], seed=opts["seed"],
             chunk_size=opts["chunk_size"], out=out, overwrite=opts["force"],
-            progress=bar.update,
+            progress=bar.update, check_space=not opts["skip_space_check"],
         )
     table = ctr_by_position(log).collect()
     n_rows = int(table["impressions"].sum())

@@ -89,7 +89,8 @@ from ._root import cli
 @click.option("--ips-weighted", is_flag=True, help="Weight preference pairs by 1/theta.")
 @click.option("--seed", type=int, default=0, help="Seed of LightGBM's randomness.")
 @click.option("--jobs", type=int, default=1, help="Threads of the tree learner.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite a model already in --out.")
+@click.option("-f", "--force", is_flag=True,
+              help="Replace a model clickrank wrote in --out (never other files).")
 def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, learning_rate,
           leaves, max_depth, min_data_in_leaf, truncation, early_stopping, eval_at, clip,
           candidates, naive_kind, strategy, ips_weighted, seed, jobs, force):  # fmt: skip
@@ -112,8 +113,17 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, l
 
     from pathlib import Path
 
-    if (Path(out_dir) / "model.txt").exists() and not force:
-        raise click.UsageError(f"{out_dir} already holds a model; pass --force to overwrite it")
+    from .._io import check_output
+
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
+    files = [Path(out_dir) / name for name in ("model.txt", "meta.json")]
+    for f in files:  # files clickrank did not write are refused, even with --force
+        check_output(f, force=True, what="--out",
+                     inputs=[data_path, log_path, theta_path, valid_path])
+    if any(f.exists() for f in files) and not force:
+        raise InputError(f"--out {out_dir} already holds a model (written by clickrank); pass "
+                         "--force to replace it")
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     log = read_log(log_path) if log_path is not None else None

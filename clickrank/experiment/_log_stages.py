@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json
+from .._io import atomic_write_json, clear_owned
 from .._validation import InputError
 from ._config import _derive
 from ._files import _clean, _fingerprint, _read_json, _save_npy
@@ -173,7 +172,8 @@ class _LogStages:
                  n_sessions=sim["sessions"], interventions=self._interventions(),
                  top_k=sim["top_k"], seed=self.cfg.seed("simulation"),
                  chunk_size=sim["chunk_size"], out=self.log_path, overwrite=True,
-                 progress=self.run.progress and sys.stderr.isatty())
+                 progress=self.run.progress and sys.stderr.isatty(),
+                 check_space=self.run.check_space)
         stats = _clean(self._log_stats())
         atomic_write_json(self.out / "log_stats.json", stats)
         return stats, ["log.parquet", "log_stats.json"]
@@ -249,8 +249,7 @@ class _LogStages:
         p = self.cfg["propensity"]
         files, estimates = [], {}
         folder = self.out / "propensities"
-        if folder.is_dir():
-            shutil.rmtree(folder)
+        clear_owned(folder)  # clickrank's old files; anything else stays
         for m in p["methods"]:
             est = self._estimate(m, self.log())
             est.save(folder / f"{m}.json", alpha=p["alpha"])

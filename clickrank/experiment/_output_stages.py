@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json
+from .._io import atomic_write_json, clear_owned
 from .._version import __version__
 from ._files import _clean
 
@@ -27,9 +26,8 @@ class _OutputStages:
         from .. import plots
 
         folder = self.out / "figures"
-        if folder.is_dir():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
+        clear_owned(folder)  # clickrank's old files; anything else stays
+        folder.mkdir(parents=True, exist_ok=True)
         made: dict[str, str] = {}
         if not self.cfg["report"]["figures"]:
             out = {"files": made}

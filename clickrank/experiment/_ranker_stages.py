@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
-from .._io import atomic_write_json
+from .._io import atomic_write_json, clear_owned
 from .._validation import ClickRankError
 from ._files import _clean, _folder
 from ._schema import PRODUCTION
@@ -74,8 +73,7 @@ class _RankerStages:
 
     def _train(self) -> tuple[dict, list[str]]:
         folder = self.out / "models"
-        if folder.is_dir():
-            shutil.rmtree(folder)
+        clear_owned(folder)  # clickrank's old files; anything else stays
         log, est = self.log(), self._use_estimate()
         self.models, info, notes, files = {}, {}, [], []
         for name in self.cfg["targets"]["names"]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, atomic_write_text
+from .._io import LEDGER, atomic_write_json, atomic_write_text, check_writable, is_owned
 from .._validation import ClickRankError, InputError
 from .._version import __version__
 from ._config import ExperimentConfig, _digest, load_config
@@ -136,12 +136,16 @@ class _Runner:
         return value
 
 
-def _check_out_dir(out: Path, force: bool) -> None:
+def _check_out_dir(out: Path, need_bytes: int) -> None:
+    """A new or empty folder, or a results folder of clickrank's own, that can be written."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / "manifest.json").is_file() and not force:
-        raise InputError(f"{out} exists, is not empty and is not a clickrank results folder "
-                         "(no manifest.json); choose another --out or pass --force")
+    if out.is_dir() and any(e.name != LEDGER for e in out.iterdir()):
+        if not is_owned(out / "manifest.json"):
+            raise InputError(f"--out {out} is not empty and is not a clickrank results folder "
+                             "(no manifest.json written by clickrank); choose a new or empty "
+                             "folder")
+    check_writable(out, what="--out", need_bytes=need_bytes)
 
 
 def run_experiment(
@@ -150,6 +154,7 @@ def run_experiment(
     *,
     progress: bool = True,
     force: bool = False,
+    check_space: bool = True,
 ) -> ExperimentResult:
     """Run the whole flow from data to ``report.md`` (see the module docs for the stages).
 
@@ -164,7 +169,11 @@ def run_experiment(
     progress : bool
         Print one line per stage with its timing to stderr.
     force : bool
-        Recompute every stage (and accept a non-empty folder without a manifest).
+        Recompute every stage. Files of ``out_dir`` that clickrank did not
+        write are never replaced or deleted, with or without ``force``.
+    check_space : bool
+        Refuse to start if the estimated size of the click log
+        (:func:`clickrank.simulation.estimate_log_bytes`) exceeds the free disk space.
 
     Returns
     -------
@@ -177,12 +186,16 @@ def run_experiment(
     ClickRankError
         From a stage (e.g. an estimator that the log cannot identify).
     """
+    from ..simulation import estimate_log_bytes
+
     cfg = load_config(config)
     out = Path(out_dir)
-    _check_out_dir(out, force)
+    sim = cfg["simulation"]
+    _check_out_dir(out, estimate_log_bytes(sim["sessions"], sim["top_k"]) if check_space else 0)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     run = _Runner(cfg, out, progress, force)
+    run.check_space = check_space
     run.log(f"clickrank run -> {out} (config {cfg.origin}, hash {cfg.hash()})")
     atomic_write_text(out / "config.toml", cfg.to_toml())
     ctx = _Context(cfg, out, run)
