@@ -21,16 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from ._io import atomic_write_text
+from . import _modelfile
+from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
 from .datasets import RankingData
 from .lambdas import lambdas, pair_lambdas
 from .targets import Target, oracle
 
 __all__ = ["LambdaMART"]
-
-_FORMAT = "clickrank-lambdamart"
-_FORMAT_VERSION = 1
 
 
 def _restrict(
@@ -349,11 +347,15 @@ class LambdaMART:
     def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
         """Scores (higher ranks higher) for a feature matrix or a RankingData."""
         check_is_fitted(self, "booster_")
+        name = f"data {X.name!r}" if isinstance(X, RankingData) else "X"
         if isinstance(X, RankingData):
             X = X.X
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise InputError(f"X must have shape [n_docs, {self.n_features_in_}], got {X.shape}")
+            model = f"model {self.source_}" if getattr(self, "source_", None) else "this model"
+            got = f"{X.shape[1]} features" if X.ndim == 2 else f"shape {X.shape}"
+            raise InputError(f"{model} was trained on {self.n_features_in_} features but {name} "
+                             f"has {got}")
         return self.booster_.predict(X, num_iteration=self.best_iteration_).astype(np.float64)
 
     @property
@@ -408,7 +410,10 @@ class LambdaMART:
         """Write ``model.txt`` (LightGBM text model) and ``meta.json`` into folder ``path``.
 
         Both files are written atomically (temporary file, then rename); no
-        pickle. Refuses to overwrite an existing model unless ``overwrite``.
+        pickle. ``meta.json`` records the size and SHA-256 digest of
+        ``model.txt``, which :meth:`load` checks. Refuses to overwrite an
+        existing model unless ``overwrite``, and never replaces files clickrank
+        did not write.
         """
         check_is_fitted(self, "booster_")
         out = Path(path)
@@ -416,9 +421,10 @@ class LambdaMART:
         if (out / "model.txt").exists() and not overwrite:
             raise InputError(f"{out} already holds a model; pass overwrite=True to replace it")
         params = self.get_params()
+        text = self.booster_.model_to_string(num_iteration=-1).encode("utf-8")
         meta = {
-            "format": _FORMAT,
-            "format_version": _FORMAT_VERSION,
+            "format": _modelfile.FORMAT,
+            "format_version": _modelfile.FORMAT_VERSION,
             "params": params,
             "n_features_in": self.n_features_in_,
             "best_iteration": self.best_iteration_,
@@ -426,39 +432,49 @@ class LambdaMART:
             "n_train_docs": self.n_train_docs_,
             "n_train_queries": self.n_train_queries_,
             "evals_result": self.evals_result_,
+            "model_bytes": len(text),
+            "model_sha256": _modelfile.digest(text),
         }
-        atomic_write_text(out / "model.txt", self.booster_.model_to_string(num_iteration=-1))
+        atomic_write(out / "model.txt", lambda tmp: tmp.write_bytes(text))
         atomic_write_text(out / "meta.json", json.dumps(meta, indent=2, default=str) + "\n")
         return out
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LambdaMART:
-        """Read a model written by :meth:`save`."""
+        """Read a model written by :meth:`save`.
+
+        ``meta.json`` and ``model.txt`` are checked before LightGBM parses the
+        model (:mod:`clickrank._modelfile`): known keys only, the recorded
+        digest of ``model.txt``, and its structure. Any problem is one
+        :class:`~clickrank.DataFormatError` naming the file.
+        """
         import lightgbm as lgb
 
         from ._validation import DataFormatError
 
         folder = Path(path)
         meta_path, model_path = folder / "meta.json", folder / "model.txt"
+        if not folder.is_dir():
+            raise DataFormatError("not a folder; a saved model is a folder with model.txt and "
+                                  "meta.json", path=folder)
         for p in (meta_path, model_path):
             if not p.is_file():
                 raise DataFormatError("missing; not a saved clickrank LambdaMART model", path=p)
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as err:
-            raise DataFormatError(
-                f"invalid JSON: {err.msg}", path=meta_path, line=err.lineno
-            ) from None
-        if meta.get("format") != _FORMAT:
-            raise DataFormatError(f"not a {_FORMAT} metadata file", path=meta_path)
+        meta = _modelfile.read_meta(meta_path, set(_DEFAULTS))
+        text = _modelfile.read_model_text(model_path, meta, meta_path)
         model = cls(**meta["params"])
-        model.booster_ = lgb.Booster(model_str=model_path.read_text())
+        try:
+            model.booster_ = lgb.Booster(model_str=text)
+        except lgb.basic.LightGBMError as err:
+            raise DataFormatError(f"LightGBM cannot read it ({str(err).strip()})",
+                                  path=model_path) from None
         model.n_features_in_ = int(meta["n_features_in"])
         model.best_iteration_ = int(meta["best_iteration"])
         model.target_name_ = meta["target"]
         model.n_train_docs_ = int(meta["n_train_docs"])
         model.n_train_queries_ = int(meta["n_train_queries"])
         model.evals_result_ = meta.get("evals_result", {})
+        model.source_ = str(folder)
         return model
 
     def __repr__(self) -> str:

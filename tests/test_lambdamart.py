@@ -177,7 +177,7 @@ def test_unfitted_and_bad_arguments(split):
     with pytest.raises(InputError, match="gains"):
         LambdaMART().fit(train, oracle(synthetic(3, 4)))
     m = LambdaMART(**{**SMALL, "n_estimators": 2}).fit(train)
-    with pytest.raises(InputError, match="shape"):
+    with pytest.raises(InputError, match="trained on 6 features but X has 2 features"):
         m.predict(np.zeros((3, 2)))
 
 
