@@ -28,6 +28,8 @@ __all__ = [
     "check_non_negative",
     "check_fraction",
     "check_is_fitted",
+    "check_theta_scale",
+    "ClickRankWarning",
 ]
 
 
@@ -89,6 +91,10 @@ class NotFittedError(ClickRankError, AttributeError):
 
 class EstimationError(ClickRankError, RuntimeError):
     """A quantity cannot be estimated from the data given (not identified)."""
+
+
+class ClickRankWarning(UserWarning):
+    """Something clickrank accepts but the user should know (the CLI prints it as one line)."""
 
 
 def check_qptr(qptr: Any, n_rows: int | None = None, *, name: str = "qptr") -> np.ndarray:
@@ -180,3 +186,37 @@ def check_is_fitted(estimator: Any, attribute: str) -> None:
         raise NotFittedError(
             f"this {type(estimator).__name__} is not fitted yet; call fit() before using it"
         )
+
+
+def check_theta_scale(theta: Any, *, absolute: bool) -> list[str]:
+    """Check that ``theta[p - 1]`` can be examination propensities; return warnings.
+
+    Relative propensities (``absolute`` false, DESIGN §2) have
+    :math:`\theta_1 = 1`; absolute ones are probabilities in [0, 1]; neither
+    is negative. A relative :math:`\theta_p > 1` (a position examined more
+    than the first: estimation noise, or an unusual layout) is allowed with a
+    warning. NaN (not identified) entries are skipped.
+
+    Raises
+    ------
+    InputError
+        Naming the position and the value.
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    finite = np.isfinite(theta)
+    neg = np.flatnonzero(finite & (theta < 0))
+    if neg.size:
+        raise InputError(f"theta at position {neg[0] + 1} is {theta[neg[0]]!r}; propensities are "
+                         "examination probabilities and cannot be negative")
+    if absolute:
+        big = np.flatnonzero(finite & (theta > 1))
+        if big.size:
+            raise InputError(f"theta at position {big[0] + 1} is {theta[big[0]]!r} > 1; absolute "
+                             "propensities are examination probabilities in [0, 1]")
+        return []
+    if theta.size and finite[0] and abs(theta[0] - 1.0) > 1e-9:
+        raise InputError(f"theta at position 1 is {theta[0]!r}; propensities relative to position "
+                         "1 have theta_1 = 1 (divide by theta_1, or mark them absolute)")
+    return [f"position {p + 1}: theta = {theta[p]:.4g} > theta_1 = 1 (examined more than "
+            "position 1: estimation noise or an unusual layout)"
+            for p in np.flatnonzero(finite & (theta > 1))]

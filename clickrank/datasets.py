@@ -341,8 +341,10 @@ def load_letor(
     ------
     DataFormatError
         For a missing ``qid:`` (without a group file), a non-numeric label or
-        value, a feature index below 1, a token without ``:``, or a query
-        whose rows are not contiguous. The message names the file and line.
+        value, a feature index below 1 or repeated on a line, an implausibly
+        large feature index (the dense matrix would exceed 256 MiB and 64 cells
+        per value in the file), a token without ``:``, or a query whose rows
+        are not contiguous. The message names the file and line.
     """
     path = Path(path)
     if not path.is_file():
@@ -404,13 +406,21 @@ def load_letor(
                  "feature index in {value!r} must be >= 1 (LETOR indices start at 1)", feats["tok"])
     _raise_first(value.is_null() | ~value.is_finite().fill_null(False), feats["lineno"], path,
                  "feature value in {value!r} is not a finite number", feats["tok"])
+    pairs = pl.DataFrame({"row": feats["row"], "index": index})
+    dup = ~pairs.select(pl.struct("row", "index").is_first_distinct()).to_series()
+    _raise_first(dup, feats["lineno"], path,
+                 "feature index in {value!r} appears twice on this line", feats["tok"])
     idx = index.to_numpy()
     max_idx = int(idx.max()) if idx.size else 0
     if n_features is None:
+        _check_dense_size(n_rows, max_idx, feats.height, index, feats, path)
         n_features = max_idx
     elif max_idx > n_features:
         _raise_first(index > n_features, feats["lineno"], path,
                      f"feature index in {{value!r}} exceeds n_features={n_features}", feats["tok"])
+    elif n_rows * n_features > max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * feats.height):
+        raise InputError(f"n_features={n_features:,} is implausible for {path}: "
+                         f"{n_rows:,} rows would take {n_rows * n_features * 4 / 2**30:,.1f} GiB")
     X = np.zeros((n_rows, max(int(n_features), 0)), dtype=np.float32)
     X[feats["row"].to_numpy(), idx - 1] = value.to_numpy()
 
@@ -425,6 +435,30 @@ def load_letor(
     if doc is not None:
         _check_unique_docs(data, path, tokens["lineno"].to_numpy())
     return data
+
+
+#: A LETOR file is read into a dense matrix; beyond this many cells (256 MiB of float32) the
+#: matrix may hold at most MAX_DENSITY_RATIO cells per value in the file.
+MAX_DENSE_CELLS = 1 << 26
+MAX_DENSITY_RATIO = 64
+
+
+def _check_dense_size(n_rows: int, n_features: int, n_values: int, index: pl.Series,
+                      feats: pl.DataFrame, path: Path) -> None:
+    """Refuse a feature index that would blow the dense matrix up (e.g. ``1000000000:1``).
+
+    LETOR features are dense (indices 1..number of features on every line),
+    so a matrix far larger than the values in the file means a typo or a
+    sparse file; reading it would allocate ``n_rows * n_features * 4`` bytes.
+    """
+    cells = n_rows * n_features
+    if cells <= max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * n_values):
+        return
+    size = cells * 4 / 2**30
+    _raise_first(index == n_features, feats["lineno"], path,
+                 f"feature index in {{value!r}} is implausible: {n_rows:,} rows x {n_features:,} "
+                 f"features would take {size:,.1f} GiB for {n_values:,} values in the file "
+                 "(LETOR features are numbered 1..number of features)", feats["tok"])
 
 
 def _raise_first(bad: pl.Series, lineno: pl.Series, path: Path, template: str,

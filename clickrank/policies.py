@@ -374,9 +374,15 @@ class ProductionRanker:
 
     Attributes
     ----------
-    model_ : clickrank.lambdamart.LambdaMART
+    model_ : clickrank.lambdamart.LambdaMART or None
+        None when the training documents have no varying feature (e.g. a
+        single document): every score is then 0 and rankings keep the data order.
     train_queries_ : numpy.ndarray
         Indices of the queries it was trained on.
+    note_ : str or None
+        Set when the data were too small for the settings: fewer documents
+        than ``2 * min_child_samples`` (leaves are made smaller, as LightGBM
+        needs) or nothing to learn from (``model_`` is None).
     """
 
     def __init__(
@@ -411,21 +417,37 @@ class ProductionRanker:
         train = data.subset(queries)
         if np.any(train.y < 0):
             raise InputError("the production ranker needs non-negative labels")
+        self.train_queries_ = queries
+        self.note_ = None
+        # LightGBM cannot split a feature with fewer than 2 * min_data_in_leaf rows (and
+        # aborts with "num_features() > 0" if no feature can be split): small data gets
+        # smaller leaves, and a single document nothing to learn from
+        leaf = min(int(self.min_child_samples), train.n_docs // 2)
+        if leaf < 1 or np.all(np.ptp(train.X, axis=0) == 0):
+            self.model_ = None
+            self.note_ = (f"the production ranker's {train.n_docs} training document(s) have no "
+                          "feature that varies, so it keeps the data order")
+            return self
+        if leaf < int(self.min_child_samples):
+            self.note_ = (f"only {train.n_docs} training documents: min_child_samples lowered "
+                          f"to {leaf}")
         self.model_ = LambdaMART(
             n_estimators=int(self.n_estimators),
             num_leaves=int(self.num_leaves),
             learning_rate=float(self.learning_rate),
-            min_data_in_leaf=int(self.min_child_samples),
+            min_data_in_leaf=leaf,
             seed=int(self.seed),
             n_jobs=1,
         ).fit(train)
-        self.train_queries_ = queries
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Scores of the rows of ``X`` (higher ranks higher)."""
         check_is_fitted(self, "model_")
-        return np.asarray(self.model_.predict(np.asarray(X, dtype=np.float32)), dtype=np.float64)
+        X = np.asarray(X, dtype=np.float32)
+        if self.model_ is None:  # nothing could be learned: ties keep the data order
+            return np.zeros(X.shape[0])
+        return np.asarray(self.model_.predict(X), dtype=np.float64)
 
 
 def production_ranker(

@@ -222,9 +222,11 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines = lines[:-1]
+    if not any(ln.strip() for ln in lines):
+        raise DataFormatError("no impressions found (the file has no non-blank line)", path=path)
     raw = (
         pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True, dtype=pl.UInt32),
-                      "text": lines})
+                      "text": pl.Series(lines, dtype=pl.String)})
         .filter(pl.col("text").str.strip_chars() != "")
         .with_columns(f=pl.col("text").str.split("\t"), _show=pl.col("text"))
     )

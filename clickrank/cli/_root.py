@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 
 import click
 
-from .._validation import ClickRankError
+from .._validation import ClickRankError, ClickRankWarning
 from .._version import __version__
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "show_default": True}
@@ -36,6 +37,17 @@ def one_line(err: BaseException) -> str | None:
         text = str(err).strip().splitlines()
         return f"LightGBM: {text[0] if text else type(err).__name__}"
     return None
+
+
+_SHOW_WARNING = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """clickrank's own warnings as one ``warning: ...`` line on stderr, others as Python prints."""
+    if issubclass(category, ClickRankWarning):
+        click.echo(f"warning: {message}", err=True)
+    else:
+        _SHOW_WARNING(message, category, filename, lineno, file, line)
 
 
 class _Group(click.Group):
@@ -66,6 +78,7 @@ def cli(ctx: click.Context, verbose: int, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    warnings.showwarning = _show_warning
     level = logging.WARNING - 10 * min(verbose, 2)
     fmt = "%(levelname)s %(name)s: %(message)s"
     logging.basicConfig(level=level, format=fmt, stream=sys.stderr)

@@ -172,6 +172,9 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         opts["policy"], data, fraction=opts["production_fraction"],
         temperature=opts["temperature"], seed=opts["seed"],
     )
+    note = getattr(getattr(policy, "ranker", None), "note_", None)
+    if note:
+        click.echo(f"note: {note}", err=True)
     with click.progressbar(length=opts["sessions"], label="simulating", file=sys.stderr) as bar:
         log = run(
             data, policy=policy, click_model=model, n_sessions=opts["sessions"],

@@ -13,7 +13,7 @@ import polars as pl
 from scipy.stats import norm
 
 from .._io import atomic_write, atomic_write_text, read_json
-from .._validation import DataFormatError, InputError, check_probability
+from .._validation import DataFormatError, InputError, check_probability, check_theta_scale
 
 __all__ = ["Propensities"]
 
@@ -97,6 +97,9 @@ class Propensities:
         if self.ci_method == "percentile" and self.replicates is None:
             raise InputError("ci_method='percentile' needs bootstrap replicates")
         warns = list(self.warnings)
+        for w in check_theta_scale(theta, absolute=bool(self.absolute)):
+            if not any(x.startswith(w.split(":")[0] + ": theta =") for x in warns):
+                warns.append(w)
         for p in np.flatnonzero(~np.isfinite(theta)) + 1:
             if not any(w.startswith(f"position {p}:") for w in warns):
                 warns.append(f"position {p}: not identified by the data (theta is NaN)")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._io import read_json
-from .._validation import DataFormatError, InputError
+from .._validation import ClickRankWarning, DataFormatError, InputError, check_theta_scale
 
 __all__ = ["as_theta", "read_theta"]
 
@@ -51,10 +52,14 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
     """Read propensities from JSON: ``{"theta": [...], ...}`` or a plain list.
 
     The object form is what :meth:`clickrank.propensity.Propensities.save`
-    writes. Errors name the file; values are checked by :func:`as_theta`.
+    writes. Errors name the file; values are checked by :func:`as_theta` and
+    :func:`clickrank._validation.check_theta_scale` (theta_1 = 1 unless the
+    object says ``"absolute": true``; a relative theta_p > 1 gives a
+    :class:`~clickrank._validation.ClickRankWarning`).
     """
     p = Path(path)
     obj = read_json(p)
+    absolute = isinstance(obj, dict) and obj.get("absolute") is True
     if isinstance(obj, dict):
         obj = obj.get("theta")
     if not isinstance(obj, list) or not all(isinstance(v, (int, float)) or v is None for v in obj):
@@ -62,6 +67,10 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
             'expected a JSON list of numbers or an object with a "theta" list', path=p
         )
     try:
-        return as_theta([np.nan if v is None else v for v in obj])
+        theta = as_theta([np.nan if v is None else v for v in obj])
+        notes = check_theta_scale(theta, absolute=absolute)
     except InputError as err:
         raise DataFormatError(str(err), path=p, column="theta") from None
+    for note in notes:
+        warnings.warn(f"{p}: {note}", ClickRankWarning, stacklevel=2)
+    return theta
