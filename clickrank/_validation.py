@@ -27,6 +27,7 @@ __all__ = [
     "check_positive",
     "check_non_negative",
     "check_fraction",
+    "check_alpha",
     "check_is_fitted",
     "check_theta_scale",
     "ClickRankWarning",
@@ -154,6 +155,19 @@ def check_probability(value: Any, *, name: str) -> float:
 def check_fraction(value: Any, *, name: str) -> float:
     """Alias of :func:`check_probability` for shares of sessions or queries."""
     return check_probability(value, name=name)
+
+
+def check_alpha(value: Any, *, name: str = "alpha") -> float:
+    """Return a test / interval level ``alpha`` in the open interval (0, 1), else raise.
+
+    ``alpha = 0`` would ask for infinitely wide intervals ([-inf, inf]) and
+    ``alpha = 1`` for empty ones; both are refused.
+    """
+    out = _as_float(value, name)
+    if not 0.0 < out < 1.0:
+        raise InputError(f"{name} must be in (0, 1) (intervals have level 1 - {name}), "
+                         f"got {value!r}")
+    return out
 
 
 def check_positive(value: Any, *, name: str, integer: bool = False) -> float | int:

@@ -28,7 +28,7 @@ from scipy import stats
 
 from ._io import atomic_write_json
 from ._segments import ranks as _ranks
-from ._validation import InputError, LogSchemaError, check_positive, check_probability
+from ._validation import InputError, LogSchemaError, check_alpha, check_positive, check_probability
 from .datasets import RankingData
 
 __all__ = [
@@ -323,7 +323,7 @@ def evaluate(
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
     if data.y is None:
         raise InputError("evaluation needs relevance labels; data.y is None")
-    alpha = check_probability(alpha, name="alpha")
+    alpha = check_alpha(alpha)
     if isinstance(metrics, str):
         metrics = (metrics,)
     named = _named(rankers)
@@ -519,10 +519,10 @@ def load_scores(path: str | os.PathLike, data: RankingData) -> np.ndarray:
     DataFormatError
         Naming the file and the first bad line.
     """
+    from ._io import read_text
     from ._validation import DataFormatError
 
-    with open(path) as fh:
-        lines = fh.read().splitlines()
+    lines = read_text(path, what="scores").splitlines()
     try:  # fast path: every line is one number
         out = np.array(lines, dtype=np.float64) if lines else np.empty(0)
         bad = np.flatnonzero(~np.isfinite(out))

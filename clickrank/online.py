@@ -38,7 +38,7 @@ from . import interleaving as il
 from ._io import atomic_write_json
 from ._random import STREAM_CLICK, STREAM_QUERY, session_integers, session_uniforms
 from ._segments import to_padded
-from ._validation import InputError, check_choice, check_positive, check_probability
+from ._validation import InputError, check_alpha, check_choice, check_positive
 from .clickmodels import UserMixture
 from .datasets import RankingData
 
@@ -303,7 +303,7 @@ def interleaving_experiment(
         Called with the number of impressions done after each chunk (CLI progress bar).
     """
     n = check_positive(n_impressions, name="n_impressions", integer=True)
-    alpha = check_probability(alpha, name="alpha")
+    alpha = check_alpha(alpha)
     st = _setup(data, a, b, click_model, k)
     o = _interleaving_outcomes(st, method, n, seed, int(chunk_size), progress)
     wins, losses = int((o > 0).sum()), int((o < 0).sum())
@@ -395,7 +395,7 @@ def ab_experiment(
     (pooled two-proportion z-test); normal intervals for the difference A − B.
     """
     n = check_positive(n_impressions, name="n_impressions", integer=True)
-    alpha = check_probability(alpha, name="alpha")
+    alpha = check_alpha(alpha)
     st = _setup(data, a, b, click_model, k)
     pool = _ab_pool(st, n, seed, int(chunk_size))
     arm_a = session_uniforms(seed, np.arange(n), 1, STREAM_ARM)[:, 0] < 0.5

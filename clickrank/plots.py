@@ -44,7 +44,7 @@ from scipy.stats import norm
 from . import clicklog
 from ._io import atomic_write
 from ._segments import rank_order
-from ._validation import InputError, check_positive, check_probability
+from ._validation import InputError, check_alpha, check_positive
 
 __all__ = [
     "ctr_by_position",
@@ -254,7 +254,7 @@ def ctr_by_position(
     from statsmodels.stats.proportion import proportion_confint
 
     what = "ctr_by_position"
-    alpha = check_probability(alpha, name="alpha")
+    alpha = check_alpha(alpha)
     lf = _filter_intervention(_lazy_log(log, ("position", "click"), what), intervention, what)
     has_label = "label" in lf.collect_schema()
     if relevance is not None and not has_label:
@@ -367,7 +367,7 @@ def propensity_vs_truth(
     """
     from .propensity import Propensities
 
-    alpha = check_probability(alpha, name="alpha")
+    alpha = check_alpha(alpha)
     if isinstance(propensities, Propensities):
         items = {propensities.method: propensities}
     elif isinstance(propensities, Mapping):
@@ -803,7 +803,7 @@ def skip_above_bias(
     if kind not in ("matrix", "distance"):
         raise InputError(f"{what}: kind must be 'matrix' or 'distance', got {kind!r}")
     min_pairs = check_positive(min_pairs, name="min_pairs", integer=True)
-    alpha = check_probability(alpha, name="alpha")
+    alpha = check_alpha(alpha)
     pairs = skip_above_pairs(log)
     _empty_check(pairs.height, what, "the log has no click below an unclicked result")
     total = int(pairs["pairs"].sum())

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .._io import check_output
-from .._validation import InputError
+from .._validation import InputError, check_alpha
 from ._root import cli
 
 
@@ -69,8 +69,7 @@ def evaluate(models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed
     """Evaluate saved models and/or score files on a labelled test set, with CIs."""
     from ..evaluation import evaluate as run
 
-    if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    check_alpha(alpha, name="--alpha")
     if output:
         check_output(output, force=force, what="--output",
                      inputs=[data_path, *models, *scores])

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .._io import check_output
-from .._validation import InputError
+from .._validation import check_alpha
 from ._root import cli
 from .evaluate import load_data, load_rankers
 
@@ -61,8 +61,7 @@ def interleave(a_path, b_path, data_path, method, click_model, eta, impressions,
     from ..clickmodels import make_click_model
     from ..online import ab_experiment, interleaving_experiment, power_analysis
 
-    if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    check_alpha(alpha, name="--alpha")
     for path, what in ((output, "--output"), (plot, "--plot")):
         if path:
             check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])

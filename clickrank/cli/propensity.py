@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .._io import check_output
-from .._validation import InputError
+from .._validation import check_alpha
 from ._root import cli
 
 _METHODS = ("swap", "randomized", "randpair", "harvest-allpairs", "harvest-pivot",
@@ -35,8 +35,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV)."""
     from ..propensity import bootstrap, estimate_propensities
 
-    if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    check_alpha(alpha, name="--alpha")
     check_output(out, force=force, what="--out", inputs=[log])
     if plot_path is not None:
         check_output(plot_path, force=force, what="--plot", inputs=[log, out])

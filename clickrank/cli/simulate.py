@@ -10,8 +10,14 @@ from typing import Any
 
 import click
 
-from .._io import check_output
-from .._validation import ConfigError, InputError, check_non_negative, check_probability
+from .._io import check_output, read_text
+from .._validation import (
+    ConfigError,
+    DataFormatError,
+    InputError,
+    check_non_negative,
+    check_probability,
+)
 from ._root import cli
 
 _MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
@@ -23,8 +29,9 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
     if value is None:
         return None
     try:
-        with open(value, "rb") as fh:
-            raw = tomllib.load(fh)
+        raw = tomllib.loads(read_text(value, what="TOML"))
+    except DataFormatError as err:
+        raise click.BadParameter(str(err), param_hint="--config") from None
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise click.BadParameter(f"cannot read {value}: {err}", param_hint="--config") from None
     raw = raw.get("simulate", raw)  # either a [simulate] table or top-level keys

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import ConfigError, InputError
+from .._io import read_text
+from .._validation import ConfigError, DataFormatError, InputError
 from ._checks import _check_values, _Checker
 from ._schema import _SEED_KEYS, _check_keys, _merge
 
@@ -120,10 +121,12 @@ def load_config(config: Any = None, *, base_dir: str | os.PathLike | None = None
         if not path.is_file():
             raise ConfigError(f"{origin}: config file not found")
         try:
-            user = tomllib.loads(path.read_text("utf-8"))
+            user = tomllib.loads(read_text(path, what="TOML"))
         except tomllib.TOMLDecodeError as err:
             raise ConfigError(f"{origin}: not valid TOML: {err}") from None
-        except (OSError, UnicodeDecodeError) as err:
+        except DataFormatError as err:
+            raise ConfigError(str(err)) from None
+        except OSError as err:
             raise ConfigError(f"{origin}: cannot read the config file: {err}") from None
         folder = path.resolve().parent
     else:

@@ -52,7 +52,7 @@ from scipy.sparse.csgraph import connected_components
 from .._validation import EstimationError, InputError, check_non_negative
 from ._harvest import cell_statistics
 from ._result import Propensities
-from ._stats import as_lazy, finish
+from ._stats import as_lazy, finish, resolve_K
 
 __all__ = ["em", "em_from_cells", "identified_positions"]
 
@@ -87,7 +87,7 @@ def em_from_cells(
     pos_all = cells["position"]
     if pos_all.size == 0:
         raise EstimationError("em: the log is empty")
-    K = int(pos_all.max()) if K is None else int(K)
+    K = resolve_K(K, int(pos_all.max()), "em")
     keep = (pos_all <= K) & (cells["n"] > 0)
     g, pos, n, c = cells["g"][keep], pos_all[keep] - 1, cells["n"][keep], cells["c"][keep]
     ident = identified_positions(cells, K)

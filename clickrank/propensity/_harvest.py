@@ -64,7 +64,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._validation import EstimationError, InputError, check_choice
 from ._result import Propensities
-from ._stats import as_lazy, finish, grouped_counts, require_columns
+from ._stats import as_lazy, finish, grouped_counts, require_columns, resolve_K
 
 __all__ = [
     "harvest",
@@ -358,7 +358,7 @@ def harvest_from_cells(
     pos = cells["position"]
     if pos.size == 0:
         raise EstimationError("harvesting: the log is empty")
-    K = int(pos.max()) if K is None else int(K)
+    K = resolve_K(K, int(pos.max()), f"harvest-{estimator}")
     pairs = interventional_pairs(cells, K=K, weighting=weighting)
     if pairs["g"].size == 0:
         raise EstimationError(

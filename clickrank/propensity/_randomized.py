@@ -42,6 +42,7 @@ from ._stats import (
     intervention_is,
     log_ratio_se,
     require_columns,
+    resolve_K,
 )
 
 __all__ = ["randomized", "randomized_statistics", "randomized_from_counts"]
@@ -91,7 +92,7 @@ def randomized_from_counts(
             f"{method} estimator: the log has no randomized sessions (intervention "
             "'randomized'); use swap, harvest-allpairs or em"
         )
-    K = int(pos.max()) if K is None else int(K)
+    K = resolve_K(K, int(pos.max()), method)
     n = np.zeros(K)
     c = np.zeros(K)
     cc = np.zeros(K)

@@ -13,7 +13,12 @@ import polars as pl
 from scipy.stats import norm
 
 from .._io import atomic_write, atomic_write_text, read_json
-from .._validation import DataFormatError, InputError, check_probability, check_theta_scale
+from .._validation import (
+    DataFormatError,
+    InputError,
+    check_alpha,
+    check_theta_scale,
+)
 
 __all__ = ["Propensities"]
 
@@ -139,9 +144,7 @@ class Propensities:
         the percentile interval of the bootstrap replicates of :math:`\log\hat\theta_p`.
         The reference position (se 0) gets a zero-width interval.
         """
-        alpha = check_probability(alpha, name="alpha")
-        if not 0 < alpha < 1:
-            raise InputError(f"alpha must be in (0, 1), got {alpha}")
+        alpha = check_alpha(alpha)
         if self.ci_method == "percentile":
             with np.errstate(all="ignore"):
                 lo, hi = np.nanquantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)

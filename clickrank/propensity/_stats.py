@@ -19,7 +19,7 @@ from .._validation import InputError, LogSchemaError
 
 __all__ = [
     "as_lazy", "require_columns", "WEIGHT", "count_expr", "clicks_expr", "intervention_is",
-    "log_ratio_se", "finish",
+    "log_ratio_se", "finish", "resolve_K",
 ]
 
 #: Name of the per-session resampling-weight column added by the bootstrap.
@@ -86,6 +86,20 @@ def grouped_counts(lf: pl.LazyFrame, by: list[str], weighted: bool) -> pl.LazyFr
             *by, n=pl.col("impressions").cast(pl.Float64), c=pl.col("clicks").cast(pl.Float64)
         )
     return lf.group_by(by).agg(n=count_expr(True), c=clicks_expr(True)).sort(by)
+
+
+def resolve_K(K: Any, deepest: int, method: str) -> int:  # noqa: N802 - the paper's symbol
+    """``K`` (default: ``deepest``, the largest position in the data the estimator uses).
+
+    Raises :class:`InputError` for a ``K`` beyond that position: those
+    positions were never shown, so nothing can be estimated for them.
+    """
+    if K is None:
+        return int(deepest)
+    if int(K) > deepest:
+        raise InputError(f"{method}: K={int(K)} exceeds the deepest position in the data it "
+                         f"uses ({deepest}); use K <= {deepest}")
+    return int(K)
 
 
 def intervention_is(schema: pl.Schema, value: str) -> pl.Expr:

@@ -47,7 +47,7 @@ import polars as pl
 
 from .._validation import EstimationError, InputError, LogSchemaError, check_choice
 from ._result import Propensities
-from ._stats import as_lazy, finish, grouped_counts, log_ratio_se, require_columns
+from ._stats import as_lazy, finish, grouped_counts, log_ratio_se, require_columns, resolve_K
 
 __all__ = ["swap", "randpair", "pair_statistics", "pair_from_counts"]
 
@@ -133,7 +133,7 @@ def pair_from_counts(
             f"{design} estimator, route 'top': no session shows the rank-1 document at "
             "rank 1 (no control sessions); use route='bottom'"
         )
-    K = int(ks.max()) if K is None else int(K)
+    K = resolve_K(K, int(ks.max()) if K is None else int(pos.max()), design)
     theta = np.full(K, np.nan)
     se = np.full(K, np.nan)
     used = np.zeros(K)
