@@ -40,7 +40,9 @@ __all__ = [
     "STREAM_INTERVENTION",
     "STREAM_INTERVENTION_DETAIL",
     "STREAM_CLICK",
+    "STREAM_BOOTSTRAP",
     "stream_key",
+    "session_buckets",
     "session_uniforms",
     "session_integers",
     "session_bernoulli",
@@ -52,6 +54,7 @@ STREAM_POLICY = 2  # mixtures derive 64 * stream (choice) and 64 * stream + 1 + 
 STREAM_INTERVENTION = 101
 STREAM_INTERVENTION_DETAIL = 102
 STREAM_CLICK = 103
+STREAM_BOOTSTRAP = 201  # clickrank.propensity.bootstrap: the bucket of each session
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -97,6 +100,26 @@ def uniform_at(state: np.uint64, j: np.int64) -> float:
     """Draw ``j`` (0-based) of a session with state ``state``, a double in [0, 1)."""
     z = _mix(state + np.uint64(j + 1) * _GOLDEN)
     return np.float64(z >> _S11) * _TWO_M53
+
+
+@nb.njit(cache=True)
+def _buckets_kernel(key: np.uint64, sessions: np.ndarray, buckets: np.uint64) -> np.ndarray:
+    out = np.empty(sessions.shape[0], dtype=np.uint32)
+    for i in range(sessions.shape[0]):
+        out[i] = np.uint32(session_state(key, sessions[i]) % buckets)
+    return out
+
+
+def session_buckets(seed: int, sessions: Any, buckets: int, stream: int) -> np.ndarray:
+    """Bucket ``0..buckets-1`` of each session: its :func:`session_state` modulo ``buckets``.
+
+    A function of (seed, stream, session) only, so every row of a session gets
+    the same bucket wherever it is read, and sessions fall into buckets
+    independently and (up to 2^-64) uniformly.
+    """
+    if isinstance(buckets, bool) or not isinstance(buckets, (int, np.integer)) or buckets < 1:
+        raise InputError(f"buckets must be a positive integer, got {buckets!r}")
+    return _buckets_kernel(stream_key(seed, stream), _as_sessions(sessions), np.uint64(buckets))
 
 
 @nb.njit(cache=True)

@@ -31,7 +31,7 @@ larger than memory (``collect(engine="streaming")``).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,7 @@ def validate_log(
     *,
     source: str | os.PathLike | None = None,
     check_values: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Check a click log against the schema and return it with canonical dtypes.
 
@@ -130,7 +131,11 @@ def validate_log(
     check_values : bool
         Also check the values (one pass over the data): no nulls in the key
         columns, ``position >= 1``, positions ``1..n`` once each per session,
-        one query per session, ``click`` 0/1 if stored as integers.
+        one query per session, ``click`` 0/1 if stored as integers. A log in
+        (session, position) order is checked in batches, in memory that does
+        not grow with the log; another order needs a group-by over sessions.
+    progress : callable, optional
+        Called with the number of rows after each batch of the value check.
 
     Returns
     -------
@@ -164,7 +169,7 @@ def validate_log(
             )
 
     if check_values:
-        _check_values(lf, schema, path)
+        _check_values(lf, schema, path, progress)
 
     casts = []
     for col, dtype in LOG_SCHEMA.items():
@@ -174,36 +179,87 @@ def validate_log(
     return out.collect() if isinstance(log, pl.DataFrame) else out
 
 
-def _check_values(lf: pl.LazyFrame, schema: pl.Schema, path: str | None) -> None:
-    key = [c for c in REQUIRED_COLUMNS]
-    present_int = [c for c in ("session", "position", "swap_pivot", "swap_k") if c in schema]
-    stats = [pl.col(c).null_count().alias(f"null_{c}") for c in key]
-    stats += [pl.col("position").min().alias("pos_min"), pl.col("position").max().alias("pos_max")]
-    if schema["session"].is_signed_integer():
-        stats.append(pl.col("session").min().alias("session_min"))
+#: Rows per batch of the streaming validation pass (memory does not grow with the log).
+VALIDATION_BATCH_ROWS = 1 << 20
+
+
+def _scan_values(lf: pl.LazyFrame, schema: pl.Schema,
+                 progress: Callable[[int], None] | None = None) -> tuple[dict[str, Any], bool]:
+    """One streaming pass over the log in batches: global statistics and session order.
+
+    Returns the statistics of :func:`_check_values` and whether the rows are
+    in (session, position) order with every session showing positions 1..n
+    of a single query -- a check that needs only the previous row, so memory
+    stays at one batch whatever the size of the log.
+    """
+    key = list(REQUIRED_COLUMNS)
+    extra = [c for c in ("swap_pivot", "swap_k") if c in schema]
     click_int = schema["click"].is_integer()
-    if click_int:
-        stats.append(((pl.col("click") != 0) & (pl.col("click") != 1)).sum().alias("bad_click"))
-    for c in present_int[2:]:
-        stats.append(pl.col(c).max().alias(f"max_{c}"))
-    per_session = (
-        lf.group_by("session")
-        .agg(
-            n=pl.len(),
-            n_pos=pl.col("position").n_unique(),
-            pos_max=pl.col("position").max(),
-            n_query=pl.col("query").n_unique(),
-        )
-        .filter(
-            (pl.col("n_pos") < pl.col("n"))
-            | (pl.col("pos_max").cast(pl.Int64) != pl.col("n").cast(pl.Int64))
-            | (pl.col("n_query") > 1)
-        )
-        .sort("session")
-        .head(1)
-    )
-    glob, bad_session = pl.collect_all([lf.select(stats), per_session])
-    g = glob.row(0, named=True)
+    signed = schema["session"].is_signed_integer()
+    g: dict[str, Any] = {f"null_{c}": 0 for c in key}
+    g.update(pos_min=None, pos_max=None, session_min=None, bad_click=0)
+    g.update({f"max_{c}": None for c in extra})
+
+    def fold(name: str, value: Any, pick: Any) -> None:
+        if value is not None:
+            g[name] = value if g[name] is None else pick(g[name], value)
+
+    s, p, q = pl.col("session"), pl.col("position"), pl.col("query")
+    ordered = True
+    last: pl.DataFrame | None = None
+    cols = ["session", "position", "query", "click", "doc", *extra]
+    for batch in lf.select(cols).collect_batches(chunk_size=VALIDATION_BATCH_ROWS):
+        if batch.height == 0:
+            continue
+        st = batch.select(
+            *[pl.col(c).null_count().alias(f"null_{c}") for c in key],
+            pos_min=p.min(), pos_max=p.max(),
+            session_min=s.min() if signed else pl.lit(None),
+            bad_click=((pl.col("click") != 0) & (pl.col("click") != 1)).sum() if click_int
+            else pl.lit(0),
+            **{f"max_{c}": pl.col(c).max() for c in extra},
+        ).row(0, named=True)
+        for c in key:
+            g[f"null_{c}"] += st[f"null_{c}"]
+        g["bad_click"] += st["bad_click"] or 0
+        fold("pos_min", st["pos_min"], min)
+        fold("pos_max", st["pos_max"], max)
+        fold("session_min", st["session_min"], min)
+        for c in extra:
+            fold(f"max_{c}", st[f"max_{c}"], max)
+        if ordered:
+            rows = batch.select("session", "position", "query")
+            first = last is None
+            if not first:
+                rows = pl.concat([last, rows], how="vertical_relaxed")
+            same = s == s.shift(1)
+            ok = rows.select(
+                pl.when(same).then((p.cast(pl.Int64) == p.shift(1).cast(pl.Int64) + 1)
+                                   & (q == q.shift(1)))
+                .otherwise((s > s.shift(1)) & (p == 1))
+                .slice(1).all()
+            ).item()
+            ordered = bool(ok) and (not first or rows["position"][0] == 1)
+            last = rows.tail(1)
+        if progress is not None:
+            progress(batch.height)
+    return g, ordered
+
+
+def _check_values(lf: pl.LazyFrame, schema: pl.Schema, path: str | None,
+                  progress: Callable[[int], None] | None = None) -> None:
+    """Check the values; see :func:`validate_log`.
+
+    A log in (session, position) order -- as clickrank writes it -- is
+    checked in one streaming pass whose memory does not grow with the log
+    (:func:`_scan_values`). Any other order, or a broken session, takes a
+    group-by over sessions, whose memory grows with their number, to find and
+    name the first bad session.
+    """
+    key = list(REQUIRED_COLUMNS)
+    present_int = [c for c in ("session", "position", "swap_pivot", "swap_k") if c in schema]
+    click_int = schema["click"].is_integer()
+    g, ordered = _scan_values(lf, schema, progress)
     for c in key:
         if g[f"null_{c}"]:
             row = _first(lf.filter(pl.col(c).is_null()), ["session", "position"])
@@ -234,6 +290,25 @@ def _check_values(lf: pl.LazyFrame, schema: pl.Schema, path: str | None) -> None
     for c in present_int[2:]:
         if g[f"max_{c}"] is not None and g[f"max_{c}"] > 65535:
             raise LogSchemaError("must fit UInt16", path=path, column=c)
+    if ordered:
+        return
+    per_session = (
+        lf.group_by("session")
+        .agg(
+            n=pl.len(),
+            n_pos=pl.col("position").n_unique(),
+            pos_max=pl.col("position").max(),
+            n_query=pl.col("query").n_unique(),
+        )
+        .filter(
+            (pl.col("n_pos") < pl.col("n"))
+            | (pl.col("pos_max").cast(pl.Int64) != pl.col("n").cast(pl.Int64))
+            | (pl.col("n_query") > 1)
+        )
+        .sort("session")
+        .head(1)
+    )
+    bad_session = per_session.collect(engine="streaming")
     if bad_session.height:
         b = bad_session.row(0, named=True)
         s = b["session"]
@@ -277,6 +352,7 @@ def read_log(
     *,
     lazy: bool = True,
     validate: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> pl.LazyFrame | pl.DataFrame:
     """Read a click log: a parquet file, a folder of parquet files, a glob, or CSV.
 
@@ -289,6 +365,8 @@ def read_log(
         Return a LazyFrame (the default; scan, not read) or a DataFrame.
     validate : bool
         Run :func:`validate_log` (schema and values) with ``source=path``.
+    progress : callable, optional
+        Passed to :func:`validate_log` (rows checked so far).
 
     Raises
     ------
@@ -313,7 +391,7 @@ def read_log(
     except (pl.exceptions.PolarsError, OSError) as err:
         raise LogSchemaError(f"cannot read a click log: {err}", path=p) from None
     if validate:
-        lf = validate_log(lf, source=p)
+        lf = validate_log(lf, source=p, progress=progress)
     return lf if lazy else lf.collect()
 
 

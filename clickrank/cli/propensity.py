@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .._io import check_output
@@ -10,6 +12,19 @@ from ._root import cli
 
 _METHODS = ("swap", "randomized", "randpair", "harvest-allpairs", "harvest-pivot",
             "harvest-adjacent", "em")
+
+
+def _read(log: str):
+    """Scan and check the log, with a progress bar over its rows (the check streams)."""
+    import polars as pl
+
+    from ..clicklog import read_log
+
+    lf = read_log(log, validate=False)
+    rows = lf.select(pl.len()).collect().item()
+    with click.progressbar(length=rows, label=f"checking {rows:,} rows",
+                           file=sys.stderr) as bar:
+        return read_log(log, progress=bar.update)
 
 
 @cli.command()
@@ -40,13 +55,20 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
     if plot_path is not None:
         check_output(plot_path, force=force, what="--plot", inputs=[log, out])
     kw = {} if K is None else {"K": K}
-    if method == "em":
-        result = estimate_propensities(log, method="em", n_boot=100 if n_boot is None else n_boot,
-                                       seed=seed, **kw)
-    elif n_boot:
-        result = bootstrap(method, log, n=n_boot, seed=seed, **kw)
+    lf = _read(log)
+    if method == "em" or n_boot:
+        n = (100 if n_boot is None else n_boot) if method == "em" else n_boot
+        click.echo(f"{method}: sufficient statistics per session bucket (one pass over the "
+                   f"log), then {n} bootstrap replicates", err=True)
+        with click.progressbar(length=n, label="bootstrap", file=sys.stderr) as bar:
+            if method == "em":
+                result = estimate_propensities(lf, method="em", n_boot=n, seed=seed,
+                                               progress=bar.update, **kw)
+            else:
+                result = bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
     else:
-        result = estimate_propensities(log, method=method, **kw)
+        click.echo(f"{method}: sufficient statistics (one pass over the log)", err=True)
+        result = estimate_propensities(lf, method=method, **kw)
     result.save(out, alpha=alpha)
     if plot_path is not None:
         import matplotlib.pyplot as plt

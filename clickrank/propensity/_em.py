@@ -43,6 +43,7 @@ Interval
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -153,7 +154,7 @@ def em_from_cells(
         if p > 0
     }
     return finish(
-        out, np.full(K, np.nan), n_pos, method="em", n_sessions=int(cells["n_sessions"]),
+        out, np.full(K, np.nan), n_pos, method="em", n_sessions=round(cells["n_sessions"]),
         reasons=reasons, warnings=warns,
         info={
             "iterations": iterations,
@@ -182,6 +183,7 @@ def em(
     seed: int = 0,
     max_iter: int = 2000,
     tol: float = 1e-9,
+    progress: Callable[[int], None] | None = None,
 ) -> Propensities:
     """EM estimate of PBM position bias from a log without interventions (Wang et al. 2018).
 
@@ -198,6 +200,8 @@ def em(
         Seed of the bootstrap.
     max_iter, tol : int, float
         EM stops when the largest change of log θ is below ``tol``.
+    progress : callable, optional
+        Called with 1 after each bootstrap replicate.
 
     Returns
     -------
@@ -217,4 +221,5 @@ def em(
         return em_from_cells(cell_statistics(lf), K=K, max_iter=max_iter, tol=tol)
     from ._bootstrap import bootstrap
 
-    return bootstrap("em", lf, n=n_boot, seed=seed, K=K, max_iter=max_iter, tol=tol)
+    return bootstrap("em", lf, n=n_boot, seed=seed, K=K, max_iter=max_iter, tol=tol,
+                     progress=progress)

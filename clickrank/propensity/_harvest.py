@@ -64,7 +64,18 @@ from scipy.sparse.csgraph import connected_components
 
 from .._validation import EstimationError, InputError, check_choice
 from ._result import Propensities
-from ._stats import as_lazy, finish, grouped_counts, require_columns, resolve_K
+from ._stats import (
+    BUCKET,
+    BY_BUCKET,
+    add_bucketed_total,
+    as_lazy,
+    finish,
+    grouped_counts,
+    require_columns,
+    resolve_K,
+    to_stats,
+    with_buckets,
+)
 
 __all__ = [
     "harvest",
@@ -77,39 +88,72 @@ __all__ = [
 ]
 
 
-def cell_statistics(lf: pl.LazyFrame, *, weighted: bool = False) -> dict[str, np.ndarray]:
+def cell_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
     """Clicks and impressions per (query, doc, position) cell, with a (query, doc) index.
 
-    Returns arrays ``g`` (0-based index of the (query, doc) pair, sorted),
-    ``position``, ``n``, ``c`` and the scalar ``n_sessions``.
+    One streaming aggregation; memory grows with the number of cells, not
+    with the log. Returns arrays ``g`` (0-based index of the (query, doc)
+    pair, sorted), ``position``, ``n``, ``c`` and the scalar ``n_sessions``
+    (rows at position 1: every session shows position 1), plus per-bucket
+    sums with ``buckets`` (see :func:`._stats.to_stats`), which take a second
+    pass over the log in batches (:func:`_cells_by_bucket`).
     """
     require_columns(lf, ("session", "query", "doc", "position", "click"), what="harvesting/EM")
-    cells = (
-        grouped_counts(lf, ["query", "doc", "position"], weighted)
-        .with_columns(
-            g=(
-                (pl.col("query") != pl.col("query").shift(1))
-                | (pl.col("doc") != pl.col("doc").shift(1))
-            )
-            .fill_null(True)
-            .cum_sum()
-            - 1
-        )
-    )
-    sess = lf.select(pl.col("session").n_unique()) if not weighted else None
-    if sess is not None:
-        cells, sess = pl.collect_all([cells, sess], engine="streaming")
-        n_sessions = int(sess.item())
-    else:
-        cells = cells.collect(engine="streaming")
-        n_sessions = 0
-    return {
-        "g": cells["g"].to_numpy().astype(np.int64),
-        "position": cells["position"].to_numpy().astype(np.int64),
-        "n": cells["n"].to_numpy().astype(np.float64),
-        "c": cells["c"].to_numpy().astype(np.float64),
-        "n_sessions": n_sessions,
-    }
+    keys = ["query", "doc", "position"]
+    first = lf.filter(pl.col("position") == 1)
+    n_sess = pl.len().cast(pl.Float64).alias("n_sessions")
+    sess = (with_buckets(first, buckets, seed).group_by(BUCKET).agg(n_sess) if buckets
+            else first.select(n_sess))
+    cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
+    out = to_stats(cells, keys, ["n", "c"])
+    if buckets:
+        out[BY_BUCKET] = _cells_by_bucket(lf, cells.select(keys), buckets, seed)
+    add_bucketed_total(out, "n_sessions", sess, "n_sessions", buckets)
+    q, d = out.pop("query"), out.pop("doc")
+    new = np.ones(q.size, dtype=bool)
+    new[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
+    out["g"] = np.cumsum(new) - 1
+    out["position"] = out["position"].astype(np.int64)
+    return out
+
+
+def _cells_by_bucket(lf: pl.LazyFrame, cells: pl.DataFrame, buckets: int,
+                     seed: int) -> dict[str, Any]:
+    """Per-bucket impressions and clicks of every cell: sparse ``[cells, buckets]`` matrices.
+
+    The log, joined to the (small) cell table in polars' streaming engine,
+    arrives in batches whose rows are counted into dense ``cells x buckets``
+    arrays with ``numpy.bincount``. Memory is those arrays plus a few batches;
+    a streaming group-by over (query, doc, position, bucket) holds several
+    times more and is slower.
+    """
+    from .._random import STREAM_BOOTSTRAP, session_buckets
+
+    size = cells.height * buckets
+    n, c = np.zeros(size), np.zeros(size)
+    rows = (lf.join(cells.with_row_index("_cell").lazy(), on=["query", "doc", "position"],
+                    how="inner", nulls_equal=True)
+            .select("_cell", "session", pl.col("click").cast(pl.Float64)))
+    keys: list[np.ndarray] = []
+    clicks: list[np.ndarray] = []
+
+    def flush() -> None:
+        if keys:
+            k = np.concatenate(keys)
+            np.add(n, np.bincount(k, minlength=size), out=n)
+            np.add(c, np.bincount(k, weights=np.concatenate(clicks), minlength=size), out=c)
+            keys.clear()
+            clicks.clear()
+
+    for batch in rows.collect_batches(chunk_size=1 << 20):
+        b = session_buckets(seed, batch["session"].to_numpy(), buckets, STREAM_BOOTSTRAP)
+        keys.append(batch["_cell"].to_numpy().astype(np.int64) * buckets + b)
+        clicks.append(batch["click"].to_numpy())
+        if len(keys) == 8:  # one bincount per ~8M rows
+            flush()
+    flush()
+    shape = (cells.height, buckets)
+    return {"n": sparse.csr_matrix(n.reshape(shape)), "c": sparse.csr_matrix(c.reshape(shape))}
 
 
 def interventional_pairs(
@@ -379,7 +423,7 @@ def harvest_from_cells(
     n_at = np.bincount(pos[in_sets] - 1, cells["n"][in_sets], minlength=K)[:K]
     n_sets = int(np.unique(flat).size)
     return finish(
-        theta, se, n_at, method=f"harvest-{estimator}", n_sessions=int(cells["n_sessions"]),
+        theta, se, n_at, method=f"harvest-{estimator}", n_sessions=round(cells["n_sessions"]),
         reasons=reasons, warnings=warns,
         info={
             "weighting": weighting,

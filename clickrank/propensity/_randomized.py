@@ -35,51 +35,95 @@ import polars as pl
 from .._validation import EstimationError, InputError
 from ._result import Propensities
 from ._stats import (
+    BUCKET,
     as_lazy,
-    clicks_expr,
-    count_expr,
     finish,
+    grouped_counts,
     intervention_is,
     log_ratio_se,
     require_columns,
     resolve_K,
+    to_stats,
+    with_buckets,
 )
 
 __all__ = ["randomized", "randomized_statistics", "randomized_from_counts"]
 
 
+def _co_clicks_in_order(clicked: pl.LazyFrame, buckets: int) -> pl.DataFrame | None:
+    """Co-clicks with slot 1 per position (and bucket) from clicked rows in session order.
+
+    In a log sorted by (session, position) -- as clickrank writes logs -- a
+    clicked row co-clicks with slot 1 iff the first clicked row of its session
+    is at position 1, which a pass over batches can tell with one row of
+    carry: memory does not grow with the log. Returns None as soon as the
+    rows turn out not to be in that order.
+    """
+    cols = ["session", "position", *([BUCKET] if buckets else [])]
+    width = max(int(buckets), 1)
+    counts = np.zeros(0, dtype=np.int64)
+    last_s, last_p, last_ok = None, 0, False
+    for batch in clicked.select(cols).collect_batches(chunk_size=1 << 20):
+        if batch.height == 0:
+            continue
+        s = batch["session"].to_numpy()
+        p = batch["position"].to_numpy().astype(np.int64)
+        prev_s = np.r_[s[0] if last_s is None else last_s, s[:-1]]
+        new = s != prev_s
+        if last_s is None:
+            new[0] = True
+        prev_p = np.r_[last_p, p[:-1]]
+        if np.any(s < prev_s) or np.any(~new & (p <= prev_p)):
+            return None
+        start = np.maximum.accumulate(np.where(new, np.arange(s.size), -1))
+        first_is_1 = np.where(start >= 0, p[np.maximum(start, 0)] == 1, last_ok)
+        key = (p - 1) * width + (batch[BUCKET].to_numpy().astype(np.int64) if buckets else 0)
+        add = np.bincount(key[first_is_1], minlength=0)
+        if add.size > counts.size:
+            counts = np.r_[counts, np.zeros(add.size - counts.size, dtype=np.int64)]
+        counts[: add.size] += add
+        last_s, last_p, last_ok = s[-1], int(p[-1]), bool(first_is_1[-1])
+    nz = np.flatnonzero(counts)
+    out = {"position": (nz // width + 1).astype(np.int64), "cc": counts[nz].astype(np.float64)}
+    if buckets:
+        out[BUCKET] = (nz % width).astype(np.uint32)
+    return pl.DataFrame(out)
+
+
 def randomized_statistics(
-    lf: pl.LazyFrame, *, weighted: bool = False, intervention: str = "randomized"
-) -> dict[str, np.ndarray]:
-    """Per position: impressions ``n``, clicks ``c``, co-clicks with slot 1 ``cc``, ``n1p``."""
+    lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0, intervention: str = "randomized"
+) -> dict[str, Any]:
+    """Per position: impressions ``n``, clicks ``c`` and co-clicks with slot 1 ``cc``.
+
+    One streaming aggregation gives ``n`` and ``c``; the co-clicks need to
+    know, per session, whether slot 1 was clicked: a pass over the clicked
+    rows in session order (constant memory) or, for a log in another order, a
+    semi-join of the sessions clicked at slot 1 (memory grows with them).
+    """
     schema = require_columns(lf, ("session", "position", "click"), what="randomized estimator")
     if "intervention" not in schema:
         raise EstimationError(
             "randomized estimator: the log has no 'intervention' column, so no session is "
             "known to be randomized"
         )
-    rand = lf.filter(intervention_is(schema, intervention))
-    per_pos = rand.group_by("position").agg(n=count_expr(weighted), c=clicks_expr(weighted))
-    # co-clicks with slot 1: only clicked rows of sessions that clicked at slot 1 matter,
-    # so a semi-join of the (sparse) clicks replaces a join of the whole log
+    rand = with_buckets(lf.filter(intervention_is(schema, intervention)), buckets, seed)
+    keys = ["position", *([BUCKET] if buckets else [])]
+    per_pos = grouped_counts(rand, ["position"], buckets).collect(engine="streaming")
     clicked = rand.filter(pl.col("click").cast(pl.Boolean))
-    first = clicked.filter(pl.col("position") == 1).select("session")
-    co = (
-        clicked.join(first, on="session", how="semi")
-        .group_by("position")
-        .agg(cc=count_expr(weighted))
-    )
-    agg = (
-        per_pos.join(co, on="position", how="left")
+    co = _co_clicks_in_order(clicked, buckets)
+    if co is None:  # not in session order: join the (sparse) clicks instead
+        first = clicked.filter(pl.col("position") == 1).select("session")
+        co = (clicked.join(first, on="session", how="semi")
+              .group_by(keys).agg(cc=pl.len().cast(pl.Float64))
+              .collect(engine="streaming"))
+    table = (
+        per_pos.with_columns(pl.col("position").cast(pl.Int64))
+        .join(co.with_columns(pl.col("position").cast(pl.Int64)), on=keys, how="left")
         .with_columns(pl.col("cc").fill_null(0.0))
-        .sort("position")
-        .collect(engine="streaming")
     )
-    out = {col: agg[col].to_numpy() for col in ("position", "n", "c", "cc")}
     # every session shows positions 1..n (the click-log contract, clickrank.clicklog), so
-    # the sessions showing both slot 1 and slot p are those showing p
-    out["n1p"] = out["n"].copy()
-    return out
+    # the sessions showing both slot 1 and slot p are those showing p: n1p = n
+    return to_stats(table, ["position"], ["n", "c", "cc"], buckets)
 
 
 def randomized_from_counts(
@@ -100,7 +144,8 @@ def randomized_from_counts(
     keep = pos <= K
     idx = pos[keep] - 1
     n[idx], c[idx] = stats["n"][keep], stats["c"][keep]
-    cc[idx], n1p[idx] = stats["cc"][keep], stats["n1p"][keep]
+    cc[idx] = stats["cc"][keep]
+    n1p[idx] = stats["n1p"][keep] if "n1p" in stats else stats["n"][keep]
     reasons: dict[int, str] = {}
     if n[0] == 0:
         raise EstimationError(

@@ -1,10 +1,17 @@
 """Shared plumbing of the propensity estimators: log input, sufficient statistics, intervals.
 
 Every estimator is split in two: a *statistics* function that reduces a click
-log (polars LazyFrame) to a few small arrays with one lazy aggregation, and a
-*fit* function that turns those arrays into :class:`Propensities`. The split
-lets :func:`~clickrank.propensity.bootstrap` reuse the statistics with
-per-session resampling weights (column ``_w``) without touching the math.
+log (polars LazyFrame) to a few small arrays in one streaming pass, and a
+*fit* function that turns those arrays into :class:`Propensities`. Memory is
+that of the statistics (positions, swapped pairs, or (query, doc, position)
+cells), not of the log.
+
+With ``buckets=B`` a statistics function also splits every sum over ``B``
+session buckets (a hash of the session, :func:`bucket_expr`) in the same
+pass; :func:`reweight` then forms the statistics of a bootstrap replicate
+from one weight per bucket, which is how
+:func:`~clickrank.propensity.bootstrap` resamples sessions without reading
+the log again.
 """
 
 from __future__ import annotations
@@ -14,16 +21,19 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy import sparse
 
 from .._validation import InputError, LogSchemaError
 
 __all__ = [
-    "as_lazy", "require_columns", "WEIGHT", "count_expr", "clicks_expr", "intervention_is",
-    "log_ratio_se", "finish", "resolve_K",
+    "as_lazy", "require_columns", "BUCKET", "bucket_expr", "grouped_counts", "to_stats",
+    "reweight", "intervention_is", "log_ratio_se", "finish", "resolve_K",
 ]
 
-#: Name of the per-session resampling-weight column added by the bootstrap.
-WEIGHT = "_w"
+#: Name of the session-bucket column added for the bootstrap.
+BUCKET = "_b"
+#: Key of the per-bucket sums in a statistics dict (value name -> sparse [rows, buckets]).
+BY_BUCKET = "_by_bucket"
 
 LogLike = pl.DataFrame | pl.LazyFrame | str | os.PathLike
 
@@ -62,30 +72,85 @@ def require_columns(lf: pl.LazyFrame, columns: tuple[str, ...], *, what: str) ->
     return schema
 
 
-def count_expr(weighted: bool) -> pl.Expr:
-    """Impressions (or their resampling weight) in a group."""
-    return pl.col(WEIGHT).sum() if weighted else pl.len().cast(pl.Float64)
+def bucket_expr(buckets: int, seed: int) -> pl.Expr:
+    """Bucket ``0..buckets-1`` of each row's session (:func:`clickrank._random.session_buckets`).
 
-
-def clicks_expr(weighted: bool) -> pl.Expr:
-    """Clicks (or weighted clicks) in a group."""
-    c = pl.col("click").cast(pl.Float64)
-    return (c * pl.col(WEIGHT)).sum() if weighted else c.sum()
-
-
-def grouped_counts(lf: pl.LazyFrame, by: list[str], weighted: bool) -> pl.LazyFrame:
-    """Impressions ``n`` and clicks ``c`` (Float64) per group of ``by``, sorted.
-
-    Unweighted: :func:`clickrank.clicklog.click_counts`. Weighted (bootstrap):
-    the same sums with the per-session weight column ``_w``.
+    Every row of a session gets the same bucket, and sessions fall into
+    buckets independently and uniformly. An elementwise expression, so it
+    runs inside polars' streaming engine, batch by batch.
     """
-    if not weighted:
-        from ..clicklog import click_counts
+    from .._random import STREAM_BOOTSTRAP, session_buckets
 
-        return click_counts(lf, by).select(
-            *by, n=pl.col("impressions").cast(pl.Float64), c=pl.col("clicks").cast(pl.Float64)
-        )
-    return lf.group_by(by).agg(n=count_expr(True), c=clicks_expr(True)).sort(by)
+    def apply(s: pl.Series) -> pl.Series:
+        ids = s.cast(pl.UInt64).to_numpy()
+        return pl.Series(BUCKET, session_buckets(int(seed), ids, int(buckets), STREAM_BOOTSTRAP))
+
+    return pl.col("session").map_batches(apply, return_dtype=pl.UInt32,
+                                         is_elementwise=True).alias(BUCKET)
+
+
+def with_buckets(lf: pl.LazyFrame, buckets: int, seed: int) -> pl.LazyFrame:
+    """``lf`` with the bucket column when ``buckets > 0`` (else unchanged)."""
+    return lf.with_columns(bucket_expr(buckets, seed)) if buckets else lf
+
+
+def grouped_counts(lf: pl.LazyFrame, by: list[str], buckets: int = 0) -> pl.LazyFrame:
+    """Impressions ``n`` and clicks ``c`` (Float64) per group of ``by`` (and bucket), sorted.
+
+    ``lf`` must already carry the bucket column when ``buckets > 0``
+    (:func:`with_buckets`).
+    """
+    keys = [*by, BUCKET] if buckets else list(by)
+    return (
+        lf.group_by(keys)
+        .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").cast(pl.Float64).sum())
+        .sort(keys)
+    )
+
+
+def to_stats(table: pl.DataFrame, keys: list[str], values: list[str],
+             buckets: int = 0) -> dict[str, Any]:
+    """Statistics dict from a grouped table: key arrays and value totals per key row.
+
+    With ``buckets``, ``table`` has one row per (key, bucket); the totals sum
+    over buckets and :data:`BY_BUCKET` holds, for each value, the sparse
+    ``[key rows, buckets]`` matrix of per-bucket sums (for :func:`reweight`).
+    Keys are sorted.
+    """
+    if not buckets:
+        table = table.sort(keys)
+        return {k: table[k].to_numpy() for k in [*keys, *values]}
+    uniq = table.select(keys).unique().sort(keys).with_row_index("_row")
+    t = table.join(uniq, on=keys, how="left", nulls_equal=True)
+    rows, cols = t["_row"].to_numpy(), t[BUCKET].to_numpy()
+    out: dict[str, Any] = {k: uniq[k].to_numpy() for k in keys}
+    mats = {v: sparse.csr_matrix((t[v].to_numpy().astype(np.float64), (rows, cols)),
+                                 shape=(uniq.height, buckets)) for v in values}
+    out.update({v: np.asarray(m.sum(axis=1)).ravel() for v, m in mats.items()})
+    out[BY_BUCKET] = mats
+    return out
+
+
+def add_bucketed_total(stats: dict[str, Any], name: str, table: pl.DataFrame, value: str,
+                       buckets: int) -> None:
+    """Add a scalar statistic (e.g. sessions) and, with buckets, its per-bucket sums."""
+    if not buckets:
+        stats[name] = float(table[value].sum()) if table.height else 0.0
+        return
+    m = sparse.csr_matrix((table[value].to_numpy().astype(np.float64),
+                           (np.zeros(table.height, dtype=np.int64), table[BUCKET].to_numpy())),
+                          shape=(1, buckets))
+    stats[name] = float(m.sum())
+    stats[BY_BUCKET][name] = m
+
+
+def reweight(stats: dict[str, Any], weights: np.ndarray) -> dict[str, Any]:
+    """The statistics of a bootstrap replicate: per-bucket sums weighted by ``weights``."""
+    out = {k: v for k, v in stats.items() if k != BY_BUCKET}
+    for name, m in stats[BY_BUCKET].items():
+        val = m @ weights
+        out[name] = float(val[0]) if np.ndim(stats[name]) == 0 else val
+    return out
 
 
 def resolve_K(K: Any, deepest: int, method: str) -> int:  # noqa: N802 - the paper's symbol

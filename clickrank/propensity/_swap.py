@@ -47,19 +47,30 @@ import polars as pl
 
 from .._validation import EstimationError, InputError, LogSchemaError, check_choice
 from ._result import Propensities
-from ._stats import as_lazy, finish, grouped_counts, log_ratio_se, require_columns, resolve_K
+from ._stats import (
+    BUCKET,
+    as_lazy,
+    finish,
+    grouped_counts,
+    log_ratio_se,
+    require_columns,
+    resolve_K,
+    to_stats,
+    with_buckets,
+)
 
 __all__ = ["swap", "randpair", "pair_statistics", "pair_from_counts"]
 
 _KINDS = {"none": 0, "swap": 1, "randpair": 2}
 
 
-def pair_statistics(lf: pl.LazyFrame, *, weighted: bool = False) -> dict[str, np.ndarray]:
-    """Clicks and impressions per (arm, swapped pair a<b, position).
+def pair_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
+    """Clicks and impressions per (arm, swapped pair a<b, position), in one streaming pass.
 
     Uses sessions with intervention ``none`` (or null), ``swap`` and
     ``randpair``. Returns arrays ``kind`` (0 none, 1 swap, 2 randpair), ``a``,
-    ``b`` (0 when nothing was swapped), ``position``, ``n``, ``c``.
+    ``b`` (0 when nothing was swapped), ``position``, ``n``, ``c`` (and, with
+    ``buckets``, their per-bucket sums; see :func:`._stats.to_stats`).
     """
     schema = require_columns(lf, ("session", "position", "click"), what="pair-swap estimators")
     if "intervention" not in schema:
@@ -76,8 +87,9 @@ def pair_statistics(lf: pl.LazyFrame, *, weighted: bool = False) -> dict[str, np
     swapped = pl.col("kind") > 0
     b = pl.col("swap_k").cast(pl.Int64).fill_null(0) if has_k else pl.lit(0, dtype=pl.Int64)
     a = pl.col("swap_pivot").cast(pl.Int64).fill_null(0) if has_pivot else pl.lit(1)
+    out_keys = ["kind", "a", "b", "position"] + ([BUCKET] if buckets else [])
     agg = (
-        grouped_counts(lf, keys, weighted)
+        grouped_counts(with_buckets(lf, buckets, seed), keys, buckets)
         .collect(engine="streaming")
         .lazy()
         .with_columns(kind=kind)
@@ -87,9 +99,8 @@ def pair_statistics(lf: pl.LazyFrame, *, weighted: bool = False) -> dict[str, np
             b=pl.when(swapped).then(b).otherwise(0),
             position=pl.col("position").cast(pl.Int64),
         )
-        .group_by("kind", "a", "b", "position")
+        .group_by(out_keys)
         .agg(pl.col("n").sum(), pl.col("c").sum())
-        .sort("kind", "a", "b", "position")
         .collect()
     )
     if not has_k and (agg["kind"] > 0).any():
@@ -98,7 +109,7 @@ def pair_statistics(lf: pl.LazyFrame, *, weighted: bool = False) -> dict[str, np
             "(and the other rank in 'swap_pivot', default 1)",
             column="swap_k",
         )
-    return {col: agg[col].to_numpy() for col in ("kind", "a", "b", "position", "n", "c")}
+    return to_stats(agg, ["kind", "a", "b", "position"], ["n", "c"], buckets)
 
 
 def pair_from_counts(
