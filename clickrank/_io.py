@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ._validation import DataFormatError, InputError
+from ._validation import DataFormatError, InputError, OutputError
 
 __all__ = [
     "LEDGER",
@@ -59,6 +59,7 @@ __all__ = [
     "remove_owned",
     "check_output",
     "check_writable",
+    "output_errors",
     "read_text",
 ]
 
@@ -66,6 +67,8 @@ __all__ = [
 LEDGER = ".clickrank.json"
 _LEDGER_FORMAT = "clickrank.files"
 _DIGEST_LIMIT = 8 * 2**20  # files up to this size also get a content digest
+_PROBE_BYTES = 1 << 16  # a file system with less room than this is full for clickrank
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _TEMP = re.compile(r"^\..+\.clickrank-(\d+)-[^/]*\.tmp$")
 
 
@@ -350,6 +353,7 @@ def _probe(folder: Path, n_bytes: int) -> None:
         with open(tmp, "wb") as fh:
             fh.write(b"\0" * n_bytes)
             fh.flush()
+            os.fsync(fh.fileno())
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -376,7 +380,7 @@ def check_writable(path: str | os.PathLike, *, what: str = "output", need_bytes:
     if not base.is_dir():
         raise InputError(f"{label}: {base} is not a folder")
     try:
-        _probe(base, min(max(int(need_bytes), 4096), 1 << 16))
+        _probe(base, _PROBE_BYTES)
     except OSError as err:
         reason = err.strerror or str(err)
         raise InputError(f"{label}: cannot write in {base} ({reason})") from None
@@ -480,14 +484,32 @@ def atomic_write(
     elif not path.parent.is_dir():
         raise InputError(f"the folder of {path} does not exist")
     clean_stale(path.parent)
-    tmp = temp_path(path)
-    try:
-        write(tmp)
-        publish(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with output_errors(path):
+        tmp = temp_path(path)
+        try:
+            write(tmp)
+            publish(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     return path
+
+
+@contextlib.contextmanager
+def output_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Turn an :class:`OSError` while writing ``path`` into :class:`OutputError` naming it."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise OutputError(f"cannot write {path}: {reason}") from err
+    except Exception as err:  # polars reports OS errors of its writers as ComputeError
+        code = _OS_ERROR.search(str(err))
+        if code is None or not type(err).__module__.startswith("polars"):
+            raise
+        raise OutputError(f"cannot write {path}: {os.strerror(int(code.group(1)))}") from err
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, **kwargs: Any) -> Path:

@@ -21,6 +21,7 @@ __all__ = [
     "ConfigError",
     "NotFittedError",
     "EstimationError",
+    "OutputError",
     "check_qptr",
     "check_choice",
     "check_probability",
@@ -92,6 +93,14 @@ class NotFittedError(ClickRankError, AttributeError):
 
 class EstimationError(ClickRankError, RuntimeError):
     """A quantity cannot be estimated from the data given (not identified)."""
+
+
+class OutputError(ClickRankError, OSError):
+    """An output could not be written (full disk, read-only file system, permissions).
+
+    Also an :class:`OSError`, so code that catches OS errors still catches it;
+    the message names the output and the reason.
+    """
 
 
 class ClickRankWarning(UserWarning):

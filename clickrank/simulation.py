@@ -59,7 +59,16 @@ import numba as nb
 import numpy as np
 import polars as pl
 
-from ._io import check_output, clean_stale, first_foreign, publish, record, remove_owned, temp_path
+from ._io import (
+    check_output,
+    clean_stale,
+    first_foreign,
+    output_errors,
+    publish,
+    record,
+    remove_owned,
+    temp_path,
+)
 from ._random import (
     STREAM_CLICK,
     STREAM_INTERVENTION,
@@ -854,9 +863,10 @@ class _Writer:
 
     def run(self, chunks: Iterator[pl.DataFrame], first_session: int) -> Path:
         clean_stale(self.out.parent)
-        if self.out.suffix == ".parquet":
-            return self._single(chunks)
-        return self._folder(_parts(chunks, first_session, PART_SESSIONS))
+        with output_errors(self.out):
+            if self.out.suffix == ".parquet":
+                return self._single(chunks)
+            return self._folder(_parts(chunks, first_session, PART_SESSIONS))
 
     def _single(self, chunks: Iterator[pl.DataFrame]) -> Path:
         from polars.io.plugins import register_io_source
