@@ -29,6 +29,7 @@ Input
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -51,6 +52,7 @@ __all__ = [
     "publish",
     "read_json",
     "temp_path",
+    "discard",
     "clean_stale",
     "is_owned",
     "first_foreign",
@@ -81,19 +83,45 @@ def _umask() -> int:
     return mask
 
 
+#: Temporary files and folders of this process not yet published or removed.
+_LIVE: set[Path] = set()
+
+
 def temp_path(dest: str | os.PathLike, *, folder: bool = False) -> Path:
     """Create a hidden temporary file (or folder) next to ``dest``, in clickrank's naming.
 
     The name is ``.NAME.clickrank-PID-XXXXXXXX.tmp``: :func:`clean_stale`
-    recognizes it and removes it once process ``PID`` is gone.
+    recognizes it and removes it once process ``PID`` is gone. Until it is
+    published or removed, it is also removed when the process exits
+    (``atexit``): an interrupted write (Ctrl-C, SIGTERM in the CLI) leaves
+    nothing even if a library in between swallowed the exception.
     """
     dest = Path(dest)
     prefix, parent = f".{dest.name}.clickrank-{os.getpid()}-", dest.parent
     if folder:
-        return Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=parent)
-    os.close(fd)
-    return Path(tmp)
+        path = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=parent)
+        os.close(fd)
+        path = Path(tmp)
+    _LIVE.add(path.absolute())
+    return path
+
+
+def discard(tmp: str | os.PathLike) -> None:
+    """Remove a temporary file or folder of :func:`temp_path` (if it is still there)."""
+    tmp = Path(tmp)
+    _LIVE.discard(tmp.absolute())
+    if tmp.is_dir() and not tmp.is_symlink():
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.unlink(missing_ok=True)
+
+
+@atexit.register
+def _discard_live() -> None:
+    for tmp in list(_LIVE):
+        discard(tmp)
 
 
 def is_temp_name(name: str) -> bool:
@@ -148,6 +176,7 @@ def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     mode = 0o777 if Path(tmp).is_dir() else 0o666
     os.chmod(tmp, mode & ~_umask())  # mkstemp creates 0600, mkdtemp 0700
     os.replace(tmp, path)
+    _LIVE.discard(Path(tmp).absolute())
     record(path)
 
 
@@ -189,8 +218,9 @@ def _write_ledger(folder: Path, files: dict[str, dict]) -> None:
         tmp.write_text(text + "\n", encoding="utf-8")
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, folder / LEDGER)
+        _LIVE.discard(tmp.absolute())
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        discard(tmp)
         raise
 
 
@@ -355,7 +385,7 @@ def _probe(folder: Path, n_bytes: int) -> None:
             fh.flush()
             os.fsync(fh.fileno())
     finally:
-        tmp.unlink(missing_ok=True)
+        discard(tmp)
 
 
 def _size(n: float) -> str:
@@ -399,6 +429,7 @@ def check_output(
     what: str = "output",
     need_bytes: int = 0,
     inputs: Iterable[str | os.PathLike | None] = (),
+    hint: str = "--force",
 ) -> Path:
     """Check, before any work, that clickrank may and can write the output ``path``.
 
@@ -415,6 +446,9 @@ def check_output(
     inputs : paths
         The inputs of the command (None entries are skipped): the output may
         not be one of them or hold one of them, since inputs are never overwritten.
+    hint : str
+        How to ask for a replacement, in the message (``--force`` on the
+        command line, ``overwrite=True`` in the library).
 
     Raises
     ------
@@ -440,7 +474,7 @@ def check_output(
             raise InputError(f"{what + ' ' if what else ''}{_foreign_message(path, bad)}")
         if not force:
             kind = "folder" if path.is_dir() else "file"
-            raise InputError(f"{label} exists (a {kind} clickrank wrote); pass --force to "
+            raise InputError(f"{label} exists (a {kind} clickrank wrote); pass {hint} to "
                              "replace it")
     return check_writable(path.parent if path.is_dir() else path, what=what,
                           need_bytes=need_bytes)
@@ -490,7 +524,7 @@ def atomic_write(
             write(tmp)
             publish(tmp, path)
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            discard(tmp)
             raise
     return path
 

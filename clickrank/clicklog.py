@@ -37,7 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from ._io import atomic_write
+from ._io import atomic_write, check_output
 from ._validation import InputError, LogSchemaError
 
 __all__ = [
@@ -416,8 +416,7 @@ def write_log(
         If the log is invalid.
     """
     out = Path(path)
-    if out.exists() and not overwrite:
-        raise InputError(f"{out} exists; pass overwrite=True (--force) to replace it")
+    check_output(out, force=overwrite, what="", hint="overwrite=True (--force)")
     if out.is_dir():
         raise InputError(f"{out} is a folder; write_log writes one file")
     if not out.parent.is_dir():

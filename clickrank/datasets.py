@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write
+from ._io import atomic_write, check_output
 from ._segments import lengths as _lengths
 from ._segments import segment_ids
 from ._validation import DataFormatError, InputError, check_qptr
@@ -534,8 +534,7 @@ def save_letor(data: RankingData, path: str | os.PathLike, *, docid: bool = True
     atomic, and an existing file is kept unless ``overwrite``.
     """
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; pass overwrite=True to replace it")
+    check_output(path, force=overwrite, what="", hint="overwrite=True")
     y = np.zeros(data.n_docs) if data.y is None else data.y
     cols = [
         pl.Series(y).cast(pl.String).str.replace(r"\.0$", ""),
@@ -622,8 +621,7 @@ def read_parquet(path: str | os.PathLike, **kwargs: Any) -> RankingData:
 def save_parquet(data: RankingData, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write ``data`` as parquet (columns ``query``, ``doc``, ``label``, ``f1..fK``), atomically."""
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; pass overwrite=True to replace it")
+    check_output(path, force=overwrite, what="", hint="overwrite=True")
     frame = data.to_frame()
     atomic_write(path, lambda tmp: frame.write_parquet(tmp))
     return path

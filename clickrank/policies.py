@@ -380,9 +380,9 @@ class ProductionRanker:
     train_queries_ : numpy.ndarray
         Indices of the queries it was trained on.
     note_ : str or None
-        Set when the data were too small for the settings: fewer documents
-        than ``2 * min_child_samples`` (leaves are made smaller, as LightGBM
-        needs) or nothing to learn from (``model_`` is None).
+        Set when the data were too small for the settings: LightGBM could not
+        split them with ``min_child_samples`` documents per leaf (the model is
+        retrained with 1), or there is nothing to learn from (``model_`` is None).
     """
 
     def __init__(
@@ -419,26 +419,32 @@ class ProductionRanker:
             raise InputError("the production ranker needs non-negative labels")
         self.train_queries_ = queries
         self.note_ = None
-        # LightGBM cannot split a feature with fewer than 2 * min_data_in_leaf rows (and
-        # aborts with "num_features() > 0" if no feature can be split): small data gets
-        # smaller leaves, and a single document nothing to learn from
-        leaf = min(int(self.min_child_samples), train.n_docs // 2)
-        if leaf < 1 or np.all(np.ptp(train.X, axis=0) == 0):
+        # LightGBM drops the features it cannot split with min_data_in_leaf documents per
+        # leaf, and fails ("num_features() > 0") if none is left: a small sample is retried
+        # with one document per leaf, and one without a varying feature keeps the data order
+        if train.n_docs < 2 or np.all(np.ptp(train.X, axis=0) == 0):
             self.model_ = None
             self.note_ = (f"the production ranker's {train.n_docs} training document(s) have no "
                           "feature that varies, so it keeps the data order")
             return self
-        if leaf < int(self.min_child_samples):
-            self.note_ = (f"only {train.n_docs} training documents: min_child_samples lowered "
-                          f"to {leaf}")
-        self.model_ = LambdaMART(
-            n_estimators=int(self.n_estimators),
-            num_leaves=int(self.num_leaves),
-            learning_rate=float(self.learning_rate),
-            min_data_in_leaf=leaf,
-            seed=int(self.seed),
-            n_jobs=1,
-        ).fit(train)
+        import lightgbm as lgb
+
+        for leaf in (int(self.min_child_samples), 1):
+            try:
+                self.model_ = LambdaMART(
+                    n_estimators=int(self.n_estimators),
+                    num_leaves=int(self.num_leaves),
+                    learning_rate=float(self.learning_rate),
+                    min_data_in_leaf=leaf,
+                    seed=int(self.seed),
+                    n_jobs=1,
+                ).fit(train)
+                break
+            except lgb.basic.LightGBMError:
+                if leaf == 1:
+                    raise
+                self.note_ = (f"LightGBM could not split the {train.n_docs} training documents "
+                              f"with min_child_samples={leaf}; retrained with 1")
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:

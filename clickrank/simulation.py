@@ -48,7 +48,6 @@ and the lower rank of the last complete pair in ``swap_k``: the pairs are
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -62,6 +61,7 @@ import polars as pl
 from ._io import (
     check_output,
     clean_stale,
+    discard,
     first_foreign,
     output_errors,
     publish,
@@ -896,7 +896,7 @@ class _Writer:
                 remove_owned(self.out)
             publish(tmp, self.out)
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            discard(tmp)
             raise
         return self.out
 
@@ -919,8 +919,8 @@ class _Writer:
                 remove_owned(self.out)
             publish(tmp, self.out)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            discard(tmp)
             raise
         if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
+            discard(trash)
         return self.out

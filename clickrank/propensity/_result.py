@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import norm
 
-from .._io import atomic_write, atomic_write_text, read_json
+from .._io import atomic_write, atomic_write_text, check_output, read_json
 from .._validation import (
     DataFormatError,
     InputError,
@@ -253,8 +253,7 @@ class Propensities:
     def save(self, path: str | os.PathLike, *, alpha: float = 0.05, overwrite: bool = True) -> Path:
         """Write JSON atomically (temporary file in the same folder, then rename)."""
         path = Path(path)
-        if path.exists() and not overwrite:
-            raise InputError(f"{path} exists; pass overwrite=True to replace it")
+        check_output(path, force=overwrite, what="", hint="overwrite=True")
         text = json.dumps(self.to_dict(alpha), indent=2)
         atomic_write_text(path, text + "\n")
         return path
