@@ -109,17 +109,20 @@ def read_model_text(path: Path, meta: dict[str, Any], meta_path: Path) -> str:
         raw = path.read_bytes()
     except OSError as err:
         raise DataFormatError(f"cannot read ({err.strerror})", path=path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataFormatError("is not a LightGBM text model (binary data, e.g. a pickle)",
+                              path=path) from None
+    if not text.startswith("tree\n"):
+        raise DataFormatError("is not a LightGBM text model (line 1 is not 'tree')",
+                              path=path, line=1)
     if "model_sha256" in meta:
         if len(raw) != meta["model_bytes"] or digest(raw) != meta["model_sha256"]:
             raise DataFormatError(
                 f"does not match the size and SHA-256 digest recorded in {meta_path} "
                 f"({len(raw):,} bytes, expected {meta['model_bytes']:,}): the model file is "
                 "truncated, corrupted or was replaced", path=path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise DataFormatError("is not a LightGBM text model (binary data, e.g. a pickle)",
-                              path=path) from None
     return check_model_text(text, int(meta["n_features_in"]), path)
 
 

@@ -66,7 +66,9 @@ def policy_scores(ranker: Any, data: RankingData, *, name: str = "ranker") -> np
         If the scores do not have one finite value per document.
     """
     if hasattr(ranker, "predict") and not isinstance(ranker, np.ndarray):
-        scores = ranker.predict(data.X)
+        from .lambdamart import LambdaMART  # takes the data itself, to name it in errors
+
+        scores = ranker.predict(data if isinstance(ranker, LambdaMART) else data.X)
     elif isinstance(ranker, (np.ndarray, Sequence)):
         scores = ranker
     else:

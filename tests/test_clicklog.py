@@ -202,3 +202,39 @@ def test_grouped_counts_add_up(log):
 def test_aggregation_needs_its_columns(log):
     with pytest.raises(LogSchemaError, match="ranker"):
         counts_by_ranker_query_doc_position(log.drop("ranker"))
+
+
+# -- streaming checks ----------------------------------------------------------------------
+
+
+def test_a_log_in_session_order_is_checked_in_batches_without_grouping_sessions(log,
+                                                                               monkeypatch):
+    from clickrank import clicklog
+
+    monkeypatch.setattr(clicklog, "VALIDATION_BATCH_ROWS", 7)  # session boundaries straddle
+    lf = log.lazy()
+    assert clicklog._scan_values(lf, lf.collect_schema())[1]  # in order: no group-by needed
+    shuffled = log.sample(fraction=1.0, shuffle=True, seed=3)
+    assert not clicklog._scan_values(shuffled.lazy(), lf.collect_schema())[1]
+    validate_log(shuffled)  # another order: still valid, through the group-by
+    seen: list[int] = []
+    validate_log(log, progress=seen.append)
+    assert sum(seen) == log.height and len(seen) > 1
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("session, position, column, value, message", [
+    (7, 3, "position", 2, "duplicated position: session 7, position 2 appears 2 times"),
+    (9, 8, "position", 9, "positions of session 9 are not contiguous"),
+    (11, 5, "query", -1, "session 11 mixes 2 queries"),
+])
+def test_a_broken_session_is_found_in_order_and_out_of_order(log, monkeypatch, shuffle, session,
+                                                            position, column, value, message):
+    from clickrank import clicklog
+
+    monkeypatch.setattr(clicklog, "VALIDATION_BATCH_ROWS", 5)
+    bad = _set(log, session, position, column, pl.lit(value).cast(log.schema[column]))
+    if shuffle:
+        bad = bad.sample(fraction=1.0, shuffle=True, seed=1)
+    with pytest.raises(LogSchemaError, match=message):
+        validate_log(bad)

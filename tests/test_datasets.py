@@ -9,6 +9,7 @@ import pytest
 from scipy import special, stats
 
 import clickrank as cr
+from clickrank import DataFormatError, InputError, load_letor
 from clickrank.datasets import load, synthetic
 
 
@@ -190,3 +191,28 @@ def test_frame_errors_name_the_column():
         cr.from_frame(frame.rename({"query": "qid"}))
     with pytest.raises(cr.DataFormatError, match="column 'f1'"):
         cr.from_frame(pd.DataFrame({"query": [1, 1], "f1": [0.1, None]}))
+
+
+def test_an_absurd_feature_index_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "big.txt"
+    path.write_text("1 qid:1 1:0.5 2:0.1\n0 qid:1 1:0.1 1000000000:1\n2 qid:2 1:0.3 2:0.2\n")
+    with pytest.raises(DataFormatError, match=r"big.txt:2: feature index in '1000000000:1' is "
+                                              r"implausible: 3 rows x 1,000,000,000 features "
+                                              r"would take 11.2 GiB for 6 values"):
+        load_letor(path)
+    with pytest.raises(InputError, match="n_features=1,000,000,000 is implausible"):
+        load_letor(tmp_path / "big.txt", n_features=10**9)
+
+
+def test_a_feature_index_repeated_on_a_line_is_refused(tmp_path):
+    path = tmp_path / "dup.txt"
+    path.write_text("1 qid:1 1:0.5 2:0.1\n0 qid:1 2:0.1 1:0.2 2:1\n")
+    with pytest.raises(DataFormatError, match=r"dup.txt:2: feature index in '2:1' appears twice"):
+        load_letor(path)
+
+
+def test_wide_but_dense_files_are_read(tmp_path):
+    rows = ["1 qid:1 " + " ".join(f"{j}:0.5" for j in range(1, 701))] * 3
+    path = tmp_path / "wide.txt"
+    path.write_text("\n".join(rows) + "\n")
+    assert load_letor(path).n_features == 700

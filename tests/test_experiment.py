@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from _safety import one_line_error, snapshot
 from click.testing import CliRunner
 
 import clickrank.cli.run  # noqa: F401  registers `run` on the root group
@@ -293,11 +294,38 @@ def test_force_recomputes_everything_with_the_same_numbers(tiny_run):
     assert _without_timings(res.results) == _without_timings(tiny_run.results)
 
 
-def test_a_non_empty_folder_that_is_not_a_results_folder_is_refused(tmp_path):
+@pytest.mark.parametrize("force", [False, True])
+def test_a_folder_that_is_not_a_results_folder_is_refused_even_with_force(tmp_path, force):
+    for sub in ("models", "figures", "propensities"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "mine.txt").write_text("the user's")
     (tmp_path / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    res = CliRunner().invoke(cli, ["run", "--out", str(tmp_path), *(["-f"] if force else [])])
+    msg = one_line_error(res)
+    assert "not a clickrank results folder" in msg and "--force" not in msg
+    assert snapshot(tmp_path) == before
     with pytest.raises(InputError, match="not a clickrank results folder"):
-        run_experiment(TINY, tmp_path, progress=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+        run_experiment(TINY, tmp_path, progress=False, force=force)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tmp_path):
+    out = tmp_path / "run"
+    run_experiment(TINY, out, progress=False)
+    mine = [out / "notes.txt", out / "models" / "mine.txt", out / "figures" / "sketch.txt",
+            out / "propensities" / "old.json"]
+    for p in mine:
+        p.parent.mkdir(exist_ok=True)
+        p.write_text("the user's")
+    (out / "report.md").write_text("edited by the user")  # no longer clickrank's
+    with pytest.raises(InputError, match="report.md is not as clickrank wrote it"):
+        run_experiment(TINY, out, progress=False, force=True)
+    (out / "report.md").unlink()
+    res = run_experiment(TINY, out, progress=False, force=True)
+    assert not any(v["reused"] for v in res.timings.values())
+    assert all(p.read_text() == "the user's" for p in mine)
+    assert (out / "models" / "naive" / "model.txt").is_file() and res.report_path.is_file()
 
 
 def test_progress_lines_name_each_stage_with_its_timing(tmp_path, capsys):

@@ -211,3 +211,31 @@ def test_make_policy_kinds():
     np.testing.assert_array_equal(data.y[rows[:, 0]], top)
     with pytest.raises(InputError, match="policy"):
         make_policy("best", data)
+
+
+@pytest.mark.parametrize("n_queries, n_docs", [(5, 2), (5, 5), (30, 1), (1, 1), (60, 10)])
+def test_the_production_ranker_trains_on_tiny_data_or_keeps_the_data_order(n_queries, n_docs):
+    data = synthetic(n_queries, n_docs, seed=1)
+    ranker = production_ranker(data, 0.01, seed=0)
+    scores = ranker.predict(data.X)
+    assert scores.shape == (data.n_docs,) and np.all(np.isfinite(scores))
+    trained = data.subset(ranker.train_queries_)
+    if trained.n_docs < 2:
+        assert ranker.model_ is None and "keeps the data order" in ranker.note_
+        assert np.all(scores == 0)
+    elif n_docs >= 10:
+        assert ranker.note_ is None  # enough data: the settings are used as they are
+
+
+@pytest.mark.parametrize("n_queries, n_docs, top_k", [(5, 12, 10), (5, 3, 3), (30, 1, 1)])
+def test_simulate_on_a_tiny_letor_file_works(tmp_path, n_queries, n_docs, top_k):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+    from clickrank.datasets import save_letor
+
+    path = save_letor(synthetic(n_queries, n_docs, seed=1), tmp_path / "tiny.txt")
+    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--sessions", "300",
+                                   "--top-k", str(top_k), "--out", str(tmp_path / "log.parquet")])
+    assert res.exit_code == 0, res.output
+    assert "300 sessions" in res.stdout

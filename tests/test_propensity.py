@@ -401,3 +401,114 @@ def test_cli_error_for_swap_on_a_log_without_swaps(data, tmp_path):
                                    str(tmp_path / "t.json")], obj={})
     assert res.exit_code == 1
     assert "no swap sessions" in res.output and "Traceback" not in res.output
+
+
+# -- streaming statistics and the bucketed bootstrap ----------------------------------------
+
+
+def _mixed_log(data, n=20_000):
+    mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(2)])
+    return simulate(data, policy=mix, click_model=make_click_model("pbm", eta=1.0),
+                    n_sessions=n, interventions=[Swap(0.3), Randomize(0.3), RandPair(0.2)], seed=5,
+                    top_k=6)
+
+
+def _same_stats(a: dict, b: dict) -> None:
+    keys = sorted(k for k in a if not k.startswith("_"))
+    assert keys == sorted(k for k in b if not k.startswith("_"))
+    for k in keys:
+        np.testing.assert_allclose(np.asarray(a[k], dtype=float), np.asarray(b[k], dtype=float))
+
+
+def test_co_clicks_in_session_order_equal_the_join_on_a_shuffled_log(data):
+    from clickrank.propensity._randomized import randomized_statistics
+
+    log = _mixed_log(data)
+    ordered = randomized_statistics(log.lazy())
+    shuffled = randomized_statistics(log.sample(fraction=1.0, shuffle=True, seed=2).lazy())
+    _same_stats(ordered, shuffled)
+    # the co-clicks by hand: sessions clicked at 1, their clicks per position
+    rand = log.filter(pl.col("intervention") == "randomized")
+    first = rand.filter((pl.col("position") == 1) & pl.col("click")).select("session")
+    cc = (rand.join(first, on="session").filter(pl.col("click")).group_by("position").len()
+          .sort("position"))
+    np.testing.assert_array_equal(ordered["cc"][: cc.height], cc["len"].to_numpy())
+
+
+@pytest.mark.parametrize("method", ["swap", "randomized", "harvest-pivot"])
+def test_bucketed_statistics_sum_to_the_statistics_of_the_whole_log(data, method):
+    from clickrank.propensity import ESTIMATORS
+    from clickrank.propensity._stats import reweight
+
+    spec = ESTIMATORS[method]
+    lf = _mixed_log(data).lazy()
+    plain = spec.statistics(lf)
+    bucketed = spec.statistics(lf, buckets=16, seed=3)
+    _same_stats(plain, bucketed)
+    _same_stats(plain, reweight(bucketed, np.ones(16)))
+    half = reweight(bucketed, np.r_[np.ones(8), np.zeros(8)])
+    assert 0.3 < half["n"].sum() / plain["n"].sum() < 0.7  # sessions spread over buckets
+
+
+def test_sessions_are_counted_without_listing_them(data):
+    from clickrank.propensity._harvest import cell_statistics
+
+    log = _mixed_log(data, 5000)
+    assert cell_statistics(log.lazy())["n_sessions"] == log["session"].n_unique() == 5000
+
+
+def test_bootstrap_reads_the_log_once_and_reports_progress(data, monkeypatch):
+    from clickrank.propensity import ESTIMATORS
+
+    log = _mixed_log(data).lazy()
+    calls = []
+    spec = ESTIMATORS["em"]
+    original = spec.statistics
+    monkeypatch.setitem(ESTIMATORS, "em", type(spec)(
+        spec.function, lambda lf, **kw: calls.append(kw) or original(lf, **kw), spec.fit))
+    ticks: list[int] = []
+    res = em(log, n_boot=12, seed=1, progress=ticks.append)
+    assert len(calls) == 1 and calls[0]["buckets"] == 128 and ticks == [1] * 12
+    assert res.replicates.shape == (12, 6) and np.all(np.isfinite(res.se[1:]))
+    with pytest.raises(InputError, match="buckets must be >= 2"):
+        bootstrap("swap", log, n=3, buckets=1)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_K_beyond_the_deepest_logged_position_is_refused(data, method):
+    log = _mixed_log(data, 4000)
+    with pytest.raises(InputError, match=r"K=1000 exceeds the deepest position .* \(6\)"):
+        estimate_propensities(log, method=method, K=1000, **({"n_boot": 0} if method == "em"
+                                                             else {}))
+
+
+def test_propensities_off_the_theta_1_scale_are_refused_or_flagged(tmp_path):
+    with pytest.raises(InputError, match="theta at position 1 is 0.5"):
+        Propensities(theta=[0.5, 0.25], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1])
+    with pytest.raises(InputError, match=r"position 2 is 1.5 > 1; absolute"):
+        Propensities(theta=[0.9, 1.5], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1],
+                     absolute=True)
+    p = Propensities(theta=[1.0, 1.2], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1])
+    assert any("position 2: theta = 1.2 > theta_1 = 1" in w for w in p.warnings)
+    (tmp_path / "bad.json").write_text(json.dumps({"theta": [0.5, 0.25], "se": [0, 0.1]}))
+    with pytest.raises(Exception, match="theta at position 1 is 0.5"):
+        Propensities.load(tmp_path / "bad.json")
+
+
+def test_read_theta_checks_the_scale_of_propensity_files(tmp_path):
+    from clickrank import ClickRankError
+    from clickrank._validation import ClickRankWarning
+    from clickrank.targets import read_theta
+
+    f = tmp_path / "t.json"
+    f.write_text("[0.9, 0.5, 0.3]")
+    with pytest.raises(ClickRankError, match=r"t.json, column 'theta': theta at position 1 is"):
+        read_theta(f)
+    f.write_text('{"theta": [0.9, 0.5, 0.3], "absolute": true}')
+    np.testing.assert_allclose(read_theta(f), [0.9, 0.5, 0.3])
+    f.write_text('{"theta": [0.9, 1.5], "absolute": true}')
+    with pytest.raises(ClickRankError, match="> 1; absolute propensities"):
+        read_theta(f)
+    f.write_text("[1.0, 1.1, 0.5]")
+    with pytest.warns(ClickRankWarning, match="position 2: theta = 1.1 > theta_1 = 1"):
+        read_theta(f)

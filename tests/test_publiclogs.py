@@ -155,3 +155,11 @@ def test_yandex_position_bias_by_harvesting_and_em(yandex_train):
     z = np.abs(np.log(allp.theta[1:]) - np.log(emr.theta[1:])) / np.hypot(allp.se[1:],
                                                                            emr.se[1:])
     assert np.all(z < 3.5)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "  \n"])
+def test_an_empty_trec_file_is_one_clear_error(tmp_path, text):
+    path = tmp_path / "empty.txt"
+    path.write_text(text)
+    with pytest.raises(DataFormatError, match="empty.txt: no impressions found"):
+        load_trec_session(path)

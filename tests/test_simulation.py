@@ -500,6 +500,27 @@ def test_streamed_log_equals_the_in_memory_log(data, tmp_path):
         simulate(data, out=tmp_path / "log.parquet", **kw)
 
 
+def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkeypatch):
+    """What the docs promise: same seed, same bytes, whatever ``chunk_size``."""
+    from clickrank import simulation
+
+    monkeypatch.setattr(simulation, "PART_SESSIONS", 1000)  # several part files
+    monkeypatch.setattr(simulation, "ROW_GROUP_ROWS", 2500)  # several row groups
+    kw = dict(policy=PlackettLuce(data.X[:, 0]), click_model=_pbm(), n_sessions=3500, top_k=6,
+              interventions=[Swap(0.2)], seed=3)
+    files = {}
+    for chunk in (333, 1000, 5000):
+        for name in ("log.parquet", "logdir"):
+            out = tmp_path / str(chunk) / name
+            out.parent.mkdir(exist_ok=True)
+            simulate(data, chunk_size=chunk, out=out, **kw)
+            parts = sorted(out.glob("*.parquet")) if out.is_dir() else [out]
+            files[chunk, name] = [(p.name, p.read_bytes()) for p in parts]
+    for name in ("log.parquet", "logdir"):
+        assert files[333, name] == files[1000, name] == files[5000, name]
+    assert [n for n, _ in files[333, "logdir"]] == [f"part-{i:05d}.parquet" for i in range(4)]
+
+
 def test_nothing_is_written_when_simulation_fails(data, tmp_path):
     class Failing:
         n_uniforms = 1

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import LEDGER, atomic_write_json, atomic_write_text, check_writable, is_owned
+from .._io import (
+    LEDGER,
+    atomic_write_json,
+    atomic_write_text,
+    check_writable,
+    first_foreign,
+    is_owned,
+)
 from .._validation import ClickRankError, InputError
 from .._version import __version__
 from ._config import ExperimentConfig, _digest, load_config
@@ -145,6 +152,16 @@ def _check_out_dir(out: Path, need_bytes: int) -> None:
             raise InputError(f"--out {out} is not empty and is not a clickrank results folder "
                              "(no manifest.json written by clickrank); choose a new or empty "
                              "folder")
+        manifest = _read_json(out / "manifest.json")
+        ours = {"config.toml", "report.md", "summary.json"}
+        for entry in manifest.get("stages", {}).values():
+            ours.update(entry.get("files", ()) if isinstance(entry, dict) else ())
+        for name in sorted(ours):  # outputs a run rewrites: refused now, not after the work
+            bad = first_foreign(out / name)
+            if bad is not None:
+                raise InputError(f"--out {out}: {bad} is not as clickrank wrote it (edited or "
+                                 "replaced), and clickrank never overwrites what it did not "
+                                 "write: move it away or choose another folder")
     check_writable(out, what="--out", need_bytes=need_bytes)
 
 
