@@ -200,9 +200,11 @@ def test_a_write_killed_by_a_signal_leaves_no_temporary_file(tmp_path, sig, code
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
-        while time.time() < deadline and no_temp_files(tmp_path):
+        while (time.time() < deadline and proc.poll() is None
+               and not list(tmp_path.glob(f".{name}.clickrank-*.tmp"))):
             time.sleep(0.05)
-        assert not no_temp_files(tmp_path), "the write never started"
+        assert proc.poll() is None, proc.stderr.read()
+        assert list(tmp_path.glob(f".{name}.clickrank-*.tmp")), "the write never started"
         time.sleep(0.5)
         proc.send_signal(sig)
         proc.wait(timeout=60)
