@@ -581,9 +581,11 @@ def read_text(path: str | os.PathLike, *, what: str = "text") -> str:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise DataFormatError("file not found", path=path) from None
+        raise DataFormatError("cannot read: file not found", path=path) from None
     except IsADirectoryError:
         raise DataFormatError(f"is a folder; expected a {what} file", path=path) from None
+    except OSError as err:
+        raise DataFormatError(f"cannot read: {err.strerror or err}", path=path) from None
     if raw.startswith(_BOMS[0][0]):
         raw = raw[3:]
     name = next((name for bom, name in _BOMS[1:] if raw.startswith(bom)), None)

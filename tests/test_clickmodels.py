@@ -693,3 +693,10 @@ def test_factory_rejects_unknown_names_parameters_and_bad_values():
         cm.make_click_model("pbm", examination=[1, 0.5], eta=2)
     with pytest.raises(InputError, match="exactly one of path= or matrix="):
         cm.make_click_model("matrix")
+
+
+def test_a_utf16_click_matrix_is_named_as_such(tmp_path):
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps({"click_prob": [[0.1, 0.2]]}), encoding="utf-16")
+    with pytest.raises(DataFormatError, match="m.json: is UTF-16-encoded"):
+        cm.load_click_matrix(bad)

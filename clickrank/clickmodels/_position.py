@@ -2,13 +2,13 @@ r"""Click models whose examination depends on the position only: PBM, trust bias
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._io import read_json
 from .._validation import DataFormatError, InputError
 from ._base import check_labels, check_probability_array, check_uniforms
 from ._curves import Linear, PowerLaw, as_curve, evaluate_curve
@@ -217,14 +217,7 @@ def load_click_matrix(path: str | Path) -> ClickMatrix:
         If the file is not JSON or lacks a rectangular ``click_prob`` of probabilities.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataFormatError(f"cannot read click matrix: {exc.strerror}", path=path) from None
-    try:
-        desc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    desc = read_json(path)  # UTF-8 JSON; errors name the file, line and encoding
     if not isinstance(desc, dict) or "click_prob" not in desc:
         raise DataFormatError("expected a JSON object with key 'click_prob'", path=path)
     rows = desc["click_prob"]
