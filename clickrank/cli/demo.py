@@ -8,7 +8,7 @@ from ._root import cli
 
 
 @cli.command()
-@click.option("--seed", type=int, default=0, help="Seed of the synthetic data.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the synthetic data.")
 def demo(seed: int) -> None:
     """Metrics on the worked example and a ranker on synthetic data."""
     import numpy as np

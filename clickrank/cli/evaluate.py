@@ -57,7 +57,8 @@ def load_data(path: str):
 @click.option("--bootstrap", "n_bootstrap", type=int, default=1000,
               help="Query-level bootstrap resamples for the CIs.")
 @click.option("--alpha", type=float, default=0.05, help="CIs have level 1 - alpha.")
-@click.option("--seed", type=int, default=0, help="Seed of the bootstrap and permutations.")
+@click.option("--seed", type=click.IntRange(min=0), default=0,
+              help="Seed of the bootstrap and permutations.")
 @click.option("--compare/--no-compare", default=True,
               help="Paired tests of every ranker against the first one, on each metric.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),

@@ -41,7 +41,8 @@ def _ranker(data, path: str):
 @click.option("--impressions", type=int, default=100_000, help="Simulated impressions.")
 @click.option("--k", "k", type=int, default=10, help="Length of the shown lists.")
 @click.option("--alpha", type=float, default=0.05, help="Test level.")
-@click.option("--seed", type=int, default=0, help="Seed (same seed, same result).")
+@click.option("--seed", type=click.IntRange(min=0), default=0,
+              help="Seed (same seed, same result).")
 @click.option("--ab/--no-ab", default=True,
               help="Also run the same traffic as an A/B test on absolute click metrics.")
 @click.option("--power", is_flag=True,

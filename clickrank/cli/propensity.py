@@ -43,7 +43,7 @@ def _read(log: str):
 @click.option("--bootstrap", "n_boot", type=int, default=None,
               help="Session-bootstrap replicates: the interval of em (default 100); for other "
                    "methods replaces their analytic interval.")
-@click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the bootstrap.")
 @click.option("-f", "--force", is_flag=True,
               help="Replace OUT (and the plot) if clickrank wrote them (never anything else).")
 def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):

@@ -25,7 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import EstimationError, InputError, check_choice, check_positive
+from .._validation import (
+    EstimationError,
+    InputError,
+    check_choice,
+    check_non_negative,
+    check_positive,
+)
 from ._result import Propensities
 from ._stats import as_lazy, reweight
 
@@ -98,6 +104,7 @@ def bootstrap(
     ci_method = check_choice(ci_method, ("normal", "percentile"), name="ci_method")
     n = int(check_positive(n, name="n", integer=True))
     buckets = int(check_positive(buckets, name="buckets", integer=True))
+    seed = int(check_non_negative(seed, name="seed", integer=True))
     if buckets < 2:
         raise InputError(f"buckets must be >= 2, got {buckets}")
     lf = as_lazy(log)
