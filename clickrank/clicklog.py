@@ -384,6 +384,9 @@ def read_log(
             sep = "\t" if p.lower().endswith(".tsv") else ","
             lf = pl.scan_csv(p, separator=sep)
         elif Path(p).is_dir():
+            if next(Path(p).rglob("*.parquet"), None) is None:
+                raise LogSchemaError("is a folder without *.parquet files; expected a click log "
+                                     "(a parquet file, a folder of them, or CSV)", path=p)
             lf = pl.scan_parquet(str(Path(p) / "**" / "*.parquet"))
         else:
             lf = pl.scan_parquet(p)

@@ -58,6 +58,8 @@ def ws(tmp_path_factory) -> Path:
     (root / "sim_typo.toml").write_text("sesions = 100\n")
     (root / "notalog.csv").write_text("a,b\n1,2\n")
     (root / "a_file").write_text("not a folder")
+    (root / "emptydir").mkdir()
+    (root / "zero.parquet").write_bytes(b"")
     return root
 
 
@@ -98,6 +100,10 @@ CASES = [
      "the log has no swap sessions", 1),
     ("propensity not a log", "propensity {ws}/notalog.csv --out {ws}/t.json",
      "missing required column(s)", 1),
+    ("propensity empty folder", "propensity {ws}/emptydir --out {ws}/t.json",
+     "is a folder without *.parquet files", 1),
+    ("propensity zero-byte parquet", "propensity {ws}/zero.parquet --out {ws}/t.json",
+     "cannot read a click log", 1),
     ("propensity out is the log", "propensity {ws}/log.parquet --out {ws}/log.parquet -f",
      "is the input", 1),
     ("propensity out is clickrank's, no force", "propensity {ws}/log.parquet "
