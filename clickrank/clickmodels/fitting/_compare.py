@@ -8,15 +8,18 @@ best is the best available description of how the users click, and it
 decides which correction a training target should use
 (:meth:`ClickModelComparison.recommend`):
 
-============================  =====================================================
-best model                    correction
-============================  =====================================================
-PBM                           IPS with the fitted :math:`\theta_r` (``targets.ips``)
-UBM, cascade, DCM, SDBN, DBN  examination given the clicks above
-                              (``targets.cascade_ips``; Vardasbi et al. SIGIR 2020)
-trust                         affine correction (``targets.affine``; Vardasbi et al.
-                              CIKM 2020)
-============================  =====================================================
+=====================  ==============================================================
+best model             correction
+=====================  ==============================================================
+PBM                    IPS with the fitted :math:`\theta_r` (``targets.ips``)
+UBM, DCM, SDBN, DBN    examination given the clicks above (``targets.cascade_ips``;
+                       Vardasbi, de Rijke & Markov, SIGIR 2020)
+cascade                the fitted attractiveness as gains (``targets.fitted_relevance``):
+                       under a strict cascade a document below an attractive one is
+                       never examined, so no propensity can correct its clicks
+trust                  affine correction (``targets.affine``; Vardasbi, Oosterhuis &
+                       de Rijke, CIKM 2020)
+=====================  ==============================================================
 
 The criterion is the test *conditional* perplexity (the per-rank form of the
 held-out log-likelihood): a correction needs the probability that a rank is
@@ -47,7 +50,7 @@ FIT_MODELS = ("pbm", "ubm", "cascade", "dcm", "sdbn", "dbn", "trust")
 #: Models compared by default (the trust-bias fit is opt-in).
 DEFAULT_MODELS = ("pbm", "ubm", "cascade", "dcm", "sdbn", "dbn")
 #: The correction each best-fitting model calls for.
-CORRECTIONS = {"pbm": "ips", "ubm": "cascade_ips", "cascade": "cascade_ips",
+CORRECTIONS = {"pbm": "ips", "ubm": "cascade_ips", "cascade": "fitted_relevance",
                "dcm": "cascade_ips", "sdbn": "cascade_ips", "dbn": "cascade_ips",
                "trust": "affine"}
 
@@ -152,8 +155,16 @@ class ClickModelComparison:
 
     @property
     def best(self) -> str:
-        """The model with the lowest conditional perplexity (module docstring)."""
-        return min(self.evaluations, key=lambda m: self.evaluations[m].conditional_perplexity)
+        """The model with the lowest conditional perplexity (module docstring).
+
+        Models within a relative :math:`10^{-7}` of the lowest value tie (a
+        model that nests the data's model fits it exactly as well); the one
+        with the fewest parameters wins the tie.
+        """
+        low = min(e.conditional_perplexity for e in self.evaluations.values())
+        tied = [m for m, e in self.evaluations.items()
+                if e.conditional_perplexity <= low * (1 + 1e-7)]
+        return min(tied, key=lambda m: self.fits[m].n_params)
 
     def recommend(self) -> dict[str, str]:
         """The correction the best model calls for: ``{"model", "correction", "reason"}``."""
@@ -165,6 +176,7 @@ class ClickModelComparison:
         runner = f"; next {others[0][1]} {others[0][0]:.4f}" if others else ""
         how = {"ips": "clickrank.targets.ips(data, log, fit.globals['theta'])",
                "cascade_ips": "clickrank.targets.cascade_ips(data, log, fit)",
+               "fitted_relevance": "clickrank.targets.fitted_relevance(data, fit)",
                "affine": "clickrank.targets.affine(data, log, fit)"}[corr]
         return {"model": best, "correction": corr, "call": how,
                 "reason": f"lowest {'in-sample' if self.in_sample else 'test'} conditional "
