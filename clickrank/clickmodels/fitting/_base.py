@@ -87,6 +87,9 @@ class ClickModelEvaluation:
     unseen_share : float
         Share of the impressions whose (query, doc) pair the model never saw
         in training (they get the prior).
+    session_log_likelihood, session_weight : numpy.ndarray
+        Log-likelihood of every distinct evaluated session and its
+        multiplicity (for paired comparisons of models on the same sessions).
     """
 
     model: str
@@ -99,6 +102,8 @@ class ClickModelEvaluation:
     ctr_rmse: float
     sessions_by_rank: np.ndarray
     unseen_share: float
+    session_log_likelihood: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    session_weight: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     @property
     def log_likelihood_per_session(self) -> float:
@@ -289,7 +294,8 @@ class FittedClickModel:
             h_m = -(w[:, None] * bits(marg)).sum(axis=0) / n_rank
             h_c = -(w[:, None] * bits(cond)).sum(axis=0) / n_rank
         ppl, cppl = np.exp2(h_m), np.exp2(h_c)
-        ll = float((w[:, None] * bits(cond)).sum() * math.log(2))
+        sess_ll = bits(cond).sum(axis=1) * math.log(2)
+        ll = float((w * sess_ll).sum())
         # CTR error over (pair, rank) cells
         g = s.pair[shown]
         rank = np.broadcast_to(np.arange(K), s.pair.shape)[shown]
@@ -310,7 +316,8 @@ class FittedClickModel:
             perplexity=float(ppl[has].mean()), perplexity_by_rank=ppl,
             conditional_perplexity=float(cppl[has].mean()),
             conditional_perplexity_by_rank=cppl, ctr_rmse=rmse,
-            sessions_by_rank=n_rank, unseen_share=unseen)
+            sessions_by_rank=n_rank, unseen_share=unseen, session_log_likelihood=sess_ll,
+            session_weight=w)
 
     def sample(self, log: Any, *, seed: int = 0, chunk_size: int = 200_000) -> pl.DataFrame:
         """Simulate clicks on the lists of ``log`` from the fitted model.

@@ -182,6 +182,22 @@ class ClickModelComparison:
                 "reason": f"lowest {'in-sample' if self.in_sample else 'test'} conditional "
                           f"perplexity: {best} {ev.conditional_perplexity:.4f}{runner}"}
 
+    def difference(self, a: str, b: str) -> tuple[float, float]:
+        r"""Mean log-likelihood per test session of model ``a`` minus model ``b``, and its SE.
+
+        Paired over the same sessions: with :math:`d_s = \ell_a(s) - \ell_b(s)`,
+        the mean :math:`\bar d` and :math:`\mathrm{se} = \mathrm{sd}(d)/\sqrt{n}`
+        (sessions are independent). :math:`\bar d > 0` favours ``a``; a
+        :math:`|\bar d|` within two or three standard errors does not separate them.
+        """
+        ea, eb = self.evaluations[a], self.evaluations[b]
+        w = ea.session_weight
+        d = ea.session_log_likelihood - eb.session_log_likelihood
+        n = float(w.sum())
+        mean = float((w * d).sum() / n)
+        var = float((w * (d - mean) ** 2).sum() / max(n - 1, 1))
+        return mean, float(np.sqrt(var / n))
+
     def to_frame(self) -> pl.DataFrame:
         """One row per model: parameters, fit statistics and test metrics."""
         rows = []
