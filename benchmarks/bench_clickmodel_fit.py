@@ -15,8 +15,11 @@ baseline   the same EM written plainly, in the same process, on a 2 * 10^4-sessi
            DBN) and a row-wise numpy PBM EM (one E-step over every displayed result, no
            aggregation). Prints the time per EM iteration and per session, clickrank's
            time per iteration on the same subsample, and checks that the estimates agree.
-clax       optional: if ``clax-models`` (JAX) is importable, its DBN on the same
-           subsample; otherwise says so.
+clax       clickrank's PBM, UBM and DBN (maximum likelihood and shrinkage 1) against
+           CLAX's (``clax-models``, JAX, gradient-based; the optional extra
+           ``pip install -e .[clax]``) on the Yandex sample, 25 % of the sessions held
+           out: perplexity, conditional perplexity, fit time. Without CLAX it prints
+           clickrank's rows only.
 """
 
 from __future__ import annotations
@@ -205,15 +208,63 @@ def bench_baseline(n: int = 20_000, n_iter: int = 20) -> dict:
             "gamma_python": g_py, "gamma_clickrank": float(fit.globals["gamma"][0])}
 
 
-def bench_clax() -> dict:
+def bench_clax(yandex: Path) -> dict:
+    """clickrank's EM against CLAX's gradient-based fits on the Yandex sample (same split)."""
+    from clickrank.publiclogs import load_yandex_sample
+
+    if not yandex.is_file():
+        print(f"clax: the Yandex sample is not at {yandex}; skipped")
+        return {}
+    s = sessions_from_log(load_yandex_sample(yandex), test_fraction=0.25, seed=0)
+    train, test = s.train(), s.test_sessions()
+    out: dict = {}
+    for name in ("pbm", "ubm", "dbn"):
+        for m in (0.0, 1.0):
+            t0 = time.perf_counter()
+            fit = fit_click_model(train, name, shrinkage=m)
+            dt = time.perf_counter() - t0
+            ev = fit.evaluate(test)
+            out[f"clickrank {name} m={m:g}"] = (ev.perplexity, ev.conditional_perplexity, dt)
     try:
-        import clax  # noqa: F401
-    except ImportError:
-        print("clax: clax-models is not installed (optional: pip install clax-models jax "
-              "jaxlib); skipped")
-        return {"clax": None}
-    print("clax: installed, but no comparison is wired up in this benchmark yet")
-    return {"clax": "installed"}
+        import jax.numpy as jnp
+        import optax
+        from clax import Trainer
+        from clax.models import DynamicBayesianNetwork, PositionBasedModel, UserBrowsingModel
+        from flax import nnx
+    except ImportError as err:
+        print(f"clax: clax-models is not importable ({err}); install the optional extra "
+              "(pip install -e .[clax]) to compare. clickrank alone:")
+    else:
+        idx = s.inverse
+        pair, click, is_test = s.pair[idx], s.click[idx], s.test[idx]
+        G = s.n_pairs
+
+        def batches(mask: np.ndarray, size: int = 256) -> list[dict]:
+            rows = np.flatnonzero(mask)
+            return [{"query_doc_ids": jnp.asarray(np.maximum(pair[r], 0) + 1),
+                     "positions": jnp.asarray(np.tile(np.arange(1, K + 1), (r.size, 1))),
+                     "clicks": jnp.asarray(click[r].astype(np.int32)),
+                     "mask": jnp.asarray(pair[r] >= 0)}
+                    for r in (rows[a:a + size] for a in range(0, rows.size, size))]
+
+        tr_b, te_b = batches(~is_test), batches(is_test)
+        makers = {"pbm": lambda: PositionBasedModel(positions=K + 1, query_doc_pairs=G + 2,
+                                                    rngs=nnx.Rngs(0)),
+                  "ubm": lambda: UserBrowsingModel(positions=K + 1, query_doc_pairs=G + 2,
+                                                   rngs=nnx.Rngs(0)),
+                  "dbn": lambda: DynamicBayesianNetwork(query_doc_pairs=G + 2, rngs=nnx.Rngs(0))}
+        for name, make in makers.items():
+            model = make()
+            trainer = Trainer(optimizer=optax.adamw(0.003), epochs=50)
+            t0 = time.perf_counter()
+            trainer.train(model, tr_b, te_b)  # CLAX early-stops on this (the test) loader
+            dt = time.perf_counter() - t0
+            r = trainer.test_clicks(model, te_b).to_dict("records")[0]
+            out[f"clax {name}"] = (float(r["test_ppl"]), float(r["test_cond_ppl"]), dt)
+    print(f"Yandex sample, {train.n_sessions:,} training / {test.n_sessions:,} test sessions:")
+    for k, (ppl, cppl, dt) in out.items():
+        print(f"  {k:<20} perplexity {ppl:.4f}  conditional {cppl:.4f}  fit {dt:6.2f} s")
+    return out
 
 
 def main() -> None:
@@ -221,13 +272,15 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=10_000_000)
     p.add_argument("--parts", nargs="+", default=["baseline", "scale", "clax"],
                    choices=["baseline", "scale", "clax"])
+    p.add_argument("--yandex", type=Path, default=Path(__file__).resolve().parents[2] / "shared"
+                   / "data" / "yandex_relpred2011_pyclick_sample" / "trainSample")
     args = p.parse_args()
     if "baseline" in args.parts:
         bench_baseline()
     if "scale" in args.parts:
         bench_scale(args.sessions)
     if "clax" in args.parts:
-        bench_clax()
+        bench_clax(args.yandex)
 
 
 if __name__ == "__main__":
