@@ -40,6 +40,8 @@ _LAZY = {
     "split_queries": "datasets",
     "synthetic": "datasets",
     "make_click_model": "clickmodels",
+    "fit_click_model": "clickmodels",
+    "compare_click_models": "clickmodels",
     "production_ranker": "policies",
     "simulate": "simulation",
     "Swap": "simulation",
@@ -114,7 +116,11 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         targets,
     )
     from .clicklog import read_log, validate_log, write_log  # noqa: F401
-    from .clickmodels import make_click_model  # noqa: F401
+    from .clickmodels import (  # noqa: F401
+        compare_click_models,
+        fit_click_model,
+        make_click_model,
+    )
     from .datasets import (  # noqa: F401
         RankingData,
         from_frame,

@@ -392,6 +392,30 @@ def _section_propensities(results: dict) -> list[str]:
     return out
 
 
+def _section_click_fit(results: dict) -> list[str]:
+    cf = results.get("click_fit") or {}
+    if not cf.get("models"):
+        return []
+    where = ("training sessions (in-sample)" if cf["in_sample"]
+             else f"{cf['n_test']:,} held-out sessions")
+    rows = [[("**" + m["model"] + "**") if m["model"] == cf["best"] else m["model"],
+             f"{m['parameters']:,}", _f(m["log_likelihood_per_session"], 4),
+             _f(m["perplexity"], 4), _f(m["conditional_perplexity"], 4), _f(m["ctr_rmse"], 4),
+             f"{m['seconds']:.2f}"] for m in cf["models"]]
+    rec = cf["recommendation"]
+    out = ["## Which click model describes the users?", "",
+           f"Click models fitted by EM on {cf['n_train']:,} sessions of the log and evaluated on "
+           f"{where} (perplexity: 1 = perfect, 2 = a coin flip; conditional perplexity scores "
+           "each click given the clicks above it).", "",
+           _table(["model", "parameters", "log-likelihood / session", "perplexity",
+                   "conditional perplexity", "CTR RMSE", "seconds"], rows), "",
+           f"Best: **{rec['model']}** ({rec['reason']}); the correction it calls for: "
+           f"`{rec['correction']}` (`{rec['call']}`).", ""]
+    if cf.get("figure"):
+        out += [f"![Perplexity by rank]({cf['figure']})", ""]
+    return out
+
+
 def _section_rankers(results: dict) -> list[str]:
     ev = results["evaluation"]
     level = _level(ev["alpha"])
@@ -538,6 +562,7 @@ def render_report(results: dict, *, title: str | None = None) -> str:
     lines += _section_data(results)
     lines += _section_ctr(results)
     lines += _section_propensities(results)
+    lines += _section_click_fit(results)
     lines += _section_rankers(results)
     lines += _section_interleaving(results)
     lines += _section_curve(results)

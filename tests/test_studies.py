@@ -77,7 +77,16 @@ def test_click_models_quick(tmp_path):
     # the true theta exists only for models with a position-only examination curve
     with_truth = {r["click_model"] for r in res["ndcg"] if r["method"] == "ips (true θ)"}
     assert with_truth == {"pbm", "trust"} & models
-    assert isinstance(res["affine_correction_available"], bool)
+    # every log gets a click-model comparison and a fitted model-aware target
+    assert {r["click_model"] for r in res["model_selection"]} == models
+    aware = {r["click_model"] for r in res["ndcg"] if r["method"] == "model-aware (fitted)"}
+    assert aware == models
+    # under the strict cascade no click has a click above it: cascade IPS is the naive target
+    if "cascade" in models:
+        for seed in res["config"]["seeds"]:
+            assert (_mean(res["runs"], "model-aware (true model)", click_model="cascade",
+                          seed=seed)
+                    == _mean(res["runs"], "naive", click_model="cascade", seed=seed))
 
 
 def test_benchmark_quick(tmp_path):

@@ -23,6 +23,10 @@ Relevance maps
     :func:`binarized`, :func:`graded`, :func:`err_satisfaction`, :func:`table`.
 Factory
     :func:`make_click_model`.
+Fitting to click logs (:mod:`clickrank.clickmodels.fitting`)
+    :func:`fit_click_model` (PBM, UBM, cascade, DCM, SDBN, DBN, trust bias by
+    EM), :func:`compare_click_models` (held-out perplexity, the correction to
+    use), :func:`sessions_from_log`.
 
 See ``docs/clickmodels.md`` for the assumptions and defaults of each model.
 """
@@ -55,6 +59,15 @@ from ._relevance import (
     table,
 )
 from ._ubm import UBM, ULTRA_UBM_GAMMA
+from .fitting import (
+    FIT_MODELS,
+    ClickModelComparison,
+    ClickModelEvaluation,
+    FittedClickModel,
+    compare_click_models,
+    fit_click_model,
+    sessions_from_log,
+)
 
 __all__ = [
     "ClickModel",
@@ -90,4 +103,11 @@ __all__ = [
     "table",
     "make_click_model",
     "CLICK_MODELS",
+    "fit_click_model",
+    "compare_click_models",
+    "sessions_from_log",
+    "FittedClickModel",
+    "ClickModelEvaluation",
+    "ClickModelComparison",
+    "FIT_MODELS",
 ]

@@ -290,6 +290,16 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     c.choice("interleaving", "method", tuple(IL_METHODS))
     c.at_least("interleaving", "impressions", 1)
 
+    # click-model fit
+    from ..clickmodels.fitting import FIT_MODELS
+
+    for name in v["click_fit"]["models"]:
+        if name not in FIT_MODELS:
+            c.fail("click_fit", "models", f"has {name!r}; choose from {', '.join(FIT_MODELS)}")
+    c.at_least("click_fit", "sessions", 0)
+    c.unit("click_fit", "test_fraction", open_high=True)
+    c.at_least("click_fit", "shrinkage", 0)
+
     # learning curve
     lc = v["learning_curve"]
     for n in lc["sessions"]:

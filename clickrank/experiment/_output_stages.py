@@ -113,6 +113,7 @@ class _OutputStages:
             "production": self.prod,
             "log": self.log_stats,
             "propensities": self.prop,
+            "click_fit": self.click_fit,
             "models": self.train["models"],
             "evaluation": self.evaluation,
             "interleaving": self.interleaving["experiments"],

@@ -21,6 +21,7 @@ from .._io import (
 )
 from .._validation import ClickRankError, InputError
 from .._version import __version__
+from ._click_fit_stage import _ClickFitStage
 from ._config import ExperimentConfig, _digest, load_config
 from ._files import _read_json
 from ._log_stages import _LogStages
@@ -232,7 +233,7 @@ def run_experiment(
     return ExperimentResult(out, report_path, summary_path, results)
 
 
-class _Context(_LogStages, _RankerStages, _OutputStages):
+class _Context(_LogStages, _ClickFitStage, _RankerStages, _OutputStages):
     """The stages of one run and the values they hand to each other.
 
     The stage methods come from the mixins, one per group of stages: data to
@@ -267,6 +268,10 @@ class _Context(_LogStages, _RankerStages, _OutputStages):
         self.prop = run.stage("propensity", {"up": up, "config": cfg.section_key("propensity")},
                               self._propensity, self._propensity_load,
                               detail=lambda p: ", ".join(p["estimates"]) or "none")
+        self.click_fit = run.stage(
+            "click_fit", {"up": run.hashes["simulate"], "config": cfg.section_key("click_fit"),
+                          "seed": cfg.seed("evaluation"), "figures": cfg["report"]["figures"]},
+            self._click_fit, self._click_fit_load, detail=self._click_fit_detail)
         up = run.hashes["propensity"]
         self.train = run.stage("train", {"up": up, "config": cfg.section_key("targets",
                                                                              "lambdamart"),

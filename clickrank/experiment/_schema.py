@@ -49,6 +49,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "pairs": "pairs", "method": "str", "impressions": "int", "ab": "bool", "seed": "int",
     },
     "learning_curve": {"sessions": "ints", "targets": "strs"},
+    "click_fit": {"models": "strs", "sessions": "int", "test_fraction": "number",
+                  "shrinkage": "number"},
     "report": {"figures": "bool"},
 }
 
@@ -60,8 +62,8 @@ _FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairp
 #: The logging ranker, evaluated next to the trained ones.
 PRODUCTION = "production"
 #: Stages in run order.
-STAGES = ("data", "production", "simulate", "propensity", "train", "evaluate", "interleaving",
-          "learning_curve", "figures", "report")
+STAGES = ("data", "production", "simulate", "propensity", "click_fit", "train", "evaluate",
+          "interleaving", "learning_curve", "figures", "report")
 
 _POLICIES = ("production", "plackett-luce", "oracle", "random")
 _CLICK_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")

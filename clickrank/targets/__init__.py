@@ -4,7 +4,10 @@ A :class:`Target` turns a click log (DESIGN §2 schema) into what
 :class:`clickrank.LambdaMART` optimizes, aligned to the rows of a
 :class:`~clickrank.datasets.RankingData`:
 
-* per-document non-negative **gains** (listwise LambdaRank targets), or
+* per-document non-negative **gains** (listwise LambdaRank targets): oracle,
+  naive, IPS, and the model-aware corrections of :mod:`._corrections` (the
+  affine trust-bias correction, cascade-model-based IPS, a fitted click
+  model's relevance), or
 * weighted **preference pairs** (pairwise RankNet targets): click
   preferences by the strategies of Joachims et al. (2005, 2007) and FairPairs
   (Radlinski & Joachims 2006), :func:`click_preferences`,
@@ -22,6 +25,7 @@ over sessions.
 
 from __future__ import annotations
 
+from ._corrections import affine, cascade_ips, fitted_relevance
 from ._gains import ips, naive, oracle
 from ._preferences import (
     STRATEGIES,
@@ -39,6 +43,9 @@ __all__ = [
     "oracle",
     "naive",
     "ips",
+    "affine",
+    "cascade_ips",
+    "fitted_relevance",
     "click_preferences",
     "skip_above",
     "fair_pairs",

@@ -1,4 +1,4 @@
-"""Study (d): robustness of PBM-based IPS to a wrong click model.
+"""Study (d): PBM-based IPS under other click models, and model-aware corrections.
 
 For each click model of the config (PBM as the control, trust bias, cascade,
 DBN) one log per seed is simulated with swap and randomized-top-K sessions.
@@ -6,6 +6,15 @@ DBN) one log per seed is simulated with swap and randomized-top-K sessions.
 which assume the PBM, and IPS-LambdaMART is trained with each estimate; naive
 and (for models with a position-only examination curve) IPS with the true
 examination θ are trained alongside, the oracle is the reference.
+
+Model-aware corrections: click models are fitted to every log and compared
+on held-out sessions (``clickrank.clickmodels.compare_click_models``); the
+best one is refitted on the whole log and its recommended correction is
+trained ("model-aware (fitted)": the affine correction with EM-estimated
+α, β under trust bias, cascade-model-based IPS under DBN, the fitted
+attractiveness under the cascade). "model-aware (true model)" uses the true
+parameters instead (the affine correction with the true α, β; cascade IPS with
+the true model).
 
     python simulations/click_models/run.py [--quick] [--out DIR] [--config FILE]
 """
@@ -23,14 +32,47 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common as C  # noqa: E402
 
 from clickrank import plots, targets  # noqa: E402
+from clickrank.clickmodels import compare_click_models, fit_click_model  # noqa: E402
 from clickrank.plots import _METHOD_COLORS  # noqa: E402
 from clickrank.propensity import estimate_propensities  # noqa: E402
 from clickrank.simulation import Randomize, Swap, simulate  # noqa: E402
 from clickrank.targets import ips, naive, oracle  # noqa: E402
 
 NAME = "click_models"
-METHODS = ("naive", "ips (true θ)", "ips (swap θ̂)", "ips (randomized θ̂)")
-AFFINE = hasattr(targets, "affine")  # the affine trust-bias correction (Vardasbi et al. 2020)
+METHODS = ("naive", "ips (true θ)", "ips (swap θ̂)", "ips (randomized θ̂)",
+           "model-aware (true model)", "model-aware (fitted)")
+FIT_MODELS = ("pbm", "ubm", "cascade", "dcm", "sdbn", "dbn", "trust")
+
+
+def true_correction(name: str, model, train, log):
+    """The model-aware target with the true parameters (None for the PBM: that is IPS)."""
+    if name == "trust":
+        return targets.affine(train, log, model)
+    if name in ("cascade", "dbn", "dcm", "sdbn", "ubm"):
+        return targets.cascade_ips(train, log, model)
+    return None
+
+
+def fitted_correction(log, train, seed: int) -> tuple[object, dict]:
+    """Compare the click models on held-out sessions; the best one's correction, refitted."""
+    cmp = compare_click_models(log, FIT_MODELS, test_fraction=0.25, seed=seed)
+    rec = cmp.recommend()
+    fit = fit_click_model(log, rec["model"])
+    corr = rec["correction"]
+    if corr == "ips":
+        target = targets.ips(train, log, fit.globals["theta"])
+    elif corr == "affine":
+        target = targets.affine(train, log, fit)
+    elif corr == "cascade_ips":
+        target = targets.cascade_ips(train, log, fit)
+    else:
+        target = targets.fitted_relevance(train, fit)
+    info = {"best": rec["model"], "correction": corr,
+            "conditional_perplexity": {m: round(e.conditional_perplexity, 5)
+                                       for m, e in cmp.evaluations.items()},
+            "perplexity": {m: round(e.perplexity, 5) for m, e in cmp.evaluations.items()},
+            "parameters": fit.parameters().to_dicts()}
+    return target, info
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -43,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
     refs = {"oracle": C.ranker(cfg).fit(s.train, oracle(s.train)), "production": s.production}
     ref_rows = C.eval_rows(refs, s.test, metric, nb, seed=0)
 
-    rows, est_info, panels, ctr = [], [], {}, {}
+    rows, est_info, panels, ctr, selection = [], [], {}, {}, []
     for name, spec in cfg["click_models"].items():
         model = C.click_model(spec)
         truth = model.propensities(K) if hasattr(model, "propensities") else None
@@ -53,6 +95,11 @@ def main(argv: list[str] | None = None) -> dict:
             t = {"naive": naive(s.train, log)}
             if truth is not None:
                 t["ips (true θ)"] = ips(s.train, log, truth)
+            tc = true_correction(name, model, s.train, log)
+            if tc is not None:
+                t["model-aware (true model)"] = tc
+            t["model-aware (fitted)"], info = fitted_correction(log, s.train, int(seed))
+            selection.append({"click_model": name, "seed": seed, **info})
             est = {}
             for method in ("swap", "randomized"):
                 p = estimate_propensities(log, method)
@@ -93,15 +140,25 @@ def main(argv: list[str] | None = None) -> dict:
     C.save_figure(fig, out / "click_models_propensities.png", dpi=72)
 
     seconds = clock.seconds()
-    report = render(cfg, args, agg, refs_agg, diffs, ctr, panels, disagreement, n, seconds)
+    report = render(cfg, args, agg, refs_agg, diffs, ctr, panels, disagreement, n, seconds,
+                    selection)
     results = {"config": cfg, "seconds": seconds, "ndcg": C.frame_records(agg),
                "references": C.frame_records(refs_agg),
                "differences_to_naive": C.frame_records(diffs), "theta_estimates": est_info,
                "clicks_per_session": ctr, "estimator_disagreement": disagreement,
-               "affine_correction_available": AFFINE,
+               "model_selection": selection,
                "runs": C.frame_records(runs)}
     C.write_outputs(out, NAME, report, results)
     return results
+
+
+def selection_table(selection: list[dict], names: list[str]) -> pl.DataFrame:
+    """Per click model: the chosen model and correction (with counts over seeds)."""
+    f = pl.DataFrame([{k: r[k] for k in ("click_model", "best", "correction")}
+                      for r in selection])
+    g = (f.group_by("click_model", "best", "correction").agg(seeds=pl.len())
+         .with_columns(pl.col("click_model").cast(pl.Enum(names))).sort("click_model", "seeds"))
+    return g
 
 
 def estimator_disagreement(est_info: list[dict]) -> dict[str, float]:
@@ -127,7 +184,8 @@ def comparison_figure(agg, refs, models, n, n_seeds, path):
         pos = [models.index(c) for c in d["click_model"]]
         mean = d["mean"].to_numpy()
         err = np.vstack([mean - d["lower"].to_numpy(), d["upper"].to_numpy() - mean])
-        ax.errorbar(x[pos] + (i - 1.5) * 0.15, mean, yerr=err, fmt="o", ms=5, capsize=3,
+        ax.errorbar(x[pos] + (i - (len(METHODS) - 1) / 2) * 0.12, mean, yerr=err, fmt="o", ms=5,
+                    capsize=3,
                     color=_METHOD_COLORS.get(m, f"C{i + 4}"), label=m)
     for m, ls in (("oracle", "--"), ("production", ":")):
         v = C.value(refs, m)
@@ -135,20 +193,22 @@ def comparison_figure(agg, refs, models, n, n_seeds, path):
     ax.set_xticks(x, models)
     ax.set_xlabel("click model that generated the log")
     ax.set_ylabel("test NDCG@10")
-    ax.set_title(f"PBM-based corrections under other click models ({n:,} sessions, "
+    ax.set_title(f"PBM-based and model-aware corrections ({n:,} sessions, "
                  f"{n_seeds} seed(s), 95% CI)", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="lower left", ncol=2)
     C.save_figure(fig, path)
 
 
-def render(cfg, args, agg, refs, diffs, ctr, panels, disagreement, n, seconds) -> str:
+def render(cfg, args, agg, refs, diffs, ctr, panels, disagreement, n, seconds,
+           selection) -> str:
     names = list(cfg["click_models"])
     wide = C.wide_ci(agg, "click_model")
     wide = wide.with_columns(pl.col("click_model").cast(pl.Enum(names))).sort("click_model")
     orc = C.value(refs, "oracle")
-    lines = [C.header("Robustness to the click model: PBM-based IPS under trust bias, cascade "
-                      "and DBN users", NAME, args.quick, args.config, seconds)]
+    lines = [C.header("Robustness to the click model: PBM-based IPS and model-aware corrections "
+                      "under trust bias, cascade and DBN users", NAME, args.quick, args.config,
+                      seconds)]
     lines += [
         f"Synthetic data, production ranker top {cfg['top_k']}, {n:,} sessions per click model "
         f"and seed ({cfg['swap_fraction']:.0%} swap, {cfg['randomize_fraction']:.0%} "
@@ -166,7 +226,15 @@ def render(cfg, args, agg, refs, diffs, ctr, panels, disagreement, n, seconds) -
         "",
         "References: " + ", ".join(f"{m} {C.ci_text(refs, m)}" for m in ("oracle", "production"))
         + ". `ips (true θ)` exists only where the model has a position-only examination curve "
-        "(PBM, trust bias).",
+        "(PBM, trust bias). `model-aware (true model)`: the affine correction with the true "
+        "α, β (trust bias), cascade-model-based IPS with the true model (cascade, DBN); "
+        "`model-aware (fitted)`: the correction recommended by the held-out comparison of "
+        f"{', '.join(FIT_MODELS)}, with the chosen model refitted on the log.",
+        "",
+        "Model selection (held-out conditional perplexity, 25 % of the sessions; best model and "
+        "recommended correction per seed):",
+        "",
+        C.md_table(selection_table(selection, names)),
         "",
         "Paired differences to naive (same log):",
         "",
@@ -235,12 +303,10 @@ def render(cfg, args, agg, refs, diffs, ctr, panels, disagreement, n, seconds) -
         "given the documents above it, and the two estimators need not agree because they "
         "perturb the lists differently.",
         "",
-        "**Missing in the library:** `clickrank.targets` has no affine correction for trust "
-        "bias (Vardasbi et al. 2020: (c − β_p)/α_p with `TrustBias.affine_parameters(K)`). "
-        "Its per-document sums can be negative, which the `Target` contract (non-negative "
-        "gains) does not allow yet, so this study does not fake it; "
-        + ("it is available and should be added here." if AFFINE else
-           "the trust-bias row therefore shows only the position-only corrections."),
+        "Under the strict cascade no propensity can correct the clicks: a document below an "
+        "attractive one is never examined, so cascade-model-based IPS gives every click weight "
+        "1 and equals naive; the fitted cascade's attractiveness (its maximum-likelihood "
+        "estimate from the examined part of every session) is the correction there.",
     ]
     return "\n".join(lines) + "\n"
 
