@@ -139,14 +139,8 @@ class RankingData:
         queries.
         """
         q = np.asarray(queries, dtype=np.int64).reshape(-1)
-        if q.size and (q.min() < 0 or q.max() >= self.n_queries):
-            raise InputError(
-                f"query indices must lie in [0, {self.n_queries}), got {q.min()}..{q.max()}"
-            )
-        lens = self.lengths[q]
-        qptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        starts = np.repeat(self.qptr[:-1][q], lens)
-        rows = starts + (np.arange(int(qptr[-1]), dtype=np.int64) - np.repeat(qptr[:-1], lens))
+        rows = self.rows_of(q)
+        qptr = np.concatenate([[0], np.cumsum(self.lengths[q])]).astype(np.int64)
         return RankingData(
             self.X[rows],
             None if self.y is None else self.y[rows],
@@ -155,6 +149,18 @@ class RankingData:
             self.doc[rows],
             name=self.name,
         )
+
+    def rows_of(self, queries: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Row indices of the given queries, query by query in the given order (int64)."""
+        q = np.asarray(queries, dtype=np.int64).reshape(-1)
+        if q.size and (q.min() < 0 or q.max() >= self.n_queries):
+            raise InputError(
+                f"query indices must lie in [0, {self.n_queries}), got {q.min()}..{q.max()}"
+            )
+        lens = self.lengths[q]
+        ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        starts = np.repeat(self.qptr[:-1][q], lens)
+        return starts + (np.arange(int(ptr[-1]), dtype=np.int64) - np.repeat(ptr[:-1], lens))
 
     def subsample(self, n_or_fraction: float, *, seed: int | None = None) -> RankingData:
         """A random subset of queries: a count (int >= 1) or a fraction in (0, 1)."""

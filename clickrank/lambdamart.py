@@ -34,15 +34,17 @@ __all__ = ["LambdaMART"]
 def _restrict(
     data: RankingData, target: Target
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+    np.ndarray | None,
 ]:
-    """Rows of the candidate set: (X, qptr, gains, pairs, pair_weights, kept rows)."""
+    """Rows of the candidate set: (X, qptr, gains, pairs, pair_weights, kept rows, doc weights)."""
     X = data.X
     qptr = data.qptr
     gains = target.gains
     pairs = target.pairs
+    dw = target.doc_weights
     if target.candidates is None:
-        return X, qptr, gains, pairs, target.pair_weights, None
+        return X, qptr, gains, pairs, target.pair_weights, None, dw
     keep = np.asarray(target.candidates, dtype=bool)
     rows = np.flatnonzero(keep)
     counts = np.bincount(data.query_index[keep], minlength=data.n_queries)
@@ -56,7 +58,7 @@ def _restrict(
         new_pairs = remap[pairs]
         ok = np.all(new_pairs >= 0, axis=1)
         new_pairs, pw = new_pairs[ok], pw[ok]
-    return X[keep], new_qptr, new_gains, new_pairs, pw, rows
+    return X[keep], new_qptr, new_gains, new_pairs, pw, rows, None if dw is None else dw[keep]
 
 
 class LambdaMART:
@@ -221,7 +223,7 @@ class LambdaMART:
 
     # -- fitting ---------------------------------------------------------------
 
-    def _objective(self, qptr: np.ndarray, gains, pairs, pair_weights):
+    def _objective(self, qptr: np.ndarray, gains, pairs, pair_weights, doc_weights=None):
         trunc = None if self.truncation_level is None else int(self.truncation_level)
         sigma = float(self.sigma)
         norm = bool(self.normalize)
@@ -238,6 +240,7 @@ class LambdaMART:
                     weighting=weighting,
                     truncation=trunc,
                     normalize=norm,
+                    doc_weights=doc_weights,
                 )
                 return -lam.forces, lam.weights
 
@@ -253,7 +256,7 @@ class LambdaMART:
         return fobj
 
     def fit(
-        self, data: RankingData, target: Target | None = None, *, valid: RankingData | None = None
+        self, data: RankingData, target: Target | None = None, *, valid: Any = None
     ) -> LambdaMART:
         """Grow the trees on ``data`` for ``target``.
 
@@ -265,10 +268,12 @@ class LambdaMART:
             From :mod:`clickrank.targets`; None means :func:`~clickrank.targets.oracle`
             (``2^y - 1`` of ``data.y``). Only the target's candidate documents
             take part in the lists.
-        valid : RankingData, optional
-            Labelled validation queries for early stopping and
-            ``evals_result_`` (NDCG@``eval_at`` with exponential gain;
-            queries without a relevant document are skipped).
+        valid : RankingData or ClickValidation, optional
+            Validation queries for early stopping and ``evals_result_``:
+            labelled data (NDCG@``eval_at`` with exponential gain; queries
+            without a relevant document are skipped), or a
+            :class:`clickrank.selection.ClickValidation` (a counterfactual
+            DCG@``eval_at`` estimated from held-out clicks, no labels needed).
 
         Returns
         -------
@@ -287,36 +292,43 @@ class LambdaMART:
                 f"target must be a clickrank.targets.Target, got {type(target).__name__}"
             )
         target.check_aligned(data)
-        X, qptr, gains, pairs, pw, _rows = _restrict(data, target)
+        X, qptr, gains, pairs, pw, _rows, dw = _restrict(data, target)
         if X.shape[0] == 0:
             raise InputError(f"target {target.name!r} has no candidate documents")
         if self.early_stopping_rounds is not None and valid is None:
             raise InputError("early_stopping_rounds needs valid data")
         params = self._lgb_params()
-        params["objective"] = self._objective(qptr, gains, pairs, pw)
+        params["objective"] = self._objective(qptr, gains, pairs, pw, dw)
         dtrain = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
         callbacks = []
         valid_sets = []
         feval = None
         self.evals_result_ = {}
         if valid is not None:
-            if not isinstance(valid, RankingData) or valid.y is None:
-                raise InputError("valid must be a labelled RankingData")
-            if valid.n_features != data.n_features:
-                raise InputError(
-                    f"valid has {valid.n_features} features, data has {data.n_features}"
-                )
-            from .metrics import ndcg  # the project's one NDCG implementation
-
             k = int(self.eval_at)
-            vqptr = check_qptr(valid.qptr, valid.n_docs)
-            vy = np.asarray(valid.y, dtype=np.float64)
-            name = f"ndcg@{k}"
+            if hasattr(valid, "score") and isinstance(getattr(valid, "data", None), RankingData):
+                vdata, name, metric = valid.data, valid.metric_name(k), valid.score
+            elif isinstance(valid, RankingData) and valid.y is not None:
+                from .metrics import ndcg  # the project's one NDCG implementation
+
+                vdata, name = valid, f"ndcg@{k}"
+                vqptr = check_qptr(valid.qptr, valid.n_docs)
+                vy = np.asarray(valid.y, dtype=np.float64)
+
+                def metric(preds, k=k):
+                    return float(ndcg(preds, vy, vqptr, k=k))
+
+            else:
+                raise InputError("valid must be a labelled RankingData or a ClickValidation")
+            if vdata.n_features != data.n_features:
+                raise InputError(
+                    f"valid has {vdata.n_features} features, data has {data.n_features}"
+                )
 
             def feval(preds, _dataset):
-                return name, float(ndcg(preds, vy, vqptr, k=k)), True
+                return name, float(metric(preds, k=k)), True
 
-            valid_sets = [lgb.Dataset(valid.X, reference=dtrain, params={"verbosity": -1})]
+            valid_sets = [lgb.Dataset(vdata.X, reference=dtrain, params={"verbosity": -1})]
             callbacks.append(lgb.record_evaluation(self.evals_result_))
             if self.early_stopping_rounds is not None:
                 callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))

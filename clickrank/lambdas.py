@@ -96,8 +96,12 @@ def _idcg_kernel(gains, qptr, k):
 
 
 @njit(cache=True, error_model="numpy")
-def _lambda_kernel(scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, forces, weights):
+def _lambda_kernel(
+    scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, doc_w, use_w, forces, weights
+):
     """LambdaRank / RankNet forces for every query (LightGBM's loop, exact sigmoid).
+
+    With ``use_w`` each pair's weight is multiplied by ``doc_w[i] * doc_w[j]``.
 
     The misorder probability is computed as ``e_lo / (e_lo + e_hi)`` with
     ``e = exp(sigma (s - max s))`` (one ``exp`` per document instead of per
@@ -150,6 +154,8 @@ def _lambda_kernel(scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, for
                     dz = dg * (di - disc[j]) * inv_idcg
                 else:
                     dz = 1.0
+                if use_w:
+                    dz *= doc_w[a + hi] * doc_w[a + lo]
                 ds = s[hi] - s[lo]
                 if normalize and not flat:
                     dz /= 0.01 + abs(ds)
@@ -260,6 +266,7 @@ def lambdas(
     weighting: str = "ndcg",
     truncation: int | None = None,
     normalize: bool = False,
+    doc_weights=None,
 ) -> Lambdas:
     r"""LambdaRank (or RankNet) forces and Newton weights for all queries.
 
@@ -299,6 +306,11 @@ def lambdas(
         :math:`0.01 + |s_i - s_j|` (unless all scores of the query are equal),
         then scale the query's forces and weights by
         :math:`\log_2(1 + S)/S`, :math:`S = \sum_{\text{pairs}} 2 \lambda_{ij}`.
+    doc_weights : array ``[n_docs]``, optional
+        Non-negative per-document weights :math:`m_i`; a pair's
+        :math:`|\Delta Z_{ij}|` is multiplied by :math:`m_i m_j` (e.g. never-shown
+        documents as weak negatives, :func:`clickrank.targets.ips` with
+        ``candidates="hybrid"``). None: all 1.
 
     Returns
     -------
@@ -325,9 +337,13 @@ def lambdas(
     weights = np.empty(n)
     max_len = int(np.diff(qptr).max()) if len(qptr) > 1 else 0
     disc = 1.0 / np.log2(2.0 + np.arange(max_len))  # D(p) at 0-based rank p - 1
+    use_w = doc_weights is not None
+    w = _vec(doc_weights, n, "doc_weights") if use_w else np.empty(0)
+    if use_w and np.any(w < 0):
+        raise InputError("doc_weights must be non-negative")
     _lambda_kernel(
         s, g, qptr, sigma, _truncation(truncation), bool(normalize), weighting == "ndcg", disc,
-        forces, weights,
+        w, use_w, forces, weights,
     )  # fmt: skip
     return Lambdas(forces, weights)
 

@@ -26,7 +26,9 @@ over sessions.
 from __future__ import annotations
 
 from ._corrections import affine, cascade_ips, fitted_relevance
-from ._gains import ips, naive, oracle
+from ._direct import RELEVANCE_PARAMS, dr, relevance_model
+from ._factory import TARGET_NAMES, make_target, needs_propensities
+from ._gains import CANDIDATE_SETS, NORMALIZATIONS, ips, naive, oracle
 from ._preferences import (
     STRATEGIES,
     click_preferences,
@@ -35,6 +37,7 @@ from ._preferences import (
     parse_strategy,
     skip_above,
 )
+from ._stats import ClickStats, auto_clip, click_stats
 from ._target import Target
 from ._theta import as_theta, read_theta
 
@@ -43,6 +46,17 @@ __all__ = [
     "oracle",
     "naive",
     "ips",
+    "dr",
+    "relevance_model",
+    "click_stats",
+    "ClickStats",
+    "auto_clip",
+    "make_target",
+    "TARGET_NAMES",
+    "needs_propensities",
+    "RELEVANCE_PARAMS",
+    "CANDIDATE_SETS",
+    "NORMALIZATIONS",
     "affine",
     "cascade_ips",
     "fitted_relevance",

@@ -31,6 +31,10 @@ class Target:
         query each (pairwise targets).
     pair_weights : numpy.ndarray or None
         float64 ``[n_pairs]`` non-negative weights (aggregated counts).
+    doc_weights : numpy.ndarray or None
+        float64 ``[n_docs]`` non-negative per-document weights of a gains
+        target: a LambdaRank pair counts :math:`m_i m_j` times (never-shown
+        documents as weak negatives, ``candidates="hybrid"``). None: all 1.
     metadata : dict
         How the target was built (log size, clipping, ...), for reports.
     """
@@ -40,6 +44,7 @@ class Target:
     candidates: np.ndarray | None = None
     pairs: np.ndarray | None = None
     pair_weights: np.ndarray | None = None
+    doc_weights: np.ndarray | None = None
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +75,13 @@ class Target:
             c = np.asarray(self.candidates)
             if c.dtype != bool or c.ndim != 1:
                 raise InputError("candidates must be a 1-d boolean mask")
+        if self.doc_weights is not None:
+            if self.gains is None:
+                raise InputError("doc_weights apply to gain targets only")
+            w = np.ascontiguousarray(self.doc_weights, dtype=np.float64)
+            if w.shape != self.gains.shape or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise InputError("doc_weights must be finite, non-negative, one per document")
+            object.__setattr__(self, "doc_weights", w)
 
     @property
     def kind(self) -> str:

@@ -1,0 +1,374 @@
+r"""Counterfactual model selection: tree size and number of trees chosen from clicks, not labels.
+
+A user of click logs has no relevance labels, so the usual recipe, early
+stopping on a labelled validation set, is not available. Held-out clicks are:
+for a ranking :math:`S` of a validation query and per-document relevance
+estimates :math:`\hat g(d)` from the log (IPS gains :math:`G(d) = \sum_s
+c_s(d)/\theta_{p_s(d)}`, or doubly robust gains), the counterfactual estimate
+of the DCG@k a user session would collect is
+
+.. math::
+    \widehat{\mathrm{DCG@}k}(S) = \frac{1}{N} \sum_{q} \sum_{d \in q}
+    \frac{\hat g(d)}{\log_2(1 + \mathrm{rank}_S(d))}\, [\mathrm{rank}_S(d) \le k],
+
+:math:`N` the validation sessions (Joachims, Swaminathan & Schnabel WSDM 2017,
+§4: unbiased under the position-based model over the documents the logger
+showed; ranks are among *all* of the query's documents, so a ranker that puts a
+never-shown document above a clicked one is charged for it).
+:class:`ClickValidation` evaluates it; :class:`LambdaMARTCV` uses it to choose
+the tree size and the number of trees by K-fold cross-validation *by query*
+(the model must generalise to new queries, so held-out sessions of the training
+queries would reward memorising their documents), then refits on all queries.
+This is what ``clickrank train`` and ``clickrank run`` do by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ._validation import InputError, check_is_fitted, check_positive
+from .datasets import RankingData
+from .lambdamart import LambdaMART
+from .targets import Target
+
+__all__ = ["ClickValidation", "LambdaMARTCV", "DEFAULT_GRID", "subset_target"]
+
+#: Tree shapes tried by :class:`LambdaMARTCV` (smallest first: ties go to the smaller).
+#: Chosen from measurements on MQ2008 and synthetic long lists (docs/lambdamart.md):
+#: real LETOR data wants very small trees, long synthetic lists larger ones.
+DEFAULT_GRID: tuple[dict[str, int], ...] = (
+    {"num_leaves": 4, "max_depth": 2},
+    {"num_leaves": 8, "max_depth": 3},
+    {"num_leaves": 31, "max_depth": -1},
+)
+
+
+@dataclass(frozen=True, eq=False)
+class ClickValidation:
+    """Held-out queries with per-document relevance estimates from clicks.
+
+    Parameters
+    ----------
+    data : RankingData
+        The validation queries (features only are used).
+    gains : numpy.ndarray
+        float64 ``[n_docs]`` non-negative relevance estimates summed over the
+        query's sessions: IPS gains (``targets.ips(..., candidates="all").gains``)
+        or DR gains (``targets.dr(...).gains``); 0 for never-shown documents
+        under IPS.
+    n_sessions : float
+        Sessions of these queries (the estimate is per session).
+    estimator : str
+        Name of the estimator behind ``gains`` (``"ips"``, ``"dr"``, ``"clicks"``).
+    """
+
+    data: RankingData
+    gains: np.ndarray
+    n_sessions: float
+    estimator: str = "ips"
+
+    def __post_init__(self) -> None:
+        g = np.asarray(self.gains, dtype=np.float64)
+        if g.shape != (self.data.n_docs,) or not np.all(np.isfinite(g)) or np.any(g < 0):
+            raise InputError(
+                f"validation gains must be finite, non-negative, one per row ({self.data.n_docs})"
+            )
+        object.__setattr__(self, "gains", g)
+        if not self.n_sessions > 0:
+            raise InputError(f"n_sessions must be positive, got {self.n_sessions}")
+
+    @classmethod
+    def from_log(
+        cls,
+        data: RankingData,
+        log: Any,
+        propensities: Any = None,
+        *,
+        estimator: str = "ips",
+        stats: Any = None,
+        seed: int = 0,
+    ) -> ClickValidation:
+        """Relevance estimates of every row of ``data`` from ``log``.
+
+        ``estimator="ips"``: the IPS gains :math:`G(d)` (unclipped; 0 for
+        never-shown documents); ``"dr"``: doubly robust gains
+        (:func:`clickrank.targets.dr`, cross-fitted relevance model, every
+        document); ``"clicks"``: raw click counts (biased; for logs without
+        propensities). ``stats`` may carry precomputed
+        :func:`clickrank.targets.click_stats` (unclipped).
+        """
+        from .targets import click_stats, dr
+
+        if estimator not in ("ips", "dr", "clicks"):
+            raise InputError(f"estimator must be 'ips', 'dr' or 'clicks', got {estimator!r}")
+        if estimator != "clicks" and propensities is None and getattr(stats, "theta", None) is None:
+            raise InputError(f"the {estimator} validation needs propensities")
+        if stats is None:
+            stats = click_stats(data, log, None if estimator == "clicks" else propensities)
+        if estimator == "dr":
+            gains = dr(data, None, None, stats=stats, seed=seed).gains
+        else:
+            gains = stats.clicks if estimator == "clicks" else stats.ips
+        return cls(data, gains, float(stats.n_sessions), estimator)
+
+    def per_query(self, scores: np.ndarray, k: int = 10) -> np.ndarray:
+        """Each query's summed DCG@k contribution (divide by ``n_sessions`` for the mean)."""
+        from .metrics import dcg
+
+        return np.nan_to_num(dcg(scores, self.gains, self.data.qptr, k=k, gain="linear").values)
+
+    def score(self, scores: np.ndarray, k: int = 10) -> float:
+        """Counterfactual DCG@k per session of the ranking by ``scores``."""
+        return float(self.per_query(scores, k).sum() / self.n_sessions)
+
+    def score_se(self, scores: np.ndarray, k: int = 10) -> tuple[float, float]:
+        """``(estimate, standard error)``, queries as the sampling unit."""
+        t = self.per_query(scores, k)
+        n = t.size
+        se = float(np.sqrt(n) * t.std(ddof=1) / self.n_sessions) if n > 1 else float("nan")
+        return float(t.sum() / self.n_sessions), se
+
+    def metric_name(self, k: int = 10) -> str:
+        return f"{self.estimator}-dcg@{k}"
+
+    def subset(self, queries: np.ndarray) -> ClickValidation:
+        """The validation restricted to some queries (sessions in proportion to their gains'
+        queries are not known here, so ``n_sessions`` is kept: scores stay comparable
+        between models on the same subset, which is all selection needs)."""
+        return ClickValidation(
+            self.data.subset(queries), self.gains[self.data.rows_of(queries)],
+            self.n_sessions, self.estimator,
+        )  # fmt: skip
+
+
+def subset_target(target: Target, data: RankingData, queries: np.ndarray) -> Target:
+    """``target`` restricted to ``queries`` of ``data``, aligned to ``data.subset(queries)``."""
+    rows = data.rows_of(queries)
+    pick = (lambda a: None if a is None else a[rows])
+    pairs, pw = target.pairs, target.pair_weights
+    if pairs is not None:
+        remap = np.full(data.n_docs, -1, dtype=np.int64)
+        remap[rows] = np.arange(rows.size)
+        p = remap[pairs]
+        ok = np.all(p >= 0, axis=1)
+        pairs, pw = p[ok], pw[ok]
+    return Target(target.name, gains=pick(target.gains), candidates=pick(target.candidates),
+                  pairs=pairs, pair_weights=pw, doc_weights=pick(target.doc_weights),
+                  metadata=target.metadata)  # fmt: skip
+
+
+def _curve(model: LambdaMART, n: int) -> np.ndarray:
+    """The validation metric after each of ``n`` rounds (padded with the last value)."""
+    values = next(iter(model.evals_result_["valid"].values()))
+    out = np.full(n, values[-1] if values else np.nan)
+    out[: len(values)] = values
+    return out
+
+
+class LambdaMARTCV:
+    r"""LambdaMART whose tree size and number of trees are chosen by cross-validation by query.
+
+    For every tree shape of ``grid`` and each of ``folds`` folds of the
+    queries, a :class:`~clickrank.lambdamart.LambdaMART` grows up to
+    ``n_estimators`` trees on the other folds, scoring the held-out fold after
+    every tree with a counterfactual DCG@``eval_at`` from clicks
+    (:class:`ClickValidation`) or, on labelled data without ``validation``,
+    NDCG@``eval_at``, and stops after ``early_stopping_rounds`` rounds without
+    improvement. The shape and round with the best mean curve over the folds
+    win; the final model is refitted on all queries with them.
+
+    Parameters
+    ----------
+    grid : sequence of dict
+        LambdaMART parameters tried (default :data:`DEFAULT_GRID`).
+    folds : int
+        Folds of the queries (>= 2).
+    n_estimators : int
+        Most trees of any model.
+    learning_rate : float
+    early_stopping_rounds : int
+        Patience of each fold's training.
+    eval_at : int
+        ``k`` of the validation metric.
+    seed : int
+        Seeds the folds and LightGBM.
+    n_jobs : int
+    **params
+        Further :class:`~clickrank.lambdamart.LambdaMART` parameters shared by
+        every model (``min_data_in_leaf``, ``truncation_level``, ...).
+
+    Attributes
+    ----------
+    model_ : LambdaMART
+        The refitted model.
+    best_params_ : dict
+        The chosen grid entry plus ``n_estimators``.
+    cv_results_ : polars.DataFrame
+        One row per grid entry: its best round, mean score, standard error over
+        folds and the per-fold scores at that round.
+    curves_ : dict
+        Mean validation curve of each grid entry (numpy arrays).
+    """
+
+    def __init__(
+        self,
+        *,
+        grid: tuple[dict[str, Any], ...] | list[dict[str, Any]] = DEFAULT_GRID,
+        folds: int = 5,
+        n_estimators: int = 500,
+        learning_rate: float = 0.1,
+        early_stopping_rounds: int = 50,
+        eval_at: int = 10,
+        seed: int = 0,
+        n_jobs: int = 1,
+        **params: Any,
+    ) -> None:
+        self.grid = grid
+        self.folds = folds
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.params = params
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters."""
+        return {
+            "grid": [dict(g) for g in self.grid], "folds": self.folds,
+            "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
+            "early_stopping_rounds": self.early_stopping_rounds, "eval_at": self.eval_at,
+            "seed": self.seed, "n_jobs": self.n_jobs, **self.params,
+        }  # fmt: skip
+
+    def _model(self, entry: dict[str, Any], **over: Any) -> LambdaMART:
+        kw = {
+            "n_estimators": int(self.n_estimators), "learning_rate": float(self.learning_rate),
+            "eval_at": int(self.eval_at), "seed": int(self.seed), "n_jobs": int(self.n_jobs),
+            **self.params, **entry, **over,
+        }  # fmt: skip
+        return LambdaMART(**kw)
+
+    def _validate(self, data: RankingData) -> None:
+        check_positive(self.n_estimators, name="n_estimators", integer=True)
+        check_positive(self.early_stopping_rounds, name="early_stopping_rounds", integer=True)
+        if int(self.folds) < 2:
+            raise InputError(f"folds must be >= 2, got {self.folds}")
+        if data.n_queries < int(self.folds):
+            raise InputError(
+                f"{data.n_queries} queries cannot be split into {self.folds} folds; lower folds"
+            )
+        if not self.grid:
+            raise InputError("grid must hold at least one parameter set")
+        bad = {"n_estimators", "early_stopping_rounds", "seed"} & {k for g in self.grid for k in g}
+        if bad:
+            raise InputError(f"grid entries may not set {sorted(bad)}")
+
+    def fit(
+        self,
+        data: RankingData,
+        target: Target | None = None,
+        *,
+        validation: ClickValidation | None = None,
+        progress: Any = None,
+    ) -> LambdaMARTCV:
+        """Choose the grid entry and number of trees, then refit on all of ``data``.
+
+        Parameters
+        ----------
+        data : RankingData
+        target : Target, optional
+            What the models fit (None: the oracle labels).
+        validation : ClickValidation, optional
+            Relevance estimates from the log over all of ``data``'s rows; it is
+            restricted to each held-out fold. None: labelled NDCG@``eval_at``
+            (needs ``data.y``; for oracle baselines and tests).
+        progress : callable, optional
+            Called with a one-line message after each grid entry.
+        """
+        self._validate(data)
+        if validation is None and data.y is None:
+            raise InputError("LambdaMARTCV needs a ClickValidation (or labelled data)")
+        if validation is not None and validation.data.n_docs != data.n_docs:
+            raise InputError("validation must cover the same rows as data")
+        k = int(self.folds)
+        fold = np.random.default_rng(self.seed).permutation(data.n_queries) % k
+        n = int(self.n_estimators)
+        rows = []
+        self.curves_ = {}
+        best = (-np.inf, 0, 0)
+        for e, entry in enumerate(self.grid):
+            per_fold = np.empty((k, n))
+            for f in range(k):  # a handful of model fits
+                train_q, held_q = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+                sub = data.subset(train_q)
+                tgt = None if target is None else subset_target(target, data, train_q)
+                val = data.subset(held_q) if validation is None else validation.subset(held_q)
+                model = self._model(
+                    entry, early_stopping_rounds=int(self.early_stopping_rounds)
+                ).fit(sub, tgt, valid=val)
+                per_fold[f] = _curve(model, n)
+            mean = per_fold.mean(axis=0)
+            r = int(np.argmax(mean))  # first maximum: the fewest trees
+            at = per_fold[:, r]
+            rows.append({
+                "entry": e, **{p: entry.get(p) for p in ("num_leaves", "max_depth")},
+                "params": json.dumps(entry, sort_keys=True), "n_estimators": r + 1,
+                "score": float(mean[r]), "se": float(at.std(ddof=1) / np.sqrt(k)),
+                "fold_scores": [float(v) for v in at],
+            })  # fmt: skip
+            self.curves_[e] = mean
+            if mean[r] > best[0]:
+                best = (float(mean[r]), e, r + 1)
+            if progress is not None:
+                progress(f"  {entry}: best {mean[r]:.4g} at {r + 1} trees")
+        self.cv_results_ = pl.DataFrame(rows)
+        _, e, trees = best
+        self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
+        self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
+                        else f"ndcg@{int(self.eval_at)}")  # fmt: skip
+        self.model_ = self._model(self.grid[e], n_estimators=trees).fit(data, target)
+        return self
+
+    def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
+        """Scores of the refitted model."""
+        check_is_fitted(self, "model_")
+        return self.model_.predict(X)
+
+    def summary(self) -> str:
+        """The selection table and the refitted model."""
+        check_is_fitted(self, "model_")
+        lines = [
+            f"LambdaMARTCV: {len(self.grid)} tree shapes x {self.folds} folds by query, "
+            f"up to {self.n_estimators} trees (patience {self.early_stopping_rounds}), "
+            f"validation metric {self.metric_}",
+            f"  {'tree shape':<34} {'trees':>5} {'score':>10} {'+- SE':>9}",
+        ]
+        for r in self.cv_results_.iter_rows(named=True):
+            mark = " <" if json.loads(r["params"]) == {
+                k: v for k, v in self.best_params_.items() if k != "n_estimators"
+            } else ""
+            lines.append(f"  {r['params']:<34} {r['n_estimators']:>5} {r['score']:>10.4g} "
+                         f"{r['se']:>9.2g}{mark}")  # fmt: skip
+        lines.append(self.model_.summary())
+        return "\n".join(lines)
+
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Save the refitted model (:meth:`LambdaMART.save`) plus ``selection.json``."""
+        from ._io import atomic_write_json
+
+        check_is_fitted(self, "model_")
+        out = self.model_.save(path, overwrite=overwrite)
+        atomic_write_json(out / "selection.json", {
+            "metric": self.metric_, "best_params": self.best_params_,
+            "params": self.get_params(), "cv_results": self.cv_results_.to_dicts(),
+        })  # fmt: skip
+        return out

@@ -1,0 +1,83 @@
+"""Targets by name: the one translation from a name and options to a :class:`Target`.
+
+Used by ``clickrank train``, ``clickrank run`` and the benchmarks, so a name
+means the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from .._validation import InputError
+from ..datasets import RankingData
+from ._direct import dr
+from ._gains import ips, naive, oracle
+from ._preferences import click_preferences, parse_strategy
+from ._stats import ClickStats, click_stats
+from ._target import Target
+
+__all__ = ["TARGET_NAMES", "make_target", "needs_propensities"]
+
+#: Target names (plus ``"pairs:<strategy>"`` for any click-preference strategy).
+TARGET_NAMES = ("naive", "ips", "dr", "skip-above", "skip-above-ips", "oracle")
+
+
+def needs_propensities(name: str) -> bool:
+    """Whether target ``name`` reads propensities."""
+    return name in ("ips", "dr", "skip-above-ips")
+
+
+def make_target(
+    name: str,
+    data: RankingData,
+    log: pl.DataFrame | pl.LazyFrame | None = None,
+    propensities: Any = None,
+    *,
+    candidates: str = "auto",
+    clip: float | str | None = "auto",
+    normalize: str = "none",
+    naive_kind: str = "clicks",
+    seed: int = 0,
+    stats: ClickStats | None = None,
+) -> Target:
+    """The target called ``name`` for ``data`` from ``log``.
+
+    Names: ``"naive"`` (:func:`~clickrank.targets.naive`), ``"ips"``
+    (:func:`~clickrank.targets.ips`), ``"dr"`` (:func:`~clickrank.targets.dr`),
+    ``"skip-above"`` and ``"skip-above-ips"`` (:func:`~clickrank.targets.skip_above`
+    unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
+    (:func:`~clickrank.targets.click_preferences`), ``"oracle"`` (the labels).
+    ``stats`` (from :func:`~clickrank.targets.click_stats` with the same
+    propensities, unclipped) saves reading the log again.
+    """
+    if name == "oracle":
+        return oracle(data)
+    if log is None and stats is None:
+        raise InputError(f"target {name!r} needs a click log")
+    if needs_propensities(name) and propensities is None:
+        raise InputError(f"target {name!r} needs propensities")
+    if name in ("naive", "ips", "dr") and stats is None:
+        stats = click_stats(data, log, None if name == "naive" else propensities)
+    if name == "naive":
+        return naive(data, None, kind=naive_kind, candidates=candidates, stats=stats)
+    if name == "ips":
+        return ips(data, None, None, normalize=normalize, candidates=candidates,
+                   stats=stats.clipped(clip))  # fmt: skip
+    if name == "dr":
+        return dr(data, None, None, clip=clip, seed=seed, stats=stats,
+                  candidates="all" if candidates == "auto" else candidates)  # fmt: skip
+    pair_candidates = "shown" if candidates in ("auto", "hybrid") else candidates
+    if name in ("skip-above", "skip-above-ips"):
+        w = name == "skip-above-ips"
+        return click_preferences(data, log, strategy="skip-above", ips_weighted=w,
+                                 propensities=propensities if w else None,
+                                 candidates=pair_candidates)  # fmt: skip
+    if name.startswith("pairs:"):
+        strategy = name[len("pairs:"):]
+        parse_strategy(strategy)  # a clear error for an unknown strategy
+        return click_preferences(data, log, strategy=strategy, candidates=pair_candidates)
+    raise InputError(
+        f"unknown target {name!r}; choose from {list(TARGET_NAMES)} or 'pairs:<strategy>'"
+    )
