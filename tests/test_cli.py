@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -114,3 +115,18 @@ def test_interleave_with_a_user_population_prefers_the_true_labels(runner, tmp_p
     assert res.exit_code == 0, res.output
     delta = json.loads(out.read_text())["interleaving"]
     assert delta["wins"] > delta["losses"]
+
+
+def test_interleave_with_dbn_scales_satisfaction_to_the_labels(runner, tmp_path):
+    data = cr.synthetic(40, 12, seed=2)
+    data = data.with_labels(np.minimum(data.y, 2))  # MQ2008-like grades 0..2
+    path = cr.save_letor(data, tmp_path / "test.txt")
+    good = tmp_path / "good.txt"
+    good.write_text("\n".join(map(str, data.y)) + "\n")
+    res = runner.invoke(cli, ["interleave", "--a", str(good), "--b", str(good), "--data",
+                              str(path), "--click-model", "dbn", "--impressions", "500",
+                              "--no-ab"])
+    assert res.exit_code == 0, res.output
+    assert ("relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 2 "
+            "(labels 0..2; the top grade is the largest label); satisfaction (2^y - 1)/2^2 "
+            "(ERR)") in res.output

@@ -76,13 +76,17 @@ def _given(ctx: click.Context, name: str) -> bool:
 @click.option("--eps", type=float, default=0.1,
               help="Click noise: the click probability of an irrelevant document.")
 @click.option("--max-label", type=float, default=None,
-              help="Top grade for the graded map [default: the largest label in the data].")
+              help="Top grade for the graded map and DBN/SDBN satisfaction [default: the "
+              "largest label in the data].")
 @click.option("--threshold", type=float, default=None,
-              help="Binarized map: labels >= threshold are relevant [default: max label - 1].")
+              help="Binarized map: labels >= threshold are relevant [default: 1 for labels up "
+              "to 2 (MQ2008), else the largest label - 1 (3 for 0..4 labels)].")
 @click.option("--policy", type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
               default="production", help="Logging policy.")
 @click.option("--production-fraction", type=float, default=0.01,
               help="Share of queries the production ranker is trained on.")
+@click.option("--production-min-queries", type=int, default=20,
+              help="...but at least this many queries (all if there are fewer).")
 @click.option("--temperature", type=float, default=1.0, help="Plackett-Luce temperature.")
 @click.option("--sessions", type=int, default=1_000_000, help="Number of sessions.")
 @click.option("--top-k", type=int, default=10, help="Results shown per session.")
@@ -118,9 +122,9 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
           --out log.parquet --force
     """
     from ..clicklog import ctr_by_position
-    from ..clickmodels import make_click_model
+    from ..clickmodels import make_click_model, relevance_for_labels
     from ..datasets import load_letor, synthetic
-    from ..policies import make_policy
+    from ..policies import ProductionRanker, describe_quality, make_policy
     from ..simulation import FairPairs, Randomize, RandPair, Swap, estimate_log_bytes
     from ..simulation import simulate as run
 
@@ -153,14 +157,15 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     if data.y is None:
         raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
 
-    y_max = float(data.y.max())
-    if opts["relevance"] == "graded":
-        max_label = opts["max_label"] if opts["max_label"] is not None else max(y_max, 1.0)
-        rel = {"kind": "graded", "eps": eps, "max_label": max_label}
-    else:
-        thr = opts["threshold"] if opts["threshold"] is not None else max(1.0, y_max - 1.0)
-        rel = {"kind": "binarized", "threshold": thr, "eps_minus": eps}
-    params: dict[str, Any] = {"relevance" if model_name == "trust" else "attractiveness": rel}
+    if (opts["max_label"] is not None and opts["relevance"] != "graded"
+            and model_name not in ("dbn", "sdbn")):
+        raise click.UsageError("--max-label applies to --relevance graded (and to the "
+                               "satisfaction of dbn and sdbn)")
+    if opts["threshold"] is not None and opts["relevance"] != "binarized":
+        raise click.UsageError("--threshold applies to --relevance binarized")
+    params, rel_line = relevance_for_labels(
+        model_name, data.y, relevance=opts["relevance"], eps=eps, max_label=opts["max_label"],
+        threshold=opts["threshold"], names=("--max-label", "--threshold"))
     if model_name in _ETA_MODELS:
         params["eta"] = opts["eta"]
     model = make_click_model(model_name, **params)
@@ -175,19 +180,30 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     if fractions["fairpairs_fraction"] > 0:
         interventions.append(FairPairs(fractions["fairpairs_fraction"]))
 
+    if opts["production_min_queries"] < 1:
+        raise InputError(f"--production-min-queries must be >= 1, got "
+                         f"{opts['production_min_queries']}")
     policy = make_policy(
         opts["policy"], data, fraction=opts["production_fraction"],
-        temperature=opts["temperature"], seed=opts["seed"],
+        min_queries=opts["production_min_queries"], temperature=opts["temperature"],
+        seed=opts["seed"],
     )
-    note = getattr(getattr(policy, "ranker", None), "note_", None)
-    if note:
-        click.echo(f"note: {note}", err=True)
+    click.echo(rel_line)
+    ranker = getattr(policy, "ranker", None)
+    meta = None
+    if isinstance(ranker, ProductionRanker):
+        if ranker.note_:
+            click.echo(f"note: {ranker.note_}", err=True)
+        quality = ranker.quality(data)
+        meta = {"logger_quality": {policy.name: quality}, "relevance": rel_line}
+        click.echo(describe_quality(quality))
     with click.progressbar(length=opts["sessions"], label="simulating", file=sys.stderr) as bar:
         log = run(
             data, policy=policy, click_model=model, n_sessions=opts["sessions"],
             interventions=interventions, top_k=opts["top_k"], seed=opts["seed"],
             chunk_size=opts["chunk_size"], out=out, overwrite=opts["force"],
             progress=bar.update, check_space=not opts["skip_space_check"],
+            metadata=meta or {"relevance": rel_line},
         )
     table = ctr_by_position(log).collect()
     n_rows = int(table["impressions"].sum())
