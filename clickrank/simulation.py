@@ -741,7 +741,8 @@ def simulate(
             "first_session": first_session, "top_k": top_k, "seed": seed,
             "policy": list(policy.names), "click_model": repr(model),
             "interventions": [repr(i) for i in items],
-            **_logger_quality(policy, data), **dict(metadata or {})})
+            **({} if "logger_quality" in (metadata or {}) else _logger_quality(policy, data)),
+            **dict(metadata or {})})
     sampler = _query_sampler(data, query_frequency)
     prepared = policy.prepare(data, top_k)
     names = tuple(prepared.names)
