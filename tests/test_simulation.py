@@ -600,6 +600,7 @@ def test_cli_config_file(cli, tmp_path):
         (["--threshold", "2"], "--threshold applies to --relevance binarized"),
         (["--relevance", "binarized", "--max-label", "2"], "--max-label applies to --relevance"),
         (["--production-min-queries", "0"], "--production-min-queries must be >= 1"),
+        (["--production-fraction", "0"], "--production-fraction must be in (0, 1]"),
     ],
 )
 def test_cli_bad_arguments_fail_with_one_clear_line(cli, tmp_path, extra, message):

@@ -134,14 +134,23 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     model_name = opts["click_model"]
     if _given(ctx, "eta") and model_name not in _ETA_MODELS:
         raise click.UsageError(f"--eta applies to {', '.join(_ETA_MODELS)}, not {model_name}")
+    if (opts["max_label"] is not None and opts["relevance"] != "graded"
+            and model_name not in ("dbn", "sdbn")):
+        raise click.UsageError("--max-label applies to --relevance graded (and to the "
+                               "satisfaction of dbn and sdbn)")
+    if opts["threshold"] is not None and opts["relevance"] != "binarized":
+        raise click.UsageError("--threshold applies to --relevance binarized")
     check_non_negative(opts["eta"], name="--eta")
     eps = check_probability(opts["eps"], name="--eps")
     fractions = {}
     for name in ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction"):
         fractions[name] = check_probability(opts[name], name="--" + name.replace("_", "-"))
-    for name in ("sessions", "top_k", "chunk_size", "docs_per_query"):
+    for name in ("sessions", "top_k", "chunk_size", "docs_per_query", "production_min_queries"):
         if opts[name] is not None and opts[name] < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
+    if not 0 < opts["production_fraction"] <= 1:
+        raise InputError(f"--production-fraction must be in (0, 1], got "
+                         f"{opts['production_fraction']}")
     if opts["seed"] < 0:
         raise InputError(f"--seed must be >= 0, got {opts['seed']}")
     need = 0 if opts["skip_space_check"] else estimate_log_bytes(opts["sessions"], opts["top_k"])
@@ -157,12 +166,6 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     if data.y is None:
         raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
 
-    if (opts["max_label"] is not None and opts["relevance"] != "graded"
-            and model_name not in ("dbn", "sdbn")):
-        raise click.UsageError("--max-label applies to --relevance graded (and to the "
-                               "satisfaction of dbn and sdbn)")
-    if opts["threshold"] is not None and opts["relevance"] != "binarized":
-        raise click.UsageError("--threshold applies to --relevance binarized")
     params, rel_line = relevance_for_labels(
         model_name, data.y, relevance=opts["relevance"], eps=eps, max_label=opts["max_label"],
         threshold=opts["threshold"], names=("--max-label", "--threshold"))
@@ -180,9 +183,6 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     if fractions["fairpairs_fraction"] > 0:
         interventions.append(FairPairs(fractions["fairpairs_fraction"]))
 
-    if opts["production_min_queries"] < 1:
-        raise InputError(f"--production-min-queries must be >= 1, got "
-                         f"{opts['production_min_queries']}")
     policy = make_policy(
         opts["policy"], data, fraction=opts["production_fraction"],
         min_queries=opts["production_min_queries"], temperature=opts["temperature"],
