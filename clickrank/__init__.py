@@ -49,6 +49,7 @@ _LAZY = {
     "Randomize": "simulation",
     "FairPairs": "simulation",
     "read_log": "clicklog",
+    "read_log_metadata": "clicklog",
     "validate_log": "clicklog",
     "write_log": "clicklog",
     "Propensities": "propensity",
@@ -115,7 +116,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         simulation,
         targets,
     )
-    from .clicklog import read_log, validate_log, write_log  # noqa: F401
+    from .clicklog import read_log, read_log_metadata, validate_log, write_log  # noqa: F401
     from .clickmodels import (  # noqa: F401
         compare_click_models,
         fit_click_model,

@@ -21,7 +21,14 @@ column         type                     meaning
 ============== ======================== ==========================================
 
 Each session shows positions ``1..n`` exactly once, for a single query.
-Other columns are allowed and kept. :func:`validate_log` checks the schema
+Other columns are allowed and kept.
+
+A parquet log written by clickrank also describes itself: the parquet
+key-value metadata holds, under :data:`METADATA_KEY`, a JSON object with how
+it was simulated (data, sessions, seed, click model, interventions, logging
+policy) and the logging ranker's quality (its NDCG@10 on the queries it was not
+trained on). :func:`read_log_metadata` returns it as a dict (None for logs
+from elsewhere and CSV). :func:`validate_log` checks the schema
 first (names and dtypes, via ``collect_schema()``, without reading data), then
 the values, and returns the log cast to the canonical dtypes. The
 aggregations take and return :class:`polars.LazyFrame` so they run on logs
@@ -30,14 +37,15 @@ larger than memory (``collect(engine="streaming")``).
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from ._io import atomic_write, check_output
+from ._io import atomic_write, check_output, json_default
 from ._validation import InputError, LogSchemaError
 
 __all__ = [
@@ -45,7 +53,9 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "validate_log",
     "read_log",
+    "read_log_metadata",
     "write_log",
+    "METADATA_KEY",
     "click_counts",
     "ctr_by_position",
     "counts_by_query_doc_position",
@@ -54,6 +64,9 @@ __all__ = [
 ]
 
 REQUIRED_COLUMNS = ("session", "query", "position", "doc", "click")
+
+#: Key of the parquet key-value metadata entry that holds a log's description (JSON).
+METADATA_KEY = "clickrank"
 
 #: Canonical dtype of every known column (``None``: integer or String ids kept as they are).
 LOG_SCHEMA: dict[str, pl.DataType | None] = {
@@ -398,12 +411,98 @@ def read_log(
     return lf if lazy else lf.collect()
 
 
+def _parquet_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """``{METADATA_KEY: JSON}`` for polars' ``write_parquet``/``sink_parquet(metadata=...)``.
+
+    Keys are sorted, so the same metadata gives the same bytes.
+
+    Raises
+    ------
+    InputError
+        If ``metadata`` is not a mapping of JSON values (numpy values are
+        converted; NaN and infinity are refused: write None).
+    """
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise InputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    try:
+        text = json.dumps(dict(metadata), sort_keys=True, default=json_default,
+                          allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as err:
+        raise InputError(f"metadata must be JSON (finite numbers, strings, lists, dicts): "
+                         f"{err}") from None
+    return {METADATA_KEY: text}
+
+
+def _first_parquet(p: str) -> str | None:
+    """The parquet file whose metadata describes the log at ``p`` (file, folder or glob)."""
+    if _is_csv(p):
+        return None
+    if any(ch in p for ch in "*?["):
+        import glob
+
+        files = sorted(glob.glob(p, recursive=True))
+        return files[0] if files else None
+    if Path(p).is_dir():
+        return min((str(f) for f in Path(p).rglob("*.parquet")), default=None)
+    return p
+
+
+def read_log_metadata(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The description clickrank stored in a parquet log, or None.
+
+    Reads only the parquet footer (no data). For a folder of part files or a
+    glob the first part (in name order) is read: clickrank writes the same
+    metadata into every part. Logs written by other tools, logs written by
+    clickrank before it stored metadata, and CSV logs give None.
+
+    The dict written by :func:`clickrank.simulation.simulate` has ``format``
+    (``"clickrank.log"``), ``clickrank`` (version), ``data``, ``n_queries``,
+    ``sessions``, ``first_session``, ``top_k``, ``seed``, ``policy`` (ranker
+    names), ``click_model`` and ``interventions`` (their reprs) and, when
+    the logging ranker's quality is known, ``logger_quality``: ranker name ->
+    :meth:`clickrank.policies.ProductionRanker.quality` (see
+    :func:`clickrank.policies.describe_quality`); plus any ``metadata=`` the
+    caller added.
+
+    Raises
+    ------
+    LogSchemaError
+        If the path does not exist, is not parquet, or its clickrank entry is
+        not a JSON object (one line naming the file).
+    """
+    p = str(path)
+    if not any(ch in p for ch in "*?[") and not Path(p).exists():
+        raise LogSchemaError("no such file or folder", path=p)
+    first = _first_parquet(p)
+    if first is None:
+        return None
+    try:
+        kv = pl.read_parquet_metadata(first)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise LogSchemaError(f"cannot read the parquet metadata: {err}", path=first) from None
+    text = kv.get(METADATA_KEY)
+    if text is None:
+        return None
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise LogSchemaError(f"the {METADATA_KEY!r} parquet metadata is not valid JSON: {err}",
+                             path=first) from None
+    if not isinstance(meta, dict):
+        raise LogSchemaError(f"the {METADATA_KEY!r} parquet metadata is not a JSON object",
+                             path=first)
+    return meta
+
+
 def write_log(
     log: pl.DataFrame | pl.LazyFrame,
     path: str | os.PathLike,
     *,
     overwrite: bool = False,
     validate: bool = True,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a click log atomically to parquet (or CSV if ``path`` ends in ``.csv``).
 
@@ -411,10 +510,23 @@ def write_log(
     temporary file in the destination folder and renamed into place, so on
     any error nothing is written and an existing file is untouched.
 
+    Parameters
+    ----------
+    log : DataFrame or LazyFrame
+    path : path
+    overwrite : bool
+    validate : bool
+    metadata : dict, optional
+        A JSON description stored in the parquet key-value metadata under
+        :data:`METADATA_KEY` (parquet only); :func:`read_log_metadata` reads
+        it back. Pass ``read_log_metadata(source)`` to keep a simulated log's
+        description when rewriting it.
+
     Raises
     ------
     InputError
-        If ``path`` exists and ``overwrite`` is false, or its folder is missing.
+        If ``path`` exists and ``overwrite`` is false, or its folder is
+        missing; if ``metadata`` is not JSON or the output is CSV.
     LogSchemaError
         If the log is invalid.
     """
@@ -424,19 +536,22 @@ def write_log(
         raise InputError(f"{out} is a folder; write_log writes one file")
     if not out.parent.is_dir():
         raise InputError(f"the folder of {out} does not exist")
+    csv = _is_csv(out.name)
+    if csv and metadata is not None:
+        raise InputError(f"{out}: metadata is stored in parquet files only, not CSV")
+    kv = _parquet_metadata(metadata)
     if validate:
         log = validate_log(log)
-    csv = _is_csv(out.name)
 
     def write(tmp: Path) -> None:
         if isinstance(log, pl.LazyFrame) and csv:
             log.sink_csv(tmp)
         elif isinstance(log, pl.LazyFrame):
-            log.sink_parquet(tmp)
+            log.sink_parquet(tmp, metadata=kv)
         elif csv:
             log.write_csv(tmp)
         else:
-            log.write_parquet(tmp, statistics=True)
+            log.write_parquet(tmp, statistics=True, metadata=kv)
 
     atomic_write(out, write, mkdir=False)
     return out

@@ -254,7 +254,38 @@ class EvaluationResult:
                        metric=metric, alpha=self.alpha, n_permutations=n_permutations,
                        n_bootstrap=self.n_bootstrap, seed=self.seed)
 
-    def summary(self) -> str:
+    def empty_line(self, *, option: str = "empty") -> str:
+        """How many queries have no relevant document and what the convention did with them.
+
+        ``option`` names the convention the way the caller spells it: ``"empty"``
+        (the API, ``empty="zero"``) or ``"--empty"`` (the CLI, ``--empty zero``).
+
+        Examples
+        --------
+        ``"51 of 156 queries have no relevant document: skipped (--empty zero counts them
+        as 0, --empty one as 1)"``
+        """
+        def conv(value: str) -> str:
+            return f"{option} {value}" if option.startswith("-") else f'{option}="{value}"'
+
+        n = len(self.qid)
+        counts = {m: int(c) for m, c in self.table.select("metric", "n_empty").unique(
+            maintain_order=True).iter_rows()}
+        distinct = sorted(set(counts.values()))
+        if distinct == [0]:
+            return f"all {n} queries have a relevant document"
+        if len(distinct) == 1:
+            head = f"{distinct[0]} of {n} queries have no relevant document"
+        else:
+            head = ("queries without a relevant document: "
+                    + ", ".join(f"{c} for {m}" for m, c in counts.items()) + f" (of {n})")
+        if self.empty == "skip":
+            return f"{head}: skipped ({conv('zero')} counts them as 0, {conv('one')} as 1)"
+        value = 0 if self.empty == "zero" else 1
+        return f"{head}: counted as {value} ({conv('skip')} leaves them out)"
+
+    def summary(self, *, option: str = "empty") -> str:
+        """The table of means with CIs, then :meth:`empty_line` (``option`` as there)."""
         pct = f"{100 * (1 - self.alpha):.0f}%"
         w = max(8, *(len(r) for r in self.rankers))
         lines = [
@@ -268,9 +299,7 @@ class EvaluationResult:
                 f"  {row['ranker']:<{w}}  {row['metric']:<10}{row['mean']:>9.4f}{row['se']:>9.4f}"
                 f"   [{row['ci_low']:.4f}, {row['ci_high']:.4f}]  {row['n_used']:>6}"
                 f"{row['n_empty']:>7}")
-        lines.append(f"  empty queries (no relevant document): empty={self.empty!r}"
-                     + (" — excluded from the means" if self.empty == "skip" else
-                        f" — scored {0 if self.empty == 'zero' else 1}"))
+        lines.append(f"  {self.empty_line(option=option)}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 

@@ -323,11 +323,24 @@ def _section_data(results: dict) -> list[str]:
     prod = results["production"]
     trained = (f", trained on {prod['trained_on_queries']} training queries"
                if prod.get("trained_on_queries") else "")
+    q = prod.get("quality")
+    if q and q["trained_on"]:
+        held, every = q["held_out"], q["all"]
+        metric = q["metric"].upper()
+        trained = (f", trained on {q['trained_on']} of the {q['n_queries']} training queries "
+                   f"({metric} {_f(held['mean'])} on the other {held['queries']}, "
+                   f"{_f(every['mean'])} on all of them"
+                   + (f"; {every['n_empty']} without a relevant document skipped"
+                      if every["n_empty"] else "")
+                   + "; on the test queries: the *production* row of the tables below)")
+    relevance = f" {log['relevance'][0].upper()}{log['relevance'][1:]}." if log.get(
+        "relevance") else ""
     return [
         "## Data and click log", "",
         f"Data: **{d['name'] or d['source']}** ({d['n_features']} features).", "",
         _table(["part", "queries", "documents", "labels (grade: count)"], rows), "",
-        f"Logging policy: **{prod['policy']}**{trained}. Click model: `{log['click_model']}`.",
+        f"Logging policy: **{prod['policy']}**{trained}. Click model: `{log['click_model']}`."
+        f"{relevance}",
         "",
         f"The log (`{log['path']}`) has {log['sessions']:,} sessions, {log['impressions']:,} "
         f"displayed results and {log['clicks']:,} clicks "

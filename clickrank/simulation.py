@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,8 +83,10 @@ from ._random import (
     uniform_at,
 )
 from ._validation import InputError, check_fraction, check_positive
+from ._version import __version__
+from .clicklog import _parquet_metadata
 from .datasets import RankingData
-from .policies import DeterministicPolicy, LoggingPolicy
+from .policies import DeterministicPolicy, LoggingPolicy, MixturePolicy, ProductionRanker
 
 __all__ = [
     "Intervention",
@@ -611,6 +613,7 @@ def simulate(
     overwrite: bool = False,
     progress: bool | Callable[[int], None] = False,
     check_space: bool = True,
+    metadata: Mapping[str, Any] | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
     r"""Simulate a click log.
 
@@ -662,6 +665,15 @@ def simulate(
         Before simulating, compare the estimated size of the log
         (:func:`estimate_log_bytes`) with the free disk space (``out``) or the
         available memory, and refuse if it does not fit. False skips the check.
+    metadata : dict, optional
+        With ``out``: JSON entries added to the description that every parquet
+        file of the log carries (:func:`clickrank.clicklog.read_log_metadata`);
+        they override the entries simulate records itself: the data, the
+        number of sessions, ``top_k``, the seed, the click model, the
+        interventions, the policy's ranker names and, when the policy shows a
+        fitted :class:`~clickrank.policies.ProductionRanker`, its quality
+        (``logger_quality``, :meth:`~clickrank.policies.ProductionRanker.quality`
+        on ``data``).
 
     Returns
     -------
@@ -713,6 +725,8 @@ def simulate(
     if top_k > 65535:
         raise InputError(f"top_k must fit a UInt16 position, got {top_k}")
     items = _as_interventions(interventions, top_k)
+    if out is None and metadata is not None:
+        raise InputError("metadata is stored with the log on disk: give out=... too")
     writer = None
     if out is not None:
         need = estimate_log_bytes(n_sessions, top_k) if check_space else 0
@@ -720,6 +734,15 @@ def simulate(
     elif check_space:
         _check_memory(n_sessions, top_k)
     model = _resolve_click_model(click_model)
+    if writer is not None:
+        writer.metadata = _parquet_metadata({
+            "format": "clickrank.log", "clickrank": __version__, "data": data.name,
+            "n_queries": data.n_queries, "sessions": n_sessions,
+            "first_session": first_session, "top_k": top_k, "seed": seed,
+            "policy": list(policy.names), "click_model": repr(model),
+            "interventions": [repr(i) for i in items],
+            **({} if "logger_quality" in (metadata or {}) else _logger_quality(policy, data)),
+            **dict(metadata or {})})
     sampler = _query_sampler(data, query_frequency)
     prepared = policy.prepare(data, top_k)
     names = tuple(prepared.names)
@@ -767,6 +790,21 @@ def simulate(
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+
+
+def _logger_quality(policy: LoggingPolicy, data: RankingData) -> dict[str, Any]:
+    """``{"logger_quality": {name: quality}}`` for the fitted production rankers a policy shows.
+
+    The quality (:meth:`~clickrank.policies.ProductionRanker.quality`) is the
+    ranker's NDCG@10 on ``data``, on the queries it was not trained on and on all.
+    """
+    parts = policy.policies if isinstance(policy, MixturePolicy) else [policy]
+    found = {}
+    for part in parts:
+        ranker = getattr(part, "ranker", None)
+        if isinstance(ranker, ProductionRanker) and hasattr(ranker, "model_"):
+            found[str(part.name)] = ranker.quality(data)
+    return {"logger_quality": found} if found else {}
 
 
 #: Sessions per part file when ``simulate(out=FOLDER)`` writes a folder of parquet parts.
@@ -857,6 +895,7 @@ class _Writer:
 
     def __init__(self, out: str | os.PathLike, overwrite: bool, need_bytes: int = 0) -> None:
         self.out = Path(out)
+        self.metadata: dict[str, str] | None = None  # parquet key-value metadata of every file
         if not self.out.parent.is_dir():
             raise InputError(f"the folder of out ({self.out.parent}) does not exist")
         check_output(self.out, force=overwrite, what="out", need_bytes=need_bytes)
@@ -887,7 +926,8 @@ class _Writer:
 
             lazy = register_io_source(source, schema=first.schema)
             try:
-                lazy.sink_parquet(tmp, statistics=True, row_group_size=ROW_GROUP_ROWS)
+                lazy.sink_parquet(tmp, statistics=True, row_group_size=ROW_GROUP_ROWS,
+                                  metadata=self.metadata)
             except BaseException:
                 if failure:
                     raise failure[0] from None
@@ -906,7 +946,8 @@ class _Writer:
         try:
             for i, table in enumerate(parts):
                 part = tmp / f"part-{i:05d}.parquet"
-                table.write_parquet(part, statistics=True, row_group_size=ROW_GROUP_ROWS)
+                table.write_parquet(part, statistics=True, row_group_size=ROW_GROUP_ROWS,
+                                    metadata=self.metadata)
                 record(part)
             if self.out.is_dir():
                 bad = first_foreign(self.out)

@@ -155,6 +155,12 @@ CASES = [
     ("propensity negative seed", "propensity {ws}/log.parquet --bootstrap 3 --seed -1 "
      "--out {ws}/t.json", "-1 is not in the range x>=0", 2),
     ("demo negative seed", "demo --seed -1", "-1 is not in the range x>=0", 2),
+    # fit-clicks
+    ("fit-clicks unknown model", "fit-clicks {ws}/log.parquet --models pbm,foo",
+     "--models: unknown model(s) foo", 1),
+    ("fit-clicks not a log", "fit-clicks {ws}/notalog.csv", "missing required column(s)", 1),
+    ("fit-clicks test fraction 1", "fit-clicks {ws}/log.parquet --test-fraction 1",
+     "--test-fraction must be in [0, 1)", 1),
     # run
     ("run utf-16 config", "run {ws}/cfg_utf16.toml --out {ws}/r", "UTF-16-encoded", 1),
     ("run config typo", "run {ws}/cfg_typo.toml --out {ws}/r", "unknown key 'sesions'", 1),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -114,3 +115,38 @@ def test_interleave_with_a_user_population_prefers_the_true_labels(runner, tmp_p
     assert res.exit_code == 0, res.output
     delta = json.loads(out.read_text())["interleaving"]
     assert delta["wins"] > delta["losses"]
+
+
+def test_interleave_with_dbn_scales_satisfaction_to_the_labels(runner, tmp_path):
+    data = cr.synthetic(40, 12, seed=2)
+    data = data.with_labels(np.minimum(data.y, 2))  # MQ2008-like grades 0..2
+    path = cr.save_letor(data, tmp_path / "test.txt")
+    good = tmp_path / "good.txt"
+    good.write_text("\n".join(map(str, data.y)) + "\n")
+    res = runner.invoke(cli, ["interleave", "--a", str(good), "--b", str(good), "--data",
+                              str(path), "--click-model", "dbn", "--impressions", "500",
+                              "--no-ab"])
+    assert res.exit_code == 0, res.output
+    assert ("relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 2 "
+            "(labels 0..2; the top grade is the largest label); satisfaction (2^y - 1)/2^2 "
+            "(ERR)") in res.output
+
+
+def test_propensity_repeats_what_a_simulated_log_says_about_itself(runner, tmp_path):
+    data = cr.synthetic(60, 12, seed=2)
+    path = cr.save_letor(data, tmp_path / "train.txt")
+    log = tmp_path / "log.parquet"
+    res = runner.invoke(cli, ["simulate", "--data", str(path), "--sessions", "3000",
+                              "--swap-fraction", "0.5", "--out", str(log)])
+    assert res.exit_code == 0, res.output
+    printed = [ln for ln in res.output.splitlines() if ln.startswith(("relevance", "production"))]
+    res = runner.invoke(cli, ["propensity", str(log), "--out", str(tmp_path / "t.json")])
+    assert res.exit_code == 0, res.output
+    assert [f"log: {ln}" for ln in printed] == [
+        ln for ln in res.output.splitlines() if ln.startswith("log: ") and "sessions" not in ln]
+    assert "log: 3,000 sessions simulated by clickrank" in res.output
+    # a log written by another tool: nothing to repeat
+    cr.read_log(log, lazy=False).write_parquet(tmp_path / "plain.parquet")
+    res = runner.invoke(cli, ["propensity", str(tmp_path / "plain.parquet"), "--out",
+                              str(tmp_path / "t2.json")])
+    assert res.exit_code == 0 and "log: " not in res.output

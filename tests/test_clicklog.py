@@ -10,17 +10,24 @@ from polars.testing import assert_frame_equal
 from clickrank import InputError, LogSchemaError
 from clickrank._io import LEDGER
 from clickrank.clicklog import (
+    METADATA_KEY,
     counts_by_intervention_position,
     counts_by_query_doc_position,
     counts_by_ranker_query_doc_position,
     ctr_by_position,
     read_log,
+    read_log_metadata,
     validate_log,
     write_log,
 )
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
-from clickrank.policies import DeterministicPolicy, MixturePolicy, UniformRandom
+from clickrank.policies import (
+    DeterministicPolicy,
+    MixturePolicy,
+    UniformRandom,
+    production_ranker,
+)
 from clickrank.simulation import Swap, simulate
 
 
@@ -238,3 +245,76 @@ def test_a_broken_session_is_found_in_order_and_out_of_order(log, monkeypatch, s
         bad = bad.sample(fraction=1.0, shuffle=True, seed=1)
     with pytest.raises(LogSchemaError, match=message):
         validate_log(bad)
+
+
+# -- metadata ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["log.parquet", "logdir"])
+def test_a_simulated_log_describes_itself_and_its_logger(tmp_path, name):
+    data = synthetic(60, 12, seed=1)
+    ranker = production_ranker(data, 0.05, seed=2)
+    out = tmp_path / name
+    simulate(data, policy=ranker, click_model=make_click_model("pbm"), n_sessions=500,
+             interventions=Swap(0.2), top_k=8, seed=7, out=out, metadata={"study": "x"})
+    meta = read_log_metadata(out)
+    assert meta["format"] == "clickrank.log" and meta["study"] == "x"
+    assert (meta["sessions"], meta["top_k"], meta["seed"], meta["n_queries"]) == (500, 8, 7, 60)
+    assert meta["policy"] == ["production"] and meta["click_model"].startswith("PBM(")
+    assert meta["interventions"] == [repr(Swap(0.2))]
+    q = meta["logger_quality"]["production"]
+    assert q == ranker.quality(data)  # JSON keeps floats exactly
+    assert q["trained_on"] == 20 and q["held_out"]["queries"] == 40
+    if out.is_dir():  # every part carries it; a glob reads the first part
+        assert read_log_metadata(out / "*.parquet") == meta
+
+
+def test_a_log_from_scores_has_no_logger_quality_unless_given(tmp_path):
+    data = synthetic(30, 8, seed=1)
+    out = tmp_path / "log.parquet"
+    simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=100, top_k=5, out=out,
+             metadata={"logger_quality": {"production": {"note": "from the caller"}}})
+    meta = read_log_metadata(out)
+    assert meta["logger_quality"] == {"production": {"note": "from the caller"}}
+    out2 = tmp_path / "plain.parquet"
+    simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=100, top_k=5, out=out2)
+    assert "logger_quality" not in read_log_metadata(out2)
+
+
+def test_metadata_needs_a_log_on_disk_and_json(tmp_path):
+    data = synthetic(10, 8, seed=1)
+    with pytest.raises(InputError, match="give out=..."):
+        simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=10, top_k=5,
+                 metadata={"a": 1})
+    with pytest.raises(InputError, match="metadata must be JSON"):
+        simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=10, top_k=5,
+                 out=tmp_path / "l.parquet", metadata={"a": float("nan")})
+    assert not (tmp_path / "l.parquet").exists()
+
+
+def test_logs_from_elsewhere_have_no_metadata_and_bad_metadata_is_one_line(log, tmp_path):
+    log.write_parquet(tmp_path / "other.parquet")
+    assert read_log_metadata(tmp_path / "other.parquet") is None
+    write_log(log, tmp_path / "log.csv")
+    assert read_log_metadata(tmp_path / "log.csv") is None
+    log.write_parquet(tmp_path / "bad.parquet", metadata={METADATA_KEY: "{not json"})
+    with pytest.raises(LogSchemaError, match=r"bad.parquet.*not valid JSON"):
+        read_log_metadata(tmp_path / "bad.parquet")
+    log.write_parquet(tmp_path / "list.parquet", metadata={METADATA_KEY: "[1, 2]"})
+    with pytest.raises(LogSchemaError, match="not a JSON object"):
+        read_log_metadata(tmp_path / "list.parquet")
+    (tmp_path / "zero.parquet").write_bytes(b"")
+    with pytest.raises(LogSchemaError, match="zero.parquet.*cannot read the parquet metadata"):
+        read_log_metadata(tmp_path / "zero.parquet")
+    with pytest.raises(LogSchemaError, match="no such file"):
+        read_log_metadata(tmp_path / "missing.parquet")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_write_log_keeps_metadata(log, tmp_path, lazy):
+    out = tmp_path / "log.parquet"
+    write_log(log.lazy() if lazy else log, out, metadata={"source": "test", "n": 3})
+    assert read_log_metadata(out) == {"source": "test", "n": 3}
+    with pytest.raises(InputError, match="not CSV"):
+        write_log(log, tmp_path / "log.csv", metadata={"a": 1})
+    assert not (tmp_path / "log.csv").exists()

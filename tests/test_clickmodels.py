@@ -700,3 +700,51 @@ def test_a_utf16_click_matrix_is_named_as_such(tmp_path):
     bad.write_text(json.dumps({"click_prob": [[0.1, 0.2]]}), encoding="utf-16")
     with pytest.raises(DataFormatError, match="m.json: is UTF-16-encoded"):
         cm.load_click_matrix(bad)
+
+
+# -- defaults that follow the label range --------------------------------------------------
+
+
+def test_the_default_threshold_keeps_the_relevant_grades_of_common_scales():
+    # 0..4 (Yahoo!, MSLR): grades 3 and 4; 0..2 (MQ2008): 1 and 2; 0..3: 2 and 3; binary: 1
+    assert [cm.default_threshold(t) for t in (4, 3, 2, 1, 0)] == [3.0, 2.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("top", [1, 2, 4])
+def test_graded_relevance_scales_to_the_top_label_of_the_data(top):
+    labels = np.arange(top + 1, dtype=float)
+    params, line = cm.relevance_for_labels("pbm", labels)
+    model = cm.make_click_model("pbm", **params)
+    alpha = model.attractiveness(labels)
+    assert alpha[0] == pytest.approx(0.1) and alpha[-1] == pytest.approx(1.0)
+    assert f"to 1 at label {top} (labels 0..{top}; the top grade is the largest label)" in line
+
+
+def test_explicit_values_win_and_are_named_as_given():
+    params, line = cm.relevance_for_labels("trust", [0, 1, 2], relevance="binarized",
+                                           threshold=2, eps=0.05,
+                                           names=("--max-label", "--threshold"))
+    assert params == {"relevance": {"kind": "binarized", "threshold": 2.0, "eps_minus": 0.05}}
+    assert line == "relevance: binarized at label >= 2 (labels 0..2; --threshold given)"
+    _, line = cm.relevance_for_labels("pbm", [0, 1], relevance="binarized", threshold=3)
+    assert line.endswith("no document reaches it, so every click is noise")
+
+
+@pytest.mark.parametrize("name", ["dbn", "sdbn"])
+def test_dbn_satisfaction_follows_the_labels_or_max_label(name):
+    params, line = cm.relevance_for_labels(name, [0, 2, 1])
+    model = cm.make_click_model(name, **params)
+    assert model.satisfaction == cm.ERRSatisfaction(max_label=2.0)
+    assert model.satisfaction(np.array([2.0]))[0] == pytest.approx(0.75)  # (2^2 - 1)/2^2
+    params, _ = cm.relevance_for_labels(name, [0, 2, 1], relevance="binarized", max_label=4)
+    assert params["satisfaction"] == {"kind": "err", "max_label": 4.0}
+    assert "satisfaction" not in cm.relevance_for_labels("cascade", [0, 2])[0]
+
+
+def test_relevance_for_labels_refuses_what_it_cannot_map():
+    with pytest.raises(InputError, match="click model"):
+        cm.relevance_for_labels("matrix", [0, 1])
+    with pytest.raises(InputError, match="relevance"):
+        cm.relevance_for_labels("pbm", [0, 1], relevance="linear")
+    with pytest.raises(InputError, match="no labels"):
+        cm.relevance_for_labels("pbm", [np.nan])

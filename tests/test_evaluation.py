@@ -41,7 +41,8 @@ def test_evaluate_table_means_match_metrics_and_report_empty_queries(data):
     assert row["n_used"] == data.n_queries - row["n_empty"]
     assert row["ci_low"] < row["mean"] < row["ci_high"]
     s = res.summary()
-    assert "empty='skip'" in s and "bootstrap" in s
+    assert f"{row['n_empty']} of {data.n_queries} queries have no relevant document: skipped" in s
+    assert "bootstrap" in s
     pq = res.per_query()
     assert pq.height == 4 * data.n_queries
 
@@ -216,3 +217,61 @@ def test_cli_evaluate_prints_table_with_cis_and_writes_json(tmp_path):
     r = CliRunner().invoke(cli, ["evaluate", "--scores", str(tmp_path / "bad.txt"), "--data",
                                  str(tmp_path / "test.txt")])
     assert r.exit_code == 1 and "bad.txt:2" in r.output
+
+
+# -- empty queries -------------------------------------------------------------------------
+
+
+def test_the_summary_counts_the_empty_queries_and_names_the_other_conventions():
+    import dataclasses
+
+    import polars as pl
+
+    data = synthetic(80, 10, seed=3)
+    n_empty = int((np.maximum.reduceat(data.y, data.qptr[:-1]) == 0).sum())
+    assert 0 < n_empty < 80
+    skip = evaluate(noisy(data, 1.0, 0), data, ["ndcg@10", "err@10"], n_bootstrap=50)
+    assert skip.empty_line() == (f'{n_empty} of 80 queries have no relevant document: skipped '
+                                 '(empty="zero" counts them as 0, empty="one" as 1)')
+    assert skip.empty_line() in skip.summary()
+    zero = evaluate(noisy(data, 1.0, 0), data, ["ndcg@10"], empty="zero", n_bootstrap=50)
+    assert zero.empty_line(option="--empty") == (f"{n_empty} of 80 queries have no relevant "
+                                                 "document: counted as 0 (--empty skip leaves "
+                                                 "them out)")
+    m_skip, m_zero = skip.to_frame()["mean"][0], zero.to_frame()["mean"][0]
+    assert m_zero == pytest.approx(m_skip * (80 - n_empty) / 80)
+    # metrics that disagree on which queries are empty are listed one by one
+    table = skip.table.with_columns(
+        n_empty=pl.when(pl.col("metric") == "err@10").then(3).otherwise(pl.col("n_empty")))
+    odd = dataclasses.replace(skip, table=table)
+    assert odd.empty_line().startswith(
+        f"queries without a relevant document: {n_empty} for ndcg@10, 3 for err@10 (of 80): "
+        "skipped")
+    full = synthetic(20, 10, seed=3)
+    full = full.with_labels(full.y + 1)
+    assert evaluate(full.y, full, ["ndcg@10"], n_bootstrap=20).empty_line() == (
+        "all 20 queries have a relevant document")
+
+
+def test_cli_evaluate_says_how_many_queries_were_skipped_and_offers_empty_zero(tmp_path):
+    from click.testing import CliRunner
+
+    from clickrank.datasets import save_letor
+
+    cli = _cli()
+    data = synthetic(60, 10, seed=1)
+    n_empty = int((np.maximum.reduceat(data.y, data.qptr[:-1]) == 0).sum())
+    save_letor(data, tmp_path / "test.txt")
+    np.savetxt(tmp_path / "a.txt", noisy(data, 0.5, 1))
+    args = ["evaluate", "--scores", str(tmp_path / "a.txt"), "--data", str(tmp_path / "test.txt"),
+            "--metric", "ndcg@10", "--bootstrap", "50"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert (f"  {n_empty} of 60 queries have no relevant document: skipped (--empty zero "
+            "counts them as 0, --empty one as 1)") in r.output.splitlines()
+    r = CliRunner().invoke(cli, [*args, "--empty", "zero"])
+    assert r.exit_code == 0, r.output
+    assert (f"{n_empty} of 60 queries have no relevant document: counted as 0 (--empty skip "
+            "leaves them out)") in r.output
+    row = next(ln for ln in r.output.splitlines() if "ndcg@10" in ln).split()
+    assert row[-2:] == ["60", str(n_empty)]  # used, empty: every query enters the mean

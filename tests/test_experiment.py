@@ -253,6 +253,43 @@ def test_the_summary_holds_metrics_with_cis_tests_interleaving_and_versions(tiny
     assert "report:" in tiny_run.summary()
 
 
+def test_the_run_states_the_logger_quality_and_the_relevance_map(tiny_run):
+    from clickrank.clicklog import read_log_metadata
+
+    s = tiny_run.results
+    prod = s["production"]
+    q = prod["quality"]
+    # 1% of the 30 training queries would be 0 (then 1): the floor of 20 queries applies
+    assert prod["trained_on_queries"] == q["trained_on"] == 20 and prod["min_queries"] == 20
+    assert q["n_queries"] == 30 and q["held_out"]["queries"] == 10
+    assert 0 < q["held_out"]["mean"] <= 1 and 0 < q["all"]["mean"] <= 1
+    meta = read_log_metadata(tiny_run.out_dir / "log.parquet")
+    assert meta["logger_quality"] == {"production": q}
+    line = ("relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 4 "
+            "(labels 0..4; the top grade is the largest label)")
+    assert s["log"]["relevance"] == meta["relevance"] == line
+    report = tiny_run.report_path.read_text()
+    assert (f"trained on 20 of the 30 training queries (NDCG@10 {q['held_out']['mean']:.3f} on "
+            f"the other 10") in report
+    assert "Relevance: graded, P(click | examined) from 0.1" in report
+
+
+def test_a_config_sets_the_floor_of_the_production_ranker_and_a_binarized_map(tmp_path):
+    cfg = _with(production={"min_queries": 3, "fraction": 0.1},
+                click_model={"relevance": "binarized"}, learning_curve={"sessions": []})
+    res = run_experiment(cfg, tmp_path / "r", progress=False)
+    assert res.results["production"]["trained_on_queries"] == 3
+    assert res.results["log"]["relevance"].startswith(
+        "relevance: binarized at label >= 3 (labels 0..4; the default")
+    assert "threshold=3.0" in res.results["log"]["click_model"]
+    with pytest.raises(ConfigError, match=r"\[production\] min_queries must be >= 1"):
+        load_config(_with(production={"min_queries": 0}))
+    with pytest.raises(ConfigError, match=r"\[click_model\] max_label applies to relevance"):
+        load_config(_with(click_model={"relevance": "binarized", "max_label": 2}))
+    # dbn: max_label sets the satisfaction's top grade even with binarized attractiveness
+    load_config(_with(click_model={"name": "dbn", "relevance": "binarized", "max_label": 2}))
+
+
 def test_the_reading_follows_the_numbers_of_the_run(tiny_run):
     s = tiny_run.results
     rows = {(r["ranker"], r["metric"]): r["mean"] for r in s["evaluation"]["table"]}
@@ -395,6 +432,7 @@ def test_a_letor_run_on_mq2008_with_its_own_test_and_validation_files(mq2008, tm
     assert set(parts["train"]["labels"]) <= {"0.0", "1.0", "2.0"}
     # MQ2008 grades are 0..2: the graded click model scales to the top label found
     assert "max_label=2.0" in res.results["log"]["click_model"]
+    assert "(labels 0..2; the top grade is the largest label)" in res.results["log"]["relevance"]
     assert res.results["evaluation"]["n_queries"] == parts["test"]["queries"]
 
 

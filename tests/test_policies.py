@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from clickrank import InputError, RankingData
-from clickrank.datasets import synthetic
+from clickrank.datasets import split_queries, synthetic
 from clickrank.policies import (
     DeterministicPolicy,
     MixturePolicy,
@@ -183,7 +183,7 @@ def test_production_ranker_trains_on_a_fraction_and_beats_random():
     data = synthetic(300, 20, seed=1)
     r1 = production_ranker(data, 0.05, seed=0)
     r2 = production_ranker(data, 0.05, seed=0)
-    assert len(r1.train_queries_) == 15
+    assert len(r1.train_queries_) == 20  # 5% of 300 is 15, below the floor of 20 queries
     s = r1.predict(data.X)
     np.testing.assert_array_equal(s, r2.predict(data.X))  # deterministic given the seed
     rows, _ = DeterministicPolicy(r1).prepare(data, 1).rank(
@@ -200,6 +200,59 @@ def test_production_ranker_needs_labels_and_a_valid_fraction():
         production_ranker(data.with_labels(None))
     with pytest.raises(InputError, match="fraction"):
         production_ranker(data, 1.5)
+    with pytest.raises(InputError, match="min_queries"):
+        production_ranker(data, 0.5, min_queries=0)
+
+
+@pytest.mark.parametrize("n_queries, fraction, min_queries, expected", [
+    (300, 0.05, 20, 20),    # 15 by the fraction, raised to the floor
+    (300, 0.05, 1, 15),     # min_queries=1: the plain fraction
+    (300, 0.2, 20, 60),     # above the floor the fraction rules
+    (12, 0.01, 20, 12),     # fewer queries than the floor: all of them
+    (300, 0.001, 1, 1),     # the fraction rounds to 0: still one query
+])
+def test_the_production_ranker_trains_on_at_least_min_queries(n_queries, fraction, min_queries,
+                                                              expected):
+    data = synthetic(n_queries, 5, seed=4)
+    r = production_ranker(data, fraction, seed=3, min_queries=min_queries)
+    assert len(r.train_queries_) == expected == len(np.unique(r.train_queries_))
+    np.testing.assert_array_equal(r.train_qid_, np.asarray(data.qid)[r.train_queries_])
+    assert r.n_queries_ == n_queries
+
+
+def test_quality_is_ndcg_on_the_held_out_queries_and_on_all():
+    from clickrank.metrics import ndcg
+    from clickrank.policies import describe_quality
+
+    data = synthetic(120, 15, seed=5)
+    r = production_ranker(data, 0.1, seed=0)
+    q = r.quality(data)
+    held = np.setdiff1d(np.arange(data.n_queries), r.train_queries_)
+    assert q["trained_on"] == 20 and q["held_out"]["queries"] == 100 == held.size
+    sub = data.subset(held)
+    expect = ndcg(r.predict(sub.X), sub.y, sub.qptr, k=10, empty="skip")
+    assert q["held_out"]["mean"] == pytest.approx(expect.mean)
+    assert q["held_out"]["n_empty"] == expect.n_empty
+    assert q["held_out"]["n_used"] + q["held_out"]["n_empty"] == 100
+    every = ndcg(r.predict(data.X), data.y, data.qptr, k=10, empty="skip")
+    assert q["all"]["mean"] == pytest.approx(every.mean)
+    # the training queries flatter it: all-query NDCG is not below the held-out one here
+    trained = data.subset(r.train_queries_)
+    fit = ndcg(r.predict(trained.X), trained.y, trained.qptr, k=10, empty="skip").mean
+    assert fit > q["held_out"]["mean"]
+    line = describe_quality(q)
+    assert line.startswith("production ranker: trained on 20 of 120 queries; NDCG@10 ")
+    assert f"on the other 100 ({q['all']['mean']:.3f} on all" in line
+    # other queries (none trained on; queries are matched by id): one figure
+    train, other = split_queries(synthetic(160, 15, seed=6), [120, 40], seed=0)
+    q2 = production_ranker(train, 0.1, seed=0).quality(other, k=5)
+    assert q2["trained_on"] == 0 and q2["metric"] == "ndcg@5"
+    assert describe_quality(q2).startswith("production ranker: NDCG@5 ")
+    # every query trained on: the figure is said to be optimistic
+    small = synthetic(8, 6, seed=7)
+    q3 = production_ranker(small, 0.5, seed=0).quality(small)
+    assert q3["held_out"] == {"queries": 0, "n_empty": 0, "n_used": 0, "mean": None}
+    assert "no held-out query: an optimistic figure" in describe_quality(q3)
 
 
 def test_make_policy_kinds():
@@ -213,16 +266,20 @@ def test_make_policy_kinds():
         make_policy("best", data)
 
 
-@pytest.mark.parametrize("n_queries, n_docs", [(5, 2), (5, 5), (30, 1), (1, 1), (60, 10)])
+@pytest.mark.parametrize("n_queries, n_docs", [(5, 2), (5, 5), (30, 1), (1, 1), (60, 10),
+                                               (3, 2), (2, 3)])
 def test_the_production_ranker_trains_on_tiny_data_or_keeps_the_data_order(n_queries, n_docs):
     data = synthetic(n_queries, n_docs, seed=1)
     ranker = production_ranker(data, 0.01, seed=0)
     scores = ranker.predict(data.X)
     assert scores.shape == (data.n_docs,) and np.all(np.isfinite(scores))
     trained = data.subset(ranker.train_queries_)
+    assert trained.n_queries == min(n_queries, 20)
     if trained.n_docs < 2:
         assert ranker.model_ is None and "keeps the data order" in ranker.note_
         assert np.all(scores == 0)
+    elif trained.n_docs <= 6:  # LightGBM cannot split 6 documents with 5 per leaf: retried
+        assert ranker.model_ is not None and "retrained with 1" in ranker.note_
     elif n_docs >= 10:
         assert ranker.note_ is None  # enough data: the settings are used as they are
 

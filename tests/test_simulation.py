@@ -597,6 +597,10 @@ def test_cli_config_file(cli, tmp_path):
         (["--click-model", "nope"], "Invalid value for '--click-model'"),
         (["--click-model", "cascade", "--eta", "2"], "--eta applies to"),
         (["--sessions", "0"], "--sessions must be >= 1"),
+        (["--threshold", "2"], "--threshold applies to --relevance binarized"),
+        (["--relevance", "binarized", "--max-label", "2"], "--max-label applies to --relevance"),
+        (["--production-min-queries", "0"], "--production-min-queries must be >= 1"),
+        (["--production-fraction", "0"], "--production-fraction must be in (0, 1]"),
     ],
 )
 def test_cli_bad_arguments_fail_with_one_clear_line(cli, tmp_path, extra, message):
@@ -607,3 +611,71 @@ def test_cli_bad_arguments_fail_with_one_clear_line(cli, tmp_path, extra, messag
     assert message in res.output
     assert "Traceback" not in res.output
     assert not out.exists()
+
+
+def _letor(tmp_path, top: int, n_queries: int = 60):
+    from clickrank.datasets import save_letor
+
+    data = synthetic(n_queries, 12, seed=1)
+    data = data.with_labels(np.minimum(data.y, top))
+    return save_letor(data, tmp_path / f"labels0{top}.txt"), data
+
+
+@pytest.mark.parametrize("top, threshold", [(2, 1), (4, 3)])
+def test_cli_binarizes_by_the_label_range_and_says_so(cli, tmp_path, top, threshold):
+    path, data = _letor(tmp_path, top)
+    out = tmp_path / "log.parquet"
+    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--relevance", "binarized",
+                                   "--sessions", "3000", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    line = (f"relevance: binarized at label >= {threshold} (labels 0..{top}; the default: 1 for "
+            "labels up to 2, else the top label - 1)")
+    assert line in res.output.splitlines()
+    log = read_log(out, lazy=False)
+    # every shown document at or above the threshold is clicked when examined (eps+ = 1):
+    # at position 1 (always examined) the click rate of such documents is exactly 1
+    top1 = log.filter(pl.col("position") == 1)
+    relevant = top1.filter(pl.col("label") >= threshold)
+    assert relevant.height > 0 and relevant["click"].all()
+    assert top1.filter(pl.col("label") < threshold)["click"].mean() < 0.2
+
+
+def test_cli_prints_the_production_ranker_quality_and_stores_it_in_the_log(cli, tmp_path):
+    from clickrank.clicklog import read_log_metadata
+    from clickrank.datasets import load_letor
+    from clickrank.policies import describe_quality, production_ranker
+
+    path, _ = _letor(tmp_path, 2)
+    out = tmp_path / "logdir"
+    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--sessions", "2000",
+                                   "--production-fraction", "0.05", "--seed", "4",
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    data = load_letor(path)
+    quality = production_ranker(data, 0.05, seed=4).quality(data)  # 3 queries -> 20
+    assert quality["trained_on"] == 20
+    line = describe_quality(quality)
+    assert line.startswith("production ranker: trained on 20 of 60 queries; NDCG@10 ")
+    assert line in res.output.splitlines()
+    meta = read_log_metadata(out)
+    assert meta["logger_quality"] == {"production": quality}
+    assert meta["relevance"].startswith("relevance: graded, P(click | examined) from 0.1 at "
+                                        "label 0 to 1 at label 2 (labels 0..2;")
+    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--sessions", "200",
+                                   "--production-min-queries", "5", "--out",
+                                   str(tmp_path / "five.parquet")])
+    assert "production ranker: trained on 5 of 60 queries" in res.output
+
+
+def test_cli_dbn_satisfaction_follows_the_label_range(cli, tmp_path):
+    from clickrank.clicklog import read_log_metadata
+
+    path, _ = _letor(tmp_path, 2)
+    out = tmp_path / "log.parquet"
+    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--click-model", "dbn",
+                                   "--sessions", "500", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "satisfaction (2^y - 1)/2^2 (ERR)" in res.output
+    model = read_log_metadata(out)["click_model"]
+    assert "satisfaction=ERRSatisfaction(max_label=2.0)" in model
+    assert "attractiveness=Graded(eps=0.1, max_label=2.0)" in model

@@ -53,7 +53,10 @@ def load_data(path: str):
 @click.option("--metric", "metrics", multiple=True, default=("ndcg@10", "err@10"),
               help="Metric name (ndcg@10, err@10, map, mrr, p@5, dcg@10, pfound@10); repeatable.")
 @click.option("--empty", type=click.Choice(["skip", "zero", "one"]), default="skip",
-              help="Value of queries without a relevant document.")
+              show_default=True,
+              help="Queries without a relevant document: left out of the means (skip, as "
+              "ULTRA), or scored 0 (as ranx) or 1 (as LightGBM and XGBoost); the summary says "
+              "how many there are.")
 @click.option("--bootstrap", "n_bootstrap", type=int, default=1000,
               help="Query-level bootstrap resamples for the CIs.")
 @click.option("--alpha", type=float, default=0.05, help="CIs have level 1 - alpha.")
@@ -78,7 +81,7 @@ def evaluate(models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed
     rankers = load_rankers(data, models, scores)
     res = run(rankers, data, list(metrics), empty=empty, n_bootstrap=n_bootstrap, alpha=alpha,
               seed=seed)
-    click.echo(res.summary())
+    click.echo(res.summary(option="--empty"))
     if compare and len(res.rankers) > 1:
         first = res.rankers[0]
         for other in res.rankers[1:]:

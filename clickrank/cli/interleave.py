@@ -59,7 +59,7 @@ def _ranker(data, path: str):
 def interleave(a_path, b_path, data_path, method, click_model, eta, impressions, k, alpha, seed,
                ab, power, experiments, sessions_per_user, plot, output, force):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
-    from ..clickmodels import make_click_model
+    from ..clickmodels import make_click_model, relevance_for_labels
     from ..online import ab_experiment, interleaving_experiment, power_analysis
 
     check_alpha(alpha, name="--alpha")
@@ -68,16 +68,18 @@ def interleave(a_path, b_path, data_path, method, click_model, eta, impressions,
             check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
-    # graded attractiveness scaled to the data's top label, as `clickrank simulate` does
+    # graded attractiveness (and DBN satisfaction) scaled to the data's top label, as
+    # `clickrank simulate` does
     top = max(float(data.y.max()), 1.0)
-    rel = {"kind": "graded", "eps": 0.1, "max_label": top}
-    params: dict = {"relevance" if click_model == "trust" else "attractiveness": rel}
-    if click_model in ("pbm", "trust", "ubm"):
-        params["eta"] = eta
-    elif click_model == "pbm-population":
-        params = {"eta_mean": eta, "max_label": top}
+    if click_model == "pbm-population":
+        params: dict = {"eta_mean": eta, "max_label": top}
     elif click_model == "web-population":
         params = {"max_label": top}
+    else:
+        params, line = relevance_for_labels(click_model, data.y)
+        click.echo(line, err=True)
+        if click_model in ("pbm", "trust", "ubm"):
+            params["eta"] = eta
     model = make_click_model(click_model, **params)
     results: dict = {}
     with click.progressbar(length=impressions, label=f"{method} impressions",

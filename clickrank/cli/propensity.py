@@ -14,6 +14,27 @@ _METHODS = ("swap", "randomized", "randpair", "harvest-allpairs", "harvest-pivot
             "harvest-adjacent", "em")
 
 
+def describe_log(log: str) -> list[str]:
+    """What a simulated log's metadata says about it (none for other logs), for stderr."""
+    from ..clicklog import read_log_metadata
+    from ..policies import describe_quality
+
+    meta = read_log_metadata(log)
+    if not meta or meta.get("format") != "clickrank.log":
+        return []
+    lines = [f"log: {meta.get('sessions', 0):,} sessions simulated by clickrank "
+             f"{meta.get('clickrank', '?')} from {meta.get('data') or 'unnamed data'} "
+             f"(seed {meta.get('seed')})"]
+    if meta.get("relevance"):
+        lines.append(f"log: {meta['relevance']}")
+    for name, q in (meta.get("logger_quality") or {}).items():
+        try:
+            lines.append(f"log: {describe_quality(q, name=f'{name} ranker')}")
+        except (KeyError, TypeError):  # written by hand or by another version
+            continue
+    return lines
+
+
 def _read(log: str):
     """Scan and check the log, with a progress bar over its rows (the check streams)."""
     import polars as pl
@@ -56,6 +77,8 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
         check_output(plot_path, force=force, what="--plot", inputs=[log, out])
     kw = {} if K is None else {"K": K}
     lf = _read(log)
+    for line in describe_log(log):
+        click.echo(line, err=True)
     if method == "em" or n_boot:
         n = (100 if n_boot is None else n_boot) if method == "em" else n_boot
         click.echo(f"{method}: sufficient statistics per session bucket (one pass over the "

@@ -76,13 +76,17 @@ def _given(ctx: click.Context, name: str) -> bool:
 @click.option("--eps", type=float, default=0.1,
               help="Click noise: the click probability of an irrelevant document.")
 @click.option("--max-label", type=float, default=None,
-              help="Top grade for the graded map [default: the largest label in the data].")
+              help="Top grade for the graded map and DBN/SDBN satisfaction [default: the "
+              "largest label in the data].")
 @click.option("--threshold", type=float, default=None,
-              help="Binarized map: labels >= threshold are relevant [default: max label - 1].")
+              help="Binarized map: labels >= threshold are relevant [default: 1 for labels up "
+              "to 2 (MQ2008), else the largest label - 1 (3 for 0..4 labels)].")
 @click.option("--policy", type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
               default="production", help="Logging policy.")
 @click.option("--production-fraction", type=float, default=0.01,
               help="Share of queries the production ranker is trained on.")
+@click.option("--production-min-queries", type=int, default=20,
+              help="...but at least this many queries (all if there are fewer).")
 @click.option("--temperature", type=float, default=1.0, help="Plackett-Luce temperature.")
 @click.option("--sessions", type=int, default=1_000_000, help="Number of sessions.")
 @click.option("--top-k", type=int, default=10, help="Results shown per session.")
@@ -118,9 +122,9 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
           --out log.parquet --force
     """
     from ..clicklog import ctr_by_position
-    from ..clickmodels import make_click_model
+    from ..clickmodels import make_click_model, relevance_for_labels
     from ..datasets import load_letor, synthetic
-    from ..policies import make_policy
+    from ..policies import ProductionRanker, describe_quality, make_policy
     from ..simulation import FairPairs, Randomize, RandPair, Swap, estimate_log_bytes
     from ..simulation import simulate as run
 
@@ -130,14 +134,23 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     model_name = opts["click_model"]
     if _given(ctx, "eta") and model_name not in _ETA_MODELS:
         raise click.UsageError(f"--eta applies to {', '.join(_ETA_MODELS)}, not {model_name}")
+    if (opts["max_label"] is not None and opts["relevance"] != "graded"
+            and model_name not in ("dbn", "sdbn")):
+        raise click.UsageError("--max-label applies to --relevance graded (and to the "
+                               "satisfaction of dbn and sdbn)")
+    if opts["threshold"] is not None and opts["relevance"] != "binarized":
+        raise click.UsageError("--threshold applies to --relevance binarized")
     check_non_negative(opts["eta"], name="--eta")
     eps = check_probability(opts["eps"], name="--eps")
     fractions = {}
     for name in ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction"):
         fractions[name] = check_probability(opts[name], name="--" + name.replace("_", "-"))
-    for name in ("sessions", "top_k", "chunk_size", "docs_per_query"):
+    for name in ("sessions", "top_k", "chunk_size", "docs_per_query", "production_min_queries"):
         if opts[name] is not None and opts[name] < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
+    if not 0 < opts["production_fraction"] <= 1:
+        raise InputError(f"--production-fraction must be in (0, 1], got "
+                         f"{opts['production_fraction']}")
     if opts["seed"] < 0:
         raise InputError(f"--seed must be >= 0, got {opts['seed']}")
     need = 0 if opts["skip_space_check"] else estimate_log_bytes(opts["sessions"], opts["top_k"])
@@ -153,14 +166,9 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     if data.y is None:
         raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
 
-    y_max = float(data.y.max())
-    if opts["relevance"] == "graded":
-        max_label = opts["max_label"] if opts["max_label"] is not None else max(y_max, 1.0)
-        rel = {"kind": "graded", "eps": eps, "max_label": max_label}
-    else:
-        thr = opts["threshold"] if opts["threshold"] is not None else max(1.0, y_max - 1.0)
-        rel = {"kind": "binarized", "threshold": thr, "eps_minus": eps}
-    params: dict[str, Any] = {"relevance" if model_name == "trust" else "attractiveness": rel}
+    params, rel_line = relevance_for_labels(
+        model_name, data.y, relevance=opts["relevance"], eps=eps, max_label=opts["max_label"],
+        threshold=opts["threshold"], names=("--max-label", "--threshold"))
     if model_name in _ETA_MODELS:
         params["eta"] = opts["eta"]
     model = make_click_model(model_name, **params)
@@ -177,17 +185,25 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
 
     policy = make_policy(
         opts["policy"], data, fraction=opts["production_fraction"],
-        temperature=opts["temperature"], seed=opts["seed"],
+        min_queries=opts["production_min_queries"], temperature=opts["temperature"],
+        seed=opts["seed"],
     )
-    note = getattr(getattr(policy, "ranker", None), "note_", None)
-    if note:
-        click.echo(f"note: {note}", err=True)
+    click.echo(rel_line)
+    ranker = getattr(policy, "ranker", None)
+    meta = None
+    if isinstance(ranker, ProductionRanker):
+        if ranker.note_:
+            click.echo(f"note: {ranker.note_}", err=True)
+        quality = ranker.quality(data)
+        meta = {"logger_quality": {policy.name: quality}, "relevance": rel_line}
+        click.echo(describe_quality(quality))
     with click.progressbar(length=opts["sessions"], label="simulating", file=sys.stderr) as bar:
         log = run(
             data, policy=policy, click_model=model, n_sessions=opts["sessions"],
             interventions=interventions, top_k=opts["top_k"], seed=opts["seed"],
             chunk_size=opts["chunk_size"], out=out, overwrite=opts["force"],
             progress=bar.update, check_space=not opts["skip_space_check"],
+            metadata=meta or {"relevance": rel_line},
         )
     table = ctr_by_position(log).collect()
     n_rows = int(table["impressions"].sum())

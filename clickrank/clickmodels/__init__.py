@@ -20,7 +20,9 @@ Examination curves
     :class:`Explicit`; :func:`power_law`, :func:`eye_tracking`.
 Relevance maps
     :class:`Binarized`, :class:`Graded`, :class:`ERRSatisfaction`, :class:`Table`;
-    :func:`binarized`, :func:`graded`, :func:`err_satisfaction`, :func:`table`.
+    :func:`binarized`, :func:`graded`, :func:`err_satisfaction`, :func:`table`;
+    defaults that follow the data's label range: :func:`relevance_for_labels`,
+    :func:`default_threshold`.
 Factory
     :func:`make_click_model`.
 Fitting to click logs (:mod:`clickrank.clickmodels.fitting`)
@@ -54,8 +56,10 @@ from ._relevance import (
     Graded,
     Table,
     binarized,
+    default_threshold,
     err_satisfaction,
     graded,
+    relevance_for_labels,
     table,
 )
 from ._ubm import UBM, ULTRA_UBM_GAMMA
@@ -101,6 +105,8 @@ __all__ = [
     "graded",
     "err_satisfaction",
     "table",
+    "default_threshold",
+    "relevance_for_labels",
     "make_click_model",
     "CLICK_MODELS",
     "fit_click_model",

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import InputError, check_non_negative, check_positive, check_probability
+from .._validation import (
+    InputError,
+    check_choice,
+    check_non_negative,
+    check_positive,
+    check_probability,
+)
 
 __all__ = [
     "Binarized",
@@ -28,6 +34,8 @@ __all__ = [
     "err_satisfaction",
     "table",
     "as_relevance_map",
+    "default_threshold",
+    "relevance_for_labels",
 ]
 
 
@@ -260,3 +268,114 @@ def evaluate_map(rel: Any, labels: np.ndarray, *, name: str) -> np.ndarray:
     if not ((p >= 0) & (p <= 1)).all():
         raise InputError(f"{name} returned values outside [0, 1]")
     return p
+
+
+# -- defaults that follow the data -------------------------------------------------------------
+
+
+def default_threshold(max_label: float) -> float:
+    """The default binarization threshold for labels ``0..max_label``: relevant iff label >= it.
+
+    ``max(1, max_label - 1)``: the two top grades of a five-grade scale (0..4:
+    Yahoo! LTR, MSLR-WEB, Istella; labels 3 and 4 are relevant, as in
+    Joachims, Swaminathan & Schnabel, WSDM 2017 §6, Agarwal et al. 2019 and
+    ULTRA), and every relevant grade of a three-grade scale (0..2: LETOR 4.0
+    MQ2007/MQ2008; labels 1 and 2, as the ULTR studies on those sets do).
+    Binary labels (0..1) give 1.
+
+    Examples
+    --------
+    >>> default_threshold(4), default_threshold(2), default_threshold(1)
+    (3.0, 1.0, 1.0)
+    """
+    return max(1.0, float(max_label) - 1.0)
+
+
+_ATTRACTIVENESS = {"pbm": "attractiveness", "trust": "relevance", "cascade": "attractiveness",
+                   "dcm": "attractiveness", "dbn": "attractiveness", "sdbn": "attractiveness",
+                   "ubm": "attractiveness"}
+
+
+def relevance_for_labels(
+    model: str,
+    labels: Any,
+    *,
+    relevance: str = "graded",
+    eps: float = 0.1,
+    max_label: float | None = None,
+    threshold: float | None = None,
+    names: tuple[str, str] = ("max_label", "threshold"),
+) -> tuple[dict[str, Any], str]:
+    r"""Relevance maps of a click model for data with these labels, and one line saying why.
+
+    The defaults follow the data's label range instead of assuming 0..4:
+
+    * graded: :class:`Graded` with :math:`y_{\max}` = the largest label
+      (at least 1), so the top grade of the data is clicked with probability 1
+      once examined, whether the labels are 0..2 or 0..4;
+    * binarized: :class:`Binarized` at :func:`default_threshold` of the
+      largest label (label >= 1 for 0..2, >= 3 for 0..4);
+    * DBN and SDBN: satisfaction :class:`ERRSatisfaction` with the same top
+      grade (``max_label`` if given, else the largest label), not a fixed 4.
+
+    Parameters
+    ----------
+    model : {"pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm"}
+    labels : array-like
+        The labels the clicks will be simulated from (only their range is used).
+    relevance : {"graded", "binarized"}
+    eps : float
+        Graded: :math:`\epsilon`; binarized: :math:`\epsilon^-`.
+    max_label, threshold : float, optional
+        Explicit values; None takes the data's defaults above.
+    names : (str, str)
+        How the caller spells ``max_label`` and ``threshold`` (e.g.
+        ``("--max-label", "--threshold")``), for the line.
+
+    Returns
+    -------
+    params : dict
+        Keyword arguments of :func:`~clickrank.clickmodels.make_click_model`:
+        ``attractiveness`` (``relevance`` for trust) and, for dbn/sdbn,
+        ``satisfaction``.
+    line : str
+        E.g. ``"relevance: binarized at label >= 1 (labels 0..2; the default: 1 for
+        labels up to 2, else the top label - 1)"``.
+
+    Examples
+    --------
+    >>> params, line = relevance_for_labels("pbm", [0, 1, 2], relevance="binarized")
+    >>> params
+    {'attractiveness': {'kind': 'binarized', 'threshold': 1.0, 'eps_minus': 0.1}}
+    >>> _, line = relevance_for_labels("dbn", [0, 1, 2], relevance="binarized", threshold=2)
+    >>> print(line)  # doctest: +NORMALIZE_WHITESPACE
+    relevance: binarized at label >= 2 (labels 0..2; threshold given);
+    satisfaction (2^y - 1)/2^2 (ERR)
+    """
+    key = check_choice(str(model).lower(), tuple(_ATTRACTIVENESS), name="click model")
+    check_choice(relevance, ("graded", "binarized"), name="relevance")
+    y = np.asarray(labels, dtype=np.float64).reshape(-1)
+    y = y[~np.isnan(y)]
+    if y.size == 0:
+        raise InputError("the data have no labels to simulate clicks from")
+    lo, hi = float(y.min()), float(y.max())
+    span = f"labels {lo:g}..{hi:g}"
+    top = float(max_label) if max_label is not None else max(hi, 1.0)
+    if relevance == "graded":
+        rel = {"kind": "graded", "eps": eps, "max_label": top}
+        why = f"{names[0]} given" if max_label is not None else "the top grade is the largest label"
+        line = (f"relevance: graded, P(click | examined) from {eps:g} at label 0 to 1 at label "
+                f"{top:g} ({span}; {why})")
+    else:
+        t = float(threshold) if threshold is not None else default_threshold(hi)
+        rel = {"kind": "binarized", "threshold": t, "eps_minus": eps}
+        why = (f"{names[1]} given" if threshold is not None
+               else "the default: 1 for labels up to 2, else the top label - 1")
+        line = f"relevance: binarized at label >= {t:g} ({span}; {why})"
+        if not (y >= t).any():
+            line += "; no document reaches it, so every click is noise"
+    params: dict[str, Any] = {_ATTRACTIVENESS[key]: rel}
+    if key in ("dbn", "sdbn"):
+        params["satisfaction"] = {"kind": "err", "max_label": top}
+        line += f"; satisfaction (2^y - 1)/2^{top:g} (ERR)"
+    return params, line

@@ -142,6 +142,7 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     # production
     c.choice("production", "policy", _POLICIES)
     c.unit("production", "fraction", open_low=True)
+    c.at_least("production", "min_queries", 1)
     if v["production"]["temperature"] <= 0:
         c.fail("production", "temperature", f"must be > 0, got {v['production']['temperature']}")
 
@@ -158,8 +159,9 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     if c.given("click_model", "curve") and cm["name"] not in _CURVE_MODELS:
         c.fail("click_model", "curve", f"applies to {', '.join(_CURVE_MODELS)}, not {cm['name']}")
     if cm.get("max_label") is not None:
-        if cm["relevance"] != "graded":
-            c.fail("click_model", "max_label", "applies to relevance = \"graded\"")
+        if cm["relevance"] != "graded" and cm["name"] not in ("dbn", "sdbn"):
+            c.fail("click_model", "max_label", "applies to relevance = \"graded\" (and to the "
+                   "satisfaction of dbn and sdbn)")
         if cm["max_label"] <= 0:
             c.fail("click_model", "max_label", f"must be > 0, got {cm['max_label']!r}")
     if cm.get("threshold") is not None and cm["relevance"] != "binarized":
@@ -187,7 +189,7 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     from ..clickmodels import make_click_model
 
     try:
-        trial = make_click_model(cm["name"], **_click_model_params(cm, 4.0))
+        trial = make_click_model(cm["name"], **_click_model_params(cm, (0.0, 4.0))[0])
         if hasattr(trial, "propensities"):
             trial.propensities(top_k)
     except InputError as err:

@@ -75,6 +75,13 @@ class _LogStages:
         raise AssertionError("the data stage is always recomputed")
 
     @staticmethod
+    def _production_detail(meta: dict) -> str:
+        from ..policies import describe_quality
+
+        q = meta.get("quality")
+        return f"{meta['policy']} policy" + (f"; {describe_quality(q)}" if q else "")
+
+    @staticmethod
     def _data_detail(info: dict) -> str:
         p = info["parts"]
         return " / ".join(f"{v['queries']} {k}" for k, v in p.items()) + " queries"
@@ -86,10 +93,13 @@ class _LogStages:
         pc, seed = self.cfg["production"], self.cfg.seed("production")
         train, test = self.parts["train"], self.parts["test"]
         policy = pc["policy"]
+        quality = None
         if policy in ("production", "plackett-luce"):
-            ranker = production_ranker(train, pc["fraction"], seed=seed)
+            ranker = production_ranker(train, pc["fraction"], seed=seed,
+                                       min_queries=pc["min_queries"])
             s_train, s_test = ranker.predict(train.X), ranker.predict(test.X)
             trained_on = int(len(ranker.train_queries_))
+            quality = ranker.quality(train)  # NDCG@10 on the training queries it did not see
         elif policy == "oracle":
             s_train, s_test = np.asarray(train.y, float), np.asarray(test.y, float)
             trained_on = 0
@@ -99,9 +109,10 @@ class _LogStages:
             trained_on = 0
         _save_npy(self.out / "production/scores_train.npy", s_train)
         _save_npy(self.out / "production/scores_test.npy", s_test)
-        meta = {"policy": policy, "fraction": pc["fraction"], "trained_on_queries": trained_on,
+        meta = {"policy": policy, "fraction": pc["fraction"], "min_queries": pc["min_queries"],
+                "trained_on_queries": trained_on, "quality": quality,
                 "temperature": pc["temperature"] if policy == "plackett-luce" else None}
-        atomic_write_json(self.out / "production/meta.json", meta)
+        atomic_write_json(self.out / "production/meta.json", _clean(meta))
         self.scores = {"train": s_train, "test": s_test}
         return meta, ["production/scores_train.npy", "production/scores_test.npy",
                       "production/meta.json"]
@@ -127,9 +138,10 @@ class _LogStages:
         from ..clickmodels import make_click_model
 
         if not hasattr(self, "_cm"):
-            y_max = max(float(p.y.max()) for p in self.parts.values())
-            cm = self.cfg["click_model"]
-            self._cm = make_click_model(cm["name"], **_click_model_params(cm, y_max))
+            labels = [f(p.y) for p in self.parts.values() for f in (np.min, np.max)]
+            params, self.relevance_line = _click_model_params(self.cfg["click_model"], labels)
+            self._cm = make_click_model(self.cfg["click_model"]["name"], **params)
+            self.run.log(f"        {self.relevance_line}")
         return self._cm
 
     def true_theta(self) -> np.ndarray | None:
@@ -168,12 +180,16 @@ class _LogStages:
         from ..simulation import simulate
 
         sim = self.cfg["simulation"]
-        simulate(self.parts["train"], policy=self._policy(), click_model=self.click_model(),
+        policy, cm = self._policy(), self.click_model()
+        meta = {"relevance": self.relevance_line}
+        if self.prod.get("quality"):
+            meta["logger_quality"] = {policy.name: self.prod["quality"]}
+        simulate(self.parts["train"], policy=policy, click_model=cm,
                  n_sessions=sim["sessions"], interventions=self._interventions(),
                  top_k=sim["top_k"], seed=self.cfg.seed("simulation"),
                  chunk_size=sim["chunk_size"], out=self.log_path, overwrite=True,
                  progress=self.run.progress and sys.stderr.isatty(),
-                 check_space=self.run.check_space)
+                 check_space=self.run.check_space, metadata=meta)
         stats = _clean(self._log_stats())
         atomic_write_json(self.out / "log_stats.json", stats)
         return stats, ["log.parquet", "log_stats.json"]
@@ -231,7 +247,8 @@ class _LogStages:
         return {"sessions": int(totals["sessions"]), "impressions": int(totals["impressions"]),
                 "clicks": int(totals["clicks"]), "sessions_by_intervention": sessions_by_iv,
                 "ctr_view": view or "all", "ctr_by_position": rows, "skip_above": sa,
-                "click_model": repr(cm), "path": "log.parquet"}
+                "click_model": repr(cm), "relevance": self.relevance_line,
+                "path": "log.parquet"}
 
     # -- propensities ---------------------------------------------------------------------
     def _estimate(self, method: str, log: Any):

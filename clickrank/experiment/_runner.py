@@ -256,7 +256,7 @@ class _Context(_LogStages, _ClickFitStage, _RankerStages, _OutputStages):
         up = run.hashes["data"]
         self.prod = run.stage("production", {"up": up, "config": cfg.section_key("production")},
                               self._production, self._production_load,
-                              detail=lambda m: f"{m['policy']} policy")
+                              detail=self._production_detail)
         up = run.hashes["production"]
         self.log_stats = run.stage(
             "simulate", {"up": up, "config": cfg.section_key("click_model", "interventions",

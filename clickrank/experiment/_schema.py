@@ -22,7 +22,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "noise": "number", "path": "str", "test_path": "str", "valid_path": "str",
         "train": "number", "valid": "number", "test": "number", "seed": "int",
     },
-    "production": {"policy": "str", "fraction": "number", "temperature": "number", "seed": "int"},
+    "production": {"policy": "str", "fraction": "number", "min_queries": "int",
+                   "temperature": "number", "seed": "int"},
     "click_model": {
         "name": "str", "eta": "number", "curve": "str", "relevance": "str", "eps": "number",
         "max_label": "number", "threshold": "number", "params": "table",
@@ -154,21 +155,23 @@ def _merge(base: dict, user: Mapping[str, Any]) -> dict:
     return out
 
 
-def _click_model_params(cm: Mapping[str, Any], y_max: float) -> dict[str, Any]:
-    """Parameters of :func:`clickrank.clickmodels.make_click_model` from ``[click_model]``."""
+def _click_model_params(cm: Mapping[str, Any], labels: Any) -> tuple[dict[str, Any], str]:
+    """Parameters of :func:`clickrank.clickmodels.make_click_model` from ``[click_model]``.
+
+    The relevance maps follow the label range of ``labels`` unless ``max_label`` /
+    ``threshold`` are set (:func:`clickrank.clickmodels.relevance_for_labels`); the
+    second value is the line that says which map was chosen and why.
+    """
+    from ..clickmodels import relevance_for_labels
+
     name = cm["name"]
-    if cm["relevance"] == "graded":
-        top = cm.get("max_label")
-        rel = {"kind": "graded", "eps": cm["eps"],
-               "max_label": float(top) if top is not None else max(float(y_max), 1.0)}
-    else:
-        thr = cm.get("threshold")
-        rel = {"kind": "binarized", "eps_minus": cm["eps"],
-               "threshold": float(thr) if thr is not None else max(1.0, float(y_max) - 1.0)}
-    params: dict[str, Any] = {"relevance" if name == "trust" else "attractiveness": rel}
+    params, line = relevance_for_labels(
+        name, labels, relevance=cm["relevance"], eps=cm["eps"], max_label=cm.get("max_label"),
+        threshold=cm.get("threshold"),
+        names=("[click_model] max_label", "[click_model] threshold"))
     if name in _ETA_MODELS:
         params["eta"] = cm["eta"]
     if name in _CURVE_MODELS:
         params["curve"] = cm["curve"]
     params.update(cm.get("params") or {})
-    return params
+    return params, line
