@@ -56,7 +56,7 @@ def test() -> None:
 
 def bench() -> None:
     """Set up with the baseline libraries, then run every benchmark script."""
-    setup("test,baselines")
+    setup("test,bench")
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         run(PY, script)
 

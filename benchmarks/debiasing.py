@@ -44,9 +44,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import lightgbm as lgb
+import _baselines
 import numpy as np
-import polars as pl
 from scipy import stats
 
 from clickrank.clickmodels import make_click_model
@@ -72,54 +71,12 @@ TREES = {"n_estimators": 100, "learning_rate": 0.1, "num_leaves": 31, "min_data_
          "max_depth": -1}
 
 
-def _session_rows(train, log: pl.DataFrame):
-    """Rows, labels, groups and positions of every session with a click, sorted by session."""
-    keys = pl.DataFrame(
-        {"query": train.qid[train.query_index], "doc": train.doc, "row": np.arange(train.n_docs)}
-    )
-    clicked = log.group_by("session").agg(pl.col("click").any().alias("any")).filter("any")
-    s = (
-        log.join(clicked.select("session"), on="session")
-        .join(keys, on=["query", "doc"])
-        .sort("session", "position")
-    )
-    groups = s.group_by("session", maintain_order=True).len()["len"].to_numpy()
-    return (
-        s["row"].to_numpy(),
-        s["click"].cast(pl.Int32).to_numpy(),
-        groups,
-        s["position"].cast(pl.Int32).to_numpy() - 1,
-        s["session"].to_numpy(),
-    )
-
-
 def lightgbm_position(train, log, seed: int, threads: int, reg: float):
-    rows, y, groups, pos, _ = _session_rows(train, log)
-    params = {
-        "objective": "lambdarank", "learning_rate": TREES["learning_rate"],
-        "num_leaves": TREES["num_leaves"], "min_data_in_leaf": TREES["min_data_in_leaf"],
-        "max_depth": TREES["max_depth"], "lambdarank_position_bias_regularization": reg,
-        "seed": seed, "deterministic": True, "force_row_wise": True, "num_threads": threads,
-        "verbosity": -1,
-    }  # fmt: skip
-    dset = lgb.Dataset(train.X[rows], y, group=groups, position=pos)
-    return lgb.train(params, dset, TREES["n_estimators"])
+    return _baselines.lightgbm_position(train, log, TREES, seed=seed, threads=threads, reg=reg)
 
 
 def xgboost_unbiased(train, log, seed: int, threads: int):
-    import xgboost as xgb
-
-    rows, y, _, _, session = _session_rows(train, log)
-    dm = xgb.DMatrix(train.X[rows], label=y, qid=session)
-    params = {
-        "objective": "rank:ndcg", "lambdarank_unbiased": True, "eta": TREES["learning_rate"],
-        "tree_method": "hist", "grow_policy": "lossguide",
-        "max_depth": max(TREES["max_depth"], 0),
-        "max_leaves": TREES["num_leaves"], "min_child_weight": 1e-3, "seed": seed,
-        "nthread": threads, "eval_metric": "ndcg@10",
-    }  # fmt: skip
-    booster = xgb.train(params, dm, TREES["n_estimators"])
-    return lambda X: booster.predict(xgb.DMatrix(X))
+    return _baselines.xgboost_unbiased(train, log, TREES, seed=seed, threads=threads)
 
 
 def one_seed(
@@ -181,9 +138,7 @@ def one_seed(
             agreement[name] = (target.metadata["preferences"], a["accuracy"], a["tie"])
     if baselines:
         t = time.perf_counter()
-        out["lightgbm position"] = score(
-            lightgbm_position(train, log, seed, threads, reg).predict(test.X)
-        )
+        out["lightgbm position"] = score(lightgbm_position(train, log, seed, threads, reg)(test.X))
         timing["lightgbm position"] = time.perf_counter() - t
         t = time.perf_counter()
         out["xgboost unbiased"] = score(xgboost_unbiased(train, log, seed, threads)(test.X))

@@ -67,11 +67,15 @@ class LambdaMART:
     Parameters
     ----------
     n_estimators : int
-        Maximum number of boosting rounds (trees).
+        Maximum number of boosting rounds (trees). To choose the number of
+        trees and their shape from clicks, use
+        :class:`clickrank.selection.LambdaMARTCV` (what ``clickrank train`` does).
     learning_rate : float
         Shrinkage :math:`\eta` of each tree.
     num_leaves : int
-        Maximum leaves per tree (LightGBM ``num_leaves``).
+        Maximum leaves per tree (LightGBM ``num_leaves``). The default 8 with
+        depth 3 is the middle shape of :data:`clickrank.selection.DEFAULT_GRID`:
+        click targets overfit larger trees on real LETOR data (docs/lambdamart.md).
     max_depth : int
         Maximum tree depth; ``-1`` for none.
     min_data_in_leaf : int
@@ -130,8 +134,8 @@ class LambdaMART:
         *,
         n_estimators: int = 100,
         learning_rate: float = 0.1,
-        num_leaves: int = 31,
-        max_depth: int = -1,
+        num_leaves: int = 8,
+        max_depth: int = 3,
         min_data_in_leaf: int = 20,
         truncation_level: int | None = 30,
         sigma: float = 1.0,

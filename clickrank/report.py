@@ -429,6 +429,18 @@ def _section_click_fit(results: dict) -> list[str]:
     return out
 
 
+def _model_cell(model: dict) -> str:
+    """Trees and their shape (chosen by the selection when it ran) and the candidate set."""
+    shape = ""
+    if model.get("num_leaves") is not None:
+        depth = model.get("max_depth")
+        shape = f" of {model['num_leaves']} leaves" + (f", depth {depth}" if depth and depth > 0
+                                                       else "")
+    cand = (model.get("metadata") or {}).get("candidates")
+    return f"{model['trees']} trees{shape}, {model['kind']}" + (f", {cand} candidates"
+                                                                 if cand else "")
+
+
 def _section_rankers(results: dict) -> list[str]:
     ev = results["evaluation"]
     level = _level(ev["alpha"])
@@ -440,8 +452,8 @@ def _section_rankers(results: dict) -> list[str]:
             x = rows[(r, m)]
             cells.append(f"{_f(x['mean'])} [{_f(x['ci_low'])}, {_f(x['ci_high'])}]")
         model = results["models"].get(r)
-        cells.append("logging ranker" if r == "production" else
-                     f"{model['trees']} trees, {model['kind']}" if model else "")
+        cells.append("logging ranker" if r == "production" else _model_cell(model) if model
+                     else "")
         body.append(cells)
     any_row = ev["table"][0]
     out = ["## Rankers", "",
@@ -450,6 +462,13 @@ def _section_rankers(results: dict) -> list[str]:
            f"a relevant document: empty = `{ev['empty']}` ({any_row['n_empty']} queries"
            + (", excluded)." if ev["empty"] == "skip" else ")."), "",
            _table(["ranker", *ev["metrics"], "model"], body), ""]
+    lm = results.get("config", {}).get("lambdamart", {})
+    if lm.get("select"):
+        out += [f"Every model's tree shape and number of trees were chosen without labels: "
+                f"{lm['folds']}-fold cross-validation by query on a counterfactual "
+                f"({lm['validation']}) estimate of DCG from held-out clicks, then a refit on "
+                "all training queries (the oracle's on its labels' NDCG). See "
+                "docs/lambdamart.md, \"Model selection without labels\".", ""]
     if ev["comparisons"]:
         crow = [[c["a"], c["b"], c["metric"], f"{c['diff']:+.4f}",
                  f"[{c['t_ci'][0]:+.4f}, {c['t_ci'][1]:+.4f}]",

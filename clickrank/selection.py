@@ -151,7 +151,10 @@ class ClickValidation:
 def subset_target(target: Target, data: RankingData, queries: np.ndarray) -> Target:
     """``target`` restricted to ``queries`` of ``data``, aligned to ``data.subset(queries)``."""
     rows = data.rows_of(queries)
-    pick = (lambda a: None if a is None else a[rows])
+
+    def pick(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a[rows]
+
     pairs, pw = target.pairs, target.pair_weights
     if pairs is not None:
         remap = np.full(data.n_docs, -1, dtype=np.int64)

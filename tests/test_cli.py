@@ -150,3 +150,54 @@ def test_propensity_repeats_what_a_simulated_log_says_about_itself(runner, tmp_p
     res = runner.invoke(cli, ["propensity", str(tmp_path / "plain.parquet"), "--out",
                               str(tmp_path / "t2.json")])
     assert res.exit_code == 0 and "log: " not in res.output
+
+
+@pytest.fixture()
+def logged(runner, tmp_path):
+    """A small LETOR file, a simulated log with swaps and swap propensities."""
+    data = cr.synthetic(60, 14, seed=2)
+    path = cr.save_letor(data, tmp_path / "train.txt")
+    log, theta = tmp_path / "log.parquet", tmp_path / "theta.json"
+    res = runner.invoke(cli, ["simulate", "--data", str(path), "--sessions", "20000",
+                              "--swap-fraction", "0.3", "--seed", "1", "--out", str(log)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, ["propensity", str(log), "--method", "swap", "--out", str(theta)])
+    assert res.exit_code == 0, res.output
+    return path, log, theta
+
+
+def test_train_chooses_the_trees_from_clicks_by_default(runner, tmp_path, logged):
+    path, log, theta = logged
+    out = tmp_path / "ips"
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--propensities",
+                              str(theta), "--folds", "3", "--trees", "60", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "LambdaMARTCV: 3 tree shapes x 3 folds" in res.output and "ips-dcg@10" in res.output
+    assert "candidate set: shown (auto)" in res.output
+    sel = json.loads((out / "selection.json").read_text())
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["best_iteration"] == sel["best_params"]["n_estimators"] <= 60
+    assert sel["metric"] == "ips-dcg@10" and len(sel["cv_results"]) == 3
+
+
+def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
+    path, log, theta = logged
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--propensities",
+                              str(theta), "--target", "dr", "--no-select", "--trees", "7",
+                              "--out", str(tmp_path / "dr")])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((tmp_path / "dr" / "meta.json").read_text())
+    assert meta["best_iteration"] == 7 and meta["params"]["num_leaves"] == 8
+    assert not (tmp_path / "dr" / "selection.json").exists()
+    base = ["train", "--data", str(path), "--log", str(log), "--out", str(tmp_path / "x")]
+    for extra, msg in ((["--propensities", str(theta), "--clip", "2"], "--clip must be in"),
+                       (["--propensities", str(theta), "--clip", "often"], "--clip must be"),
+                       (["--target", "naive", "--validation", "ips"], "needs --propensities"),
+                       (["--propensities", str(theta), "--folds", "1"], "--folds must be")):
+        res = runner.invoke(cli, base + extra)
+        assert res.exit_code != 0 and msg in res.output, (extra, res.output)
+    assert not (tmp_path / "x").exists()
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
+                              "naive", "--folds", "2", "--trees", "20", "--out",
+                              str(tmp_path / "naive")])
+    assert res.exit_code == 0 and "clicks-dcg@10" in res.output, res.output

@@ -96,8 +96,15 @@ def test_ips_gains_equal_numpy_reference(data, log):
     pos = log["position"].to_numpy().astype(int)
     c = log["click"].to_numpy()
     want = np.bincount(rows, weights=c / THETA[pos - 1], minlength=data.n_docs)
-    t = ips(data, log, THETA)
+    t = ips(data, log, THETA, clip=None)
     np.testing.assert_allclose(t.gains, want)
+    # the default clip is min(10 / sqrt(sessions), 1): 0.5 for this 400-session log
+    auto = ips(data, log, THETA)
+    assert auto.metadata["clip"] == pytest.approx(10 / np.sqrt(log["session"].n_unique()))
+    np.testing.assert_allclose(
+        auto.gains,
+        np.bincount(rows, weights=c / np.maximum(THETA, 0.5)[pos - 1], minlength=data.n_docs),
+    )
     clipped = ips(data, log, THETA, clip=0.4)
     np.testing.assert_allclose(
         clipped.gains,
@@ -106,7 +113,7 @@ def test_ips_gains_equal_numpy_reference(data, log):
 
 
 def test_ips_self_normalized_gains_sum_to_one_per_query(data, log):
-    t = ips(data, log, THETA, self_normalize=True)
+    t = ips(data, log, THETA, normalize="query")
     sums = np.bincount(data.query_index, weights=t.gains, minlength=data.n_queries)
     has = (
         np.bincount(data.query_index, weights=ips(data, log, THETA).gains, minlength=data.n_queries)

@@ -7,6 +7,13 @@ import click
 from .._validation import InputError
 from ._root import cli
 
+# the defaults of clickrank.selection.LambdaMARTCV and clickrank.LambdaMART, without
+# importing them (the CLI starts without LightGBM); tests check they agree
+SELECTION = {"folds": 5, "n_estimators": 500, "learning_rate": 0.1, "early_stopping_rounds": 50,
+             "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
+                      {"num_leaves": 31, "max_depth": -1})}  # fmt: skip
+FIXED = {"num_leaves": 8, "max_depth": 3}
+
 
 @cli.command()
 @click.option(
@@ -25,10 +32,11 @@ from ._root import cli
 )
 @click.option(
     "--target",
-    type=click.Choice(["naive", "ips", "skip-above", "pairs", "oracle"]),
+    type=click.Choice(["ips", "dr", "naive", "skip-above", "pairs", "oracle"]),
     default="ips",
-    help="Training target built from the log (oracle: true labels; pairs: click preferences "
-    "by --strategy).",
+    show_default=True,
+    help="Training target built from the log (dr: doubly robust gains; oracle: true labels; "
+    "pairs: click preferences by --strategy).",
 )
 @click.option(
     "--propensities",
@@ -36,7 +44,7 @@ from ._root import cli
     type=click.Path(exists=True, dir_okay=False),
     default=None,
     help='JSON propensities ({"theta": [...]} or a plain list); '
-    "required by --target ips and --ips-weighted skip-above.",
+    "required by --target ips and dr and by --ips-weighted skip-above.",
 )
 @click.option(
     "--out",
@@ -50,32 +58,60 @@ from ._root import cli
     "valid_path",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="Labelled validation LETOR file for early stopping.",
+    help="Labelled validation LETOR file: early stopping on its NDCG instead of the "
+    "click-based selection (for experiments with labels).",
 )
-@click.option("--trees", type=int, default=100, help="Maximum number of trees.")
-@click.option("--learning-rate", type=float, default=0.1, help="Shrinkage per tree.")
-@click.option("--leaves", type=int, default=31, help="Maximum leaves per tree.")
-@click.option("--max-depth", type=int, default=-1, help="Maximum tree depth (-1: none).")
-@click.option("--min-data-in-leaf", type=int, default=20, help="Minimum documents per leaf.")
+@click.option("--select/--no-select", default=True, show_default=True,
+              help="Choose the tree shape and the number of trees by cross-validation by query "
+              "on held-out clicks (clickrank.selection.LambdaMARTCV); --no-select grows exactly "
+              "--trees trees of shape --leaves/--max-depth.")
+@click.option("--folds", type=int, default=SELECTION["folds"], show_default=True,
+              help="Folds of the queries for the selection.")
+@click.option("--validation", type=click.Choice(["ips", "dr", "clicks"]), default=None,
+              help="Click estimate of DCG@k the selection maximises: ips (default with "
+              "--propensities), dr (doubly robust), clicks (biased; default without).")
+@click.option("--trees", type=int, default=SELECTION["n_estimators"], show_default=True,
+              help="Most trees (the selection stops earlier).")
+@click.option("--learning-rate", type=float, default=SELECTION["learning_rate"],
+              show_default=True, help="Shrinkage per tree.")
+@click.option("--leaves", type=int, default=None,
+              help="Leaves per tree: fixes the tree shape (default: chosen among "
+              f"{', '.join(str(g['num_leaves']) for g in SELECTION['grid'])} by the selection; "
+              f"{FIXED['num_leaves']} with --no-select).")
+@click.option("--max-depth", type=int, default=None,
+              help=f"Tree depth, -1 for none (default: with --leaves; {FIXED['max_depth']} with "
+              "--no-select).")
+@click.option("--min-data-in-leaf", type=int, default=20, show_default=True,
+              help="Minimum documents per leaf.")
 @click.option(
     "--truncation",
     type=int,
     default=30,
+    show_default=True,
     help="Only pairs with a document in the current top TRUNCATION (0: all pairs).",
 )
 @click.option(
     "--early-stopping",
     type=int,
-    default=None,
-    help="Stop after this many rounds without validation improvement (needs --valid).",
+    default=SELECTION["early_stopping_rounds"],
+    show_default=True,
+    help="Stop a model after this many rounds without improvement (selection or --valid).",
 )
-@click.option("--eval-at", type=int, default=10, help="k of the validation NDCG@k.")
-@click.option("--clip", type=float, default=None, help="IPS propensity clipping (min theta).")
+@click.option("--eval-at", type=int, default=10, show_default=True,
+              help="k of the validation DCG@k / NDCG@k.")
+@click.option("--clip", default="auto", show_default=True,
+              help="IPS propensity clipping: a minimum theta in (0, 1], 'auto' "
+              "(min(10/sqrt(sessions), 1)) or 'none'.")
+@click.option("--normalize", type=click.Choice(["none", "exposure", "query"]), default="none",
+              show_default=True, help="IPS gains: plain, per-exposure (policy-aware) or "
+              "self-normalised per query.")
 @click.option(
     "--candidates",
-    type=click.Choice(["shown", "all"]),
-    default="shown",
-    help="Documents in each training list: shown at least once, or all.",
+    type=click.Choice(["auto", "shown", "all", "hybrid"]),
+    default="auto",
+    show_default=True,
+    help="Documents in each training list: shown at least once, all (never-shown as gain 0), "
+    "hybrid (never-shown as weak negatives); auto picks hybrid when under 20% were shown.",
 )
 @click.option(
     "--naive-kind",
@@ -91,59 +127,124 @@ from ._root import cli
 @click.option("--jobs", type=int, default=1, help="Threads of the tree learner.")
 @click.option("-f", "--force", is_flag=True,
               help="Replace a model clickrank wrote in --out (never other files).")
-def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, learning_rate,
-          leaves, max_depth, min_data_in_leaf, truncation, early_stopping, eval_at, clip,
-          candidates, naive_kind, strategy, ips_weighted, seed, jobs, force):  # fmt: skip
-    """Train LambdaMART on DATA with a naive, IPS, click-preference or oracle target."""
+def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, folds,
+          validation, trees, learning_rate, leaves, max_depth, min_data_in_leaf, truncation,
+          early_stopping, eval_at, clip, normalize, candidates, naive_kind, strategy,
+          ips_weighted, seed, jobs, force):  # fmt: skip
+    """Train LambdaMART on DATA from a click log (or the labels), choosing its size from clicks.
+
+    By default the tree shape and the number of trees are chosen by
+    cross-validation by query on a counterfactual (IPS) estimate of DCG@k from
+    held-out clicks: no labels needed (docs/lambdamart.md, "Model selection").
+    """
+    from pathlib import Path
+
     from .. import targets as T
+    from .._io import check_output
     from ..clicklog import read_log
     from ..datasets import load_letor
-    from ..lambdamart import LambdaMART
 
     if target != "oracle" and log_path is None:
         raise click.UsageError(f"--target {target} needs --log")
     if target == "oracle" and log_path is not None:
         raise click.UsageError("--target oracle uses the labels of --data; drop --log")
-    if (target == "ips" or ips_weighted) and theta_path is None:
-        raise click.UsageError("--propensities is required by --target ips and --ips-weighted")
-    if early_stopping is not None and valid_path is None:
-        raise click.UsageError("--early-stopping needs --valid")
+    if (target in ("ips", "dr") or ips_weighted) and theta_path is None:
+        raise click.UsageError("--propensities is required by --target ips and dr and by "
+                               "--ips-weighted")  # fmt: skip
+    if validation in ("ips", "dr") and theta_path is None:
+        raise click.UsageError(f"--validation {validation} needs --propensities")
     if truncation < 0:
         raise InputError(f"--truncation must be >= 0, got {truncation}")
-
-    from pathlib import Path
-
-    from .._io import check_output
+    for name, value in (("--folds", folds), ("--trees", trees), ("--early-stopping",
+                                                                   early_stopping)):
+        if value < 1:
+            raise click.UsageError(f"{name} must be >= 1, got {value}")
+    if select and folds < 2:
+        raise click.UsageError(f"--folds must be >= 2, got {folds}")
+    clip_value = _clip(clip)
+    if seed < 0:
+        raise click.UsageError(f"--seed must be >= 0, got {seed}")
 
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
-    files = [Path(out_dir) / name for name in ("model.txt", "meta.json")]
+    files = [Path(out_dir) / name for name in ("model.txt", "meta.json", "selection.json")]
     for f in files:  # files clickrank did not write are refused, even with --force
         check_output(f, force=True, what="--out",
                      inputs=[data_path, log_path, theta_path, valid_path])
-    if any(f.exists() for f in files) and not force:
+    if any(f.exists() for f in files[:2]) and not force:
         raise InputError(f"--out {out_dir} already holds a model (written by clickrank); pass "
                          "--force to replace it")
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     log = read_log(log_path) if log_path is not None else None
-    if target == "oracle":
-        tgt = T.oracle(data)
-    elif target == "naive":
-        tgt = T.naive(data, log, kind=naive_kind, candidates=candidates)
-    elif target == "ips":
-        tgt = T.ips(data, log, theta, clip=clip, candidates=candidates)
-    else:
-        strategy = "skip-above" if target == "skip-above" else strategy
-        tgt = T.click_preferences(data, log, strategy=strategy, ips_weighted=ips_weighted,
-                                  propensities=theta, candidates=candidates)  # fmt: skip
+    stats = None
+    if log is not None:
+        stats = T.click_stats(data, log, theta)
+        _say_candidates(stats, candidates)
+    name = {"pairs": f"pairs:{strategy}", "skip-above": "skip-above-ips" if ips_weighted
+            else "skip-above"}.get(target, target)  # fmt: skip
+    same_stats = target in ("ips", "dr") or (target == "naive" and theta is None)
+    tgt = T.make_target(name, data, log, theta, candidates=candidates, clip=clip_value,
+                        normalize=normalize, naive_kind=naive_kind, seed=seed,
+                        stats=stats if same_stats else None)  # fmt: skip
     click.echo(tgt.summary(), err=True)
-    valid = load_letor(valid_path) if valid_path is not None else None
-    model = LambdaMART(
-        n_estimators=trees, learning_rate=learning_rate, num_leaves=leaves, max_depth=max_depth,
-        min_data_in_leaf=min_data_in_leaf, truncation_level=truncation or None,
-        early_stopping_rounds=early_stopping, eval_at=eval_at, seed=seed, n_jobs=jobs,
-    ).fit(data, tgt, valid=valid)  # fmt: skip
+    common = dict(learning_rate=learning_rate, min_data_in_leaf=min_data_in_leaf,
+                  truncation_level=truncation or None, eval_at=eval_at, seed=seed, n_jobs=jobs)
+    shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
+    if valid_path is not None or not select:
+        from ..lambdamart import LambdaMART
+
+        valid = load_letor(valid_path) if valid_path is not None else None
+        model = LambdaMART(
+            n_estimators=trees, **{**FIXED, **shape},
+            early_stopping_rounds=early_stopping if valid is not None else None, **common,
+        ).fit(data, tgt, valid=valid)  # fmt: skip
+    else:
+        from ..selection import ClickValidation, LambdaMARTCV
+
+        val = None
+        if target != "oracle":
+            est = validation or ("ips" if theta is not None else "clicks")
+            if est == "clicks":
+                click.echo("note: no --propensities, so the selection scores held-out clicks "
+                           "as they are (biased towards the logger)", err=True)
+            val = ClickValidation.from_log(data, log, theta, estimator=est,
+                                           stats=stats, seed=seed)  # fmt: skip
+        grid = [shape] if shape else SELECTION["grid"]
+        if shape and "max_depth" not in shape:
+            grid = [{**shape, "max_depth": -1}]
+        model = LambdaMARTCV(
+            grid=grid, folds=folds, n_estimators=trees, early_stopping_rounds=early_stopping,
+            **common,
+        ).fit(data, tgt, validation=val, progress=lambda m: click.echo(m, err=True))
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"model written to {path}")
+
+
+def _clip(value: str) -> float | str | None:
+    """--clip as a number in (0, 1], "auto" or None."""
+    if value.lower() in ("auto", "none"):
+        return None if value.lower() == "none" else "auto"
+    try:
+        out = float(value)
+    except ValueError:
+        raise click.UsageError(f"--clip must be a number in (0, 1], 'auto' or 'none', "
+                               f"got {value!r}") from None
+    if not 0.0 < out <= 1.0:
+        raise click.UsageError(f"--clip must be in (0, 1], got {value}")
+    return out
+
+
+def _say_candidates(stats, candidates: str) -> None:
+    """One line on the share of documents the log shows, with a warning when it is small."""
+    from ..targets import auto_candidates
+
+    share = stats.shown_fraction
+    chosen = auto_candidates(stats) if candidates == "auto" else candidates
+    line = (f"the log shows {share:.1%} of the training documents at least once; "
+            f"candidate set: {chosen}" + (" (auto)" if candidates == "auto" else ""))
+    if share < 0.5:
+        line += ("; never-shown documents carry no click evidence (see docs/lambdamart.md, "
+                 "'Candidate sets')")
+    click.echo(("warning: " if share < 0.2 else "") + line, err=True)

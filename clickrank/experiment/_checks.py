@@ -239,11 +239,15 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
                    f"{', '.join(TARGETS)}, or pairs:<strategy>){hint}")
     if len(set(t["names"])) != len(t["names"]):
         c.fail("targets", "names", f"has duplicates: {t['names']}")
-    if {"ips", "skip-above-ips"} & set(t["names"]) and not p["methods"]:
+    if {"ips", "dr", "skip-above-ips"} & set(t["names"]) and not p["methods"]:
         c.fail("propensity", "methods", "is empty, but the ips targets need an estimate")
-    c.choice("targets", "candidates", ("shown", "all"))
+    from ..targets import CANDIDATE_SETS, NORMALIZATIONS
+
+    c.choice("targets", "candidates", CANDIDATE_SETS)
     c.choice("targets", "naive_kind", ("clicks", "ctr"))
-    c.unit("targets", "clip", open_low=True, optional=True)
+    c.choice("targets", "normalize", NORMALIZATIONS)
+    if t.get("clip") not in (None, "auto", "none"):
+        c.unit("targets", "clip", open_low=True, optional=True)
 
     # lambdamart
     lm = v["lambdamart"]
@@ -252,14 +256,23 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     c.at_least("lambdamart", "num_leaves", 2)
     c.at_least("lambdamart", "truncation_level", 0)
     c.at_least("lambdamart", "early_stopping_rounds", 1, optional=True)
+    c.at_least("lambdamart", "folds", 2)
+    c.choice("lambdamart", "validation", ("ips", "dr", "clicks"))
+    if not lm["grid"]:
+        c.fail("lambdamart", "grid", "is empty; give at least one tree shape")
+    for entry in lm["grid"]:
+        bad = set(entry) - {"num_leaves", "max_depth", "min_data_in_leaf", "lambda_l2"}
+        if bad:
+            c.fail("lambdamart", "grid", f"entries may set num_leaves, max_depth, "
+                   f"min_data_in_leaf and lambda_l2, not {sorted(bad)}")
     if lm["learning_rate"] <= 0:
         c.fail("lambdamart", "learning_rate", f"must be > 0, got {lm['learning_rate']}")
     if lm["max_depth"] == 0 or lm["max_depth"] < -1:
         c.fail("lambdamart", "max_depth", f"must be -1 (no limit) or >= 1, got {lm['max_depth']}")
     has_valid = d.get("valid_path") is not None or (d.get("test_path") is None and d["valid"] > 0)
-    if lm.get("early_stopping_rounds") is not None and not has_valid:
-        c.fail("lambdamart", "early_stopping_rounds", "needs validation queries: set [data] "
-               "valid > 0 (or valid_path)")
+    if lm.get("early_stopping_rounds") is not None and not has_valid and not lm["select"]:
+        c.fail("lambdamart", "early_stopping_rounds", "needs validation queries (set [data] "
+               "valid > 0 or valid_path) or select = true")
 
     # evaluation
     e = v["evaluation"]

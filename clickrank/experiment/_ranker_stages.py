@@ -22,26 +22,15 @@ class _RankerStages:
         from .. import targets as T
 
         t = self.cfg["targets"]
-        train = self.parts["train"]
-        if name == "oracle":
-            return T.oracle(train)
-        if name == "naive":
-            return T.naive(train, log, kind=t["naive_kind"], candidates=t["candidates"])
-        if name in ("ips", "ips-true"):
-            theta = theta_est if name == "ips" else self.true_theta()
-            tgt = T.ips(train, log, theta, clip=t.get("clip"), candidates=t["candidates"])
-            return T.Target(name, gains=tgt.gains, candidates=tgt.candidates,
-                            metadata=tgt.metadata)
-        if name.startswith("pairs:"):
-            tgt = T.click_preferences(train, log, strategy=name[len("pairs:"):],
-                                      candidates=t["candidates"])
-            return T.Target(name, pairs=tgt.pairs, pair_weights=tgt.pair_weights,
-                            candidates=tgt.candidates, metadata=tgt.metadata)
-        ips_w = name == "skip-above-ips"
-        tgt = T.skip_above(train, log, ips_weighted=ips_w,
-                           propensities=theta_est if ips_w else None, candidates=t["candidates"])
-        return T.Target(name, pairs=tgt.pairs, pair_weights=tgt.pair_weights,
-                        candidates=tgt.candidates, metadata=tgt.metadata)
+        theta = self.true_theta() if name == "ips-true" else theta_est
+        clip = None if t.get("clip") == "none" else t.get("clip")
+        tgt = T.make_target("ips" if name == "ips-true" else name, self.parts["train"], log,
+                            theta, candidates=t["candidates"], clip=clip,
+                            normalize=t["normalize"], naive_kind=t["naive_kind"],
+                            seed=self.cfg.seed("lambdamart"))  # fmt: skip
+        return T.Target(name, gains=tgt.gains, candidates=tgt.candidates, pairs=tgt.pairs,
+                        pair_weights=tgt.pair_weights, doc_weights=tgt.doc_weights,
+                        metadata=tgt.metadata)  # fmt: skip
 
     def _eval_at(self) -> int:
         """Cut-off of LambdaMART's validation NDCG: that of the headline metric (default 10)."""
@@ -50,16 +39,42 @@ class _RankerStages:
         return int(k) if k.isdigit() and int(k) > 0 else 10
 
     def _lambdamart(self):
+        """The configured learner: LambdaMARTCV (select = true) or a fixed LambdaMART."""
         from ..lambdamart import LambdaMART
+        from ..selection import LambdaMARTCV
 
         lm = self.cfg["lambdamart"]
-        return LambdaMART(
-            n_estimators=lm["n_estimators"], learning_rate=lm["learning_rate"],
-            num_leaves=lm["num_leaves"], max_depth=lm["max_depth"],
-            min_data_in_leaf=lm["min_data_in_leaf"],
-            truncation_level=lm["truncation_level"] or None,
-            early_stopping_rounds=lm.get("early_stopping_rounds"), eval_at=self._eval_at(),
-            seed=self.cfg.seed("lambdamart"), n_jobs=lm["n_jobs"])
+        common = dict(learning_rate=lm["learning_rate"], min_data_in_leaf=lm["min_data_in_leaf"],
+                      truncation_level=lm["truncation_level"] or None, eval_at=self._eval_at(),
+                      seed=self.cfg.seed("lambdamart"), n_jobs=lm["n_jobs"])  # fmt: skip
+        if lm["select"]:
+            return LambdaMARTCV(grid=[dict(g) for g in lm["grid"]], folds=lm["folds"],
+                                n_estimators=lm["n_estimators"],
+                                early_stopping_rounds=lm["early_stopping_rounds"], **common)
+        return LambdaMART(n_estimators=lm["n_estimators"], num_leaves=lm["num_leaves"],
+                          max_depth=lm["max_depth"],
+                          early_stopping_rounds=lm.get("early_stopping_rounds")
+                          if self.parts.get("valid") is not None else None, **common)
+
+    def _fit(self, name: str, tgt: Any, log: Any, theta_est: Any):
+        """Fit the configured learner on ``tgt``; the selection validates on ``log``'s clicks."""
+        from ..selection import ClickValidation
+
+        lm, train = self.cfg["lambdamart"], self.parts["train"]
+        model = self._lambdamart()
+        if not lm["select"]:
+            return model.fit(train, tgt, valid=self.parts.get("valid"))
+        if name == "oracle":
+            return model.fit(train, tgt)  # labels: cross-validated NDCG
+        est = lm["validation"] if theta_est is not None else "clicks"
+        val = ClickValidation.from_log(train, log, theta_est, estimator=est,
+                                       seed=self.cfg.seed("lambdamart"))  # fmt: skip
+        return model.fit(train, tgt, validation=val)
+
+    @staticmethod
+    def _booster(model: Any) -> Any:
+        """The LambdaMART inside a selection (or the model itself)."""
+        return getattr(model, "model_", model)
 
     def _skipped(self, name: str) -> str | None:
         if name == "ips-true" and self.true_theta() is None:
@@ -82,14 +97,17 @@ class _RankerStages:
                 notes.append(why)
                 continue
             tgt = self._target(name, log, est)
-            model = self._lambdamart().fit(self.parts["train"], tgt,
-                                           valid=self.parts.get("valid"))
+            model = self._fit(name, tgt, log, est)
             sub = _folder(name)
             model.save(folder / sub, overwrite=True)
             files += [f"models/{sub}/model.txt", f"models/{sub}/meta.json"]
-            self.models[name] = model
+            if hasattr(model, "best_params_"):
+                files.append(f"models/{sub}/selection.json")
+            fitted = self._booster(model)
+            self.models[name] = fitted
             info[name] = {"kind": tgt.kind, "candidates": tgt.n_candidates,
-                          "trees": model.best_iteration_, "metadata": tgt.metadata,
+                          "trees": fitted.best_iteration_, "metadata": tgt.metadata,
+                          "num_leaves": fitted.num_leaves, "max_depth": fitted.max_depth,
                           "path": f"models/{sub}"}
         out = _clean({"models": info, "notes": notes})
         atomic_write_json(folder / "targets.json", out)
@@ -178,19 +196,18 @@ class _RankerStages:
             for n in sizes:
                 log = self.log().filter(pl.col("session") < n)
                 est = None
-                if {"ips", "skip-above-ips"} & set(methods):
+                if self.prop["use"] is not None:  # for the targets and the selection
                     try:
                         est = self._estimate(self.prop["use"], log)
                     except ClickRankError as err:
                         notes.append(f"{n:,} sessions: propensities not estimated ({err})")
                 fitted = {}
                 for m in methods:
-                    if m in ("ips", "skip-above-ips") and est is None:
+                    if m in ("ips", "dr", "skip-above-ips") and est is None:
                         continue
                     try:
                         tgt = self._target(m, log, est)
-                        fitted[m] = self._lambdamart().fit(self.parts["train"], tgt,
-                                                           valid=self.parts.get("valid"))
+                        fitted[m] = self._booster(self._fit(m, tgt, log, est))
                     except ClickRankError as err:
                         notes.append(f"{n:,} sessions, {m}: not trained ({err})")
                 if not fitted:

@@ -36,8 +36,10 @@ SCHEMA: dict[str, dict[str, str]] = {
     "propensity": {
         "methods": "strs", "bootstrap": "int", "alpha": "number", "use": "str", "seed": "int",
     },
-    "targets": {"names": "strs", "candidates": "str", "naive_kind": "str", "clip": "number"},
+    "targets": {"names": "strs", "candidates": "str", "naive_kind": "str", "clip": "clip",
+                "normalize": "str"},
     "lambdamart": {
+        "select": "bool", "folds": "int", "validation": "str", "grid": "tables",
         "n_estimators": "int", "learning_rate": "number", "num_leaves": "int", "max_depth": "int",
         "min_data_in_leaf": "int", "truncation_level": "int", "n_jobs": "int",
         "early_stopping_rounds": "int", "seed": "int",
@@ -58,7 +60,7 @@ SCHEMA: dict[str, dict[str, str]] = {
 #: Training targets a run can fit (clickrank.targets builders); besides these,
 #: ``"pairs:<strategy>"`` fits the preferences of ``clickrank.targets.click_preferences``
 #: (e.g. ``"pairs:fairpairs"``, ``"pairs:skip-above+skip-next"``).
-TARGETS = ("naive", "ips", "ips-true", "skip-above", "skip-above-ips", "oracle")
+TARGETS = ("naive", "ips", "ips-true", "dr", "skip-above", "skip-above-ips", "oracle")
 _FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction")
 #: The logging ranker, evaluated next to the trained ones.
 PRODUCTION = "production"
@@ -77,7 +79,9 @@ _SEED_KEYS = {"data": 0, "production": 1, "simulation": 2, "propensity": 3, "lam
               "evaluation": 5, "interleaving": 6}
 _KIND_NAMES = {"int": "an integer", "number": "a number", "str": "a string",
                "bool": "true or false", "strs": "a list of strings", "ints": "a list of integers",
-               "pairs": 'a list of pairs such as [["ips", "naive"]]', "table": "a table"}
+               "pairs": 'a list of pairs such as [["ips", "naive"]]', "table": "a table",
+               "tables": "a list of tables such as [{num_leaves = 8, max_depth = 3}]",
+               "clip": 'a number in (0, 1], "auto" or "none"'}
 
 
 def _where(section: str, key: str | None = None) -> str:
@@ -113,6 +117,10 @@ def _type_ok(value: Any, kind: str) -> bool:
             for p in value)
     if kind == "table":
         return isinstance(value, dict)
+    if kind == "tables":
+        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    if kind == "clip":
+        return value in ("auto", "none") or _type_ok(value, "number")
     raise AssertionError(kind)
 
 

@@ -28,7 +28,16 @@ from __future__ import annotations
 from ._corrections import affine, cascade_ips, fitted_relevance
 from ._direct import RELEVANCE_PARAMS, dr, relevance_model
 from ._factory import TARGET_NAMES, make_target, needs_propensities
-from ._gains import CANDIDATE_SETS, NORMALIZATIONS, ips, naive, oracle
+from ._gains import (
+    AUTO_HYBRID_BELOW,
+    CANDIDATE_SETS,
+    NORMALIZATIONS,
+    auto_candidates,
+    ips,
+    naive,
+    never_shown_weight,
+    oracle,
+)
 from ._preferences import (
     STRATEGIES,
     click_preferences,
@@ -56,6 +65,9 @@ __all__ = [
     "needs_propensities",
     "RELEVANCE_PARAMS",
     "CANDIDATE_SETS",
+    "AUTO_HYBRID_BELOW",
+    "auto_candidates",
+    "never_shown_weight",
     "NORMALIZATIONS",
     "affine",
     "cascade_ips",

@@ -37,9 +37,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, check_positive
+from .._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
-from ._gains import apply_candidates
 from ._stats import ClickStats, auto_clip, click_stats
 from ._target import Target
 
@@ -138,9 +137,9 @@ def dr(
         ``"auto"`` is :math:`\min(10/\sqrt{N}, 1)` (Oosterhuis 2023 §7).
         None: no clipping (a document with :math:`\rho_d > 0` gets exactly
         :math:`C/E`).
-    candidates : {"all", "shown", "hybrid"}
-        ``"all"`` (default): never-shown documents take part with the model's
-        relevance. See :func:`clickrank.targets.ips` for the others.
+    candidates : {"all", "shown", "auto"}
+        ``"all"`` (default; ``"auto"`` means the same): never-shown documents
+        take part with the model's relevance; ``"shown"``: only shown ones.
     stats : ClickStats, optional
         Precomputed statistics (with propensities, unclipped).
 
@@ -166,16 +165,12 @@ def dr(
     gamma = r + np.divide(resid, den, out=np.zeros_like(r), where=den > 0)
     negative = int((gamma < 0).sum())
     gains = np.maximum(gamma, 0.0) * np.maximum(n_q, 1.0)
-    return apply_candidates(
-        "dr",
-        gains,
-        stats,
-        candidates,
-        "auto",
-        {
-            "clip": tau,
-            "clicks": int(stats.clicks.sum()),
-            "relevance_mean": float(r.mean()) if r.size else float("nan"),
-            "clipped_at_zero": negative,
-        },
-    )
+    check_choice(candidates, ("all", "shown", "auto"), name="candidates")
+    meta = {
+        "clip": tau, "clicks": int(stats.clicks.sum()),
+        "relevance_mean": float(r.mean()) if r.size else float("nan"),
+        "clipped_at_zero": negative, "shown_fraction": round(stats.shown_fraction, 4),
+        "candidates": "shown" if candidates == "shown" else "all",
+    }  # fmt: skip
+    return Target("dr", gains=gains, candidates=stats.shown if candidates == "shown" else None,
+                  metadata=meta)

@@ -67,7 +67,7 @@ def make_target(
                    stats=stats.clipped(clip))  # fmt: skip
     if name == "dr":
         return dr(data, None, None, clip=clip, seed=seed, stats=stats,
-                  candidates="all" if candidates == "auto" else candidates)  # fmt: skip
+                  candidates="shown" if candidates == "shown" else "all")  # fmt: skip
     pair_candidates = "shown" if candidates in ("auto", "hybrid") else candidates
     if name in ("skip-above", "skip-above-ips"):
         w = name == "skip-above-ips"

@@ -129,7 +129,9 @@ class ClickStats:
 def _sessions_per_row(data: RankingData, lf: pl.LazyFrame, keys: pl.DataFrame) -> np.ndarray:
     """Sessions of each row's query (0 for queries absent from the log)."""
     per_query = lf.group_by("query").agg(pl.col("session").n_unique().alias("n")).collect()
-    first = pl.DataFrame({"query": keys["query"].gather(data.qptr[:-1]), "q": range(data.n_queries)})
+    first = pl.DataFrame(
+        {"query": keys["query"].gather(data.qptr[:-1]), "q": range(data.n_queries)}
+    )
     joined = first.join(per_query, on="query", how="left").sort("q")
     n_q = joined["n"].fill_null(0).to_numpy().astype(np.float64)
     return n_q[data.query_index]

@@ -1,0 +1,140 @@
+"""Tests of clickrank.selection: counterfactual validation and LambdaMARTCV."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from clickrank import InputError
+from clickrank.clickmodels import make_click_model
+from clickrank.datasets import split_queries, synthetic
+from clickrank.evaluation import counterfactual
+from clickrank.lambdamart import LambdaMART
+from clickrank.policies import DeterministicPolicy, production_ranker
+from clickrank.selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV, subset_target
+from clickrank.simulation import Swap, simulate
+from clickrank.targets import Target, click_stats, ips, oracle, skip_above
+
+
+@pytest.fixture(scope="module")
+def setup():
+    data = synthetic(260, 20, seed=5)
+    train, test = split_queries(data, [160, 100], seed=5)
+    prod = production_ranker(train, 0.1, seed=5)
+    cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
+    log = simulate(train, policy=DeterministicPolicy(prod), click_model=cm, n_sessions=40_000,
+                   interventions=[Swap(0.1)], top_k=10, seed=5)
+    return train, test, log, cm.propensities(10)
+
+
+def test_click_validation_equals_the_counterfactual_estimate(setup):
+    """Two implementations of the IPS estimate of DCG@k per session agree."""
+    train, _, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    scores = np.random.default_rng(0).random(train.n_docs)
+    ref = counterfactual(log, train, scores, theta, utility="dcg", k=10)
+    assert val.score(scores, k=10) == pytest.approx(ref.estimate, rel=1e-10)
+    est, se = val.score_se(scores, k=10)
+    assert est == pytest.approx(ref.estimate) and 0 < se < est
+    assert val.metric_name(10) == "ips-dcg@10"
+
+
+def test_click_validation_prefers_the_better_ranking(setup):
+    """The true labels' ranking beats a reversed one on held-out clicks."""
+    train, _, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    assert val.score(train.y) > val.score(-train.y) + 5 * val.score_se(train.y)[1]
+
+
+def test_click_validation_checks_its_input(setup):
+    train, _, log, theta = setup
+    with pytest.raises(InputError, match="needs propensities"):
+        ClickValidation.from_log(train, log, None)
+    with pytest.raises(InputError, match="one per row"):
+        ClickValidation(train, np.ones(3), 10.0)
+    with pytest.raises(InputError, match="estimator"):
+        ClickValidation.from_log(train, log, theta, estimator="snips")
+    assert ClickValidation.from_log(train, log, None, estimator="clicks").estimator == "clicks"
+
+
+def test_subset_target_matches_a_target_built_on_the_subset(setup):
+    train, _, log, theta = setup
+    q = np.array([5, 0, 17, 3])
+    sub = train.subset(q)
+    sub_log = log.filter(pl.col("query").is_in(sub.qid.tolist()))
+    t = subset_target(ips(train, log, theta, clip=None, candidates="shown"), train, q)
+    direct = ips(sub, sub_log, theta, clip=None, candidates="shown")
+    np.testing.assert_allclose(t.gains, direct.gains)
+    np.testing.assert_array_equal(t.candidates, direct.candidates)
+    pairs = subset_target(skip_above(train, log), train, q)
+    ref = skip_above(sub, sub_log)
+    key = lambda p, w: sorted(zip(map(tuple, p.tolist()), w.tolist()))  # noqa: E731
+    assert key(pairs.pairs, pairs.pair_weights) == key(ref.pairs, ref.pair_weights)
+
+
+def test_lambdamartcv_chooses_and_refits(setup, tmp_path):
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta)
+    cv = LambdaMARTCV(folds=3, n_estimators=120, early_stopping_rounds=20, seed=1)
+    cv.fit(train, target, validation=val)
+    assert cv.cv_results_.height == len(DEFAULT_GRID)
+    best = cv.cv_results_.sort("score", descending=True).row(0, named=True)
+    assert cv.best_params_["n_estimators"] == best["n_estimators"] <= 120
+    assert cv.model_.best_iteration_ == cv.best_params_["n_estimators"]
+    assert cv.model_.num_leaves == json.loads(best["params"])["num_leaves"]
+    again = LambdaMARTCV(folds=3, n_estimators=120, early_stopping_rounds=20, seed=1)
+    np.testing.assert_array_equal(again.fit(train, target, validation=val).predict(test),
+                                  cv.predict(test))
+    assert "ips-dcg@10" in cv.summary()
+    out = cv.save(tmp_path / "m")
+    meta = json.loads((out / "selection.json").read_text())
+    assert meta["best_params"] == cv.best_params_ and LambdaMART.load(out).best_iteration_ > 0
+
+
+def test_lambdamartcv_stops_early_on_a_target_without_signal(setup):
+    """Random gains carry nothing the validation rewards: few trees are kept."""
+    train, _, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    noise = Target("noise", gains=np.random.default_rng(3).random(train.n_docs))
+    cv = LambdaMARTCV(grid=[{"num_leaves": 8, "max_depth": 3}], folds=3, n_estimators=200,
+                      early_stopping_rounds=30, seed=0).fit(train, noise, validation=val)
+    signal = LambdaMARTCV(grid=[{"num_leaves": 8, "max_depth": 3}], folds=3, n_estimators=200,
+                          early_stopping_rounds=30, seed=0).fit(train, oracle(train),
+                                                                validation=val)
+    assert cv.cv_results_["score"][0] < signal.cv_results_["score"][0]
+    assert cv.best_params_["n_estimators"] < signal.best_params_["n_estimators"]
+
+
+def test_lambdamartcv_with_labels_and_bad_arguments(setup):
+    train, _, _, _ = setup
+    cv = LambdaMARTCV(grid=[{"num_leaves": 4, "max_depth": 2}], folds=2, n_estimators=30,
+                      early_stopping_rounds=10).fit(train)
+    assert cv.metric_ == "ndcg@10"
+    with pytest.raises(InputError, match="folds"):
+        LambdaMARTCV(folds=1).fit(train)
+    with pytest.raises(InputError, match="may not set"):
+        LambdaMARTCV(grid=[{"n_estimators": 5}]).fit(train)
+    with pytest.raises(InputError, match="ClickValidation"):
+        LambdaMARTCV(folds=2).fit(train.with_labels(None), oracle(train))
+
+
+def test_cli_defaults_agree_with_the_library():
+    from clickrank.cli.train import FIXED, SELECTION
+
+    cv = LambdaMARTCV()
+    assert {k: getattr(cv, k) for k in ("folds", "n_estimators", "learning_rate",
+                                        "early_stopping_rounds")} == {
+        k: v for k, v in SELECTION.items() if k != "grid"}
+    assert tuple(SELECTION["grid"]) == tuple(DEFAULT_GRID)
+    lm = LambdaMART()
+    assert (lm.num_leaves, lm.max_depth) == (FIXED["num_leaves"], FIXED["max_depth"])
+    from clickrank.experiment import load_config
+
+    cfg = load_config(None)["lambdamart"]
+    assert cfg["folds"] == cv.folds and cfg["n_estimators"] == cv.n_estimators
+    assert [dict(g) for g in cfg["grid"]] == [dict(g) for g in DEFAULT_GRID]
+    assert (cfg["num_leaves"], cfg["max_depth"]) == (lm.num_leaves, lm.max_depth)
