@@ -18,8 +18,8 @@ import numpy as np
 import polars as pl
 
 from ._io import atomic_write, check_output
+from ._segments import gather, segment_ids
 from ._segments import lengths as _lengths
-from ._segments import segment_ids
 from ._validation import DataFormatError, InputError, check_qptr
 
 __all__ = [
@@ -143,10 +143,7 @@ class RankingData:
             raise InputError(
                 f"query indices must lie in [0, {self.n_queries}), got {q.min()}..{q.max()}"
             )
-        lens = self.lengths[q]
-        qptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        starts = np.repeat(self.qptr[:-1][q], lens)
-        rows = starts + (np.arange(int(qptr[-1]), dtype=np.int64) - np.repeat(qptr[:-1], lens))
+        rows, qptr = gather(self.qptr, q)
         return RankingData(
             self.X[rows],
             None if self.y is None else self.y[rows],
