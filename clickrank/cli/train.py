@@ -25,7 +25,8 @@ from ._root import cli
 )
 @click.option(
     "--target",
-    type=click.Choice(["naive", "ips", "skip-above", "pairs", "oracle"]),
+    type=click.Choice(["naive", "ips", "skip-above", "pairs", "oracle", "unbiased-lambdamart",
+                       "prs-pairs", "ips-pairs"]),
     default="ips",
     help="Training target built from the log (oracle: true labels; pairs: click preferences "
     "by --strategy).",
@@ -104,8 +105,9 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, l
         raise click.UsageError(f"--target {target} needs --log")
     if target == "oracle" and log_path is not None:
         raise click.UsageError("--target oracle uses the labels of --data; drop --log")
-    if (target == "ips" or ips_weighted) and theta_path is None:
-        raise click.UsageError("--propensities is required by --target ips and --ips-weighted")
+    if (target in ("ips", "prs-pairs", "ips-pairs") or ips_weighted) and theta_path is None:
+        raise click.UsageError(f"--propensities is required by --target {target} and "
+                               "--ips-weighted")
     if early_stopping is not None and valid_path is None:
         raise click.UsageError("--early-stopping needs --valid")
     if truncation < 0:
@@ -133,6 +135,11 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, trees, l
         tgt = T.naive(data, log, kind=naive_kind, candidates=candidates)
     elif target == "ips":
         tgt = T.ips(data, log, theta, clip=clip, candidates=candidates)
+    elif target == "unbiased-lambdamart":
+        tgt = T.unbiased_lambdamart(data, log)
+    elif target in ("prs-pairs", "ips-pairs"):
+        build = T.propensity_ratio_pairs if target == "prs-pairs" else T.ips_rank_pairs
+        tgt = build(data, log, theta, clip=clip, candidates=candidates)
     else:
         strategy = "skip-above" if target == "skip-above" else strategy
         tgt = T.click_preferences(data, log, strategy=strategy, ips_weighted=ips_weighted,

@@ -7,7 +7,7 @@ from typing import Any
 from .._io import atomic_write_json, clear_owned
 from .._validation import ClickRankError
 from ._files import _clean, _folder
-from ._schema import PRODUCTION
+from ._schema import NEEDS_THETA, PRODUCTION
 
 
 class _RankerStages:
@@ -32,6 +32,11 @@ class _RankerStages:
             tgt = T.ips(train, log, theta, clip=t.get("clip"), candidates=t["candidates"])
             return T.Target(name, gains=tgt.gains, candidates=tgt.candidates,
                             metadata=tgt.metadata)
+        if name == "unbiased-lambdamart":
+            return T.unbiased_lambdamart(train, log)
+        if name in ("prs-pairs", "ips-pairs"):
+            build = T.propensity_ratio_pairs if name == "prs-pairs" else T.ips_rank_pairs
+            return build(train, log, theta_est, clip=t.get("clip"), candidates=t["candidates"])
         if name.startswith("pairs:"):
             tgt = T.click_preferences(train, log, strategy=name[len("pairs:"):],
                                       candidates=t["candidates"])
@@ -178,14 +183,14 @@ class _RankerStages:
             for n in sizes:
                 log = self.log().filter(pl.col("session") < n)
                 est = None
-                if {"ips", "skip-above-ips"} & set(methods):
+                if set(NEEDS_THETA) & set(methods):
                     try:
                         est = self._estimate(self.prop["use"], log)
                     except ClickRankError as err:
                         notes.append(f"{n:,} sessions: propensities not estimated ({err})")
                 fitted = {}
                 for m in methods:
-                    if m in ("ips", "skip-above-ips") and est is None:
+                    if m in NEEDS_THETA and est is None:
                         continue
                     try:
                         tgt = self._target(m, log, est)
