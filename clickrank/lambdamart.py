@@ -234,6 +234,13 @@ class LambdaMART:
     # -- fitting ---------------------------------------------------------------
 
     def _objective(self, qptr: np.ndarray, gains, pairs, pair_weights):
+        """LightGBM's callable objective for the target kind (what :func:`_restrict` returns).
+
+        Gains: :func:`~clickrank.lambdas.lambdas`; pairs:
+        :func:`~clickrank.lambdas.pair_lambdas`; session lists (in the ``pairs``
+        slot): :meth:`_session_objective`. Sets ``position_bias_`` (None unless
+        session lists).
+        """
         trunc = None if self.truncation_level is None else int(self.truncation_level)
         sigma = float(self.sigma)
         norm = bool(self.normalize)

@@ -131,7 +131,8 @@ class Target:
     Attributes
     ----------
     name : str
-        ``"oracle"``, ``"naive"``, ``"ips"``, ``"skip-above"`` or a custom name.
+        ``"oracle"``, ``"naive"``, ``"ips"``, ``"skip-above"``,
+        ``"unbiased-lambdamart"``, ``"prs-pairs"``, ``"ips-pairs"`` or a custom name.
     gains : numpy.ndarray or None
         float64 ``[n_docs]`` non-negative per-document gains (listwise
         targets); None for pairwise targets.
