@@ -288,17 +288,18 @@ class LambdaMART:
             raise InputError("the unbiased-lambdamart target needs weighting='ndcg' "
                              "(its pairs are LambdaRank-weighted)")
         k = sessions.n_positions
-        self.position_bias_ = {"t_plus": np.ones(k), "t_minus": np.ones(k)}
+        t_plus, t_minus = np.ones(k), np.ones(k)
+        self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}
 
         def fobj(preds, _dataset):
-            bias = self.position_bias_
+            nonlocal t_plus, t_minus
             lam = session_lambdas(
                 preds, sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
-                sessions.counts, t_plus=bias["t_plus"], t_minus=bias["t_minus"], sigma=sigma,
-                truncation=trunc, normalize=norm, cost=sessions.cost,
+                sessions.counts, t_plus=t_plus, t_minus=t_minus, sigma=sigma, truncation=trunc,
+                normalize=norm, cost=sessions.cost,
             )  # fmt: skip
             t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)
-            self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}
+            self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}  # the latest estimate
             return -lam.forces, lam.weights
 
         return fobj
