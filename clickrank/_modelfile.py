@@ -39,9 +39,9 @@ FORMAT = "clickrank-lambdamart"
 FORMAT_VERSION = 2
 #: Keys of ``meta.json``: required ones, and those only format version 2 requires.
 META_KEYS = {"format", "format_version", "params", "n_features_in", "best_iteration", "target",
-             "n_train_docs", "n_train_queries", "evals_result"}
+             "n_train_docs", "n_train_queries", "evals_result", "position_bias"}
 META_KEYS_V2 = {"model_sha256", "model_bytes"}
-_OPTIONAL = {"evals_result"}
+_OPTIONAL = {"evals_result", "position_bias"}
 MAX_LEAVES = 131072  # LightGBM's upper bound of num_leaves
 
 
@@ -93,6 +93,7 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
         raise DataFormatError("must be a string", path=path, column="target")
     if not isinstance(meta.get("evals_result", {}), dict):
         raise DataFormatError("must be an object", path=path, column="evals_result")
+    _check_bias(meta.get("position_bias"), path)
     if version == FORMAT_VERSION:
         _int(meta, "model_bytes", path, 1)
         sha = meta["model_sha256"]
@@ -101,6 +102,21 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
             raise DataFormatError("must be a SHA-256 hex digest", path=path,
                                   column="model_sha256")
     return meta
+
+
+def _check_bias(bias: Any, path: Path) -> None:
+    """``position_bias``: null, or equally long lists ``t_plus``, ``t_minus`` of numbers >= 0."""
+    if bias is None:
+        return
+    ok = (isinstance(bias, dict) and set(bias) == {"t_plus", "t_minus"}
+          and all(isinstance(v, list) and v for v in bias.values())
+          and len(bias["t_plus"]) == len(bias["t_minus"])
+          and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                  and np.isfinite(x) and x >= 0 for v in bias.values() for x in v))
+    if not ok:
+        raise DataFormatError('must be null or {"t_plus": [...], "t_minus": [...]}, two '
+                              "equally long lists of finite numbers >= 0", path=path,
+                              column="position_bias")
 
 
 def read_model_text(path: Path, meta: dict[str, Any], meta_path: Path) -> str:

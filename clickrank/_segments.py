@@ -18,6 +18,7 @@ __all__ = [
     "to_padded",
     "within_index",
     "is_dense",
+    "gather",
 ]
 
 
@@ -35,6 +36,19 @@ def within_index(qptr: np.ndarray) -> np.ndarray:
     """0-based index of every row inside its query, int64 ``[n_rows]``."""
     n = int(qptr[-1])
     return np.arange(n, dtype=np.int64) - np.repeat(qptr[:-1], np.diff(qptr))
+
+
+def gather(qptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the given queries, in the given order: ``(rows, new_qptr)``.
+
+    ``rows[new_qptr[i]:new_qptr[i + 1]]`` are the rows of query ``queries[i]``;
+    one index array, no loop over queries.
+    """
+    q = np.asarray(queries, dtype=np.int64).reshape(-1)
+    lens = np.diff(qptr)[q]
+    new_qptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    starts = np.repeat(np.asarray(qptr, dtype=np.int64)[:-1][q], lens)
+    return starts + within_index(new_qptr), new_qptr
 
 
 def rank_order(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:

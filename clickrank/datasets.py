@@ -18,8 +18,8 @@ import numpy as np
 import polars as pl
 
 from ._io import atomic_write, check_output
+from ._segments import gather, segment_ids
 from ._segments import lengths as _lengths
-from ._segments import segment_ids
 from ._validation import DataFormatError, InputError, check_qptr
 
 __all__ = [
@@ -157,10 +157,7 @@ class RankingData:
             raise InputError(
                 f"query indices must lie in [0, {self.n_queries}), got {q.min()}..{q.max()}"
             )
-        lens = self.lengths[q]
-        ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        starts = np.repeat(self.qptr[:-1][q], lens)
-        return starts + (np.arange(int(ptr[-1]), dtype=np.int64) - np.repeat(ptr[:-1], lens))
+        return gather(self.qptr, q)[0]
 
     def subsample(self, n_or_fraction: float, *, seed: int | None = None) -> RankingData:
         """A random subset of queries: a count (int >= 1) or a fraction in (0, 1)."""

@@ -25,8 +25,8 @@ from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
 from .datasets import RankingData
-from .lambdas import lambdas, pair_lambdas
-from .targets import Target, oracle
+from .lambdas import lambdas, pair_lambdas, position_bias_update, session_lambdas
+from .targets import SessionLists, Target, oracle
 
 __all__ = ["LambdaMART"]
 
@@ -37,11 +37,17 @@ def _restrict(
     np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
     np.ndarray | None,
 ]:
-    """Rows of the candidate set: (X, qptr, gains, pairs, pair_weights, kept rows, doc weights)."""
+    """Rows of the candidate set: (X, qptr, gains, pairs, pair_weights, kept rows, doc weights).
+
+    For a session-list target (:class:`~clickrank.targets.SessionLists`, e.g.
+    Unbiased LambdaMART) the sessions, renumbered to the kept rows, take the
+    place of ``pairs`` (``pair_weights`` is None); :meth:`LambdaMART._objective`
+    dispatches on that.
+    """
     X = data.X
     qptr = data.qptr
     gains = target.gains
-    pairs = target.pairs
+    pairs = target.pairs if target.sessions is None else target.sessions
     dw = target.doc_weights
     if target.candidates is None:
         return X, qptr, gains, pairs, target.pair_weights, None, dw
@@ -52,9 +58,11 @@ def _restrict(
     new_gains = None if gains is None else gains[keep]
     new_pairs = None
     pw = target.pair_weights
-    if pairs is not None:
-        remap = np.full(data.n_docs, -1, dtype=np.int64)
-        remap[rows] = np.arange(len(rows))
+    remap = np.full(data.n_docs, -1, dtype=np.int64)
+    remap[rows] = np.arange(len(rows))
+    if target.sessions is not None:
+        new_pairs = target.sessions.remap(remap)
+    elif pairs is not None:
         new_pairs = remap[pairs]
         ok = np.all(new_pairs >= 0, axis=1)
         new_pairs, pw = new_pairs[ok], pw[ok]
@@ -119,6 +127,10 @@ class LambdaMART:
     evals_result_ : dict
         Validation NDCG per round (when ``valid`` was given).
     target_name_ : str
+    position_bias_ : dict or None
+        For the ``unbiased-lambdamart`` target, the position biases learned
+        with the trees: ``{"t_plus": [K], "t_minus": [K]}`` (relative to
+        position 1; the estimate after the last round), else None.
 
     Examples
     --------
@@ -228,6 +240,13 @@ class LambdaMART:
     # -- fitting ---------------------------------------------------------------
 
     def _objective(self, qptr: np.ndarray, gains, pairs, pair_weights, doc_weights=None):
+        """LightGBM's callable objective for the target kind (what :func:`_restrict` returns).
+
+        Gains: :func:`~clickrank.lambdas.lambdas` (with ``doc_weights``); pairs:
+        :func:`~clickrank.lambdas.pair_lambdas`; session lists (in the ``pairs``
+        slot): :meth:`_session_objective`. Sets ``position_bias_`` (None unless
+        session lists).
+        """
         trunc = None if self.truncation_level is None else int(self.truncation_level)
         sigma = float(self.sigma)
         norm = bool(self.normalize)
@@ -248,6 +267,8 @@ class LambdaMART:
                 )
                 return -lam.forces, lam.weights
 
+        elif isinstance(pairs, SessionLists):
+            return self._session_objective(pairs)
         else:
 
             def fobj(preds, _dataset):
@@ -256,6 +277,37 @@ class LambdaMART:
                     weighting=weighting, truncation=trunc, normalize=norm,
                 )  # fmt: skip
                 return -lam.forces, lam.weights
+
+        self.position_bias_ = None
+        return fobj
+
+    def _session_objective(self, sessions: SessionLists):
+        """Unbiased LambdaMART's objective: gradients with the biases of the previous round.
+
+        The state (:math:`t^+`, :math:`t^-`, ones at first) lives in the
+        closure; after every round the biases are recomputed from that
+        round's costs (:func:`~clickrank.lambdas.position_bias_update`) and
+        the latest are ``self.position_bias_`` (XGBoost's ``lambdarank_unbiased``).
+        """
+        trunc = None if self.truncation_level is None else int(self.truncation_level)
+        sigma, norm = float(self.sigma), bool(self.normalize)
+        if self.weighting != "ndcg":
+            raise InputError("the unbiased-lambdamart target needs weighting='ndcg' "
+                             "(its pairs are LambdaRank-weighted)")
+        k = sessions.n_positions
+        t_plus, t_minus = np.ones(k), np.ones(k)
+        self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}
+
+        def fobj(preds, _dataset):
+            nonlocal t_plus, t_minus
+            lam = session_lambdas(
+                preds, sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
+                sessions.counts, t_plus=t_plus, t_minus=t_minus, sigma=sigma, truncation=trunc,
+                normalize=norm, cost=sessions.cost,
+            )  # fmt: skip
+            t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)
+            self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}  # the latest estimate
+            return -lam.forces, lam.weights
 
         return fobj
 
@@ -413,6 +465,11 @@ class LambdaMART:
                 lines.append(
                     f"  valid {name}: {values[best]:.4f} at tree {best + 1} (last {values[-1]:.4f})"
                 )
+        bias = getattr(self, "position_bias_", None)
+        if bias is not None:
+            for side in ("t_plus", "t_minus"):
+                values = ", ".join(f"{v:.3f}" for v in bias[side])
+                lines.append(f"  position bias {side} (positions 1..{len(bias[side])}): {values}")
         imp = self.feature_importances_
         if imp.sum() > 0:
             top = np.argsort(-imp)[:5]
@@ -448,6 +505,7 @@ class LambdaMART:
             "n_train_docs": self.n_train_docs_,
             "n_train_queries": self.n_train_queries_,
             "evals_result": self.evals_result_,
+            "position_bias": _bias_json(getattr(self, "position_bias_", None)),
             "model_bytes": len(text),
             "model_sha256": _modelfile.digest(text),
         }
@@ -490,6 +548,9 @@ class LambdaMART:
         model.n_train_docs_ = int(meta["n_train_docs"])
         model.n_train_queries_ = int(meta["n_train_queries"])
         model.evals_result_ = meta.get("evals_result", {})
+        bias = meta.get("position_bias")
+        model.position_bias_ = (None if bias is None else
+                                {k: np.asarray(v, dtype=np.float64) for k, v in bias.items()})
         model.source_ = str(folder)
         return model
 
@@ -497,6 +558,10 @@ class LambdaMART:
         changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
         args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
         return f"LambdaMART({args})"
+
+
+def _bias_json(bias: dict[str, np.ndarray] | None) -> dict[str, list[float]] | None:
+    return None if bias is None else {k: [float(x) for x in v] for k, v in bias.items()}
 
 
 _DEFAULTS = {

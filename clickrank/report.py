@@ -25,7 +25,9 @@ __all__ = ["write_report", "render_report", "reading"]
 
 _NAMES = {"ips": "IPS", "ips-true": "IPS with the true θ", "naive": "naive",
           "skip-above": "skip-above", "skip-above-ips": "IPS-weighted skip-above",
-          "oracle": "oracle", "production": "the logging (production) ranker"}
+          "oracle": "oracle", "production": "the logging (production) ranker",
+          "unbiased-lambdamart": "Unbiased LambdaMART", "prs-pairs": "propensity-ratio pairs",
+          "ips-pairs": "IPS-weighted rank pairs"}
 _DETERMINISTIC = ("production", "oracle")
 
 

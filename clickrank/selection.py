@@ -38,7 +38,7 @@ from .datasets import RankingData
 from .lambdamart import LambdaMART
 from .targets import Target
 
-__all__ = ["ClickValidation", "LambdaMARTCV", "DEFAULT_GRID", "subset_target"]
+__all__ = ["ClickValidation", "LambdaMARTCV", "DEFAULT_GRID"]
 
 #: Tree shapes tried by :class:`LambdaMARTCV` (smallest first: ties go to the smaller).
 #: Chosen from measurements on MQ2008 and synthetic long lists (docs/lambdamart.md):
@@ -146,25 +146,6 @@ class ClickValidation:
             self.data.subset(queries), self.gains[self.data.rows_of(queries)],
             self.n_sessions, self.estimator,
         )  # fmt: skip
-
-
-def subset_target(target: Target, data: RankingData, queries: np.ndarray) -> Target:
-    """``target`` restricted to ``queries`` of ``data``, aligned to ``data.subset(queries)``."""
-    rows = data.rows_of(queries)
-
-    def pick(a: np.ndarray | None) -> np.ndarray | None:
-        return None if a is None else a[rows]
-
-    pairs, pw = target.pairs, target.pair_weights
-    if pairs is not None:
-        remap = np.full(data.n_docs, -1, dtype=np.int64)
-        remap[rows] = np.arange(rows.size)
-        p = remap[pairs]
-        ok = np.all(p >= 0, axis=1)
-        pairs, pw = p[ok], pw[ok]
-    return Target(target.name, gains=pick(target.gains), candidates=pick(target.candidates),
-                  pairs=pairs, pair_weights=pw, doc_weights=pick(target.doc_weights),
-                  metadata=target.metadata)  # fmt: skip
 
 
 def _curve(model: LambdaMART, n: int) -> np.ndarray:
@@ -313,7 +294,7 @@ class LambdaMARTCV:
             for f in range(k):  # a handful of model fits
                 train_q, held_q = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
                 sub = data.subset(train_q)
-                tgt = None if target is None else subset_target(target, data, train_q)
+                tgt = None if target is None else target.subset(data, train_q)
                 val = data.subset(held_q) if validation is None else validation.subset(held_q)
                 model = self._model(
                     entry, early_stopping_rounds=int(self.early_stopping_rounds)

@@ -118,6 +118,10 @@ CASES = [
      "theta at position 2 is 1.5 > 1", 1),
     ("train ips without propensities", "train --data {ws}/data.txt --log {ws}/log.parquet "
      "--target ips --out {ws}/m", "--propensities is required", 2),
+    ("train prs-pairs without propensities", "train --data {ws}/data.txt --log "
+     "{ws}/log.parquet --target prs-pairs --out {ws}/m", "--propensities is required", 2),
+    ("fit-clicks unknown model", "fit-clicks {ws}/log.parquet --models foo",
+     "unknown model(s) foo", 1),
     ("train truncation -1", "train --data {ws}/data.txt --target oracle --truncation -1 "
      "--out {ws}/m", "--truncation must be >= 0", 1),
     ("train out is a file", "train --data {ws}/data.txt --target oracle --out {ws}/a_file",

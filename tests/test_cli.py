@@ -75,6 +75,29 @@ def test_simulate_train_evaluate_with_fairpairs_preferences(runner, tmp_path):
     assert "ndcg@10" in res.output
 
 
+@pytest.mark.parametrize("target", ["unbiased-lambdamart", "prs-pairs", "ips-pairs"])
+def test_train_with_the_debiased_pairwise_targets(runner, tmp_path, target):
+    data = cr.synthetic(40, 12, seed=1)
+    path = cr.save_letor(data, tmp_path / "train.txt")
+    log = tmp_path / "log.parquet"
+    cr.simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=3000, top_k=6,
+                seed=2, out=log)
+    theta = tmp_path / "theta.json"
+    theta.write_text(json.dumps({"theta": [1 / k for k in range(1, 7)]}))
+    extra = [] if target == "unbiased-lambdamart" else ["--propensities", str(theta)]
+    model = tmp_path / "model"
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
+                              target, "--trees", "5", "--leaves", "4", "--out", str(model),
+                              *extra])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((model / "meta.json").read_text())
+    assert meta["target"] == target
+    assert (meta["position_bias"] is not None) == (target == "unbiased-lambdamart")
+    if target == "unbiased-lambdamart":
+        assert len(meta["position_bias"]["t_plus"]) == 6
+        assert "position bias t_plus" in res.output
+
+
 def test_demo_prints_the_worked_example(runner):
     res = runner.invoke(cli, ["demo"])
     assert res.exit_code == 0, res.output

@@ -499,3 +499,22 @@ def test_preference_strategy_targets_are_trained_and_saved_under_a_safe_folder(t
     assert res.results["interleaving"][0]["a"] == "pairs:fairpairs"
     again = run_experiment(cfg, tmp_path / "pairs", progress=False)  # loads the saved models
     assert _without_timings(again.results) == _without_timings(res.results)
+
+
+def test_the_debiased_pairwise_targets_run_with_the_learning_curve(tmp_path):
+    cfg = _with(targets={"names": ["unbiased-lambdamart", "prs-pairs", "ips-pairs"],
+                         "clip": 0.02},
+                evaluation={"compare": [["unbiased-lambdamart", "prs-pairs"]]},
+                interleaving={"pairs": [], "ab": False},
+                learning_curve={"sessions": [2000], "targets": ["unbiased-lambdamart"]})
+    res = run_experiment(cfg, tmp_path / "debiased", progress=False)
+    models = res.results["models"]
+    assert models["unbiased-lambdamart"]["kind"] == "sessions"
+    assert models["prs-pairs"]["kind"] == models["ips-pairs"]["kind"] == "pairs"
+    assert models["prs-pairs"]["metadata"]["clip"] == 0.02
+    meta = json.loads((tmp_path / "debiased" / "models" / "unbiased-lambdamart" /
+                       "meta.json").read_text())
+    assert len(meta["position_bias"]["t_plus"]) == 10
+    curve = res.results["learning_curve"]
+    assert any(r["method"] == "unbiased-lambdamart" and r["sessions"] == 2000
+               for r in curve["rows"]), curve

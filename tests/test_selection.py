@@ -14,7 +14,7 @@ from clickrank.datasets import split_queries, synthetic
 from clickrank.evaluation import counterfactual
 from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy, production_ranker
-from clickrank.selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV, subset_target
+from clickrank.selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import Target, click_stats, ips, oracle, skip_above
 
@@ -65,11 +65,11 @@ def test_subset_target_matches_a_target_built_on_the_subset(setup):
     q = np.array([5, 0, 17, 3])
     sub = train.subset(q)
     sub_log = log.filter(pl.col("query").is_in(sub.qid.tolist()))
-    t = subset_target(ips(train, log, theta, clip=None, candidates="shown"), train, q)
+    t = ips(train, log, theta, clip=None, candidates="shown").subset(train, q)
     direct = ips(sub, sub_log, theta, clip=None, candidates="shown")
     np.testing.assert_allclose(t.gains, direct.gains)
     np.testing.assert_array_equal(t.candidates, direct.candidates)
-    pairs = subset_target(skip_above(train, log), train, q)
+    pairs = skip_above(train, log).subset(train, q)
     ref = skip_above(sub, sub_log)
     key = lambda p, w: sorted(zip(map(tuple, p.tolist()), w.tolist()))  # noqa: E731
     assert key(pairs.pairs, pairs.pair_weights) == key(ref.pairs, ref.pair_weights)

@@ -32,11 +32,13 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 )
 @click.option(
     "--target",
-    type=click.Choice(["ips", "dr", "naive", "skip-above", "pairs", "oracle"]),
+    type=click.Choice(["ips", "dr", "naive", "unbiased-lambdamart", "ips-pairs", "prs-pairs",
+                       "skip-above", "pairs", "oracle"]),
     default="ips",
     show_default=True,
-    help="Training target built from the log (dr: doubly robust gains; oracle: true labels; "
-    "pairs: click preferences by --strategy).",
+    help="Training target built from the log (dr: doubly robust gains; unbiased-lambdamart, "
+    "ips-pairs, prs-pairs: debiased pairwise; oracle: true labels; pairs: click preferences "
+    "by --strategy).",
 )
 @click.option(
     "--propensities",
@@ -148,9 +150,9 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         raise click.UsageError(f"--target {target} needs --log")
     if target == "oracle" and log_path is not None:
         raise click.UsageError("--target oracle uses the labels of --data; drop --log")
-    if (target in ("ips", "dr") or ips_weighted) and theta_path is None:
-        raise click.UsageError("--propensities is required by --target ips and dr and by "
-                               "--ips-weighted")  # fmt: skip
+    if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
+        raise click.UsageError(f"--propensities is required by --target {target}"
+                               + (" with --ips-weighted" if ips_weighted else ""))
     if validation in ("ips", "dr") and theta_path is None:
         raise click.UsageError(f"--validation {validation} needs --propensities")
     if truncation < 0:

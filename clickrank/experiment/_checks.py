@@ -18,6 +18,7 @@ from ._schema import (
     _FRACTIONS,
     _POLICIES,
     _PROPENSITY_DESIGN,
+    NEEDS_THETA,
     PRODUCTION,
     SCHEMA,
     TARGETS,
@@ -239,7 +240,7 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
                    f"{', '.join(TARGETS)}, or pairs:<strategy>){hint}")
     if len(set(t["names"])) != len(t["names"]):
         c.fail("targets", "names", f"has duplicates: {t['names']}")
-    if {"ips", "dr", "skip-above-ips"} & set(t["names"]) and not p["methods"]:
+    if set(NEEDS_THETA) & set(t["names"]) and not p["methods"]:
         c.fail("propensity", "methods", "is empty, but the ips targets need an estimate")
     from ..targets import CANDIDATE_SETS, NORMALIZATIONS
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .._io import atomic_write_json, clear_owned
 from .._validation import ClickRankError
 from ._files import _clean, _folder
-from ._schema import PRODUCTION
+from ._schema import NEEDS_THETA, PRODUCTION
 
 
 class _RankerStages:
@@ -28,9 +29,7 @@ class _RankerStages:
                             theta, candidates=t["candidates"], clip=clip,
                             normalize=t["normalize"], naive_kind=t["naive_kind"],
                             seed=self.cfg.seed("lambdamart"))  # fmt: skip
-        return T.Target(name, gains=tgt.gains, candidates=tgt.candidates, pairs=tgt.pairs,
-                        pair_weights=tgt.pair_weights, doc_weights=tgt.doc_weights,
-                        metadata=tgt.metadata)  # fmt: skip
+        return replace(tgt, name=name)
 
     def _eval_at(self) -> int:
         """Cut-off of LambdaMART's validation NDCG: that of the headline metric (default 10)."""
@@ -203,7 +202,7 @@ class _RankerStages:
                         notes.append(f"{n:,} sessions: propensities not estimated ({err})")
                 fitted = {}
                 for m in methods:
-                    if m in ("ips", "dr", "skip-above-ips") and est is None:
+                    if m in NEEDS_THETA and est is None:
                         continue
                     try:
                         tgt = self._target(m, log, est)

@@ -60,7 +60,10 @@ SCHEMA: dict[str, dict[str, str]] = {
 #: Training targets a run can fit (clickrank.targets builders); besides these,
 #: ``"pairs:<strategy>"`` fits the preferences of ``clickrank.targets.click_preferences``
 #: (e.g. ``"pairs:fairpairs"``, ``"pairs:skip-above+skip-next"``).
-TARGETS = ("naive", "ips", "ips-true", "dr", "skip-above", "skip-above-ips", "oracle")
+TARGETS = ("naive", "ips", "ips-true", "dr", "skip-above", "skip-above-ips", "oracle",
+           "unbiased-lambdamart", "prs-pairs", "ips-pairs")
+#: Targets built with the estimated propensities.
+NEEDS_THETA = ("ips", "dr", "skip-above-ips", "prs-pairs", "ips-pairs")
 _FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction")
 #: The logging ranker, evaluated next to the trained ones.
 PRODUCTION = "production"

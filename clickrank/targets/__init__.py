@@ -10,7 +10,13 @@ A :class:`Target` turns a click log (DESIGN §2 schema) into what
   model's relevance), or
 * weighted **preference pairs** (pairwise RankNet targets): click
   preferences by the strategies of Joachims et al. (2005, 2007) and FairPairs
-  (Radlinski & Joachims 2006), :func:`click_preferences`,
+  (Radlinski & Joachims 2006), :func:`click_preferences`; the debiased pairs
+  of :mod:`._pairwise`: propensity-ratio pairs (Wang et al. 2021,
+  :func:`propensity_ratio_pairs`) and the propensity-weighted rank loss
+  (Joachims et al. 2017, :func:`ips_rank_pairs`), or
+* **session lists** (:class:`SessionLists`) for losses whose pair weights are
+  learned during training: Unbiased LambdaMART (Hu et al. 2019,
+  :func:`unbiased_lambdamart`),
 
 plus a **candidate mask**: the documents that take part in each query's list.
 For click-based targets the default candidate set is the documents *shown at
@@ -38,6 +44,7 @@ from ._gains import (
     never_shown_weight,
     oracle,
 )
+from ._pairwise import ips_rank_pairs, propensity_ratio_pairs, unbiased_lambdamart
 from ._preferences import (
     STRATEGIES,
     click_preferences,
@@ -47,11 +54,12 @@ from ._preferences import (
     skip_above,
 )
 from ._stats import ClickStats, auto_clip, click_stats
-from ._target import Target
+from ._target import SessionLists, Target
 from ._theta import as_theta, read_theta
 
 __all__ = [
     "Target",
+    "SessionLists",
     "oracle",
     "naive",
     "ips",
@@ -76,6 +84,9 @@ __all__ = [
     "skip_above",
     "fair_pairs",
     "label_agreement",
+    "unbiased_lambdamart",
+    "propensity_ratio_pairs",
+    "ips_rank_pairs",
     "parse_strategy",
     "STRATEGIES",
     "as_theta",

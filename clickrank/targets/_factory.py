@@ -14,19 +14,21 @@ from .._validation import InputError
 from ..datasets import RankingData
 from ._direct import dr
 from ._gains import ips, naive, oracle
+from ._pairwise import ips_rank_pairs, propensity_ratio_pairs, unbiased_lambdamart
 from ._preferences import click_preferences, parse_strategy
-from ._stats import ClickStats, click_stats
+from ._stats import ClickStats, auto_clip, click_stats
 from ._target import Target
 
 __all__ = ["TARGET_NAMES", "make_target", "needs_propensities"]
 
 #: Target names (plus ``"pairs:<strategy>"`` for any click-preference strategy).
-TARGET_NAMES = ("naive", "ips", "dr", "skip-above", "skip-above-ips", "oracle")
+TARGET_NAMES = ("naive", "ips", "dr", "unbiased-lambdamart", "ips-pairs", "prs-pairs",
+                "skip-above", "skip-above-ips", "oracle")
 
 
 def needs_propensities(name: str) -> bool:
     """Whether target ``name`` reads propensities."""
-    return name in ("ips", "dr", "skip-above-ips")
+    return name in ("ips", "dr", "ips-pairs", "prs-pairs", "skip-above-ips")
 
 
 def make_target(
@@ -46,6 +48,9 @@ def make_target(
 
     Names: ``"naive"`` (:func:`~clickrank.targets.naive`), ``"ips"``
     (:func:`~clickrank.targets.ips`), ``"dr"`` (:func:`~clickrank.targets.dr`),
+    ``"unbiased-lambdamart"`` (:func:`~clickrank.targets.unbiased_lambdamart`),
+    ``"ips-pairs"`` (:func:`~clickrank.targets.ips_rank_pairs`), ``"prs-pairs"``
+    (:func:`~clickrank.targets.propensity_ratio_pairs`),
     ``"skip-above"`` and ``"skip-above-ips"`` (:func:`~clickrank.targets.skip_above`
     unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
     (:func:`~clickrank.targets.click_preferences`), ``"oracle"`` (the labels).
@@ -69,6 +74,14 @@ def make_target(
         return dr(data, None, None, clip=clip, seed=seed, stats=stats,
                   candidates="shown" if candidates == "shown" else "all")  # fmt: skip
     pair_candidates = "shown" if candidates in ("auto", "hybrid") else candidates
+    if name == "unbiased-lambdamart":
+        return unbiased_lambdamart(data, log)
+    if name in ("ips-pairs", "prs-pairs"):
+        build = ips_rank_pairs if name == "ips-pairs" else propensity_ratio_pairs
+        if clip == "auto":
+            lf = log.lazy() if isinstance(log, pl.DataFrame) else log
+            clip = auto_clip(int(lf.select(pl.col("session").n_unique()).collect().item()))
+        return build(data, log, propensities, clip=clip, candidates=pair_candidates)
     if name in ("skip-above", "skip-above-ips"):
         w = name == "skip-above-ips"
         return click_preferences(data, log, strategy="skip-above", ips_weighted=w,

@@ -8,6 +8,7 @@ and :func:`fair_pairs` are its two most used settings and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -73,8 +74,14 @@ def parse_strategy(strategy: str) -> tuple[str, ...]:
 
 
 def _rule_expr(rule: str) -> pl.Expr:
-    """Filter on a (clicked ``win``, unclicked ``lose``) pair of one session."""
+    """Filter on a (clicked ``win``, unclicked ``lose``) pair of one session.
+
+    Besides :data:`STRATEGIES`, the internal rule ``"all"`` keeps every pair of a
+    click and a shown non-click (the propensity-ratio pairs of :mod:`._pairwise`).
+    """
     p_win, p_lose = pl.col("p_win"), pl.col("p_lose")
+    if rule == "all":
+        return pl.lit(True)
     if rule == "skip-above":
         return p_lose < p_win
     if rule == "last-click-skip-above":
@@ -91,7 +98,7 @@ def _rule_expr(rule: str) -> pl.Expr:
 
 
 def _preference_rows(base: pl.LazyFrame, rules: tuple[str, ...]) -> pl.LazyFrame:
-    """One row per preference ``(session, query, win, p_win, lose)`` the rules derive.
+    """One row per preference ``(session, query, win, p_win, lose, p_lose)`` the rules derive.
 
     A pair derived by several rules in one session is one preference. Rules
     between neighbours only are equi-joins on the shifted position; the others
@@ -107,7 +114,7 @@ def _preference_rows(base: pl.LazyFrame, rules: tuple[str, ...]) -> pl.LazyFrame
     skipped = base.filter(~pl.col("click")).select(
         "session", "query", pl.col("doc").alias("lose"), pl.col("position").alias("p_lose")
     )
-    keep = ["session", "query", "win", "p_win", "lose"]
+    keep = ["session", "query", "win", "p_win", "lose", "p_lose"]
     if all(r in _ADJACENT for r in rules):
         frames = []
         for rule in rules:  # a loop over at most two rules
@@ -119,6 +126,51 @@ def _preference_rows(base: pl.LazyFrame, rules: tuple[str, ...]) -> pl.LazyFrame
     joined = clicked.join(skipped, on=["session", "query"], how="inner")
     keep_pair = pl.any_horizontal([_rule_expr(r) for r in rules])
     return joined.filter(keep_pair).select(keep)
+
+
+def aggregate_pairs(
+    prefs: pl.LazyFrame,
+    keys: pl.DataFrame,
+    weight: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Preference rows of :func:`_preference_rows` as weighted pairs of data rows.
+
+    The preferences are counted per (query, win, lose, p_win, p_lose) in polars;
+    ``weight(count, p_win, p_lose)`` turns the counts into weights (float64
+    counts, int64 1-based positions) and they are summed per pair of data rows
+    in numpy in a fixed order, so the weights are the same bytes whatever
+    polars' threading. Returns ``(pairs [n, 2], weights [n], counts)`` with the
+    number of preferences, distinct pairs and sessions with a preference.
+    """
+    agg, n_sess = pl.collect_all(
+        [
+            prefs.group_by(["query", "win", "lose", "p_win", "p_lose"]).agg(
+                pl.len().alias("count")
+            ),
+            prefs.select(pl.col("session").n_unique().alias("n")),
+        ]
+    )
+    for side in ("win", "lose"):  # the data row of the preferred and of the other document
+        agg = agg.join(
+            keys.rename({"doc": side, "row": f"row_{side}"}), on=["query", side], how="left"
+        )
+    agg = agg.sort("row_win", "row_lose", "p_win", "p_lose")
+    both = np.column_stack([agg["row_win"].to_numpy(), agg["row_lose"].to_numpy()])
+    w = weight(
+        agg["count"].to_numpy().astype(np.float64),
+        agg["p_win"].to_numpy().astype(np.int64),
+        agg["p_lose"].to_numpy().astype(np.int64),
+    )
+    pair_rows, inverse = np.unique(
+        both.reshape(-1, 2).astype(np.int64), axis=0, return_inverse=True
+    )
+    weights = np.bincount(inverse.ravel(), weights=w, minlength=len(pair_rows))
+    counts = {
+        "preferences": int(agg["count"].sum()) if agg.height else 0,
+        "distinct_pairs": len(pair_rows),
+        "sessions_with_preferences": int(n_sess.item()),
+    }
+    return pair_rows.reshape(-1, 2), weights, counts
 
 
 def click_preferences(
@@ -266,36 +318,19 @@ def click_preferences(
             )
         metadata["fairpairs_sessions"] = int(n_fair)
     prefs = _preference_rows(base, rules)
-    # integer counts per (pair, click position); 1/theta weights summed in numpy in a
-    # fixed order, so the weights are the same bytes whatever polars' threading
-    agg, n_sess = pl.collect_all(
-        [
-            prefs.group_by(["query", "win", "lose", "p_win"]).agg(pl.len().alias("count")),
-            prefs.select(pl.col("session").n_unique().alias("n")),
-        ]
-    )
-    for side in ("win", "lose"):  # the data row of the preferred and of the other document
-        agg = agg.join(
-            keys.rename({"doc": side, "row": f"row_{side}"}), on=["query", side], how="left"
-        )
-    agg = agg.sort("row_win", "row_lose", "p_win")
-    both = np.column_stack([agg["row_win"].to_numpy(), agg["row_lose"].to_numpy()])
-    count = agg["count"].to_numpy().astype(np.float64)
-    w = count if theta is None else count / theta[agg["p_win"].to_numpy() - 1]
-    pair_rows, inverse = np.unique(
-        both.reshape(-1, 2).astype(np.int64), axis=0, return_inverse=True
-    )
-    weights = np.bincount(inverse.ravel(), weights=w, minlength=len(pair_rows))
+
+    def weight(count: np.ndarray, p_win: np.ndarray, _p_lose: np.ndarray) -> np.ndarray:
+        return count if theta is None else count / theta[p_win - 1]
+
+    pair_rows, weights, counts = aggregate_pairs(prefs, keys, weight)
     metadata.update(
         impressions=int(shown["shown"].sum()),
-        preferences=int(agg["count"].sum()) if agg.height else 0,
-        distinct_pairs=len(pair_rows),
-        sessions_with_preferences=int(n_sess.item()),
+        **counts,
         ips_weighted=bool(ips_weighted),
     )
     return Target(
         "+".join(rules),
-        pairs=pair_rows.reshape(-1, 2),
+        pairs=pair_rows,
         pair_weights=weights,
         candidates=candidate_mask(data.n_docs, rows_shown, candidates),
         metadata=metadata,

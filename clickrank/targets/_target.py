@@ -1,25 +1,138 @@
-"""The :class:`Target` result type: gains or preference pairs aligned to a data set's rows."""
+"""The :class:`Target` result type: gains, preference pairs or session lists aligned to a data
+set's rows, and :class:`SessionLists`, the logged sessions of session-level pairwise targets."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from .._validation import InputError
+from .._segments import gather, segment_ids
+from .._validation import InputError, check_choice
 from ..datasets import RankingData
 
-__all__ = ["Target"]
+__all__ = ["Target", "SessionLists"]
+
+
+def _array(values: Any, dtype: Any, name: str) -> np.ndarray:
+    arr = np.ascontiguousarray(values, dtype=dtype)
+    if arr.ndim != 1:
+        raise InputError(f"{name} must be 1-d, got shape {arr.shape}")
+    return arr
+
+
+@dataclass(frozen=True, eq=False)  # array fields: identity equality
+class SessionLists:
+    r"""Distinct logged sessions as lists of data rows in logged order, with a count each.
+
+    Session ``u`` holds entries ``sptr[u]:sptr[u + 1]``: the data row shown,
+    its 1-based logged position and whether it was clicked; ``counts[u]``
+    logged sessions had exactly this list and these clicks. This is what the
+    session-level pairwise loss of Unbiased LambdaMART
+    (:func:`clickrank.targets.unbiased_lambdamart`,
+    :func:`clickrank.lambdas.session_lambdas`) reads.
+
+    Attributes
+    ----------
+    rows : numpy.ndarray
+        int64 ``[n]``: data row of every entry (rows of one query per session).
+    sptr : numpy.ndarray
+        int64 ``[n_sessions + 1]``: session offsets into the entries.
+    positions : numpy.ndarray
+        int32 ``[n]``: 1-based logged position of every entry.
+    clicks : numpy.ndarray
+        bool ``[n]``.
+    counts : numpy.ndarray
+        float64 ``[n_sessions]``: multiplicity (> 0) of every distinct session.
+    n_positions : int
+        Number of positions ``K`` whose biases :math:`t^+_k, t^-_k` are
+        estimated; pairs with an entry at a position beyond ``K`` get
+        unscaled gradients and do not update the biases.
+    bias_norm : float
+        The :math:`p` of the :math:`L_p` regularisation of the biases
+        (XGBoost's ``lambdarank_bias_norm``): :math:`t_k = (l_k/l_1)^{1/(1+p)}`.
+    cost : {"ranknet", "xgboost"}
+        Pair cost accumulated for the bias update: the paper's RankNet loss
+        :math:`\log(1 + e^{-\sigma(s_i - s_j)})` (default) or XGBoost's
+        :math:`\log(1 + e^{s_i - s_j})` (for comparison only).
+    """
+
+    rows: np.ndarray
+    sptr: np.ndarray
+    positions: np.ndarray
+    clicks: np.ndarray
+    counts: np.ndarray
+    n_positions: int
+    bias_norm: float = 1.0
+    cost: str = "ranknet"
+
+    def __post_init__(self) -> None:
+        rows = _array(self.rows, np.int64, "rows")
+        sptr = _array(self.sptr, np.int64, "sptr")
+        pos = _array(self.positions, np.int32, "positions")
+        clicks = np.asarray(self.clicks)
+        if clicks.dtype != bool or clicks.ndim != 1:
+            raise InputError("clicks must be a 1-d boolean array")
+        counts = _array(self.counts, np.float64, "counts")
+        n = rows.shape[0]
+        if sptr.size < 1 or sptr[0] != 0 or sptr[-1] != n or np.any(np.diff(sptr) < 1):
+            raise InputError(f"sptr must run from 0 to {n} (the number of entries), "
+                             "increasing (no empty session)")
+        if pos.shape[0] != n or clicks.shape[0] != n:
+            raise InputError(f"positions and clicks need one value per entry ({n})")
+        if counts.shape[0] != sptr.size - 1:
+            raise InputError(f"counts needs one value per session ({sptr.size - 1}), "
+                             f"got {counts.shape[0]}")
+        if n and (rows.min() < 0 or pos.min() < 1):
+            raise InputError("rows must be >= 0 and positions 1-based (>= 1)")
+        if not np.all(np.isfinite(counts)) or np.any(counts <= 0):
+            raise InputError("counts must be finite and > 0")
+        if isinstance(self.n_positions, bool) or int(self.n_positions) < 1:
+            raise InputError(f"n_positions must be an integer >= 1, got {self.n_positions!r}")
+        if not np.isfinite(self.bias_norm) or float(self.bias_norm) < 0:
+            raise InputError(f"bias_norm must be finite and >= 0, got {self.bias_norm!r}")
+        check_choice(self.cost, ("ranknet", "xgboost"), name="cost")
+        for name, value in (("rows", rows), ("sptr", sptr), ("positions", pos),
+                            ("counts", counts)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "n_positions", int(self.n_positions))
+        object.__setattr__(self, "bias_norm", float(self.bias_norm))
+
+    @property
+    def n_sessions(self) -> int:
+        """Number of distinct sessions."""
+        return int(self.sptr.shape[0] - 1)
+
+    @property
+    def n_logged(self) -> float:
+        """Number of logged sessions they stand for (the sum of the counts)."""
+        return float(self.counts.sum())
+
+    def remap(self, new_row: np.ndarray) -> SessionLists:
+        """Entries with rows mapped by ``new_row[old_row]``; entries mapped to -1 are dropped.
+
+        Sessions left without an entry are dropped with their counts. Used to
+        align the sessions to a subset of a data set's rows.
+        """
+        mapped = np.asarray(new_row, dtype=np.int64)[self.rows]
+        keep = mapped >= 0
+        owner = segment_ids(self.sptr)[keep]
+        per = np.bincount(owner, minlength=self.n_sessions)
+        alive = per > 0
+        sptr = np.concatenate([[0], np.cumsum(per[alive])]).astype(np.int64)
+        return replace(self, rows=mapped[keep], sptr=sptr, positions=self.positions[keep],
+                       clicks=self.clicks[keep], counts=self.counts[alive])
 
 @dataclass(frozen=True, eq=False)  # array fields: identity equality
 class Target:
-    """What LambdaMART fits: gains or preference pairs aligned to a data set's rows.
+    """What LambdaMART fits: gains, preference pairs or session lists aligned to a data set's rows.
 
     Attributes
     ----------
     name : str
-        ``"oracle"``, ``"naive"``, ``"ips"``, ``"skip-above"`` or a custom name.
+        ``"oracle"``, ``"naive"``, ``"ips"``, ``"skip-above"``,
+        ``"unbiased-lambdamart"``, ``"prs-pairs"``, ``"ips-pairs"`` or a custom name.
     gains : numpy.ndarray or None
         float64 ``[n_docs]`` non-negative per-document gains (listwise
         targets); None for pairwise targets.
@@ -35,6 +148,10 @@ class Target:
         float64 ``[n_docs]`` non-negative per-document weights of a gains
         target: a LambdaRank pair counts :math:`m_i m_j` times (never-shown
         documents as weak negatives, ``candidates="hybrid"``). None: all 1.
+    sessions : SessionLists or None
+        The logged sessions (session-level pairwise targets such as
+        :func:`~clickrank.targets.unbiased_lambdamart`, whose pairs and
+        weights change with the model during training).
     metadata : dict
         How the target was built (log size, clipping, ...), for reports.
     """
@@ -45,11 +162,16 @@ class Target:
     pairs: np.ndarray | None = None
     pair_weights: np.ndarray | None = None
     doc_weights: np.ndarray | None = None
+    sessions: SessionLists | None = None
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        if (self.gains is None) == (self.pairs is None):
-            raise InputError("a Target holds either gains or preference pairs (exactly one)")
+        held = [x is not None for x in (self.gains, self.pairs, self.sessions)]
+        if sum(held) != 1:
+            raise InputError("a Target holds gains, preference pairs or session lists "
+                             "(exactly one)")
+        if self.sessions is not None and not isinstance(self.sessions, SessionLists):
+            raise InputError(f"sessions must be a SessionLists, got {type(self.sessions).__name__}")
         if self.gains is not None:
             g = np.ascontiguousarray(self.gains, dtype=np.float64)
             if g.ndim != 1:
@@ -85,8 +207,10 @@ class Target:
 
     @property
     def kind(self) -> str:
-        """``"gains"`` (listwise) or ``"pairs"`` (pairwise)."""
-        return "gains" if self.gains is not None else "pairs"
+        """``"gains"`` (listwise), ``"pairs"`` (pairwise) or ``"sessions"`` (session lists)."""
+        if self.gains is not None:
+            return "gains"
+        return "pairs" if self.pairs is not None else "sessions"
 
     @property
     def n_candidates(self) -> int | None:
@@ -112,6 +236,65 @@ class Target:
             q = data.query_index
             if np.any(q[self.pairs[:, 0]] != q[self.pairs[:, 1]]):
                 raise InputError(f"target {self.name!r} has pairs across queries")
+        s = self.sessions
+        if s is not None and s.rows.size:
+            if s.rows.max() >= n:
+                raise InputError(
+                    f"target {self.name!r} sessions index rows outside the data (0..{n - 1})"
+                )
+            q = data.query_index[s.rows]
+            if np.any(q != q[s.sptr[:-1]][segment_ids(s.sptr)]):
+                raise InputError(f"target {self.name!r} has a session across queries")
+
+    def subset(self, data: RankingData, queries: Any) -> Target:
+        """The target restricted to some queries, aligned to ``data.subset(queries)``.
+
+        Parameters
+        ----------
+        data : RankingData
+            The data the target is aligned to.
+        queries : array of int
+            Distinct query indices (0-based positions, not ids), in the order
+            ``data.subset`` will use.
+
+        Returns
+        -------
+        Target
+            Gains and candidates gathered, pairs and sessions of the other
+            queries dropped and the rest renumbered to the subset's rows; the
+            same name and metadata (plus ``subset_queries``).
+        """
+        self.check_aligned(data)
+        q = np.asarray(queries).reshape(-1)
+        if q.size and q.dtype.kind not in "iu":
+            raise InputError(f"queries must be integer query indices, got dtype {q.dtype}")
+        q = q.astype(np.int64)
+        if q.size and (q.min() < 0 or q.max() >= data.n_queries):
+            raise InputError(f"queries must lie in [0, {data.n_queries}), got "
+                             f"{q.min()}..{q.max()}")
+        if np.unique(q).size != q.size:
+            raise InputError("queries must be distinct (a repeated query would repeat its "
+                             "pairs and sessions)")
+        rows, _ = gather(data.qptr, q)
+        new_row = np.full(data.n_docs, -1, dtype=np.int64)
+        new_row[rows] = np.arange(rows.size)
+        pairs = weights = None
+        if self.pairs is not None:
+            mapped = new_row[self.pairs]
+            keep = mapped[:, 0] >= 0  # both rows of a pair belong to one query
+            pairs, weights = mapped[keep], self.pair_weights[keep]
+            order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+            pairs, weights = pairs[order], weights[order]
+        return replace(
+            self,
+            gains=None if self.gains is None else self.gains[rows],
+            candidates=None if self.candidates is None else self.candidates[rows],
+            pairs=pairs,
+            pair_weights=weights,
+            sessions=None if self.sessions is None else self.sessions.remap(new_row),
+            doc_weights=None if self.doc_weights is None else self.doc_weights[rows],
+            metadata={**self.metadata, "subset_queries": int(q.size)},
+        )
 
     def summary(self) -> str:
         """A short readable description."""
@@ -123,8 +306,13 @@ class Target:
                 f"  gains: {g.size} docs, {int((g > 0).sum())} with gain > 0, "
                 f"mean {mean:.4g}, max {top:.4g}"
             )
-        else:
+        elif self.pairs is not None:
             lines.append(f"  pairs: {len(self.pairs)} (total weight {self.pair_weights.sum():.4g})")
+        else:
+            s = self.sessions
+            lines.append(f"  sessions: {s.n_sessions} distinct lists standing for "
+                         f"{s.n_logged:.0f} logged sessions, {s.rows.size} entries, "
+                         f"{s.n_positions} positions with biases")
         cand = (
             "all documents" if self.candidates is None else f"{self.n_candidates} documents shown"
         )
@@ -134,7 +322,10 @@ class Target:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        size = (
-            f"{self.gains.shape[0]} gains" if self.gains is not None else f"{len(self.pairs)} pairs"
-        )
+        if self.gains is not None:
+            size = f"{self.gains.shape[0]} gains"
+        elif self.pairs is not None:
+            size = f"{len(self.pairs)} pairs"
+        else:
+            size = f"{self.sessions.n_sessions} sessions"
         return f"Target(name={self.name!r}, {size}, candidates={self.n_candidates})"
