@@ -32,6 +32,10 @@ Rows (``--methods`` picks some):
   ips-shown, ips-all, ips-hybrid          candidate sets under selection
   dr                doubly robust gains (cross-fitted relevance model, all documents)
   dr-valid          the default learner selected on the DR estimate instead of IPS
+  unbiased-lambdamart  Unbiased LambdaMART (Hu et al. 2019; position biases learned with the
+                    trees) under selection; unbiased-lambdamart-fixed: fixed budget
+  ips-pairs, prs-pairs  IPS rank pairs (Joachims et al. 2017) and propensity-ratio pairs
+                    (Wang et al. 2021) under selection
   lightgbm-position LightGBM lambdarank with position factors, fixed budget
   xgboost-unbiased  XGBoost lambdarank_unbiased, fixed budget
   oracle            true labels, fixed budget; oracle-cv: true labels with NDCG cross-validation
@@ -55,6 +59,7 @@ import _baselines
 import numpy as np
 from scipy import stats as st
 
+from clickrank import ClickRankError
 from clickrank import targets as T
 from clickrank.clickmodels import make_click_model, relevance_for_labels
 from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
@@ -86,7 +91,7 @@ class Setup:
             n_sessions=args.sessions, interventions=[Swap(args.swap)], top_k=10, seed=seed,
         )  # fmt: skip
         self.theta = estimate_propensities(self.log, method="swap")
-        self.stats = T.click_stats(train, self.log, self.theta)
+        self.stats = T.click_stats(train, self.log, self.theta, clip="auto")
         self.trees = {"n_estimators": args.trees, "learning_rate": 0.1,
                       "num_leaves": args.leaves, "max_depth": args.max_depth,
                       "min_data_in_leaf": 20}  # fmt: skip
@@ -108,7 +113,7 @@ class Setup:
         return LambdaMART(**self.trees, seed=self.seed).fit(self.train, target).predict(self.test)
 
     def target(self, name: str, **kw: Any) -> T.Target:
-        stats = self.stats if name != "naive" else None
+        stats = self.stats if name in ("ips", "dr") else None
         return T.make_target(name, self.train, self.log, self.theta, seed=self.seed,
                              stats=stats, **kw)  # fmt: skip
 
@@ -119,13 +124,17 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "naive": lambda s: s.fixed(s.target("naive", candidates="shown")),
     "naive-cv": lambda s: s.cv(s.target("naive"), "clicks"),
     "ips-fixed": lambda s: s.fixed(s.target("ips", candidates="shown", clip=None)),
-    "ips-noclip": lambda s: s.cv(s.target("ips", clip=None)),
+    "ips-noclip": lambda s: s.cv(T.ips(s.train, s.log, s.theta, clip=None)),
     "ips-exposure": lambda s: s.cv(s.target("ips", normalize="exposure")),
     "ips-query": lambda s: s.cv(s.target("ips", normalize="query")),
     "ips-shown": lambda s: s.cv(s.target("ips", candidates="shown")),
     "ips-all": lambda s: s.cv(s.target("ips", candidates="all")),
     "ips-hybrid": lambda s: s.cv(s.target("ips", candidates="hybrid")),
     "dr": lambda s: s.cv(s.target("dr")),
+    "unbiased-lambdamart": lambda s: s.cv(s.target("unbiased-lambdamart")),
+    "unbiased-lambdamart-fixed": lambda s: s.fixed(s.target("unbiased-lambdamart")),
+    "ips-pairs": lambda s: s.cv(s.target("ips-pairs")),
+    "prs-pairs": lambda s: s.cv(s.target("prs-pairs")),
     "dr-valid": lambda s: s.cv(s.target("ips"), "dr"),
     "lightgbm-position": lambda s: _baselines.lightgbm_position(
         s.train, s.log, s.trees, seed=s.seed)(s.test.X),
@@ -162,6 +171,9 @@ def summarize(name: str, results: list[dict[str, float]], methods: list[str]) ->
     ref = np.array([r["default"] for r in results]) if "default" in methods else None
     for m in methods:
         v = np.array([r[m] for r in results])
+        if np.isnan(v).any():
+            lines.append(f"| {m} | failed in {int(np.isnan(v).sum())} seed(s) | | | |")
+            continue
         se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
         cell = ""
         wins = ""
@@ -208,7 +220,11 @@ def main() -> None:
             row, took = {}, {}
             for m in methods:
                 t = time.perf_counter()
-                row[m] = s.score(METHODS[m](s))
+                try:
+                    row[m] = s.score(METHODS[m](s))
+                except ClickRankError as err:  # e.g. plain IPS with a zero propensity estimate
+                    print(f"  {m} failed: {err}")
+                    row[m] = float("nan")
                 took[m] = time.perf_counter() - t
             results.append(row)
             print(f"{name} seed {seed} ({time.perf_counter() - t0:.0f} s; "

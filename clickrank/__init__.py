@@ -4,12 +4,13 @@ Simulate position bias, estimate it, remove it, and prove the result. The flow
 (DESIGN §1, ``docs/architecture.md``)::
 
     RankingData --simulate--> click log --estimate_propensities--> Propensities
-    click log + Propensities --targets--> Target --LambdaMART.fit--> ranker
+    click log + Propensities --targets--> Target --LambdaMARTCV.fit--> ranker
+                                 (tree size chosen on held-out clicks)
     ranker + RankingData --evaluate / interleaving--> results with CIs --plots--> report
 
 Submodules hold the families (``metrics``, ``clickmodels``, ``policies``,
 ``simulation``, ``clicklog``, ``propensity``, ``targets``, ``lambdas``,
-``lambdamart``, ``evaluation``, ``interleaving``, ``online``, ``publiclogs``,
+``lambdamart``, ``selection``, ``evaluation``, ``interleaving``, ``online``, ``publiclogs``,
 ``experiment``, ``plots``); every public name is imported on first use.
 """
 
@@ -55,6 +56,8 @@ _LAZY = {
     "Propensities": "propensity",
     "estimate_propensities": "propensity",
     "LambdaMART": "lambdamart",
+    "LambdaMARTCV": "selection",
+    "ClickValidation": "selection",
     "get_metric": "metrics",
     "evaluate": "evaluation",
     "compare": "evaluation",
@@ -78,6 +81,7 @@ _SUBMODULES = (
     "propensity",
     "publiclogs",
     "report",
+    "selection",
     "simulation",
     "targets",
 )

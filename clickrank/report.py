@@ -439,7 +439,8 @@ def _model_cell(model: dict) -> str:
         shape = f" of {model['num_leaves']} leaves" + (f", depth {depth}" if depth and depth > 0
                                                        else "")
     cand = (model.get("metadata") or {}).get("candidates")
-    return f"{model['trees']} trees{shape}, {model['kind']}" + (f", {cand} candidates"
+    trees = f"{model['trees']} tree" + ("" if model["trees"] == 1 else "s")
+    return f"{trees}{shape}, {model['kind']}" + (f", {cand} candidates"
                                                                  if cand else "")
 
 

@@ -58,7 +58,7 @@ def test_click_stats_equal_a_numpy_reference(data, log):
     np.testing.assert_allclose(s.exposure, np.bincount(rows, weights=THETA[pos - 1], minlength=n))
     np.testing.assert_allclose(s.ips, np.bincount(rows, weights=c / THETA[pos - 1], minlength=n))
     per_query = log.group_by("query").agg(pl.col("session").n_unique()).sort("query")
-    want = dict(zip(per_query["query"].to_list(), per_query["session"].to_list()))
+    want = dict(zip(per_query["query"].to_list(), per_query["session"].to_list(), strict=True))
     np.testing.assert_array_equal(
         s.sessions, [want.get(q, 0) for q in data.qid[data.query_index]]
     )

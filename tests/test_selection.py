@@ -16,7 +16,7 @@ from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy, production_ranker
 from clickrank.selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
-from clickrank.targets import Target, click_stats, ips, oracle, skip_above
+from clickrank.targets import Target, ips, oracle, skip_above
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_subset_target_matches_a_target_built_on_the_subset(setup):
     np.testing.assert_array_equal(t.candidates, direct.candidates)
     pairs = skip_above(train, log).subset(train, q)
     ref = skip_above(sub, sub_log)
-    key = lambda p, w: sorted(zip(map(tuple, p.tolist()), w.tolist()))  # noqa: E731
+    key = lambda p, w: sorted(zip(map(tuple, p.tolist()), w.tolist(), strict=True))  # noqa: E731
     assert key(pairs.pairs, pairs.pair_weights) == key(ref.pairs, ref.pair_weights)
 
 

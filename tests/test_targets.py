@@ -247,7 +247,15 @@ def test_propensities_must_cover_every_logged_position(data, log):
 )
 def test_non_positive_or_bad_propensities_are_errors(data, log, theta):
     with pytest.raises(InputError):
-        ips(data, log, theta)
+        ips(data, log, theta, clip=None)
+
+
+def test_a_zero_propensity_is_usable_once_clipped(data, log):
+    """A swap estimate without clicks at a position gives theta = 0; clipping makes it usable."""
+    t = ips(data, log, [1.0, 0.0, 0.3, 0.2], clip=0.25)
+    assert t.metadata["min_theta"] == 0.25
+    with pytest.raises(InputError, match="clip"):
+        ips(data, log, [1.0, -0.5, 0.3, 0.2], clip=0.25)
 
 
 def test_as_theta_accepts_objects_with_theta():

@@ -181,7 +181,7 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     log = read_log(log_path) if log_path is not None else None
     stats = None
     if log is not None:
-        stats = T.click_stats(data, log, theta)
+        stats = T.click_stats(data, log, theta, clip=clip_value if theta is not None else None)
         _say_candidates(stats, candidates)
     name = {"pairs": f"pairs:{strategy}", "skip-above": "skip-above-ips" if ips_weighted
             else "skip-above"}.get(target, target)  # fmt: skip

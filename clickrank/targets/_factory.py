@@ -55,7 +55,7 @@ def make_target(
     unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
     (:func:`~clickrank.targets.click_preferences`), ``"oracle"`` (the labels).
     ``stats`` (from :func:`~clickrank.targets.click_stats` with the same
-    propensities, unclipped) saves reading the log again.
+    propensities and clipping) saves reading the log again.
     """
     if name == "oracle":
         return oracle(data)
@@ -64,7 +64,8 @@ def make_target(
     if needs_propensities(name) and propensities is None:
         raise InputError(f"target {name!r} needs propensities")
     if name in ("naive", "ips", "dr") and stats is None:
-        stats = click_stats(data, log, None if name == "naive" else propensities)
+        stats = click_stats(data, log, None if name == "naive" else propensities,
+                            clip=None if name == "naive" else clip)
     if name == "naive":
         return naive(data, None, kind=naive_kind, candidates=candidates, stats=stats)
     if name == "ips":

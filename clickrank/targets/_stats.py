@@ -87,8 +87,9 @@ class ClickStats:
     cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
     def clipped(self, clip: float | str | None) -> ClickStats:
-        """The statistics with the (original) propensities clipped at ``clip``
-        (a level in (0, 1], ``"auto"`` for :func:`auto_clip`, None for none)."""
+        """The statistics with the propensities clipped at ``clip`` (a level in
+        (0, 1], ``"auto"`` for :func:`auto_clip`, None for none). Clipping
+        composes: statistics already clipped keep the larger level."""
         if self.theta is None or clip is None:
             return self
         tau = auto_clip(self.n_sessions) if clip == "auto" else float(clip)
@@ -161,9 +162,16 @@ def click_stats(
         number of sessions.
     """
     needed = ("session", "query", "doc", "position", "click")
-    theta = None if propensities is None else as_theta(propensities)
+    # a zero propensity (a swap estimate without clicks at a position) is usable once clipped
+    theta = None if propensities is None else as_theta(propensities, allow_zero=clip is not None)
     lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
     n_sessions = int(lf.select(pl.col("session").n_unique()).collect().item())
+    tau = None
+    if theta is not None and clip is not None:
+        tau = auto_clip(n_sessions) if clip == "auto" else float(clip)
+        if not 0.0 < tau <= 1.0:
+            raise InputError(f"clip is a minimum propensity in (0, 1], got {clip!r}")
+        theta = np.maximum(theta, tau)
     # integer counts per (query, doc, position) in polars, then the theta sums in a fixed
     # (row, position) order: the same bytes whatever polars' threading
     agg = per_doc(
@@ -187,8 +195,8 @@ def click_stats(
         sessions=_sessions_per_row(data, lf, keys),
         query_index=data.query_index,
         theta=theta,
-        clip=None,
+        clip=tau,
         n_sessions=n_sessions,
         cells=(rows, pos, c, n),
     )
-    return stats.clipped(clip)
+    return stats

@@ -15,12 +15,13 @@ from .._validation import ClickRankWarning, DataFormatError, InputError, check_t
 __all__ = ["as_theta", "read_theta"]
 
 
-def as_theta(propensities: Any) -> np.ndarray:
+def as_theta(propensities: Any, *, allow_zero: bool = False) -> np.ndarray:
     """Propensities as float64 ``theta[p - 1]`` for positions ``p = 1..K``.
 
     Accepts an array-like or any object with a ``.theta`` array (such as
     :class:`clickrank.propensity.Propensities`). Raises :class:`InputError`
-    for empty, non-finite, zero or negative values.
+    for empty, non-finite, negative or (unless ``allow_zero``, for propensities
+    that will be clipped) zero values.
     """
     raw = getattr(propensities, "theta", propensities)
     try:
@@ -39,11 +40,11 @@ def as_theta(propensities: Any) -> np.ndarray:
             f"propensity at position {nan[0] + 1} is {float(theta[nan[0]])!r} (not identified); "
             "IPS needs a finite theta at every logged position"
         )
-    bad = np.flatnonzero(theta <= 0)
+    bad = np.flatnonzero(theta < 0 if allow_zero else theta <= 0)
     if bad.size:
         raise InputError(
             f"propensity at position {bad[0] + 1} is {float(theta[bad[0]])!r}; "
-            "IPS needs theta > 0 at every position"
+            "IPS needs theta > 0 at every position (or clipping, e.g. clip='auto')"
         )
     return theta
 
@@ -67,7 +68,7 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
             'expected a JSON list of numbers or an object with a "theta" list', path=p
         )
     try:
-        theta = as_theta([np.nan if v is None else v for v in obj])
+        theta = as_theta([np.nan if v is None else v for v in obj], allow_zero=True)
         notes = check_theta_scale(theta, absolute=absolute)
     except InputError as err:
         raise DataFormatError(str(err), path=p, column="theta") from None
