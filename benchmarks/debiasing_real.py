@@ -17,7 +17,9 @@ without a relevant document skipped).
 ``--data DIR`` takes any LETOR folder with ``train.txt`` and ``test.txt``
 (MQ2008 Fold1 from ``../shared/data`` by default); ``--synthetic N`` adds the
 DESIGN §4 generator with N documents per query (1,300 queries, 300 train /
-1,000 test). Nothing depends on the data set: every clickrank row uses its
+1,000 test). ``--logger plackett-luce`` samples the lists from a Plackett-Luce
+policy over the production ranker's scores (``--temperature``) instead of
+showing its deterministic top 10. Nothing depends on the data set: every clickrank row uses its
 defaults, chosen without labels.
 
 Rows (``--methods`` picks some):
@@ -65,7 +67,7 @@ from clickrank.clickmodels import make_click_model, relevance_for_labels
 from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
-from clickrank.policies import DeterministicPolicy, production_ranker
+from clickrank.policies import DeterministicPolicy, PlackettLuce, production_ranker
 from clickrank.propensity import estimate_propensities
 from clickrank.selection import ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
@@ -86,8 +88,10 @@ class Setup:
             "pbm", train.y, relevance="binarized", eps=0.1
         )
         cm = make_click_model("pbm", eta=args.eta, **params)
+        policy = (DeterministicPolicy(self.prod) if args.logger == "production"
+                  else PlackettLuce(self.prod, temperature=args.temperature))  # fmt: skip
         self.log = simulate(
-            train, policy=DeterministicPolicy(self.prod), click_model=cm,
+            train, policy=policy, click_model=cm,
             n_sessions=args.sessions, interventions=[Swap(args.swap)], top_k=10, seed=seed,
         )  # fmt: skip
         self.theta = estimate_propensities(self.log, method="swap")
@@ -199,6 +203,10 @@ def main() -> None:
     ap.add_argument("--fraction", type=float, default=0.05,
                     help="share of training queries the logger learns from (at least 20)")
     ap.add_argument("--eta", type=float, default=1.0)
+    ap.add_argument("--logger", choices=["production", "plackett-luce"], default="production",
+                    help="deterministic top 10 of the production ranker, or Plackett-Luce "
+                    "sampling over its scores")
+    ap.add_argument("--temperature", type=float, default=1.0, help="Plackett-Luce temperature")
     ap.add_argument("--swap", type=float, default=0.1)
     ap.add_argument("--trees", type=int, default=100, help="fixed budget: trees")
     ap.add_argument("--leaves", type=int, default=8, help="fixed budget: leaves")

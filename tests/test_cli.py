@@ -224,3 +224,13 @@ def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
                               "naive", "--folds", "2", "--trees", "20", "--out",
                               str(tmp_path / "naive")])
     assert res.exit_code == 0 and "clicks-dcg@10" in res.output, res.output
+
+
+def test_train_with_a_model_aware_target_fits_the_click_model(runner, tmp_path, logged):
+    path, log, _ = logged
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
+                              "affine", "--no-select", "--trees", "5",
+                              "--out", str(tmp_path / "affine")])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((tmp_path / "affine" / "meta.json").read_text())
+    assert meta["target"] == "affine" and meta["best_iteration"] == 5

@@ -33,12 +33,14 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 @click.option(
     "--target",
     type=click.Choice(["ips", "dr", "naive", "unbiased-lambdamart", "ips-pairs", "prs-pairs",
-                       "skip-above", "pairs", "oracle"]),
+                       "affine", "cascade-ips", "fitted-relevance", "skip-above", "pairs",
+                       "oracle"]),
     default="ips",
     show_default=True,
     help="Training target built from the log (dr: doubly robust gains; unbiased-lambdamart, "
-    "ips-pairs, prs-pairs: debiased pairwise; oracle: true labels; pairs: click preferences "
-    "by --strategy).",
+    "ips-pairs, prs-pairs: debiased pairwise; affine, cascade-ips, fitted-relevance: "
+    "model-aware, a trust-bias or DBN model fitted to the log (see clickrank fit-clicks); "
+    "oracle: true labels; pairs: click preferences by --strategy).",
 )
 @click.option(
     "--propensities",

@@ -61,7 +61,8 @@ SCHEMA: dict[str, dict[str, str]] = {
 #: ``"pairs:<strategy>"`` fits the preferences of ``clickrank.targets.click_preferences``
 #: (e.g. ``"pairs:fairpairs"``, ``"pairs:skip-above+skip-next"``).
 TARGETS = ("naive", "ips", "ips-true", "dr", "skip-above", "skip-above-ips", "oracle",
-           "unbiased-lambdamart", "prs-pairs", "ips-pairs")
+           "unbiased-lambdamart", "prs-pairs", "ips-pairs", "affine", "cascade-ips",
+           "fitted-relevance")
 #: Targets built with the estimated propensities.
 NEEDS_THETA = ("ips", "dr", "skip-above-ips", "prs-pairs", "ips-pairs")
 _FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction")

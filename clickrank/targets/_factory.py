@@ -19,11 +19,22 @@ from ._preferences import click_preferences, parse_strategy
 from ._stats import ClickStats, auto_clip, click_stats
 from ._target import Target
 
-__all__ = ["TARGET_NAMES", "make_target", "needs_propensities"]
+__all__ = ["TARGET_NAMES", "MODEL_AWARE", "make_target", "needs_propensities"]
 
 #: Target names (plus ``"pairs:<strategy>"`` for any click-preference strategy).
 TARGET_NAMES = ("naive", "ips", "dr", "unbiased-lambdamart", "ips-pairs", "prs-pairs",
-                "skip-above", "skip-above-ips", "oracle")
+                "affine", "cascade-ips", "fitted-relevance", "skip-above", "skip-above-ips",
+                "oracle")
+#: The click model each model-aware target fits to the log (clickmodels.fit_click_model).
+MODEL_AWARE = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
+
+
+def _resolve(clip: float | str | None, log: pl.DataFrame | pl.LazyFrame) -> float | None:
+    """``clip="auto"`` as :func:`auto_clip` of the log's sessions."""
+    if clip != "auto":
+        return clip
+    lf = log.lazy() if isinstance(log, pl.DataFrame) else log
+    return auto_clip(int(lf.select(pl.col("session").n_unique()).collect().item()))
 
 
 def needs_propensities(name: str) -> bool:
@@ -51,7 +62,11 @@ def make_target(
     ``"unbiased-lambdamart"`` (:func:`~clickrank.targets.unbiased_lambdamart`),
     ``"ips-pairs"`` (:func:`~clickrank.targets.ips_rank_pairs`), ``"prs-pairs"``
     (:func:`~clickrank.targets.propensity_ratio_pairs`),
-    ``"skip-above"`` and ``"skip-above-ips"`` (:func:`~clickrank.targets.skip_above`
+    the model-aware ``"affine"`` (trust bias; :func:`~clickrank.targets.affine`
+    with a trust-bias model fitted to the log), ``"cascade-ips"``
+    (:func:`~clickrank.targets.cascade_ips` with a DBN fitted to the log) and
+    ``"fitted-relevance"`` (the fitted DBN's relevance as gains; the choice for
+    strict cascade users), ``"skip-above"`` and ``"skip-above-ips"`` (:func:`~clickrank.targets.skip_above`
     unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
     (:func:`~clickrank.targets.click_preferences`), ``"oracle"`` (the labels).
     ``stats`` (from :func:`~clickrank.targets.click_stats` with the same
@@ -79,15 +94,25 @@ def make_target(
         return unbiased_lambdamart(data, log)
     if name in ("ips-pairs", "prs-pairs"):
         build = ips_rank_pairs if name == "ips-pairs" else propensity_ratio_pairs
-        if clip == "auto":
-            lf = log.lazy() if isinstance(log, pl.DataFrame) else log
-            clip = auto_clip(int(lf.select(pl.col("session").n_unique()).collect().item()))
-        return build(data, log, propensities, clip=clip, candidates=pair_candidates)
+        return build(data, log, propensities, clip=_resolve(clip, log),
+                     candidates=pair_candidates)  # fmt: skip
     if name in ("skip-above", "skip-above-ips"):
         w = name == "skip-above-ips"
         return click_preferences(data, log, strategy="skip-above", ips_weighted=w,
                                  propensities=propensities if w else None,
                                  candidates=pair_candidates)  # fmt: skip
+    if name in MODEL_AWARE:
+        from ..clickmodels import fit_click_model
+
+        from ._corrections import affine, cascade_ips, fitted_relevance
+
+        fit = fit_click_model(log, MODEL_AWARE[name])
+        if name == "affine":
+            return affine(data, log, fit, candidates=pair_candidates)
+        if name == "cascade-ips":
+            return cascade_ips(data, log, fit, clip=_resolve(clip, log),
+                               candidates=pair_candidates)  # fmt: skip
+        return fitted_relevance(data, fit, candidates=pair_candidates)
     if name.startswith("pairs:"):
         strategy = name[len("pairs:"):]
         parse_strategy(strategy)  # a clear error for an unknown strategy

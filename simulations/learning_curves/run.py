@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> dict:
                 big = cfg["capacity_check"]["lambdamart"]
                 from clickrank.lambdamart import LambdaMART
 
-                cap = {f"{k} (LambdaMART defaults)": LambdaMART(seed=seed, **big).fit(s.train, t)
+                cap = {f"{k} (31 leaves, no depth limit)": LambdaMART(seed=seed, **big).fit(s.train, t)
                        for k, t in targets.items() if k in ("naive", "ips (true θ)")}
-                cap["click limit (LambdaMART defaults)"] = LambdaMART(seed=seed, **big).fit(
+                cap["click limit (31 leaves, no depth limit)"] = LambdaMART(seed=seed, **big).fit(
                     s.train, limit)
                 capacity.append(C.eval_rows(cap, s.test, metric, nb, sessions=n, seed=seed))
         del full
