@@ -66,8 +66,8 @@ def make_target(
     with a trust-bias model fitted to the log), ``"cascade-ips"``
     (:func:`~clickrank.targets.cascade_ips` with a DBN fitted to the log) and
     ``"fitted-relevance"`` (the fitted DBN's relevance as gains; the choice for
-    strict cascade users), ``"skip-above"`` and ``"skip-above-ips"`` (:func:`~clickrank.targets.skip_above`
-    unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
+    strict cascade users), ``"skip-above"`` and ``"skip-above-ips"``
+    (:func:`~clickrank.targets.skip_above` unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
     (:func:`~clickrank.targets.click_preferences`), ``"oracle"`` (the labels).
     ``stats`` (from :func:`~clickrank.targets.click_stats` with the same
     propensities and clipping) saves reading the log again.
