@@ -103,7 +103,6 @@ def make_target(
                                  candidates=pair_candidates)  # fmt: skip
     if name in MODEL_AWARE:
         from ..clickmodels import fit_click_model
-
         from ._corrections import affine, cascade_ips, fitted_relevance
 
         fit = fit_click_model(log, MODEL_AWARE[name])
