@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> dict:
                 big = cfg["capacity_check"]["lambdamart"]
                 from clickrank.lambdamart import LambdaMART
 
-                cap = {f"{k} (31 leaves, no depth limit)": LambdaMART(seed=seed, **big).fit(s.train, t)
+                cap = {f"{k} (31 leaves)": LambdaMART(seed=seed, **big).fit(s.train, t)
                        for k, t in targets.items() if k in ("naive", "ips (true θ)")}
-                cap["click limit (31 leaves, no depth limit)"] = LambdaMART(seed=seed, **big).fit(
+                cap["click limit (31 leaves)"] = LambdaMART(seed=seed, **big).fit(
                     s.train, limit)
                 capacity.append(C.eval_rows(cap, s.test, metric, nb, sessions=n, seed=seed))
         del full
@@ -188,7 +188,7 @@ def render(cfg, args, curves, refs, diff, diff_est, cap, fills, sizes, seconds) 
             "## Capacity check",
             "",
             f"The same targets at {n_max:,} sessions fitted with LambdaMART's defaults "
-            f"(31 leaves, no depth limit): {cap_txt}. IPS gains are unbiased but noisy, and most "
+            f"(31 leaves): {cap_txt}. IPS gains are unbiased but noisy, and most "
             "shown documents share the same expected gain (γ = 0.1), so any noise creates "
             "spurious orderings between them; a high-capacity model fits that noise on only "
             f"{cfg['data']['n_train']} × {cfg['top_k']} shown documents. The study therefore "
