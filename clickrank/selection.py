@@ -93,16 +93,19 @@ class ClickValidation:
         *,
         estimator: str = "ips",
         stats: Any = None,
+        clip: float | str | None = "auto",
         seed: int = 0,
     ) -> ClickValidation:
         """Relevance estimates of every row of ``data`` from ``log``.
 
-        ``estimator="ips"``: the IPS gains :math:`G(d)` (unclipped; 0 for
-        never-shown documents); ``"dr"``: doubly robust gains
-        (:func:`clickrank.targets.dr`, cross-fitted relevance model, every
-        document); ``"clicks"``: raw click counts (biased; for logs without
-        propensities). ``stats`` may carry precomputed
-        :func:`clickrank.targets.click_stats` (unclipped).
+        ``estimator="ips"``: the IPS gains :math:`G(d)` (0 for never-shown
+        documents); ``"dr"``: doubly robust gains (:func:`clickrank.targets.dr`,
+        cross-fitted relevance model, every document); ``"clicks"``: raw click
+        counts (biased; for logs without propensities). Propensities are
+        clipped at ``clip`` as the training targets are (``"auto"``:
+        :func:`clickrank.targets.auto_clip`, which changes nothing on large
+        logs). ``stats`` may carry precomputed
+        :func:`clickrank.targets.click_stats` (then ``clip`` is theirs).
         """
         from .targets import click_stats, dr
 
@@ -111,7 +114,8 @@ class ClickValidation:
         if estimator != "clicks" and propensities is None and getattr(stats, "theta", None) is None:
             raise InputError(f"the {estimator} validation needs propensities")
         if stats is None:
-            stats = click_stats(data, log, None if estimator == "clicks" else propensities)
+            theta = None if estimator == "clicks" else propensities
+            stats = click_stats(data, log, theta, clip=None if theta is None else clip)
         if estimator == "dr":
             gains = dr(data, None, None, stats=stats, seed=seed).gains
         else:
