@@ -187,7 +187,7 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         _say_candidates(stats, candidates)
     name = {"pairs": f"pairs:{strategy}", "skip-above": "skip-above-ips" if ips_weighted
             else "skip-above"}.get(target, target)  # fmt: skip
-    same_stats = target in ("ips", "dr") or (target == "naive" and theta is None)
+    same_stats = target in ("ips", "dr", "naive")  # naive reads clicks and impressions only
     tgt = T.make_target(name, data, log, theta, candidates=candidates, clip=clip_value,
                         normalize=normalize, naive_kind=naive_kind, seed=seed,
                         stats=stats if same_stats else None)  # fmt: skip

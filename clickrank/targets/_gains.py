@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, check_choice, check_positive
+from .._validation import InputError, check_choice
 from ..datasets import RankingData
 from ._stats import ClickStats, click_stats
 from ._target import Target
@@ -224,8 +224,6 @@ def ips(
     """
     check_choice(normalize, NORMALIZATIONS, name="normalize")
     if stats is None:
-        if clip is not None and clip != "auto":
-            clip = float(check_positive(clip, name="clip"))
         stats = click_stats(data, log, propensities, clip=clip)
     if stats.theta is None:
         raise InputError("IPS gains need propensities")

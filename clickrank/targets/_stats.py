@@ -46,6 +46,17 @@ def auto_clip(n_sessions: int) -> float:
     return float(min(10.0 / np.sqrt(n_sessions), 1.0))
 
 
+def _level(clip: float | str, n_sessions: int) -> float:
+    """The clipping level of ``clip`` (a number in (0, 1] or ``"auto"``) for a log size."""
+    try:
+        tau = auto_clip(n_sessions) if clip == "auto" else float(clip)
+    except (TypeError, ValueError):
+        tau = float("nan")
+    if not 0.0 < tau <= 1.0:
+        raise InputError(f"clip is a minimum propensity in (0, 1] or 'auto', got {clip!r}")
+    return tau
+
+
 @dataclass(frozen=True, eq=False)
 class ClickStats:
     """Click statistics of a log aligned to a data set's rows (float64 ``[n_docs]`` each).
@@ -92,9 +103,7 @@ class ClickStats:
         composes: statistics already clipped keep the larger level."""
         if self.theta is None or clip is None:
             return self
-        tau = auto_clip(self.n_sessions) if clip == "auto" else float(clip)
-        if not 0.0 < tau <= 1.0:
-            raise InputError(f"clip is a minimum propensity in (0, 1], got {clip!r}")
+        tau = _level(clip, self.n_sessions)
         theta = np.maximum(self.theta, tau)
         rows, pos, c, n = self.cells
         th = theta[pos - 1]
@@ -168,9 +177,7 @@ def click_stats(
     n_sessions = int(lf.select(pl.col("session").n_unique()).collect().item())
     tau = None
     if theta is not None and clip is not None:
-        tau = auto_clip(n_sessions) if clip == "auto" else float(clip)
-        if not 0.0 < tau <= 1.0:
-            raise InputError(f"clip is a minimum propensity in (0, 1], got {clip!r}")
+        tau = _level(clip, n_sessions)
         theta = np.maximum(theta, tau)
     # integer counts per (query, doc, position) in polars, then the theta sums in a fixed
     # (row, position) order: the same bytes whatever polars' threading
