@@ -44,13 +44,14 @@ def demo() -> None:
 
 
 def test() -> None:
-    """Set up, then run ruff, a strict docs build and the whole test suite (doctests included)."""
+    """Set up, then run ruff (lint and format), a strict docs build and the whole test suite."""
     setup("test,docs")
-    run(PY, "-m", "ruff", "check", "clickrank", "tests", "benchmarks", "simulations", "tasks.py",
-        "docs/_ext")
+    sources = ("clickrank", "tests", "benchmarks", "simulations", "tasks.py", "docs/_ext")
+    run(PY, "-m", "ruff", "check", *sources)
+    run(PY, "-m", "ruff", "format", "--check", *sources)
     with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
-        run(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", site,
-            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        strict = ("--strict", "--quiet", "-d", site)
+        run(PY, "-m", "mkdocs", "build", *strict, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     run(PY, "-m", "pytest", "--doctest-modules", "clickrank", "tests", *sys.argv[2:])
 
 

@@ -48,8 +48,13 @@ def session_rows(train: RankingData, log: pl.DataFrame):
 
 
 def lightgbm_position(
-    train: RankingData, log: pl.DataFrame, trees: dict[str, Any], *, seed: int = 0,
-    threads: int = 1, reg: float = 0.0,
+    train: RankingData,
+    log: pl.DataFrame,
+    trees: dict[str, Any],
+    *,
+    seed: int = 0,
+    threads: int = 1,
+    reg: float = 0.0,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """LightGBM lambdarank with position-bias factors; returns ``predict(X)``."""
     import lightgbm as lgb
@@ -67,7 +72,11 @@ def lightgbm_position(
 
 
 def xgboost_unbiased(
-    train: RankingData, log: pl.DataFrame, trees: dict[str, Any], *, seed: int = 0,
+    train: RankingData,
+    log: pl.DataFrame,
+    trees: dict[str, Any],
+    *,
+    seed: int = 0,
     threads: int = 1,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """XGBoost rank:ndcg with lambdarank_unbiased=True; returns ``predict(X)``."""

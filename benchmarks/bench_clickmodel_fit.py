@@ -49,9 +49,17 @@ def _simulate(n: int, path: Path) -> None:
     train, _ = split_queries(data, [300, 1000], seed=0)
     prod = production_ranker(train, 0.01, seed=0)
     model = DBN(binarized(threshold=3, eps_plus=1.0, eps_minus=0.1), err_satisfaction(), GAMMA)
-    simulate(train, policy=DeterministicPolicy(prod), click_model=model, n_sessions=n,
-             interventions=[Swap(0.1), Randomize(0.05)], top_k=K, seed=0, out=path,
-             chunk_size=500_000)
+    simulate(
+        train,
+        policy=DeterministicPolicy(prod),
+        click_model=model,
+        n_sessions=n,
+        interventions=[Swap(0.1), Randomize(0.05)],
+        top_k=K,
+        seed=0,
+        out=path,
+        chunk_size=500_000,
+    )
 
 
 def bench_scale(n: int) -> dict:
@@ -78,16 +86,22 @@ def bench_scale(n: int) -> dict:
             out["dbn_gamma"] = float(fit.globals["gamma"][0])
             out["dbn_gamma_se"] = float(fit.globals_se["gamma"][0])
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
-    print(f"scale: {n:,} sessions ({log.height:,} rows; {s.n_unique:,} distinct), simulate "
-          f"{t_sim:.1f} s, read {t_read:.1f} s; reduce to distinct sessions "
-          f"{out['sessions_from_log_s']:.1f} s")
+    print(
+        f"scale: {n:,} sessions ({log.height:,} rows; {s.n_unique:,} distinct), simulate "
+        f"{t_sim:.1f} s, read {t_read:.1f} s; reduce to distinct sessions "
+        f"{out['sessions_from_log_s']:.1f} s"
+    )
     for name in ("pbm", "dbn"):
         ok = "OK" if out[f"{name}_s"] <= 60 else "OVER"
-        print(f"  fit {name.upper()} from the log: {out[f'{name}_s']:.1f} s "
-              f"({out[f'{name}_iterations']} EM iterations) [{ok}: target 60 s]")
+        print(
+            f"  fit {name.upper()} from the log: {out[f'{name}_s']:.1f} s "
+            f"({out[f'{name}_iterations']} EM iterations) [{ok}: target 60 s]"
+        )
     z = (out["dbn_gamma"] - GAMMA) / out["dbn_gamma_se"]
-    print(f"  DBN gamma {out['dbn_gamma']:.5f} (se {out['dbn_gamma_se']:.5f}, true {GAMMA}, "
-          f"z = {z:+.2f}); peak RSS {out['peak_rss_gb']:.1f} GB")
+    print(
+        f"  DBN gamma {out['dbn_gamma']:.5f} (se {out['dbn_gamma_se']:.5f}, true {GAMMA}, "
+        f"z = {z:+.2f}); peak RSS {out['peak_rss_gb']:.1f} GB"
+    )
     return out
 
 
@@ -182,12 +196,14 @@ def bench_baseline(n: int = 20_000, n_iter: int = 20) -> dict:
     fit = fit_click_model(s, "dbn", max_iter=n_iter, tol=0.0)
     # SQUAREM: 3 E-steps per iteration
     t_ours = (time.perf_counter() - t0) / (3 * fit.iterations)
-    print(f"baseline DBN, {n:,} sessions ({s.n_unique:,} distinct), {n_iter} plain EM "
-          f"iterations: pure Python {t_py * 1e3:.0f} ms/iteration "
-          f"({t_py / n * 1e6:.1f} us/session); clickrank {t_ours * 1e3:.2f} ms/E-step "
-          f"(x{t_py / t_ours:.0f}); gamma after {n_iter} iterations: python {g_py:.4f} (from "
-          f"0.5), clickrank {fit.globals['gamma'][0]:.4f}; clickrank converged "
-          f"{converged.globals['gamma'][0]:.4f} in {converged.iterations} iterations")
+    print(
+        f"baseline DBN, {n:,} sessions ({s.n_unique:,} distinct), {n_iter} plain EM "
+        f"iterations: pure Python {t_py * 1e3:.0f} ms/iteration "
+        f"({t_py / n * 1e6:.1f} us/session); clickrank {t_ours * 1e3:.2f} ms/E-step "
+        f"(x{t_py / t_ours:.0f}); gamma after {n_iter} iterations: python {g_py:.4f} (from "
+        f"0.5), clickrank {fit.globals['gamma'][0]:.4f}; clickrank converged "
+        f"{converged.globals['gamma'][0]:.4f} in {converged.iterations} iterations"
+    )
     ss = log.sort("session", "position")
     gidx = s.pair[s.inverse][s.shown[s.inverse]]
     k = ss["position"].to_numpy().astype(np.int64) - 1
@@ -199,13 +215,20 @@ def bench_baseline(n: int = 20_000, n_iter: int = 20) -> dict:
     pbm = fit_click_model(s, "pbm")
     t_pbm = time.perf_counter() - t0
     err = float(np.max(np.abs(np.log(th_np[1:] / pbm.globals["theta"][1:]))))
-    print(f"baseline PBM, row-wise numpy EM: {t_np * 1e3:.1f} ms/iteration over {k.size:,} rows "
-          f"(200 iterations: {200 * t_np:.1f} s); clickrank (cells, SQUAREM, to convergence) "
-          f"{t_pbm:.2f} s in {pbm.iterations} iterations; max |log theta ratio| after 200 plain "
-          f"iterations {err:.3f}")
-    return {"python_dbn_ms_per_iteration": 1e3 * t_py, "clickrank_dbn_ms_per_estep": 1e3 * t_ours,
-            "numpy_pbm_ms_per_iteration": 1e3 * t_np, "clickrank_pbm_s": t_pbm,
-            "gamma_python": g_py, "gamma_clickrank": float(fit.globals["gamma"][0])}
+    print(
+        f"baseline PBM, row-wise numpy EM: {t_np * 1e3:.1f} ms/iteration over {k.size:,} rows "
+        f"(200 iterations: {200 * t_np:.1f} s); clickrank (cells, SQUAREM, to convergence) "
+        f"{t_pbm:.2f} s in {pbm.iterations} iterations; max |log theta ratio| after 200 plain "
+        f"iterations {err:.3f}"
+    )
+    return {
+        "python_dbn_ms_per_iteration": 1e3 * t_py,
+        "clickrank_dbn_ms_per_estep": 1e3 * t_ours,
+        "numpy_pbm_ms_per_iteration": 1e3 * t_np,
+        "clickrank_pbm_s": t_pbm,
+        "gamma_python": g_py,
+        "gamma_clickrank": float(fit.globals["gamma"][0]),
+    }
 
 
 def bench_clax(yandex: Path) -> dict:
@@ -232,8 +255,10 @@ def bench_clax(yandex: Path) -> dict:
         from clax.models import DynamicBayesianNetwork, PositionBasedModel, UserBrowsingModel
         from flax import nnx
     except ImportError as err:
-        print(f"clax: clax-models is not importable ({err}); install the optional extra "
-              "(pip install -e .[clax]) to compare. clickrank alone:")
+        print(
+            f"clax: clax-models is not importable ({err}); install the optional extra "
+            "(pip install -e .[clax]) to compare. clickrank alone:"
+        )
     else:
         idx = s.inverse
         pair, click, is_test = s.pair[idx], s.click[idx], s.test[idx]
@@ -241,18 +266,26 @@ def bench_clax(yandex: Path) -> dict:
 
         def batches(mask: np.ndarray, size: int = 256) -> list[dict]:
             rows = np.flatnonzero(mask)
-            return [{"query_doc_ids": jnp.asarray(np.maximum(pair[r], 0) + 1),
-                     "positions": jnp.asarray(np.tile(np.arange(1, K + 1), (r.size, 1))),
-                     "clicks": jnp.asarray(click[r].astype(np.int32)),
-                     "mask": jnp.asarray(pair[r] >= 0)}
-                    for r in (rows[a:a + size] for a in range(0, rows.size, size))]
+            return [
+                {
+                    "query_doc_ids": jnp.asarray(np.maximum(pair[r], 0) + 1),
+                    "positions": jnp.asarray(np.tile(np.arange(1, K + 1), (r.size, 1))),
+                    "clicks": jnp.asarray(click[r].astype(np.int32)),
+                    "mask": jnp.asarray(pair[r] >= 0),
+                }
+                for r in (rows[a : a + size] for a in range(0, rows.size, size))
+            ]
 
         tr_b, te_b = batches(~is_test), batches(is_test)
-        makers = {"pbm": lambda: PositionBasedModel(positions=K + 1, query_doc_pairs=G + 2,
-                                                    rngs=nnx.Rngs(0)),
-                  "ubm": lambda: UserBrowsingModel(positions=K + 1, query_doc_pairs=G + 2,
-                                                   rngs=nnx.Rngs(0)),
-                  "dbn": lambda: DynamicBayesianNetwork(query_doc_pairs=G + 2, rngs=nnx.Rngs(0))}
+        makers = {
+            "pbm": lambda: PositionBasedModel(
+                positions=K + 1, query_doc_pairs=G + 2, rngs=nnx.Rngs(0)
+            ),
+            "ubm": lambda: UserBrowsingModel(
+                positions=K + 1, query_doc_pairs=G + 2, rngs=nnx.Rngs(0)
+            ),
+            "dbn": lambda: DynamicBayesianNetwork(query_doc_pairs=G + 2, rngs=nnx.Rngs(0)),
+        }
         for name, make in makers.items():
             model = make()
             trainer = Trainer(optimizer=optax.adamw(0.003), epochs=50)
@@ -270,10 +303,21 @@ def bench_clax(yandex: Path) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sessions", type=int, default=10_000_000)
-    p.add_argument("--parts", nargs="+", default=["baseline", "scale", "clax"],
-                   choices=["baseline", "scale", "clax"])
-    p.add_argument("--yandex", type=Path, default=Path(__file__).resolve().parents[2] / "shared"
-                   / "data" / "yandex_relpred2011_pyclick_sample" / "trainSample")
+    p.add_argument(
+        "--parts",
+        nargs="+",
+        default=["baseline", "scale", "clax"],
+        choices=["baseline", "scale", "clax"],
+    )
+    p.add_argument(
+        "--yandex",
+        type=Path,
+        default=Path(__file__).resolve().parents[2]
+        / "shared"
+        / "data"
+        / "yandex_relpred2011_pyclick_sample"
+        / "trainSample",
+    )
     args = p.parse_args()
     if "baseline" in args.parts:
         bench_baseline()

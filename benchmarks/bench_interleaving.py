@@ -132,8 +132,9 @@ def population_model(population, click_model):
     return web_search_population()
 
 
-def bench_power(pool, experiments, plot, sigma_b, click_model, population="homogeneous",
-                sessions_per_user=(1,)):
+def bench_power(
+    pool, experiments, plot, sigma_b, click_model, population="homogeneous", sessions_per_user=(1,)
+):
     data = synthetic(1000, 30, seed=0)
     a, b = rankers(data, 1.0, sigma_b, seed=3)
     pops = POPULATIONS if population == "compare" else (population,)
@@ -142,8 +143,16 @@ def bench_power(pool, experiments, plot, sigma_b, click_model, population="homog
         for spu in sessions_per_user:
             model = population_model(pop, click_model)
             t0 = time.perf_counter()
-            pc = power_analysis(data, a, b, pool_size=pool, n_experiments=experiments, seed=1,
-                                click_model=model, sessions_per_user=spu)
+            pc = power_analysis(
+                data,
+                a,
+                b,
+                pool_size=pool,
+                n_experiments=experiments,
+                seed=1,
+                click_model=model,
+                sessions_per_user=spu,
+            )
             label = f"{pop} users" if spu == 1 else f"{pop} users, {spu} sessions each"
             curves[label] = pc
             print(f"== population: {label} ==")
@@ -155,13 +164,19 @@ def bench_power(pool, experiments, plot, sigma_b, click_model, population="homog
         need = pc.n_for_power(0.8)
         ab = {k: v for k, v in need.items() if k.startswith("A/B")}
         best_ab = min(ab, key=ab.get)
-        row = ", ".join(f"{m} {need[m]:,.0f} ({ab[best_ab] / need[m]:.2f}x)" for m in need
-                        if not m.startswith("A/B"))
+        row = ", ".join(
+            f"{m} {need[m]:,.0f} ({ab[best_ab] / need[m]:.2f}x)"
+            for m in need
+            if not m.startswith("A/B")
+        )
         print(f"  {label:<32} best A/B = {best_ab} ({ab[best_ab]:,.0f}); {row}")
     if plot:
         name = click_model if population == "homogeneous" else population
-        spus = "" if tuple(sessions_per_user) == (1,) else "_spu" + "-".join(
-            map(str, sessions_per_user))
+        spus = (
+            ""
+            if tuple(sessions_per_user) == (1,)
+            else "_spu" + "-".join(map(str, sessions_per_user))
+        )
         out = ROOT / "docs" / "figures" / f"power_{name}{spus}_sigma{sigma_b:g}.png"
         if len(curves) == 1:
             next(iter(curves.values())).plot(out)
@@ -171,12 +186,10 @@ def bench_power(pool, experiments, plot, sigma_b, click_model, population="homog
             matplotlib.use("Agg", force=False)
             import matplotlib.pyplot as plt
 
-            fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4.2),
-                                     sharey=True)
+            fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4.2), sharey=True)
             for ax, (label, pc) in zip(axes, curves.items(), strict=True):
                 pc.plot(ax=ax)
-                ax.set_title(f"{label}; NDCG@10 {pc.ndcg_a:.3f} vs {pc.ndcg_b:.3f}",
-                             fontsize=9)
+                ax.set_title(f"{label}; NDCG@10 {pc.ndcg_a:.3f} vs {pc.ndcg_b:.3f}", fontsize=9)
                 if ax is not axes[0]:
                     ax.set_ylabel("")
             fig.tight_layout()
@@ -188,8 +201,9 @@ def bench_fidelity(pairs, impressions, noise):
     data = synthetic(1000, 30, seed=0)
     t0 = time.perf_counter()
     for method in ("team-draft", "probabilistic"):
-        res = fidelity_study(data, n_pairs=pairs, n_impressions=impressions, method=method,
-                             noise=noise, seed=2)
+        res = fidelity_study(
+            data, n_pairs=pairs, n_impressions=impressions, method=method, noise=noise, seed=2
+        )
         print(res.summary())
     d = res.table["diff"].abs()
     print(f"  |ΔNDCG@10| over pairs: median {d.median():.4f}, max {d.max():.4f}")
@@ -229,26 +243,37 @@ def bench_fidelity_lambdamart(impressions, population, click_model, plot):
     t0 = time.perf_counter()
     models, names = lambdamart_rankers()
     nd = np.array([float(ndcg(m.predict(test), test.y, test.qptr, k=10)) for m in models])
-    print(f"trained {len(models)} LambdaMART models in {time.perf_counter() - t0:.0f} s; "
-          f"test NDCG@10 from {nd.min():.3f} to {nd.max():.3f} (median {np.median(nd):.3f})")
+    print(
+        f"trained {len(models)} LambdaMART models in {time.perf_counter() - t0:.0f} s; "
+        f"test NDCG@10 from {nd.min():.3f} to {nd.max():.3f} (median {np.median(nd):.3f})"
+    )
     model = population_model(population, click_model)
     results = {}
     for method in ("team-draft", "probabilistic"):
         t1 = time.perf_counter()
-        res = fidelity_study(test, rankers=models, n_pairs=10_000, method=method,
-                             n_impressions=impressions, click_model=model, seed=2)
+        res = fidelity_study(
+            test,
+            rankers=models,
+            n_pairs=10_000,
+            method=method,
+            n_impressions=impressions,
+            click_model=model,
+            seed=2,
+        )
         results[method] = res
         print(res.summary())
         tab = res.table.with_columns(ad=res.table["diff"].abs())
         for lo, hi in ((0.0, 0.01), (0.01, 0.02), (0.02, 0.05), (0.05, 1.0)):
             b = tab.filter((tab["ad"] >= lo) & (tab["ad"] < hi))
             sig = b.filter(b["p_value"] < res.alpha)
-            print(f"    |dNDCG| in [{lo:.2f}, {hi:.2f}): {b.height:4d} pairs, agreement "
-                  f"{b['agree'].mean() if b.height else float('nan'):.3f}, significant "
-                  f"{sig.height / max(b.height, 1):.3f}, of those agreeing "
-                  f"{sig['agree'].mean() if sig.height else float('nan'):.3f} (NDCG), "
-                  f"{sig['agree_clicks'].mean() if sig.height else float('nan'):.3f} "
-                  "(expected clicks)")
+            print(
+                f"    |dNDCG| in [{lo:.2f}, {hi:.2f}): {b.height:4d} pairs, agreement "
+                f"{b['agree'].mean() if b.height else float('nan'):.3f}, significant "
+                f"{sig.height / max(b.height, 1):.3f}, of those agreeing "
+                f"{sig['agree'].mean() if sig.height else float('nan'):.3f} (NDCG), "
+                f"{sig['agree_clicks'].mean() if sig.height else float('nan'):.3f} "
+                "(expected clicks)"
+            )
         print(f"  ({time.perf_counter() - t1:.0f} s)")
     if plot:
         import matplotlib
@@ -271,8 +296,11 @@ def bench_fidelity_lambdamart(impressions, population, click_model, plot):
             ax.set_title(f"{method}: agreement {res.agreement:.3f} (|ΔNDCG| ≥ 0.01)", fontsize=9)
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
-        fig.suptitle(f"{len(models)} LambdaMART models, all pairs, {impressions:,} "
-                     f"impressions/pair, {population} users", fontsize=9)
+        fig.suptitle(
+            f"{len(models)} LambdaMART models, all pairs, {impressions:,} "
+            f"impressions/pair, {population} users",
+            fontsize=9,
+        )
         fig.tight_layout()
         out = ROOT / "docs" / "figures" / f"fidelity_lambdamart_{population}.png"
         fig.savefig(out, dpi=80)
@@ -293,28 +321,53 @@ if __name__ == "__main__":
         default=1.1,
         help="noise of ranker B (A has 1.0); 1.1 -> NDCG@10 differs by ~2 points",
     )
-    ap.add_argument("--click-model", default="pbm",
-                    help="click model of the homogeneous population")
-    ap.add_argument("--population", default="homogeneous", choices=(*POPULATIONS, "compare"),
-                    help="user population for --power (compare = all three, one figure)")
+    ap.add_argument(
+        "--click-model", default="pbm", help="click model of the homogeneous population"
+    )
+    ap.add_argument(
+        "--population",
+        default="homogeneous",
+        choices=(*POPULATIONS, "compare"),
+        help="user population for --power (compare = all three, one figure)",
+    )
     ap.add_argument("--fidelity", action="store_true")
     ap.add_argument("--pairs", type=int, default=100)
     ap.add_argument("--pair-impressions", type=int, default=20_000)
-    ap.add_argument("--noise", type=float, nargs=2, default=(0.5, 3.0),
-                    help="range of the rankers' noise SD (narrow range -> close pairs)")
-    ap.add_argument("--sessions-per-user", type=int, nargs="+", default=[1],
-                    help="impressions per user for --power (> 1: users keep their type and are "
-                         "the unit of randomization); several values -> one panel each")
-    ap.add_argument("--rankers", default="noise", choices=("noise", "lambdamart"),
-                    help="fidelity pairs: labels + noise, or 30 trained LambdaMART models")
+    ap.add_argument(
+        "--noise",
+        type=float,
+        nargs=2,
+        default=(0.5, 3.0),
+        help="range of the rankers' noise SD (narrow range -> close pairs)",
+    )
+    ap.add_argument(
+        "--sessions-per-user",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="impressions per user for --power (> 1: users keep their type and are "
+        "the unit of randomization); several values -> one panel each",
+    )
+    ap.add_argument(
+        "--rankers",
+        default="noise",
+        choices=("noise", "lambdamart"),
+        help="fidelity pairs: labels + noise, or 30 trained LambdaMART models",
+    )
     args = ap.parse_args()
     if args.power:
-        bench_power(args.pool, args.experiments, not args.no_plot, args.sigma_b, args.click_model,
-                    args.population, tuple(args.sessions_per_user))
+        bench_power(
+            args.pool,
+            args.experiments,
+            not args.no_plot,
+            args.sigma_b,
+            args.click_model,
+            args.population,
+            tuple(args.sessions_per_user),
+        )
     elif args.fidelity and args.rankers == "lambdamart":
         pop = "homogeneous" if args.population == "compare" else args.population
-        bench_fidelity_lambdamart(args.pair_impressions, pop, args.click_model,
-                                  not args.no_plot)
+        bench_fidelity_lambdamart(args.pair_impressions, pop, args.click_model, not args.no_plot)
     elif args.fidelity:
         bench_fidelity(args.pairs, args.pair_impressions, tuple(args.noise))
     else:

@@ -51,8 +51,12 @@ def main() -> None:
         default=10_000,
         help="queries timed with the Python loop (then extrapolated)",
     )
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="runs of the vectorized metric; the fastest is reported")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of the vectorized metric; the fastest is reported",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -77,8 +81,10 @@ def main() -> None:
     t_loop = t_loop_subset * n_q / m
 
     print(f"NDCG@{args.k} over {n_q:,} queries x {n_d} documents ({n_q * n_d:,} rows)")
-    print(f"  clickrank.metrics.ndcg : {t_vec:8.2f} s   {n_q / t_vec:12,.0f} queries/s"
-          f"   (best of {max(1, args.repeat)})")
+    print(
+        f"  clickrank.metrics.ndcg : {t_vec:8.2f} s   {n_q / t_vec:12,.0f} queries/s"
+        f"   (best of {max(1, args.repeat)})"
+    )
     print(
         f"  per-query Python loop  : {t_loop:8.2f} s   {n_q / t_loop:12,.0f} queries/s"
         f"   (timed on {m:,} queries: {t_loop_subset:.2f} s, extrapolated)"

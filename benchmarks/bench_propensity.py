@@ -55,9 +55,14 @@ def _data():
 
 def bench_baseline(n_sessions: int = 1_000_000) -> dict:
     data = _data()
-    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
-                   click_model=make_click_model("pbm", eta=1.0), n_sessions=n_sessions,
-                   interventions=[Randomize(1.0)], seed=3)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=n_sessions,
+        interventions=[Randomize(1.0)],
+        seed=3,
+    )
     t0 = time.perf_counter()
     ours = randomized(log)
     t_ours = time.perf_counter() - t0
@@ -71,8 +76,9 @@ def bench_baseline(n_sessions: int = 1_000_000) -> dict:
     cov = wide.cov(ddof=0)
     n = len(wide)
     theta_pd = (m / m.iloc[0]).to_numpy()
-    var_pd = (np.diag(cov) / m**2 + cov.iloc[0, 0] / m.iloc[0] ** 2
-              - 2 * cov.iloc[:, 0] / (m * m.iloc[0])).to_numpy() / n
+    var_pd = (
+        np.diag(cov) / m**2 + cov.iloc[0, 0] / m.iloc[0] ** 2 - 2 * cov.iloc[:, 0] / (m * m.iloc[0])
+    ).to_numpy() / n
     t_pandas = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -84,12 +90,15 @@ def bench_baseline(n_sessions: int = 1_000_000) -> dict:
     t_numpy = time.perf_counter() - t0
 
     assert np.allclose(ours.theta, theta_pd) and np.allclose(ours.theta, theta_np)
-    assert np.allclose(ours.se[1:], np.sqrt(var_pd[1:])) and np.allclose(ours.se[1:],
-                                                                         np.sqrt(var_np[1:]))
+    assert np.allclose(ours.se[1:], np.sqrt(var_pd[1:])) and np.allclose(
+        ours.se[1:], np.sqrt(var_np[1:])
+    )
     out = {"rows": log.height, "ours_s": t_ours, "pandas_s": t_pandas, "dense_numpy_s": t_numpy}
-    print(f"[baseline] {log.height:,} rows: clickrank {t_ours:.3f}s | pandas pivot "
-          f"{t_pandas:.3f}s (x{t_pandas / t_ours:.1f}) | dense numpy {t_numpy:.3f}s "
-          f"(x{t_numpy / t_ours:.1f}); all three agree")
+    print(
+        f"[baseline] {log.height:,} rows: clickrank {t_ours:.3f}s | pandas pivot "
+        f"{t_pandas:.3f}s (x{t_pandas / t_ours:.1f}) | dense numpy {t_numpy:.3f}s "
+        f"(x{t_numpy / t_ours:.1f}); all three agree"
+    )
     return out
 
 
@@ -111,12 +120,20 @@ def _estimate_child(path: str, method: str = "randomized") -> None:
     """Child process: estimate from the parquet folder, print JSON with time and peak RSS."""
     t0 = time.perf_counter()
     kw = {"n_boot": 0} if method == "em" else {}
-    res = estimate_propensities(pl.scan_parquet(str(Path(path) / "*.parquet")), method=method,
-                                **kw)
+    res = estimate_propensities(pl.scan_parquet(str(Path(path) / "*.parquet")), method=method, **kw)
     dt = time.perf_counter() - t0
     rss = _peak_rss_mib()
-    print(json.dumps({"seconds": dt, "peak_rss_mib": rss, "theta": res.theta.tolist(),
-                      "se": res.se.tolist(), "n_sessions": res.n_sessions}))
+    print(
+        json.dumps(
+            {
+                "seconds": dt,
+                "peak_rss_mib": rss,
+                "theta": res.theta.tolist(),
+                "se": res.se.tolist(),
+                "n_sessions": res.n_sessions,
+            }
+        )
+    )
 
 
 def bench_scale(n_sessions: int = 10_000_000, keep: str | None = None) -> dict:
@@ -124,24 +141,42 @@ def bench_scale(n_sessions: int = 10_000_000, keep: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(dir=keep) as tmp:
         out = Path(tmp) / "log"
         t0 = time.perf_counter()
-        simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
-                 click_model=make_click_model("pbm", eta=1.0), n_sessions=n_sessions,
-                 interventions=[Randomize(1.0)], seed=1, chunk_size=1_000_000, out=out)
+        simulate(
+            data,
+            policy=DeterministicPolicy(data.X[:, 0]),
+            click_model=make_click_model("pbm", eta=1.0),
+            n_sessions=n_sessions,
+            interventions=[Randomize(1.0)],
+            seed=1,
+            chunk_size=1_000_000,
+            out=out,
+        )
         t_sim = time.perf_counter() - t0
         size = sum(f.stat().st_size for f in out.glob("*.parquet"))
-        proc = subprocess.run([sys.executable, __file__, "--child", str(out)], check=True,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", str(out)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         res = json.loads(proc.stdout.strip().splitlines()[-1])
     theta = np.array(res["theta"])
     truth = power_law(K, 1.0)
     rel = np.abs(theta / truth - 1)
-    print(f"[scale] {n_sessions:,} sessions x {K} = {n_sessions * K:,} rows "
-          f"(parquet {size / 2**20:.0f} MiB, simulated in {t_sim:.0f}s)")
-    print(f"[scale] randomized estimate: {res['seconds']:.1f}s, peak RSS "
-          f"{res['peak_rss_mib']:.0f} MiB (child process, includes Python + polars)")
+    print(
+        f"[scale] {n_sessions:,} sessions x {K} = {n_sessions * K:,} rows "
+        f"(parquet {size / 2**20:.0f} MiB, simulated in {t_sim:.0f}s)"
+    )
+    print(
+        f"[scale] randomized estimate: {res['seconds']:.1f}s, peak RSS "
+        f"{res['peak_rss_mib']:.0f} MiB (child process, includes Python + polars)"
+    )
     print("[scale] theta   " + " ".join(f"{x:.4f}" for x in theta))
-    print("[scale] rel.err " + " ".join(f"{x:.4f}" for x in rel)
-          + f"   max = {rel.max():.4%} (goal < 1%)")
+    print(
+        "[scale] rel.err "
+        + " ".join(f"{x:.4f}" for x in rel)
+        + f"   max = {rel.max():.4%} (goal < 1%)"
+    )
     return {**res, "max_rel_error": float(rel.max()), "simulate_s": t_sim}
 
 
@@ -153,20 +188,34 @@ def bench_scale_all(n_sessions: int = 10_000_000, keep: str | None = None) -> di
     with tempfile.TemporaryDirectory(dir=keep) as tmp:
         out = Path(tmp) / "log"
         t0 = time.perf_counter()
-        simulate(data, policy=mix, click_model=make_click_model("pbm", eta=1.0),
-                 n_sessions=n_sessions, seed=2, chunk_size=1_000_000, out=out,
-                 interventions=[Swap(0.2), RandPair(0.2), Randomize(0.2)])
-        print(f"[scale-all] {n_sessions:,} sessions x {K} rows, 3 rankers + 20% swap, 20% "
-              f"randpair, 20% randomized; simulated in {time.perf_counter() - t0:.0f}s")
+        simulate(
+            data,
+            policy=mix,
+            click_model=make_click_model("pbm", eta=1.0),
+            n_sessions=n_sessions,
+            seed=2,
+            chunk_size=1_000_000,
+            out=out,
+            interventions=[Swap(0.2), RandPair(0.2), Randomize(0.2)],
+        )
+        print(
+            f"[scale-all] {n_sessions:,} sessions x {K} rows, 3 rankers + 20% swap, 20% "
+            f"randpair, 20% randomized; simulated in {time.perf_counter() - t0:.0f}s"
+        )
         truth = power_law(K, 1.0)
-        for method in ("swap", "randpair", "randomized", "harvest-pivot", "harvest-allpairs",
-                       "em"):
-            proc = subprocess.run([sys.executable, __file__, "--child", str(out), "--method",
-                                   method], check=True, capture_output=True, text=True)
+        for method in ("swap", "randpair", "randomized", "harvest-pivot", "harvest-allpairs", "em"):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", str(out), "--method", method],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             res = json.loads(proc.stdout.strip().splitlines()[-1])
             rel = np.abs(np.array(res["theta"]) / truth - 1)
-            print(f"[scale-all] {method:<17} {res['seconds']:6.1f}s  peak RSS "
-                  f"{res['peak_rss_mib']:6.0f} MiB  max rel. error {rel.max():.2%}")
+            print(
+                f"[scale-all] {method:<17} {res['seconds']:6.1f}s  peak RSS "
+                f"{res['peak_rss_mib']:6.0f} MiB  max rel. error {rel.max():.2%}"
+            )
             out_res[method] = res
     return out_res
 
@@ -181,9 +230,16 @@ def _per_log_counts(data, n_logs, per_log, *, interventions, eta, top_k, seed, b
     step = max(per_log, (2_000_000 // per_log) * per_log)
     for start in range(0, n_logs * per_log, step):
         n = min(step, n_logs * per_log - start)
-        chunk = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=model,
-                         n_sessions=n, first_session=start, top_k=top_k,
-                         interventions=interventions, seed=seed)
+        chunk = simulate(
+            data,
+            policy=DeterministicPolicy(data.X[:, 0]),
+            click_model=model,
+            n_sessions=n,
+            first_session=start,
+            top_k=top_k,
+            interventions=interventions,
+            seed=seed,
+        )
         frames.append(by(chunk.with_columns(rep=(pl.col("session") // per_log).cast(pl.Int64))))
     return pl.concat(frames).partition_by("rep", as_dict=True)
 
@@ -193,23 +249,31 @@ def _pairs_by(chunk: pl.DataFrame) -> pl.DataFrame:
     return (
         chunk.group_by("rep", "intervention", "swap_pivot", "swap_k", "position")
         .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").sum().cast(pl.Float64))
-        .with_columns(kind=iv.replace_strict({"none": 0, "swap": 1, "randpair": 2}, default=-1,
-                                             return_dtype=pl.Int8),
-                      a=pl.col("swap_pivot").cast(pl.Int64), b=pl.col("swap_k").cast(pl.Int64),
-                      position=pl.col("position").cast(pl.Int64))
+        .with_columns(
+            kind=iv.replace_strict(
+                {"none": 0, "swap": 1, "randpair": 2}, default=-1, return_dtype=pl.Int8
+            ),
+            a=pl.col("swap_pivot").cast(pl.Int64),
+            b=pl.col("swap_k").cast(pl.Int64),
+            position=pl.col("position").cast(pl.Int64),
+        )
         .sort("rep", "kind", "a", "b", "position")
     )
 
 
 def _rand_by(chunk: pl.DataFrame) -> pl.DataFrame:
-    first = chunk.filter(pl.col("position") == 1).select("session",
-                                                         c1=pl.col("click").cast(pl.Float64))
+    first = chunk.filter(pl.col("position") == 1).select(
+        "session", c1=pl.col("click").cast(pl.Float64)
+    )
     return (
         chunk.join(first, on="session")
         .group_by("rep", "position")
-        .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").sum().cast(pl.Float64),
-             cc=(pl.col("click").cast(pl.Float64) * pl.col("c1")).sum(),
-             n1p=pl.len().cast(pl.Float64))
+        .agg(
+            n=pl.len().cast(pl.Float64),
+            c=pl.col("click").sum().cast(pl.Float64),
+            cc=(pl.col("click").cast(pl.Float64) * pl.col("c1")).sum(),
+            n1p=pl.len().cast(pl.Float64),
+        )
         .with_columns(position=pl.col("position").cast(pl.Int64))
         .sort("rep", "position")
     )
@@ -222,13 +286,24 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
     def report(name, hits, n):
         cov = hits[1:] / n
         se = np.sqrt(0.95 * 0.05 / n)
-        print(f"[coverage] {name:<22} {n} logs: " + " ".join(f"{c:.3f}" for c in cov)
-              + f"  (nominal 0.95, SE {se:.3f})")
+        print(
+            f"[coverage] {name:<22} {n} logs: "
+            + " ".join(f"{c:.3f}" for c in cov)
+            + f"  (nominal 0.95, SE {se:.3f})"
+        )
         results[name] = cov.tolist()
 
     for eta in (0.5, 1.0, 2.0):
-        parts = _per_log_counts(data, n_logs, per_log, interventions=[Swap(0.5)], eta=eta,
-                                top_k=K, seed=17, by=_pairs_by)
+        parts = _per_log_counts(
+            data,
+            n_logs,
+            per_log,
+            interventions=[Swap(0.5)],
+            eta=eta,
+            top_k=K,
+            seed=17,
+            by=_pairs_by,
+        )
         truth = power_law(K, eta)
         hits = np.zeros(K)
         for part in parts.values():
@@ -240,8 +315,16 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
             hits += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
         report(f"swap eta={eta}", hits, len(parts))
 
-    parts = _per_log_counts(data, n_logs, per_log, interventions=[RandPair(0.8)], eta=1.0,
-                            top_k=K, seed=18, by=_pairs_by)
+    parts = _per_log_counts(
+        data,
+        n_logs,
+        per_log,
+        interventions=[RandPair(0.8)],
+        eta=1.0,
+        top_k=K,
+        seed=18,
+        by=_pairs_by,
+    )
     hits = np.zeros(K)
     truth = power_law(K, 1.0)
     for part in parts.values():
@@ -250,8 +333,16 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
         hits += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
     report("randpair eta=1", hits, len(parts))
 
-    parts = _per_log_counts(data, n_logs, per_log // 2, interventions=[Randomize(1.0)],
-                            eta=1.0, top_k=K, seed=19, by=_rand_by)
+    parts = _per_log_counts(
+        data,
+        n_logs,
+        per_log // 2,
+        interventions=[Randomize(1.0)],
+        eta=1.0,
+        top_k=K,
+        seed=19,
+        by=_rand_by,
+    )
     hits = np.zeros(K)
     for part in parts.values():
         st = {c: part[c].to_numpy() for c in ("position", "n", "c", "cc", "n1p")}
@@ -265,8 +356,14 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
     n_h = max(200, n_logs // 10)
     hits = {m: np.zeros(K) for m in ("harvest-allpairs", "harvest-pivot")}
     for r in range(n_h):
-        log = simulate(small, policy=mix, click_model=make_click_model("pbm", eta=1.0),
-                       n_sessions=20_000, first_session=r * 20_000, seed=23)
+        log = simulate(
+            small,
+            policy=mix,
+            click_model=make_click_model("pbm", eta=1.0),
+            n_sessions=20_000,
+            first_session=r * 20_000,
+            seed=23,
+        )
         for m in hits:
             ci = estimate_propensities(log, method=m).conf_int(0.05)
             hits[m] += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
@@ -276,10 +373,15 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", nargs="+", default=["baseline", "scale", "scale-all", "coverage"],
-                    choices=["baseline", "scale", "scale-all", "coverage"])
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=["baseline", "scale", "scale-all", "coverage"],
+        choices=["baseline", "scale", "scale-all", "coverage"],
+    )
     ap.add_argument("--sessions", type=int, default=10_000_000, help="sessions for 'scale'")
     ap.add_argument("--logs", type=int, default=2000, help="logs per coverage experiment")
     ap.add_argument("--tmp", default=None, help="folder for the temporary parquet log")

@@ -42,15 +42,20 @@ import numpy as np
 K = 10
 # the CLI in a child that reports its own peak RSS (VmHWM: reset by exec, unlike ru_maxrss,
 # which a child inherits from this process at fork)
-CLI = [sys.executable, "-c", (
-    "import atexit, sys\n"
-    "def hwm():\n"
-    "    for ln in open('/proc/self/status'):\n"
-    "        if ln.startswith('VmHWM:'):\n"
-    "            print('VmHWM', ln.split()[1], file=sys.stderr)\n"
-    "atexit.register(hwm)\n"
-    "from clickrank.cli import main\n"
-    "main()\n")]
+CLI = [
+    sys.executable,
+    "-c",
+    (
+        "import atexit, sys\n"
+        "def hwm():\n"
+        "    for ln in open('/proc/self/status'):\n"
+        "        if ln.startswith('VmHWM:'):\n"
+        "            print('VmHWM', ln.split()[1], file=sys.stderr)\n"
+        "atexit.register(hwm)\n"
+        "from clickrank.cli import main\n"
+        "main()\n"
+    ),
+]
 
 
 def simulate_log(out: Path, n_sessions: int) -> dict:
@@ -62,13 +67,26 @@ def simulate_log(out: Path, n_sessions: int) -> dict:
     data = synthetic(300, 20, seed=0)
     mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(3)])
     t0 = time.perf_counter()
-    simulate(data, policy=mix, click_model=make_click_model("pbm", eta=1.0),
-             n_sessions=n_sessions, top_k=K, interventions=[Swap(0.2), Randomize(0.2)], seed=1,
-             chunk_size=1_000_000, out=out, progress=True)
+    simulate(
+        data,
+        policy=mix,
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=n_sessions,
+        top_k=K,
+        interventions=[Swap(0.2), Randomize(0.2)],
+        seed=1,
+        chunk_size=1_000_000,
+        out=out,
+        progress=True,
+    )
     size = sum(f.stat().st_size for f in out.glob("*.parquet"))
-    return {"sessions": n_sessions, "rows": n_sessions * K, "parquet_bytes": size,
-            "files": len(list(out.glob("*.parquet"))),
-            "simulate_seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "sessions": n_sessions,
+        "rows": n_sessions * K,
+        "parquet_bytes": size,
+        "files": len(list(out.glob("*.parquet"))),
+        "simulate_seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def run_cli(log: str, method: str, out: Path) -> dict:
@@ -95,13 +113,17 @@ def run_cli(log: str, method: str, out: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sessions", type=int, default=100_000_000)
     ap.add_argument("--em-sessions", type=int, default=10_000_000)
     ap.add_argument("--methods", nargs="+", default=["swap", "randomized", "harvest-allpairs"])
-    ap.add_argument("--tmp", default=str(Path(__file__).resolve().parents[2]),
-                    help="folder for the temporary log (needs ~20 bytes per session)")
+    ap.add_argument(
+        "--tmp",
+        default=str(Path(__file__).resolve().parents[2]),
+        help="folder for the temporary log (needs ~20 bytes per session)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
     args = ap.parse_args()
 
@@ -118,8 +140,11 @@ def main() -> None:
         for m in args.methods:
             r = run_cli(str(log), m, tmp / f"{m}.json")
             result[m] = r
-            print(f"[scale] {m:<17} {r['seconds']:7.1f} s  peak RSS {r['peak_rss_mib']:6,} MiB  "
-                  f"max rel. error {r['max_rel_error']:.3%}", file=sys.stderr)
+            print(
+                f"[scale] {m:<17} {r['seconds']:7.1f} s  peak RSS {r['peak_rss_mib']:6,} MiB  "
+                f"max rel. error {r['max_rel_error']:.3%}",
+                file=sys.stderr,
+            )
         if args.em_sessions:
             parts = -(-min(args.em_sessions, args.sessions) // PART_SESSIONS)
             em_log = tmp / "em_log"
@@ -129,9 +154,12 @@ def main() -> None:
             r = run_cli(str(em_log), "em", tmp / "em.json")
             r["sessions"] = parts * PART_SESSIONS
             result["em"] = r
-            print(f"[scale] em ({r['sessions']:,} sessions, 100 bootstrap replicates) "
-                  f"{r['seconds']:.1f} s  peak RSS {r['peak_rss_mib']:,} MiB  "
-                  f"max rel. error {r['max_rel_error']:.3%}", file=sys.stderr)
+            print(
+                f"[scale] em ({r['sessions']:,} sessions, 100 bootstrap replicates) "
+                f"{r['seconds']:.1f} s  peak RSS {r['peak_rss_mib']:,} MiB  "
+                f"max rel. error {r['max_rel_error']:.3%}",
+                file=sys.stderr,
+            )
     finally:
         if args.keep:
             print(f"[scale] kept {tmp}", file=sys.stderr)

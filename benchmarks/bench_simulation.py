@@ -147,8 +147,9 @@ def main() -> None:
     # Warm-up at full size: numba JIT, and the first touch of the log's memory, which
     # a fresh process pays once (expensive on virtual machines); the bare draw below is
     # likewise timed on memory its earlier repeats touched.
-    simulate(data, policy=policy, click_model=pbm, n_sessions=n, top_k=K,
-             chunk_size=args.chunk_size)
+    simulate(
+        data, policy=policy, click_model=pbm, n_sessions=n, top_k=K, chunk_size=args.chunk_size
+    )
     print(f"data: {data!r}; production ranker: clickrank LambdaMART, 50 trees, 1% of queries")
     print(f"{n:,} sessions x {K} positions, in-memory log, best of 3 after a warm-up run\n")
 
@@ -177,19 +178,31 @@ def main() -> None:
     )
     t_pred, _ = best(lambda: ranker.predict(data.X))
     with_model = DeterministicPolicy(ranker, name="production")
-    t_all, _ = best(lambda: simulate(data, policy=with_model, click_model=pbm, n_sessions=n,
-                                     top_k=K, chunk_size=args.chunk_size))
-    print(f"  + scoring all {data.n_docs:,} docs with the production ranker (once per run): "
-          f"{t_pred:.3f} s; "
-          f"simulate with the ranker object {t_all:.3f} s ({t_all / t_bare:.1f}x)")
+    t_all, _ = best(
+        lambda: simulate(
+            data,
+            policy=with_model,
+            click_model=pbm,
+            n_sessions=n,
+            top_k=K,
+            chunk_size=args.chunk_size,
+        )
+    )
+    print(
+        f"  + scoring all {data.n_docs:,} docs with the production ranker (once per run): "
+        f"{t_pred:.3f} s; "
+        f"simulate with the ranker object {t_all:.3f} s ({t_all / t_bare:.1f}x)"
+    )
     print(f"\nwhere the time goes ({n:,} sessions in one chunk, best of 3):")
     parts, generic = breakdown(data, policy, pbm, n)
     for name, t in parts.items():
         print(f"  {name:<28} {t:8.3f} s  ({t / t_bare:5.1f}x bare)")
     print(f"  {'sum':<28} {sum(parts.values()):8.3f} s")
     if getattr(pbm, "independent_clicks", False):
-        print("  (PBM clicks are fused: hash + compare in one pass, probabilities from a grade "
-              "table;\n   the generic path for other models costs:)")
+        print(
+            "  (PBM clicks are fused: hash + compare in one pass, probabilities from a grade "
+            "table;\n   the generic path for other models costs:)"
+        )
         for name, t in generic.items():
             print(f"    {name:<26} {t:8.3f} s  ({t / t_bare:5.1f}x bare)")
 

@@ -67,8 +67,13 @@ from clickrank.targets import (
 
 STRATEGIES = ("last-click-skip-above", "skip-previous", "skip-next", "skip-above+skip-next")
 
-TREES = {"n_estimators": 100, "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20,
-         "max_depth": -1}
+TREES = {
+    "n_estimators": 100,
+    "learning_rate": 0.1,
+    "num_leaves": 31,
+    "min_data_in_leaf": 20,
+    "max_depth": -1,
+}
 
 
 def lightgbm_position(train, log, seed: int, threads: int, reg: float):
@@ -93,8 +98,12 @@ def one_seed(
     theta = click_model.propensities(10)
     # Estimated propensities come from a separate, smaller intervention experiment
     # (half of 10 % as many sessions swap rank 1 with a uniform rank k; other seed).
-    swap_log = simulate(train, policy=production, interventions=Swap(0.5),
-                        **{**sim, "n_sessions": max(n_sessions // 10, 10_000), "seed": seed + 7919})
+    swap_log = simulate(
+        train,
+        policy=production,
+        interventions=Swap(0.5),
+        **{**sim, "n_sessions": max(n_sessions // 10, 10_000), "seed": seed + 7919},
+    )
     theta_hat = estimate_propensities(swap_log, method="swap")
 
     binary = (test.y >= 3).astype(np.float64)  # the relevance the clicks carry
@@ -163,10 +172,15 @@ def main() -> None:
                     help="LightGBM lambdarank_position_bias_regularization")  # fmt: skip
     ap.add_argument("--no-baselines", action="store_true", help="skip LightGBM/XGBoost rows")
     ap.add_argument("--quick", action="store_true", help="1 seed, 100,000 sessions")
-    ap.add_argument("--leaves", type=int, default=TREES["num_leaves"],
-                    help="leaves per tree, for every learner")
-    ap.add_argument("--max-depth", type=int, default=TREES["max_depth"],
-                    help="tree depth limit, for every learner (-1: none)")
+    ap.add_argument(
+        "--leaves", type=int, default=TREES["num_leaves"], help="leaves per tree, for every learner"
+    )
+    ap.add_argument(
+        "--max-depth",
+        type=int,
+        default=TREES["max_depth"],
+        help="tree depth limit, for every learner (-1: none)",
+    )
     ap.add_argument("--fairpairs", default="0.1,0.3,1.0",
                     help="comma-separated FairPairs session fractions (one row each)")  # fmt: skip
     args = ap.parse_args()

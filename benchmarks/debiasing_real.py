@@ -196,16 +196,29 @@ def summarize(name: str, results: list[dict[str, float]], methods: list[str]) ->
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", action="append", help="LETOR folder with train.txt and test.txt")
-    ap.add_argument("--synthetic", type=int, action="append", default=[],
-                    help="synthetic data with this many documents per query")
+    ap.add_argument(
+        "--synthetic",
+        type=int,
+        action="append",
+        default=[],
+        help="synthetic data with this many documents per query",
+    )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=200_000)
-    ap.add_argument("--fraction", type=float, default=0.05,
-                    help="share of training queries the logger learns from (at least 20)")
+    ap.add_argument(
+        "--fraction",
+        type=float,
+        default=0.05,
+        help="share of training queries the logger learns from (at least 20)",
+    )
     ap.add_argument("--eta", type=float, default=1.0)
-    ap.add_argument("--logger", choices=["production", "plackett-luce"], default="production",
-                    help="deterministic top 10 of the production ranker, or Plackett-Luce "
-                    "sampling over its scores")
+    ap.add_argument(
+        "--logger",
+        choices=["production", "plackett-luce"],
+        default="production",
+        help="deterministic top 10 of the production ranker, or Plackett-Luce "
+        "sampling over its scores",
+    )
     ap.add_argument("--temperature", type=float, default=1.0, help="Plackett-Luce temperature")
     ap.add_argument("--swap", type=float, default=0.1)
     ap.add_argument("--trees", type=int, default=100, help="fixed budget: trees")

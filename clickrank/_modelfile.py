@@ -38,8 +38,18 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "META_KEYS", "digest", "read_meta", "read
 FORMAT = "clickrank-lambdamart"
 FORMAT_VERSION = 2
 #: Keys of ``meta.json``: required ones, and those only format version 2 requires.
-META_KEYS = {"format", "format_version", "params", "n_features_in", "best_iteration", "target",
-             "n_train_docs", "n_train_queries", "evals_result", "position_bias"}
+META_KEYS = {
+    "format",
+    "format_version",
+    "params",
+    "n_features_in",
+    "best_iteration",
+    "target",
+    "n_train_docs",
+    "n_train_queries",
+    "evals_result",
+    "position_bias",
+}
 META_KEYS_V2 = {"model_sha256", "model_bytes"}
 _OPTIONAL = {"evals_result", "position_bias"}
 MAX_LEAVES = 131072  # LightGBM's upper bound of num_leaves
@@ -63,12 +73,17 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise DataFormatError("expected a JSON object", path=path)
     if meta.get("format") != FORMAT:
-        raise DataFormatError(f"not a {FORMAT} metadata file (its 'format' is "
-                              f"{meta.get('format')!r})", path=path)
+        raise DataFormatError(
+            f"not a {FORMAT} metadata file (its 'format' is {meta.get('format')!r})", path=path
+        )
     version = meta.get("format_version")
     if version not in (1, FORMAT_VERSION):
-        raise DataFormatError(f"format_version {version!r} is not supported (this clickrank "
-                              f"reads 1 and {FORMAT_VERSION})", path=path, column="format_version")
+        raise DataFormatError(
+            f"format_version {version!r} is not supported (this clickrank "
+            f"reads 1 and {FORMAT_VERSION})",
+            path=path,
+            column="format_version",
+        )
     known = META_KEYS | (META_KEYS_V2 if version == FORMAT_VERSION else set())
     required = known - _OPTIONAL
     missing = sorted(required - meta.keys())
@@ -76,16 +91,19 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
         raise DataFormatError(f"missing key(s) {', '.join(missing)}", path=path)
     unknown = sorted(meta.keys() - known)
     if unknown:
-        raise DataFormatError(f"unknown key(s) {', '.join(unknown)}; expected "
-                              f"{', '.join(sorted(known))}", path=path)
+        raise DataFormatError(
+            f"unknown key(s) {', '.join(unknown)}; expected {', '.join(sorted(known))}", path=path
+        )
     params = meta["params"]
     if not isinstance(params, dict):
-        raise DataFormatError("must be an object of LambdaMART parameters", path=path,
-                              column="params")
+        raise DataFormatError(
+            "must be an object of LambdaMART parameters", path=path, column="params"
+        )
     bad = sorted(params.keys() - param_names)
     if bad:
-        raise DataFormatError(f"unknown LambdaMART parameter(s) {', '.join(bad)}", path=path,
-                              column="params")
+        raise DataFormatError(
+            f"unknown LambdaMART parameter(s) {', '.join(bad)}", path=path, column="params"
+        )
     _int(meta, "n_features_in", path, 1)
     for key in ("best_iteration", "n_train_docs", "n_train_queries"):
         _int(meta, key, path, 0)
@@ -97,10 +115,10 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
     if version == FORMAT_VERSION:
         _int(meta, "model_bytes", path, 1)
         sha = meta["model_sha256"]
-        if not (isinstance(sha, str) and len(sha) == 64
-                and all(c in "0123456789abcdef" for c in sha)):
-            raise DataFormatError("must be a SHA-256 hex digest", path=path,
-                                  column="model_sha256")
+        if not (
+            isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
+        ):
+            raise DataFormatError("must be a SHA-256 hex digest", path=path, column="model_sha256")
     return meta
 
 
@@ -108,15 +126,24 @@ def _check_bias(bias: Any, path: Path) -> None:
     """``position_bias``: null, or equally long lists ``t_plus``, ``t_minus`` of numbers >= 0."""
     if bias is None:
         return
-    ok = (isinstance(bias, dict) and set(bias) == {"t_plus", "t_minus"}
-          and all(isinstance(v, list) and v for v in bias.values())
-          and len(bias["t_plus"]) == len(bias["t_minus"])
-          and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                  and np.isfinite(x) and x >= 0 for v in bias.values() for x in v))
+    ok = (
+        isinstance(bias, dict)
+        and set(bias) == {"t_plus", "t_minus"}
+        and all(isinstance(v, list) and v for v in bias.values())
+        and len(bias["t_plus"]) == len(bias["t_minus"])
+        and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) and x >= 0
+            for v in bias.values()
+            for x in v
+        )
+    )
     if not ok:
-        raise DataFormatError('must be null or {"t_plus": [...], "t_minus": [...]}, two '
-                              "equally long lists of finite numbers >= 0", path=path,
-                              column="position_bias")
+        raise DataFormatError(
+            'must be null or {"t_plus": [...], "t_minus": [...]}, two '
+            "equally long lists of finite numbers >= 0",
+            path=path,
+            column="position_bias",
+        )
 
 
 def read_model_text(path: Path, meta: dict[str, Any], meta_path: Path) -> str:
@@ -128,17 +155,21 @@ def read_model_text(path: Path, meta: dict[str, Any], meta_path: Path) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise DataFormatError("is not a LightGBM text model (binary data, e.g. a pickle)",
-                              path=path) from None
+        raise DataFormatError(
+            "is not a LightGBM text model (binary data, e.g. a pickle)", path=path
+        ) from None
     if not text.startswith("tree\n"):
-        raise DataFormatError("is not a LightGBM text model (line 1 is not 'tree')",
-                              path=path, line=1)
+        raise DataFormatError(
+            "is not a LightGBM text model (line 1 is not 'tree')", path=path, line=1
+        )
     if "model_sha256" in meta:
         if len(raw) != meta["model_bytes"] or digest(raw) != meta["model_sha256"]:
             raise DataFormatError(
                 f"does not match the size and SHA-256 digest recorded in {meta_path} "
                 f"({len(raw):,} bytes, expected {meta['model_bytes']:,}): the model file is "
-                "truncated, corrupted or was replaced", path=path)
+                "truncated, corrupted or was replaced",
+                path=path,
+            )
     return check_model_text(text, int(meta["n_features_in"]), path)
 
 
@@ -146,28 +177,38 @@ def _fields(block: str, path: Path, line0: int) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, line in enumerate(block.split("\n")):
         if "=" not in line:
-            raise DataFormatError(f"expected 'key=value' in a tree, got {line[:40]!r}",
-                                  path=path, line=line0 + i)
+            raise DataFormatError(
+                f"expected 'key=value' in a tree, got {line[:40]!r}", path=path, line=line0 + i
+            )
         k, v = line.split("=", 1)
         out[k] = v
     return out
 
 
-def _array(fields: dict[str, str], key: str, n: int, kind: type, path: Path, line: int,
-           required: bool = True) -> np.ndarray | None:
+def _array(
+    fields: dict[str, str],
+    key: str,
+    n: int,
+    kind: type,
+    path: Path,
+    line: int,
+    required: bool = True,
+) -> np.ndarray | None:
     if key not in fields:
         if required:
             raise DataFormatError(f"tree has no {key!r} field", path=path, line=line)
         return None
     parts = fields[key].split(" ") if fields[key] else []
     if len(parts) != n:
-        raise DataFormatError(f"{key!r} has {len(parts)} values, expected {n}", path=path,
-                              line=line)
+        raise DataFormatError(
+            f"{key!r} has {len(parts)} values, expected {n}", path=path, line=line
+        )
     try:
         arr = np.array(parts, dtype=np.float64)
     except ValueError:
-        raise DataFormatError(f"{key!r} holds a value that is not a number", path=path,
-                              line=line) from None
+        raise DataFormatError(
+            f"{key!r} holds a value that is not a number", path=path, line=line
+        ) from None
     if kind is int and not np.all(arr == np.round(arr)):
         raise DataFormatError(f"{key!r} must hold integers", path=path, line=line)
     return arr.astype(np.int64) if kind is int else arr
@@ -176,8 +217,11 @@ def _array(fields: dict[str, str], key: str, n: int, kind: type, path: Path, lin
 def _check_tree(block: str, index: int, n_features: int, path: Path, line0: int) -> None:
     head, _, body = block.partition("\n")
     if head != f"Tree={index}":
-        raise DataFormatError(f"expected 'Tree={index}' where tree_sizes puts tree {index}, "
-                              f"got {head[:40]!r}", path=path, line=line0)
+        raise DataFormatError(
+            f"expected 'Tree={index}' where tree_sizes puts tree {index}, got {head[:40]!r}",
+            path=path,
+            line=line0,
+        )
     body = body.rstrip("\n")
     if body.count("\n") >= 22:
         raise DataFormatError("a tree has more than 22 fields", path=path, line=line0)
@@ -185,14 +229,15 @@ def _check_tree(block: str, index: int, n_features: int, path: Path, line0: int)
     try:
         L, C = int(f.get("num_leaves", "")), int(f.get("num_cat", ""))
     except ValueError:
-        raise DataFormatError("num_leaves and num_cat must be integers", path=path,
-                              line=line0) from None
+        raise DataFormatError(
+            "num_leaves and num_cat must be integers", path=path, line=line0
+        ) from None
     if not 1 <= L <= MAX_LEAVES:
-        raise DataFormatError(f"num_leaves={L} is outside 1..{MAX_LEAVES}", path=path,
-                              line=line0)
+        raise DataFormatError(f"num_leaves={L} is outside 1..{MAX_LEAVES}", path=path, line=line0)
     if C != 0 or f.get("is_linear", "0") != "0":
-        raise DataFormatError("categorical or linear trees are not clickrank models",
-                              path=path, line=line0)
+        raise DataFormatError(
+            "categorical or linear trees are not clickrank models", path=path, line=line0
+        )
     leaf = _array(f, "leaf_value", L, float, path, line0)
     if not np.all(np.isfinite(leaf)):
         raise DataFormatError("a leaf value is not finite", path=path, line=line0)
@@ -200,23 +245,23 @@ def _check_tree(block: str, index: int, n_features: int, path: Path, line0: int)
         _array(f, key, L, float, path, line0, required=False)
     if L == 1:
         return
-    for key in ("split_gain", "threshold", "internal_value", "internal_weight",
-                "internal_count"):
+    for key in ("split_gain", "threshold", "internal_value", "internal_weight", "internal_count"):
         _array(f, key, L - 1, float, path, line0, required=key == "threshold")
     feat = _array(f, "split_feature", L - 1, int, path, line0)
     if feat.min() < 0 or feat.max() >= n_features:
-        raise DataFormatError(f"split_feature refers to a feature outside 0..{n_features - 1}",
-                              path=path, line=line0)
+        raise DataFormatError(
+            f"split_feature refers to a feature outside 0..{n_features - 1}", path=path, line=line0
+        )
     dec = _array(f, "decision_type", L - 1, int, path, line0)
     if np.any((dec < 0) | (dec > 255) | (dec & 1 == 1)):
-        raise DataFormatError("decision_type must be a numerical split code", path=path,
-                              line=line0)
-    kids = np.r_[_array(f, "left_child", L - 1, int, path, line0),
-                 _array(f, "right_child", L - 1, int, path, line0)]
+        raise DataFormatError("decision_type must be a numerical split code", path=path, line=line0)
+    kids = np.r_[
+        _array(f, "left_child", L - 1, int, path, line0),
+        _array(f, "right_child", L - 1, int, path, line0),
+    ]
     # a tree: every internal node but the root, and every leaf (~leaf < 0), has one parent
     if not np.array_equal(np.sort(kids), np.r_[np.arange(-L, 0), np.arange(1, L - 1)]):
-        raise DataFormatError("left_child/right_child do not form a tree", path=path,
-                              line=line0)
+        raise DataFormatError("left_child/right_child do not form a tree", path=path, line=line0)
 
 
 def check_model_text(text: str, n_features: int, path: Path) -> str:
@@ -227,8 +272,9 @@ def check_model_text(text: str, n_features: int, path: Path) -> str:
     parser of that part crashes on some malformed inputs.
     """
     if not text.startswith("tree\n"):
-        raise DataFormatError("is not a LightGBM text model (line 1 is not 'tree')",
-                              path=path, line=1)
+        raise DataFormatError(
+            "is not a LightGBM text model (line 1 is not 'tree')", path=path, line=1
+        )
     end = text.find("\nend of trees")
     first = text.find("\nTree=")
     if end < 0:
@@ -237,8 +283,9 @@ def check_model_text(text: str, n_features: int, path: Path) -> str:
     header: dict[str, str] = {}
     for i, line in enumerate(text[:header_end].split("\n")[1:]):
         if line and "=" not in line:
-            raise DataFormatError(f"expected 'key=value' in the header, got {line[:40]!r}",
-                                  path=path, line=i + 2)
+            raise DataFormatError(
+                f"expected 'key=value' in the header, got {line[:40]!r}", path=path, line=i + 2
+            )
         if line:
             key, value = line.split("=", 1)
             header[key] = value
@@ -246,12 +293,15 @@ def check_model_text(text: str, n_features: int, path: Path) -> str:
         raise DataFormatError("the header has no 'version=v...' line", path=path)
     for key in ("num_class", "num_tree_per_iteration"):
         if header.get(key) != "1":
-            raise DataFormatError(f"{key} must be 1 for a ranking model, got "
-                                  f"{header.get(key)!r}", path=path)
+            raise DataFormatError(
+                f"{key} must be 1 for a ranking model, got {header.get(key)!r}", path=path
+            )
     if header.get("max_feature_idx") != str(n_features - 1):
         raise DataFormatError(
             f"max_feature_idx is {header.get('max_feature_idx')!r} but meta.json records "
-            f"{n_features} features (expected {n_features - 1})", path=path)
+            f"{n_features} features (expected {n_features - 1})",
+            path=path,
+        )
     for key in ("feature_names", "feature_infos"):
         if key in header and len(header[key].split(" ")) != n_features:
             raise DataFormatError(f"{key} does not list {n_features} features", path=path)
@@ -264,12 +314,15 @@ def check_model_text(text: str, n_features: int, path: Path) -> str:
         raise DataFormatError("tree_sizes must hold integers", path=path) from None
     offsets = np.cumsum([first + 1, *sizes])
     if not sizes or min(sizes) < 1 or offsets[-1] != end + 1:
-        raise DataFormatError(f"tree_sizes ({len(sizes)} trees, {sum(sizes):,} bytes) does not "
-                              "match the trees in the file (truncated or edited)", path=path)
+        raise DataFormatError(
+            f"tree_sizes ({len(sizes)} trees, {sum(sizes):,} bytes) does not "
+            "match the trees in the file (truncated or edited)",
+            path=path,
+        )
     line = text.count("\n", 0, first + 1) + 1
     for i, size in enumerate(sizes):
         a = int(offsets[i])
-        block = text[a:a + size]
+        block = text[a : a + size]
         _check_tree(block, i, n_features, path, line)
         line += block.count("\n")
     return model

@@ -174,8 +174,9 @@ def check_alpha(value: Any, *, name: str = "alpha") -> float:
     """
     out = _as_float(value, name)
     if not 0.0 < out < 1.0:
-        raise InputError(f"{name} must be in (0, 1) (intervals have level 1 - {name}), "
-                         f"got {value!r}")
+        raise InputError(
+            f"{name} must be in (0, 1) (intervals have level 1 - {name}), got {value!r}"
+        )
     return out
 
 
@@ -229,17 +230,25 @@ def check_theta_scale(theta: Any, *, absolute: bool) -> list[str]:
     finite = np.isfinite(theta)
     neg = np.flatnonzero(finite & (theta < 0))
     if neg.size:
-        raise InputError(f"theta at position {neg[0] + 1} is {float(theta[neg[0]])!r}; "
-                         "propensities are examination probabilities and cannot be negative")
+        raise InputError(
+            f"theta at position {neg[0] + 1} is {float(theta[neg[0]])!r}; "
+            "propensities are examination probabilities and cannot be negative"
+        )
     if absolute:
         big = np.flatnonzero(finite & (theta > 1))
         if big.size:
-            raise InputError(f"theta at position {big[0] + 1} is {float(theta[big[0]])!r} > 1; "
-                             "absolute propensities are examination probabilities in [0, 1]")
+            raise InputError(
+                f"theta at position {big[0] + 1} is {float(theta[big[0]])!r} > 1; "
+                "absolute propensities are examination probabilities in [0, 1]"
+            )
         return []
     if theta.size and finite[0] and abs(theta[0] - 1.0) > 1e-9:
-        raise InputError(f"theta at position 1 is {float(theta[0])!r}; propensities relative to "
-                         "position 1 have theta_1 = 1 (divide by theta_1, or mark them absolute)")
-    return [f"position {p + 1}: theta = {theta[p]:.4g} > theta_1 = 1 (examined more than "
-            "position 1: estimation noise or an unusual layout)"
-            for p in np.flatnonzero(finite & (theta > 1))]
+        raise InputError(
+            f"theta at position 1 is {float(theta[0])!r}; propensities relative to "
+            "position 1 have theta_1 = 1 (divide by theta_1, or mark them absolute)"
+        )
+    return [
+        f"position {p + 1}: theta = {theta[p]:.4g} > theta_1 = 1 (examined more than "
+        "position 1: estimation noise or an unusual layout)"
+        for p in np.flatnonzero(finite & (theta > 1))
+    ]

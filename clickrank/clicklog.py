@@ -108,8 +108,8 @@ def _kind_ok(kind: str, dtype: pl.DataType) -> bool:
     if kind == "integer":
         return dtype.is_integer()
     if kind == "id":
-        return dtype.is_integer() or dtype in (pl.String, pl.Categorical) or isinstance(
-            dtype, pl.Enum
+        return (
+            dtype.is_integer() or dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
         )
     if kind == "boolean":
         return dtype == pl.Boolean or dtype.is_integer()
@@ -196,8 +196,9 @@ def validate_log(
 VALIDATION_BATCH_ROWS = 1 << 20
 
 
-def _scan_values(lf: pl.LazyFrame, schema: pl.Schema,
-                 progress: Callable[[int], None] | None = None) -> tuple[dict[str, Any], bool]:
+def _scan_values(
+    lf: pl.LazyFrame, schema: pl.Schema, progress: Callable[[int], None] | None = None
+) -> tuple[dict[str, Any], bool]:
     """One streaming pass over the log in batches: global statistics and session order.
 
     Returns the statistics of :func:`_check_values` and whether the rows are
@@ -226,9 +227,11 @@ def _scan_values(lf: pl.LazyFrame, schema: pl.Schema,
             continue
         st = batch.select(
             *[pl.col(c).null_count().alias(f"null_{c}") for c in key],
-            pos_min=p.min(), pos_max=p.max(),
+            pos_min=p.min(),
+            pos_max=p.max(),
             session_min=s.min() if signed else pl.lit(None),
-            bad_click=((pl.col("click") != 0) & (pl.col("click") != 1)).sum() if click_int
+            bad_click=((pl.col("click") != 0) & (pl.col("click") != 1)).sum()
+            if click_int
             else pl.lit(0),
             **{f"max_{c}": pl.col(c).max() for c in extra},
         ).row(0, named=True)
@@ -247,10 +250,11 @@ def _scan_values(lf: pl.LazyFrame, schema: pl.Schema,
                 rows = pl.concat([last, rows], how="vertical_relaxed")
             same = s == s.shift(1)
             ok = rows.select(
-                pl.when(same).then((p.cast(pl.Int64) == p.shift(1).cast(pl.Int64) + 1)
-                                   & (q == q.shift(1)))
+                pl.when(same)
+                .then((p.cast(pl.Int64) == p.shift(1).cast(pl.Int64) + 1) & (q == q.shift(1)))
                 .otherwise((s > s.shift(1)) & (p == 1))
-                .slice(1).all()
+                .slice(1)
+                .all()
             ).item()
             ordered = bool(ok) and (not first or rows["position"][0] == 1)
             last = rows.tail(1)
@@ -259,8 +263,12 @@ def _scan_values(lf: pl.LazyFrame, schema: pl.Schema,
     return g, ordered
 
 
-def _check_values(lf: pl.LazyFrame, schema: pl.Schema, path: str | None,
-                  progress: Callable[[int], None] | None = None) -> None:
+def _check_values(
+    lf: pl.LazyFrame,
+    schema: pl.Schema,
+    path: str | None,
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Check the values; see :func:`validate_log`.
 
     A log in (session, position) order -- as clickrank writes it -- is
@@ -398,8 +406,11 @@ def read_log(
             lf = pl.scan_csv(p, separator=sep)
         elif Path(p).is_dir():
             if next(Path(p).rglob("*.parquet"), None) is None:
-                raise LogSchemaError("is a folder without *.parquet files; expected a click log "
-                                     "(a parquet file, a folder of them, or CSV)", path=p)
+                raise LogSchemaError(
+                    "is a folder without *.parquet files; expected a click log "
+                    "(a parquet file, a folder of them, or CSV)",
+                    path=p,
+                )
             lf = pl.scan_parquet(str(Path(p) / "**" / "*.parquet"))
         else:
             lf = pl.scan_parquet(p)
@@ -427,11 +438,17 @@ def _parquet_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str] | No
     if not isinstance(metadata, Mapping):
         raise InputError(f"metadata must be a dict, got {type(metadata).__name__}")
     try:
-        text = json.dumps(dict(metadata), sort_keys=True, default=json_default,
-                          allow_nan=False, separators=(",", ":"))
+        text = json.dumps(
+            dict(metadata),
+            sort_keys=True,
+            default=json_default,
+            allow_nan=False,
+            separators=(",", ":"),
+        )
     except (TypeError, ValueError) as err:
-        raise InputError(f"metadata must be JSON (finite numbers, strings, lists, dicts): "
-                         f"{err}") from None
+        raise InputError(
+            f"metadata must be JSON (finite numbers, strings, lists, dicts): {err}"
+        ) from None
     return {METADATA_KEY: text}
 
 
@@ -488,11 +505,13 @@ def read_log_metadata(path: str | os.PathLike) -> dict[str, Any] | None:
     try:
         meta = json.loads(text)
     except json.JSONDecodeError as err:
-        raise LogSchemaError(f"the {METADATA_KEY!r} parquet metadata is not valid JSON: {err}",
-                             path=first) from None
+        raise LogSchemaError(
+            f"the {METADATA_KEY!r} parquet metadata is not valid JSON: {err}", path=first
+        ) from None
     if not isinstance(meta, dict):
-        raise LogSchemaError(f"the {METADATA_KEY!r} parquet metadata is not a JSON object",
-                             path=first)
+        raise LogSchemaError(
+            f"the {METADATA_KEY!r} parquet metadata is not a JSON object", path=first
+        )
     return meta
 
 

@@ -296,7 +296,6 @@ def split_queries(
     return tuple(data.subset(np.sort(perm[a:b])) for a, b in zip(cuts[:-1], cuts[1:], strict=True))
 
 
-
 # -- LETOR / SVMlight -------------------------------------------------------
 
 _DOCID = r"docid\s*=\s*(\S+)"
@@ -376,8 +375,13 @@ def load_letor(
         second=pl.col("tok").list.get(1, null_on_oob=True),
     )
     label = tokens["label_s"].cast(pl.Float64, strict=False)
-    _raise_first(label.is_null() | ~label.is_finite().fill_null(False), tokens["lineno"], path,
-                 "label {value!r} is not a finite number", tokens["label_s"])
+    _raise_first(
+        label.is_null() | ~label.is_finite().fill_null(False),
+        tokens["lineno"],
+        path,
+        "label {value!r} is not a finite number",
+        tokens["label_s"],
+    )
 
     has_qid = tokens["second"].str.starts_with("qid:").fill_null(False)
     group_path = Path(query_file) if query_file is not None else Path(str(path) + ".query")
@@ -389,41 +393,86 @@ def load_letor(
         qid_str = None
         feat_lists = tokens["tok"].list.slice(1)
     else:
-        _raise_first(~has_qid, tokens["lineno"], path,
-                     "missing 'qid:<id>' after the label (got {value!r})",
-                     tokens["second"].fill_null("<end of line>"))
+        _raise_first(
+            ~has_qid,
+            tokens["lineno"],
+            path,
+            "missing 'qid:<id>' after the label (got {value!r})",
+            tokens["second"].fill_null("<end of line>"),
+        )
         raise AssertionError("unreachable")  # pragma: no cover
 
     # Features: explode to one row per token, then scatter into a dense matrix.
     n_rows = tokens.height
-    feats = pl.DataFrame({"row": np.arange(n_rows, dtype=np.int64), "tok": feat_lists,
-                          "lineno": tokens["lineno"]}).explode("tok").drop_nulls("tok")
+    feats = (
+        pl.DataFrame(
+            {
+                "row": np.arange(n_rows, dtype=np.int64),
+                "tok": feat_lists,
+                "lineno": tokens["lineno"],
+            }
+        )
+        .explode("tok")
+        .drop_nulls("tok")
+    )
     parts = feats["tok"].str.split_exact(":", 1).struct.unnest()
     index = parts["field_0"].cast(pl.Int64, strict=False)
     value = parts["field_1"].cast(pl.Float64, strict=False)
-    _raise_first(parts["field_1"].is_null(), feats["lineno"], path,
-                 "token {value!r} is not '<index>:<value>'", feats["tok"])
-    _raise_first(index.is_null(), feats["lineno"], path,
-                 "feature index in {value!r} is not an integer", feats["tok"])
-    _raise_first(index < 1, feats["lineno"], path,
-                 "feature index in {value!r} must be >= 1 (LETOR indices start at 1)", feats["tok"])
-    _raise_first(value.is_null() | ~value.is_finite().fill_null(False), feats["lineno"], path,
-                 "feature value in {value!r} is not a finite number", feats["tok"])
+    _raise_first(
+        parts["field_1"].is_null(),
+        feats["lineno"],
+        path,
+        "token {value!r} is not '<index>:<value>'",
+        feats["tok"],
+    )
+    _raise_first(
+        index.is_null(),
+        feats["lineno"],
+        path,
+        "feature index in {value!r} is not an integer",
+        feats["tok"],
+    )
+    _raise_first(
+        index < 1,
+        feats["lineno"],
+        path,
+        "feature index in {value!r} must be >= 1 (LETOR indices start at 1)",
+        feats["tok"],
+    )
+    _raise_first(
+        value.is_null() | ~value.is_finite().fill_null(False),
+        feats["lineno"],
+        path,
+        "feature value in {value!r} is not a finite number",
+        feats["tok"],
+    )
     pairs = pl.DataFrame({"row": feats["row"], "index": index})
     dup = ~pairs.select(pl.struct("row", "index").is_first_distinct()).to_series()
-    _raise_first(dup, feats["lineno"], path,
-                 "feature index in {value!r} appears twice on this line", feats["tok"])
+    _raise_first(
+        dup,
+        feats["lineno"],
+        path,
+        "feature index in {value!r} appears twice on this line",
+        feats["tok"],
+    )
     idx = index.to_numpy()
     max_idx = int(idx.max()) if idx.size else 0
     if n_features is None:
         _check_dense_size(n_rows, max_idx, feats.height, index, feats, path)
         n_features = max_idx
     elif max_idx > n_features:
-        _raise_first(index > n_features, feats["lineno"], path,
-                     f"feature index in {{value!r}} exceeds n_features={n_features}", feats["tok"])
+        _raise_first(
+            index > n_features,
+            feats["lineno"],
+            path,
+            f"feature index in {{value!r}} exceeds n_features={n_features}",
+            feats["tok"],
+        )
     elif n_rows * n_features > max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * feats.height):
-        raise InputError(f"n_features={n_features:,} is implausible for {path}: "
-                         f"{n_rows:,} rows would take {n_rows * n_features * 4 / 2**30:,.1f} GiB")
+        raise InputError(
+            f"n_features={n_features:,} is implausible for {path}: "
+            f"{n_rows:,} rows would take {n_rows * n_features * 4 / 2**30:,.1f} GiB"
+        )
     X = np.zeros((n_rows, max(int(n_features), 0)), dtype=np.float32)
     X[feats["row"].to_numpy(), idx - 1] = value.to_numpy()
 
@@ -446,8 +495,9 @@ MAX_DENSE_CELLS = 1 << 26
 MAX_DENSITY_RATIO = 64
 
 
-def _check_dense_size(n_rows: int, n_features: int, n_values: int, index: pl.Series,
-                      feats: pl.DataFrame, path: Path) -> None:
+def _check_dense_size(
+    n_rows: int, n_features: int, n_values: int, index: pl.Series, feats: pl.DataFrame, path: Path
+) -> None:
     """Refuse a feature index that would blow the dense matrix up (e.g. ``1000000000:1``).
 
     LETOR features are dense (indices 1..number of features on every line),
@@ -458,14 +508,20 @@ def _check_dense_size(n_rows: int, n_features: int, n_values: int, index: pl.Ser
     if cells <= max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * n_values):
         return
     size = cells * 4 / 2**30
-    _raise_first(index == n_features, feats["lineno"], path,
-                 f"feature index in {{value!r}} is implausible: {n_rows:,} rows x {n_features:,} "
-                 f"features would take {size:,.1f} GiB for {n_values:,} values in the file "
-                 "(LETOR features are numbered 1..number of features)", feats["tok"])
+    _raise_first(
+        index == n_features,
+        feats["lineno"],
+        path,
+        f"feature index in {{value!r}} is implausible: {n_rows:,} rows x {n_features:,} "
+        f"features would take {size:,.1f} GiB for {n_values:,} values in the file "
+        "(LETOR features are numbered 1..number of features)",
+        feats["tok"],
+    )
 
 
-def _raise_first(bad: pl.Series, lineno: pl.Series, path: Path, template: str,
-                 values: pl.Series) -> None:
+def _raise_first(
+    bad: pl.Series, lineno: pl.Series, path: Path, template: str, values: pl.Series
+) -> None:
     """Raise a DataFormatError for the first True in ``bad`` (null counts as False)."""
     bad = bad.fill_null(False)
     if bad.any():
@@ -528,8 +584,9 @@ def _check_unique_docs(data: RankingData, path: Path | None, lineno: np.ndarray 
         )
 
 
-def save_letor(data: RankingData, path: str | os.PathLike, *, docid: bool = True,
-               overwrite: bool = False) -> Path:
+def save_letor(
+    data: RankingData, path: str | os.PathLike, *, docid: bool = True, overwrite: bool = False
+) -> Path:
     """Write ``data`` as a LETOR file (``label qid:id 1:v ... #docid = d``).
 
     Every feature is written (dense), in the shortest representation that

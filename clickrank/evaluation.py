@@ -96,7 +96,7 @@ def bootstrap_means(values: np.ndarray, *, n_bootstrap: int = 1000, seed: int = 
     for s in range(0, B, block):
         w = rng.multinomial(n, p, size=min(block, B - s)).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[s:s + len(w)] = (w @ vz) / (w @ valid)
+            out[s : s + len(w)] = (w @ vz) / (w @ valid)
     return out
 
 
@@ -129,18 +129,22 @@ class ComparisonResult:
 
     def summary(self) -> str:
         pct = f"{100 * (1 - self.alpha):.0f}%"
-        return "\n".join([
-            f"Paired comparison on {self.metric}: {self.a} vs {self.b} ({self.n_queries} queries)",
-            f"  mean {self.a:<12} {self.mean_a:.5f}",
-            f"  mean {self.b:<12} {self.mean_b:.5f}",
-            f"  difference ({self.a} − {self.b})  {self.diff:+.5f}   sd {self.sd_diff:.5f}   "
-            f"Cohen's d_z {self.cohen_dz:+.3f}",
-            f"  paired t-test       t = {self.t_stat:.3f}, p = {self.t_p_value:.3g}, "
-            f"{pct} CI [{self.t_ci[0]:+.5f}, {self.t_ci[1]:+.5f}]",
-            f"  randomization test  p = {self.randomization_p_value:.3g} "
-            f"({self.n_permutations} sign flips)",
-            f"  bootstrap {pct} CI    [{self.bootstrap_ci[0]:+.5f}, {self.bootstrap_ci[1]:+.5f}]",
-        ])
+        return "\n".join(
+            [
+                f"Paired comparison on {self.metric}: {self.a} vs {self.b} "
+                f"({self.n_queries} queries)",
+                f"  mean {self.a:<12} {self.mean_a:.5f}",
+                f"  mean {self.b:<12} {self.mean_b:.5f}",
+                f"  difference ({self.a} − {self.b})  {self.diff:+.5f}   sd {self.sd_diff:.5f}   "
+                f"Cohen's d_z {self.cohen_dz:+.3f}",
+                f"  paired t-test       t = {self.t_stat:.3f}, p = {self.t_p_value:.3g}, "
+                f"{pct} CI [{self.t_ci[0]:+.5f}, {self.t_ci[1]:+.5f}]",
+                f"  randomization test  p = {self.randomization_p_value:.3g} "
+                f"({self.n_permutations} sign flips)",
+                f"  bootstrap {pct} CI    "
+                f"[{self.bootstrap_ci[0]:+.5f}, {self.bootstrap_ci[1]:+.5f}]",
+            ]
+        )
 
     def __str__(self) -> str:
         return self.summary()
@@ -149,9 +153,18 @@ class ComparisonResult:
         return dict(self.__dict__)
 
 
-def paired_test(va: Any, vb: Any, *, a: str = "A", b: str = "B", metric: str = "metric",
-                alpha: float = 0.05, n_permutations: int = 10_000, n_bootstrap: int = 1000,
-                seed: int = 0) -> ComparisonResult:
+def paired_test(
+    va: Any,
+    vb: Any,
+    *,
+    a: str = "A",
+    b: str = "B",
+    metric: str = "metric",
+    alpha: float = 0.05,
+    n_permutations: int = 10_000,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> ComparisonResult:
     r"""Paired t-test, sign-flip randomization test and effect size on per-query values.
 
     Queries where either value is NaN (skipped) are dropped. Randomization
@@ -162,8 +175,9 @@ def paired_test(va: Any, vb: Any, *, a: str = "A", b: str = "B", metric: str = "
     """
     va, vb = np.asarray(va, dtype=np.float64), np.asarray(vb, dtype=np.float64)
     if va.shape != vb.shape or va.ndim != 1:
-        raise InputError(f"per-query values must be 1-d of equal length, got {va.shape} and "
-                         f"{vb.shape}")
+        raise InputError(
+            f"per-query values must be 1-d of equal length, got {va.shape} and {vb.shape}"
+        )
     keep = ~(np.isnan(va) | np.isnan(vb))
     d = va[keep] - vb[keep]
     n = d.size
@@ -188,9 +202,21 @@ def paired_test(va: Any, vb: Any, *, a: str = "A", b: str = "B", metric: str = "
     boot = bootstrap_means(d, n_bootstrap=n_bootstrap, seed=seed)[:, 0]
     lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
     return ComparisonResult(
-        a, b, metric, n, float(va[keep].mean()), float(vb[keep].mean()), mean, sd,
+        a,
+        b,
+        metric,
+        n,
+        float(va[keep].mean()),
+        float(vb[keep].mean()),
+        mean,
+        sd,
         mean / sd if sd > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean)),
-        float(t), p_t, (mean - h, mean + h), (1 + hits) / (1 + P), P, (float(lo), float(hi)),
+        float(t),
+        p_t,
+        (mean - h, mean + h),
+        (1 + hits) / (1 + P),
+        P,
+        (float(lo), float(hi)),
         alpha,
     )
 
@@ -230,9 +256,13 @@ class EvaluationResult:
 
     def per_query(self) -> pl.DataFrame:
         """Long table: query, ranker, metric, value (NaN where skipped)."""
-        parts = [pl.DataFrame({"query": self.qid, "ranker": r, "metric": m,
-                               "value": self.values[(r, m)]})
-                 for r in self.rankers for m in self.metrics]
+        parts = [
+            pl.DataFrame(
+                {"query": self.qid, "ranker": r, "metric": m, "value": self.values[(r, m)]}
+            )
+            for r in self.rankers
+            for m in self.metrics
+        ]
         return pl.concat(parts)
 
     def conf_int(self, alpha: float | None = None) -> np.ndarray:
@@ -243,16 +273,25 @@ class EvaluationResult:
         boot = bootstrap_means(cols, n_bootstrap=self.n_bootstrap, seed=self.seed)
         return np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0).T
 
-    def compare(self, a: str, b: str, metric: str | None = None, *,
-                n_permutations: int = 10_000) -> ComparisonResult:
+    def compare(
+        self, a: str, b: str, metric: str | None = None, *, n_permutations: int = 10_000
+    ) -> ComparisonResult:
         """Paired comparison of two evaluated rankers on one metric (see :func:`compare`)."""
         metric = self.metrics[0] if metric is None else metric
         for name, pool in ((a, self.rankers), (b, self.rankers), (metric, self.metrics)):
             if name not in pool:
                 raise InputError(f"{name!r} is not one of {', '.join(pool)}")
-        return paired_test(self.values[(a, metric)], self.values[(b, metric)], a=a, b=b,
-                       metric=metric, alpha=self.alpha, n_permutations=n_permutations,
-                       n_bootstrap=self.n_bootstrap, seed=self.seed)
+        return paired_test(
+            self.values[(a, metric)],
+            self.values[(b, metric)],
+            a=a,
+            b=b,
+            metric=metric,
+            alpha=self.alpha,
+            n_permutations=n_permutations,
+            n_bootstrap=self.n_bootstrap,
+            seed=self.seed,
+        )
 
     def empty_line(self, *, option: str = "empty") -> str:
         """How many queries have no relevant document and what the convention did with them.
@@ -265,20 +304,28 @@ class EvaluationResult:
         ``"51 of 156 queries have no relevant document: skipped (--empty zero counts them
         as 0, --empty one as 1)"``
         """
+
         def conv(value: str) -> str:
             return f"{option} {value}" if option.startswith("-") else f'{option}="{value}"'
 
         n = len(self.qid)
-        counts = {m: int(c) for m, c in self.table.select("metric", "n_empty").unique(
-            maintain_order=True).iter_rows()}
+        counts = {
+            m: int(c)
+            for m, c in self.table.select("metric", "n_empty")
+            .unique(maintain_order=True)
+            .iter_rows()
+        }
         distinct = sorted(set(counts.values()))
         if distinct == [0]:
             return f"all {n} queries have a relevant document"
         if len(distinct) == 1:
             head = f"{distinct[0]} of {n} queries have no relevant document"
         else:
-            head = ("queries without a relevant document: "
-                    + ", ".join(f"{c} for {m}" for m, c in counts.items()) + f" (of {n})")
+            head = (
+                "queries without a relevant document: "
+                + ", ".join(f"{c} for {m}" for m, c in counts.items())
+                + f" (of {n})"
+            )
         if self.empty == "skip":
             return f"{head}: skipped ({conv('zero')} counts them as 0, {conv('one')} as 1)"
         value = 0 if self.empty == "zero" else 1
@@ -298,7 +345,8 @@ class EvaluationResult:
             lines.append(
                 f"  {row['ranker']:<{w}}  {row['metric']:<10}{row['mean']:>9.4f}{row['se']:>9.4f}"
                 f"   [{row['ci_low']:.4f}, {row['ci_high']:.4f}]  {row['n_used']:>6}"
-                f"{row['n_empty']:>7}")
+                f"{row['n_empty']:>7}"
+            )
         lines.append(f"  {self.empty_line(option=option)}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
@@ -307,23 +355,37 @@ class EvaluationResult:
         return self.summary()
 
     def to_dict(self) -> dict:
-        return {"data": self.data_name, "alpha": self.alpha, "n_bootstrap": self.n_bootstrap,
-                "seed": self.seed, "empty": self.empty, "table": self.table.to_dicts(),
-                "per_query": {f"{r}|{m}": self.values[(r, m)] for r in self.rankers
-                              for m in self.metrics},
-                "qid": self.qid}
+        return {
+            "data": self.data_name,
+            "alpha": self.alpha,
+            "n_bootstrap": self.n_bootstrap,
+            "seed": self.seed,
+            "empty": self.empty,
+            "table": self.table.to_dicts(),
+            "per_query": {
+                f"{r}|{m}": self.values[(r, m)] for r in self.rankers for m in self.metrics
+            },
+            "qid": self.qid,
+        }
 
     def save(self, path) -> None:
         """Write table and per-query values as JSON (atomic; NaN as null)."""
         d = self.to_dict()
-        d["per_query"] = {k: [None if np.isnan(x) else float(x) for x in v]
-                          for k, v in d["per_query"].items()}
+        d["per_query"] = {
+            k: [None if np.isnan(x) else float(x) for x in v] for k, v in d["per_query"].items()
+        }
         atomic_write_json(path, d)
 
 
 def evaluate(
-    rankers: Any, data: RankingData, metrics: Sequence[str] = ("ndcg@10", "err@10"), *,
-    empty: str = "skip", n_bootstrap: int = 1000, alpha: float = 0.05, seed: int = 0,
+    rankers: Any,
+    data: RankingData,
+    metrics: Sequence[str] = ("ndcg@10", "err@10"),
+    *,
+    empty: str = "skip",
+    n_bootstrap: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> EvaluationResult:
     """Evaluate rankers on labelled queries with query-level bootstrap CIs.
 
@@ -372,21 +434,46 @@ def evaluate(
     with np.errstate(invalid="ignore"):
         means = np.nanmean(cols, axis=0)
         se = np.nanstd(cols, axis=0, ddof=1) / np.sqrt(used)
-    table = pl.DataFrame({
-        "ranker": [k[0] for k in keys], "metric": [k[1] for k in keys], "mean": means,
-        "se": se, "ci_low": lo, "ci_high": hi, "n_queries": [data.n_queries] * len(keys),
-        "n_used": used.astype(np.int64), "n_empty": [n_empty[k[1]] for k in keys],
-        "empty": [empty] * len(keys),
-    })
-    return EvaluationResult(tuple(named), tuple(metrics), values, np.asarray(data.qid), table,
-                            alpha, int(n_bootstrap), seed, empty, data.name)
+    table = pl.DataFrame(
+        {
+            "ranker": [k[0] for k in keys],
+            "metric": [k[1] for k in keys],
+            "mean": means,
+            "se": se,
+            "ci_low": lo,
+            "ci_high": hi,
+            "n_queries": [data.n_queries] * len(keys),
+            "n_used": used.astype(np.int64),
+            "n_empty": [n_empty[k[1]] for k in keys],
+            "empty": [empty] * len(keys),
+        }
+    )
+    return EvaluationResult(
+        tuple(named),
+        tuple(metrics),
+        values,
+        np.asarray(data.qid),
+        table,
+        alpha,
+        int(n_bootstrap),
+        seed,
+        empty,
+        data.name,
+    )
 
 
 def compare(
-    a: Any, b: Any, data: RankingData, metric: str = "ndcg@10", *,
+    a: Any,
+    b: Any,
+    data: RankingData,
+    metric: str = "ndcg@10",
+    *,
     names: tuple[str, str] = ("A", "B"),
-    empty: str = "skip", n_permutations: int = 10_000, n_bootstrap: int = 1000,
-    alpha: float = 0.05, seed: int = 0,
+    empty: str = "skip",
+    n_permutations: int = 10_000,
+    n_bootstrap: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> ComparisonResult:
     """Paired comparison of rankers ``a`` and ``b`` on ``metric`` over the queries of ``data``.
 
@@ -394,8 +481,15 @@ def compare(
     interval, the paired t-test, the sign-flip randomization test (Fisher;
     Smucker, Allan & Carterette, CIKM 2007) and Cohen's :math:`d_z`.
     """
-    res = evaluate({names[0]: a, names[1]: b}, data, [metric], empty=empty,
-                   n_bootstrap=n_bootstrap, alpha=alpha, seed=seed)
+    res = evaluate(
+        {names[0]: a, names[1]: b},
+        data,
+        [metric],
+        empty=empty,
+        n_bootstrap=n_bootstrap,
+        alpha=alpha,
+        seed=seed,
+    )
     return res.compare(names[0], names[1], metric, n_permutations=n_permutations)
 
 
@@ -406,9 +500,11 @@ def _utility_fn(utility: str | Callable, k: int | None) -> Callable[[np.ndarray]
     if callable(utility):
         return utility
     if utility == "dcg":
+
         def lam(r):
             v = 1.0 / np.log2(1.0 + r)
             return v if k is None else np.where(r <= k, v, 0.0)
+
         return lam
     if utility == "rank":
         return lambda r: r.astype(np.float64)
@@ -434,22 +530,30 @@ class CounterfactualResult:
 
     def summary(self) -> str:
         lo, hi = self.conf_int()
-        return "\n".join([
-            f"Counterfactual (IPS) estimate of {self.utility} per session",
-            f"  estimate  {self.estimate:.5f}  SE {self.se:.5f}  "
-            f"{100 * (1 - self.alpha):.0f}% CI [{lo:.5f}, {hi:.5f}]",
-            f"  sessions  {self.n_sessions}   clicks {self.n_clicks}   "
-            f"clip {'none' if self.clip is None else self.clip}",
-            "  unbiased only over documents the logging policy could show (θ > 0)",
-        ])
+        return "\n".join(
+            [
+                f"Counterfactual (IPS) estimate of {self.utility} per session",
+                f"  estimate  {self.estimate:.5f}  SE {self.se:.5f}  "
+                f"{100 * (1 - self.alpha):.0f}% CI [{lo:.5f}, {hi:.5f}]",
+                f"  sessions  {self.n_sessions}   clicks {self.n_clicks}   "
+                f"clip {'none' if self.clip is None else self.clip}",
+                "  unbiased only over documents the logging policy could show (θ > 0)",
+            ]
+        )
 
     def __str__(self) -> str:
         return self.summary()
 
 
 def counterfactual(
-    log: pl.DataFrame | pl.LazyFrame, data: RankingData, ranker: Any, propensities: Any, *,
-    utility: str | Callable = "dcg", k: int | None = None, clip: float | None = None,
+    log: pl.DataFrame | pl.LazyFrame,
+    data: RankingData,
+    ranker: Any,
+    propensities: Any,
+    *,
+    utility: str | Callable = "dcg",
+    k: int | None = None,
+    clip: float | None = None,
     alpha: float = 0.05,
 ) -> CounterfactualResult:
     r"""IPS estimate of a new ranker's click-based utility from a logged click log.
@@ -499,10 +603,13 @@ def counterfactual(
         raise LogSchemaError(f"click log lacks column(s) {sorted(missing)}")
     schema = lf.collect_schema()
     s = policy_scores(ranker, data, name="ranker")
-    ref = pl.DataFrame({
-        "query": np.repeat(np.asarray(data.qid), data.lengths),
-        "doc": np.asarray(data.doc), "_rank": _ranks(s, data.qptr),
-    }).with_columns(pl.col("query").cast(schema["query"]), pl.col("doc").cast(schema["doc"]))
+    ref = pl.DataFrame(
+        {
+            "query": np.repeat(np.asarray(data.qid), data.lengths),
+            "doc": np.asarray(data.doc),
+            "_rank": _ranks(s, data.qptr),
+        }
+    ).with_columns(pl.col("query").cast(schema["query"]), pl.col("doc").cast(schema["doc"]))
     totals = lf.select(pl.col("session").n_unique().alias("n")).collect()
     n = int(totals["n"][0])
     if n == 0:
@@ -515,23 +622,31 @@ def counterfactual(
     )
     if clicked["_rank"].null_count():
         bad = clicked.filter(pl.col("_rank").is_null()).row(0, named=True)
-        raise InputError(f"clicked document {bad['doc']!r} of query {bad['query']!r} is not in "
-                         "data (qid/doc must identify the logged documents)")
+        raise InputError(
+            f"clicked document {bad['doc']!r} of query {bad['query']!r} is not in "
+            "data (qid/doc must identify the logged documents)"
+        )
     pos = clicked["position"].to_numpy().astype(np.int64)
     if pos.size and (pos.min() < 1 or pos.max() > theta.size):
-        raise InputError(f"logged positions run to {pos.max()} but only {theta.size} "
-                         "propensities were given")
+        raise InputError(
+            f"logged positions run to {pos.max()} but only {theta.size} propensities were given"
+        )
     contrib = lam(clicked["_rank"].to_numpy().astype(np.int64)) / theta[pos - 1]
-    per_session = (pl.DataFrame({"session": clicked["session"], "v": contrib})
-                   .group_by("session").agg(pl.col("v").sum())["v"].to_numpy())
+    per_session = (
+        pl.DataFrame({"session": clicked["session"], "v": contrib})
+        .group_by("session")
+        .agg(pl.col("v").sum())["v"]
+        .to_numpy()
+    )
     total, sq = per_session.sum(), (per_session**2).sum()
     mean = total / n
     var = (sq - n * mean**2) / max(n - 1, 1)
     name = utility if isinstance(utility, str) else getattr(utility, "__name__", "utility")
     if name == "dcg" and k is not None:
         name = f"dcg@{k}"
-    return CounterfactualResult(name, float(mean), float(math.sqrt(max(var, 0.0) / n)), n,
-                                int(pos.size), alpha, clip)
+    return CounterfactualResult(
+        name, float(mean), float(math.sqrt(max(var, 0.0) / n)), n, int(pos.size), alpha, clip
+    )
 
 
 # --------------------------------------------------------------------------- files
@@ -564,9 +679,11 @@ def load_scores(path: str | os.PathLike, data: RankingData) -> np.ndarray:
             except ValueError:
                 ok = False
             if not ok:
-                raise DataFormatError(f"expected one finite number per line, got {line!r}",
-                                      path=path, line=i + 1)
+                raise DataFormatError(
+                    f"expected one finite number per line, got {line!r}", path=path, line=i + 1
+                )
     if len(out) != data.n_docs:
-        raise DataFormatError(f"has {len(out)} scores but the data has {data.n_docs} rows",
-                              path=path)
+        raise DataFormatError(
+            f"has {len(out)} scores but the data has {data.n_docs} rows", path=path
+        )
     return out

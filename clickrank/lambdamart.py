@@ -34,7 +34,12 @@ __all__ = ["LambdaMART"]
 def _restrict(
     data: RankingData, target: Target
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray | None,
+    np.ndarray | None,
+    np.ndarray | None,
     np.ndarray | None,
 ]:
     """Rows of the candidate set: (X, qptr, gains, pairs, pair_weights, kept rows, doc weights).
@@ -292,8 +297,10 @@ class LambdaMART:
         trunc = None if self.truncation_level is None else int(self.truncation_level)
         sigma, norm = float(self.sigma), bool(self.normalize)
         if self.weighting != "ndcg":
-            raise InputError("the unbiased-lambdamart target needs weighting='ndcg' "
-                             "(its pairs are LambdaRank-weighted)")
+            raise InputError(
+                "the unbiased-lambdamart target needs weighting='ndcg' "
+                "(its pairs are LambdaRank-weighted)"
+            )
         k = sessions.n_positions
         t_plus, t_minus = np.ones(k), np.ones(k)
         self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}
@@ -422,8 +429,9 @@ class LambdaMART:
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             model = f"model {self.source_}" if getattr(self, "source_", None) else "this model"
             got = f"{X.shape[1]} features" if X.ndim == 2 else f"shape {X.shape}"
-            raise InputError(f"{model} was trained on {self.n_features_in_} features but {name} "
-                             f"has {got}")
+            raise InputError(
+                f"{model} was trained on {self.n_features_in_} features but {name} has {got}"
+            )
         return self.booster_.predict(X, num_iteration=self.best_iteration_).astype(np.float64)
 
     @property
@@ -529,8 +537,9 @@ class LambdaMART:
         folder = Path(path)
         meta_path, model_path = folder / "meta.json", folder / "model.txt"
         if not folder.is_dir():
-            raise DataFormatError("not a folder; a saved model is a folder with model.txt and "
-                                  "meta.json", path=folder)
+            raise DataFormatError(
+                "not a folder; a saved model is a folder with model.txt and meta.json", path=folder
+            )
         for p in (meta_path, model_path):
             if not p.is_file():
                 raise DataFormatError("missing; not a saved clickrank LambdaMART model", path=p)
@@ -540,8 +549,9 @@ class LambdaMART:
         try:
             model.booster_ = lgb.Booster(model_str=text)
         except lgb.basic.LightGBMError as err:
-            raise DataFormatError(f"LightGBM cannot read it ({str(err).strip()})",
-                                  path=model_path) from None
+            raise DataFormatError(
+                f"LightGBM cannot read it ({str(err).strip()})", path=model_path
+            ) from None
         model.n_features_in_ = int(meta["n_features_in"])
         model.best_iteration_ = int(meta["best_iteration"])
         model.target_name_ = meta["target"]
@@ -549,8 +559,9 @@ class LambdaMART:
         model.n_train_queries_ = int(meta["n_train_queries"])
         model.evals_result_ = meta.get("evals_result", {})
         bias = meta.get("position_bias")
-        model.position_bias_ = (None if bias is None else
-                                {k: np.asarray(v, dtype=np.float64) for k, v in bias.items()})
+        model.position_bias_ = (
+            None if bias is None else {k: np.asarray(v, dtype=np.float64) for k, v in bias.items()}
+        )
         model.source_ = str(folder)
         return model
 

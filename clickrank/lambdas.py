@@ -200,8 +200,25 @@ def _lambda_kernel(
 
 
 @njit(cache=True, error_model="numpy")
-def _session_kernel(scores, rows, sptr, pos, clicks, counts, t_plus, t_minus, sigma, trunc,
-                    normalize, xgb_cost, disc, forces, weights, li, lj):  # pragma: no cover
+def _session_kernel(
+    scores,
+    rows,
+    sptr,
+    pos,
+    clicks,
+    counts,
+    t_plus,
+    t_minus,
+    sigma,
+    trunc,
+    normalize,
+    xgb_cost,
+    disc,
+    forces,
+    weights,
+    li,
+    lj,
+):  # pragma: no cover
     """Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
 
     Pairs (clicked, unclicked) of a session with a document in the current top
@@ -667,8 +684,9 @@ def session_lambdas(
     if r.ndim != 1 or p.shape != r.shape or c.shape != r.shape:
         raise InputError("rows, positions and clicks must be 1-d arrays of one length")
     if sp.ndim != 1 or sp.size < 1 or sp[0] != 0 or sp[-1] != r.size or np.any(np.diff(sp) < 0):
-        raise InputError(f"sptr must run from 0 to {r.size} (the number of entries), "
-                         "non-decreasing")
+        raise InputError(
+            f"sptr must run from 0 to {r.size} (the number of entries), non-decreasing"
+        )
     if r.size and (r.min() < 0 or r.max() >= n_rows):
         raise InputError(f"rows hold indices outside 0..{n_rows - 1}")
     if r.size and p.min() < 1:

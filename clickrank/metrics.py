@@ -170,7 +170,13 @@ class MetricFn(Protocol):
     """The shape every metric in this module has."""
 
     def __call__(
-        self, scores: Any, labels: Any, qptr: Any, /, *, k: int | None = None,
+        self,
+        scores: Any,
+        labels: Any,
+        qptr: Any,
+        /,
+        *,
+        k: int | None = None,
         empty: str = "skip",
     ) -> MetricResult: ...
 
@@ -189,8 +195,7 @@ def _check_inputs(
         raise InputError(f"labels must be 1-d [n_docs], got shape {y.shape}")
     if s.shape != y.shape:
         raise InputError(
-            f"scores and labels must have the same length, got {s.size} scores and "
-            f"{y.size} labels"
+            f"scores and labels must have the same length, got {s.size} scores and {y.size} labels"
         )
     q = check_qptr(qptr, s.size, name="qptr")
     if not np.all(np.isfinite(y)):
@@ -314,7 +319,7 @@ def _by_block(
     out = np.empty(n_q, dtype=np.float64)
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         lo, hi = qptr[a], qptr[b]
-        out[a:b] = kernel(qptr[a:b + 1] - lo, *(x[lo:hi] for x in row_arrays))
+        out[a:b] = kernel(qptr[a : b + 1] - lo, *(x[lo:hi] for x in row_arrays))
     return out
 
 
@@ -326,8 +331,7 @@ def _check_gain(labels: np.ndarray, gain: str) -> str:
     check_choice(gain, ("exponential", "linear"), name="gain")
     if gain == "exponential" and labels.size and labels.max() > _MAX_EXP_LABEL:
         raise InputError(
-            f"labels up to {labels.max()} overflow the exponential gain 2**y - 1; "
-            "use gain='linear'"
+            f"labels up to {labels.max()} overflow the exponential gain 2**y - 1; use gain='linear'"
         )
     return gain
 
@@ -341,8 +345,9 @@ def _name(base: str, k: int | None) -> str:
     return base if k is None else f"{base}@{k}"
 
 
-def _result(base: str, k: int | None, values: np.ndarray, is_empty: np.ndarray,
-            empty: str) -> MetricResult:
+def _result(
+    base: str, k: int | None, values: np.ndarray, is_empty: np.ndarray, empty: str
+) -> MetricResult:
     values = np.asarray(values, dtype=np.float64).copy()
     values[is_empty] = {"skip": np.nan, "zero": 0.0, "one": 1.0}[empty]
     return MetricResult(_name(base, k), values, int(is_empty.sum()), empty)
@@ -365,7 +370,12 @@ def _max_grade(labels: np.ndarray, max_grade: Any) -> float:
 
 
 def dcg(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
     gain: str = "exponential",
 ) -> MetricResult:
     r"""Discounted cumulative gain at cut-off ``k`` (not normalized).
@@ -414,7 +424,12 @@ def dcg(
 
 
 def ndcg(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
     gain: str = "exponential",
 ) -> MetricResult:
     r"""Normalized discounted cumulative gain at cut-off ``k``.
@@ -473,7 +488,12 @@ def ndcg(
 
 
 def err(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
     max_grade: float | None = None,
 ) -> MetricResult:
     r"""Expected reciprocal rank at cut-off ``k``.
@@ -525,8 +545,9 @@ def err(
     return _result("err", k, values, is_empty, empty)
 
 
-def _cascade(p: np.ndarray, *, rank_weights: np.ndarray | float = 1.0,
-             p_continue: float = 1.0) -> np.ndarray:
+def _cascade(
+    p: np.ndarray, *, rank_weights: np.ndarray | float = 1.0, p_continue: float = 1.0
+) -> np.ndarray:
     r"""Row sums of :math:`w_r\, p_r\, c^{r-1} \prod_{i<r}(1 - p_i)` for ``p`` ``[n_q, width]``."""
     n_q, width = p.shape
     reach = np.ones((n_q, width), dtype=np.float64)
@@ -536,8 +557,14 @@ def _cascade(p: np.ndarray, *, rank_weights: np.ndarray | float = 1.0,
 
 
 def average_precision(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
-    threshold: float = 1.0, denominator: str = "relevant",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
+    threshold: float = 1.0,
+    denominator: str = "relevant",
 ) -> MetricResult:
     r"""Average precision at cut-off ``k`` (its mean over queries is MAP).
 
@@ -599,7 +626,12 @@ def average_precision(
 
 
 def reciprocal_rank(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
     threshold: float = 1.0,
 ) -> MetricResult:
     r"""Reciprocal rank of the first relevant document within the top ``k`` (mean: MRR).
@@ -651,8 +683,14 @@ def reciprocal_rank(
 
 
 def precision(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
-    threshold: float = 1.0, denominator: str = "k",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
+    threshold: float = 1.0,
+    denominator: str = "k",
 ) -> MetricResult:
     r"""Precision at cut-off ``k``: the share of relevant documents in the top ``k``.
 
@@ -716,8 +754,9 @@ def precision(
 
 def _relevance_probabilities(y: np.ndarray, mapping: Any, max_grade: Any) -> np.ndarray:
     if isinstance(mapping, str):
-        check_choice(mapping, ("exponential", "linear", "identity"),
-                     name="relevance_to_probability")
+        check_choice(
+            mapping, ("exponential", "linear", "identity"), name="relevance_to_probability"
+        )
         if mapping == "identity":
             p = y
         else:
@@ -751,8 +790,14 @@ def _relevance_probabilities(y: np.ndarray, mapping: Any, max_grade: Any) -> np.
 
 
 def pfound(
-    scores: Any, labels: Any, qptr: Any, *, k: int | None = None, empty: str = "skip",
-    p_break: float = 0.15, relevance_to_probability: Any = "exponential",
+    scores: Any,
+    labels: Any,
+    qptr: Any,
+    *,
+    k: int | None = None,
+    empty: str = "skip",
+    p_break: float = 0.15,
+    relevance_to_probability: Any = "exponential",
     max_grade: float | None = None,
 ) -> MetricResult:
     r"""pFound at cut-off ``k``: probability that a cascading user finds a relevant result.

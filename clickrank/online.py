@@ -80,8 +80,10 @@ def _click_model(model: Any):
 
         return make_click_model("pbm" if model is None else model)
     if not (hasattr(model, "sample") and hasattr(model, "n_uniforms")):
-        raise InputError("click_model must be a click model (with sample() and n_uniforms) "
-                         f"or a name, got {model!r}")
+        raise InputError(
+            "click_model must be a click model (with sample() and n_uniforms) "
+            f"or a name, got {model!r}"
+        )
     return model
 
 
@@ -122,8 +124,14 @@ def _setup(data: RankingData, a, b, click_model, k, sessions_per_user: int = 1) 
     k = check_positive(k, name="k", integer=True)
     sa, sb = _scores(a, data, "a"), _scores(b, data, "b")
     labels, _ = to_padded(data.y, data.qptr, fill=np.nan)
-    return _Setup(il.rankings_from_scores(sa, data.qptr), il.rankings_from_scores(sb, data.qptr),
-                  labels.astype(np.float64), _click_model(click_model), k, sessions_per_user)
+    return _Setup(
+        il.rankings_from_scores(sa, data.qptr),
+        il.rankings_from_scores(sb, data.qptr),
+        labels.astype(np.float64),
+        _click_model(click_model),
+        k,
+        sessions_per_user,
+    )
 
 
 def _top_lists(r: np.ndarray, k: int) -> np.ndarray:
@@ -133,8 +141,9 @@ def _top_lists(r: np.ndarray, k: int) -> np.ndarray:
     return np.pad(r, ((0, 0), (0, k - r.shape[1])), constant_values=-1)
 
 
-def expected_clicks(data: RankingData, ranker: Any, *, click_model: Any = None,
-                    k: int = 10) -> float:
+def expected_clicks(
+    data: RankingData, ranker: Any, *, click_model: Any = None, k: int = 10
+) -> float:
     r"""Exact expected clicks per impression of a ranker's own top-``k`` lists.
 
     :math:`\frac{1}{Q}\sum_q \sum_{j \le k} P(C_j = 1 \mid \text{top-}k(q))`
@@ -165,13 +174,21 @@ def _impression_queries(seed: int, sessions: np.ndarray, n_queries: int) -> np.n
 
 
 _N_UNIFORMS: dict[str, Callable[[int], int]] = {
-    "balanced": lambda k: 1, "team-draft": lambda k: k, "probabilistic": lambda k: 2 * k,
+    "balanced": lambda k: 1,
+    "team-draft": lambda k: k,
+    "probabilistic": lambda k: 2 * k,
     "optimized": lambda k: 1,
 }
 
 
-def _interleaving_outcomes(st: _Setup, method: str, n: int, seed: int, chunk_size: int,
-                           progress: Callable[[int], None] | None = None) -> np.ndarray:
+def _interleaving_outcomes(
+    st: _Setup,
+    method: str,
+    n: int,
+    seed: int,
+    chunk_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
     """Per-impression outcomes (+1/0/-1), int8 ``[n]``, simulated in chunks."""
     check_choice(method, il.METHODS, name="method")
     out = np.empty(n, dtype=np.int8)
@@ -246,7 +263,7 @@ class InterleavingResult:
 
     @property
     def winner(self) -> str:
-        """"A", "B", or "none" (not significant at ``alpha``)."""
+        """ "A", "B", or "none" (not significant at ``alpha``)."""
         if self.p_value >= self.alpha:
             return "none"
         return "A" if self.wins > self.losses else "B"
@@ -254,8 +271,14 @@ class InterleavingResult:
     def to_dict(self) -> dict:
         d = asdict(self)
         lo, hi = self.conf_int()
-        d.update(delta=self.delta, se=self.se, ci_low=lo, ci_high=hi, p_value=self.p_value,
-                 winner=self.winner)
+        d.update(
+            delta=self.delta,
+            se=self.se,
+            ci_low=lo,
+            ci_high=hi,
+            p_value=self.p_value,
+            winner=self.winner,
+        )
         return d
 
     def to_frame(self) -> pl.DataFrame:
@@ -267,26 +290,37 @@ class InterleavingResult:
 
     def summary(self) -> str:
         lo, hi = self.conf_int()
-        return "\n".join([
-            f"Interleaving experiment ({self.method}, clicks: {self.click_model})",
-            f"  impressions   {self.n}",
-            f"  A wins        {self.wins}  ({self.wins / self.n:.4f})",
-            f"  B wins        {self.losses}  ({self.losses / self.n:.4f})",
-            f"  ties          {self.ties}  ({self.ties / self.n:.4f}, incl. no click)",
-            f"  Δ = (wins + ties/2)/n − 1/2 = {self.delta:+.5f}  "
-            f"[{lo:+.5f}, {hi:+.5f}] ({100 * (1 - self.alpha):.0f}% normal CI)",
-            f"  sign test (exact binomial, two-sided, non-ties): p = {self.p_value:.3g}",
-            f"  preferred: {self.winner}",
-        ])
+        return "\n".join(
+            [
+                f"Interleaving experiment ({self.method}, clicks: {self.click_model})",
+                f"  impressions   {self.n}",
+                f"  A wins        {self.wins}  ({self.wins / self.n:.4f})",
+                f"  B wins        {self.losses}  ({self.losses / self.n:.4f})",
+                f"  ties          {self.ties}  ({self.ties / self.n:.4f}, incl. no click)",
+                f"  Δ = (wins + ties/2)/n − 1/2 = {self.delta:+.5f}  "
+                f"[{lo:+.5f}, {hi:+.5f}] ({100 * (1 - self.alpha):.0f}% normal CI)",
+                f"  sign test (exact binomial, two-sided, non-ties): p = {self.p_value:.3g}",
+                f"  preferred: {self.winner}",
+            ]
+        )
 
     def __str__(self) -> str:
         return self.summary()
 
 
 def interleaving_experiment(
-    data: RankingData, a: Any, b: Any, *, method: str = "team-draft", click_model: Any = None,
-    n_impressions: int = 100_000, k: int = 10, alpha: float = 0.05, seed: int = 0,
-    chunk_size: int = 250_000, progress: Callable[[int], None] | None = None,
+    data: RankingData,
+    a: Any,
+    b: Any,
+    *,
+    method: str = "team-draft",
+    click_model: Any = None,
+    n_impressions: int = 100_000,
+    k: int = 10,
+    alpha: float = 0.05,
+    seed: int = 0,
+    chunk_size: int = 250_000,
+    progress: Callable[[int], None] | None = None,
 ) -> InterleavingResult:
     """Simulate ``n_impressions`` interleaved impressions of rankers ``a`` and ``b``.
 
@@ -307,8 +341,9 @@ def interleaving_experiment(
     st = _setup(data, a, b, click_model, k)
     o = _interleaving_outcomes(st, method, n, seed, int(chunk_size), progress)
     wins, losses = int((o > 0).sum()), int((o < 0).sum())
-    return InterleavingResult(method, n, wins, losses, n - wins - losses, alpha,
-                              type(st.model).__name__)
+    return InterleavingResult(
+        method, n, wins, losses, n - wins - losses, alpha, type(st.model).__name__
+    )
 
 
 # --------------------------------------------------------------------------- A/B
@@ -340,8 +375,9 @@ def _ab_test(metric: str, mean_a, mean_b, var_a, var_b, n_a, n_b):
             se = np.sqrt(var_a / n_a + var_b / n_b)
             t = (mean_a - mean_b) / se
             df = (var_a / n_a + var_b / n_b) ** 2 / (
-                (var_a / n_a) ** 2 / np.maximum(n_a - 1, 1) + (var_b / n_b) ** 2
-                / np.maximum(n_b - 1, 1))
+                (var_a / n_a) ** 2 / np.maximum(n_a - 1, 1)
+                + (var_b / n_b) ** 2 / np.maximum(n_b - 1, 1)
+            )
             p = 2 * stats.t.sf(np.abs(t), df)
         else:
             pool = (mean_a * n_a + mean_b * n_b) / (n_a + n_b)
@@ -370,13 +406,17 @@ class ABResult:
         atomic_write_json(path, self.to_dict())
 
     def summary(self) -> str:
-        lines = [f"A/B test (clicks: {self.click_model}); impressions A {self.n_a}, B {self.n_b}",
-                 f"  {'metric':<12}{'A':>10}{'B':>10}{'A−B':>11}   {100 * (1 - self.alpha):.0f}% CI"
-                 f"{'':<15}p     test"]
+        lines = [
+            f"A/B test (clicks: {self.click_model}); impressions A {self.n_a}, B {self.n_b}",
+            f"  {'metric':<12}{'A':>10}{'B':>10}{'A−B':>11}   {100 * (1 - self.alpha):.0f}% CI"
+            f"{'':<15}p     test",
+        ]
         for m, v in self.table.items():
-            lines.append(f"  {m:<12}{v['mean_a']:>10.5f}{v['mean_b']:>10.5f}{v['diff']:>+11.5f}"
-                         f"   [{v['ci_low']:+.5f}, {v['ci_high']:+.5f}]  {v['p_value']:.3g}  "
-                         f"{v['test']}")
+            lines.append(
+                f"  {m:<12}{v['mean_a']:>10.5f}{v['mean_b']:>10.5f}{v['diff']:>+11.5f}"
+                f"   [{v['ci_low']:+.5f}, {v['ci_high']:+.5f}]  {v['p_value']:.3g}  "
+                f"{v['test']}"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -384,8 +424,16 @@ class ABResult:
 
 
 def ab_experiment(
-    data: RankingData, a: Any, b: Any, *, click_model: Any = None, n_impressions: int = 100_000,
-    k: int = 10, alpha: float = 0.05, seed: int = 0, chunk_size: int = 250_000,
+    data: RankingData,
+    a: Any,
+    b: Any,
+    *,
+    click_model: Any = None,
+    n_impressions: int = 100_000,
+    k: int = 10,
+    alpha: float = 0.05,
+    seed: int = 0,
+    chunk_size: int = 250_000,
 ) -> ABResult:
     """A/B test on the same simulated traffic: each impression goes to A or B at random.
 
@@ -408,10 +456,15 @@ def ab_experiment(
         va, vb = xa.var(ddof=1), xb.var(ddof=1)
         se = math.sqrt(va / n_a + vb / n_b)
         p = float(_ab_test(m, ma, mb, va, vb, n_a, n_b))
-        table[m] = {"mean_a": float(ma), "mean_b": float(mb), "diff": float(ma - mb),
-                    "ci_low": float(ma - mb - z * se), "ci_high": float(ma - mb + z * se),
-                    "p_value": p,
-                    "test": "Welch t" if m == "clicks" else "two-proportion z (pooled)"}
+        table[m] = {
+            "mean_a": float(ma),
+            "mean_b": float(mb),
+            "diff": float(ma - mb),
+            "ci_low": float(ma - mb - z * se),
+            "ci_high": float(ma - mb + z * se),
+            "p_value": p,
+            "test": "Welch t" if m == "clicks" else "two-proportion z (pooled)",
+        }
     return ABResult(n_a, n_b, table, alpha, type(st.model).__name__)
 
 
@@ -469,10 +522,18 @@ class PowerCurve:
         return pl.DataFrame({"n": self.n, **{k: v for k, v in self.power.items()}})
 
     def to_dict(self) -> dict:
-        return {"n": self.n, "power": self.power, "n_experiments": self.n_experiments,
-                "alpha": self.alpha, "pool_size": self.pool_size, "ndcg_a": self.ndcg_a,
-                "ndcg_b": self.ndcg_b, "click_model": self.click_model,
-                "sessions_per_user": self.sessions_per_user, "n_for_80": self.n_for_power(0.8)}
+        return {
+            "n": self.n,
+            "power": self.power,
+            "n_experiments": self.n_experiments,
+            "alpha": self.alpha,
+            "pool_size": self.pool_size,
+            "ndcg_a": self.ndcg_a,
+            "ndcg_b": self.ndcg_b,
+            "click_model": self.click_model,
+            "sessions_per_user": self.sessions_per_user,
+            "n_for_80": self.n_for_power(0.8),
+        }
 
     def save(self, path) -> None:
         atomic_write_json(path, self.to_dict())
@@ -485,9 +546,14 @@ class PowerCurve:
             f"  {self.n_experiments} experiments per size, resampled from a pool of "
             f"{self.pool_size} impressions; alpha {self.alpha}; detection = significant in "
             "the direction of the offline winner",
-            *([f"  {self.sessions_per_user} sessions per user; users are the unit of "
-               "randomization and analysis (t-tests on per-user sums)"]
-              if self.sessions_per_user > 1 else []),
+            *(
+                [
+                    f"  {self.sessions_per_user} sessions per user; users are the unit of "
+                    "randomization and analysis (t-tests on per-user sums)"
+                ]
+                if self.sessions_per_user > 1
+                else []
+            ),
             f"  {'method':<24}{'n for ' + format(target, '.0%') + ' power':>20}",
         ]
         for lab, v in need.items():
@@ -508,10 +574,11 @@ class PowerCurve:
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        fig, ax = (plt.subplots(figsize=(6.4, 4.2)) if ax is None else (ax.figure, ax))
+        fig, ax = plt.subplots(figsize=(6.4, 4.2)) if ax is None else (ax.figure, ax)
         for lab, p in self.power.items():
-            ax.plot(self.n, p, marker="o", ms=3, ls="--" if lab.startswith("A/B") else "-",
-                    label=lab)
+            ax.plot(
+                self.n, p, marker="o", ms=3, ls="--" if lab.startswith("A/B") else "-", label=lab
+            )
         ax.axhline(0.8, color="grey", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
@@ -527,11 +594,20 @@ class PowerCurve:
 
 
 def power_analysis(
-    data: RankingData, a: Any, b: Any, *,
+    data: RankingData,
+    a: Any,
+    b: Any,
+    *,
     methods: Sequence[str] = ("team-draft", "probabilistic", "optimized", "balanced"),
-    ab_metrics: Sequence[str] = AB_METRICS, click_model: Any = None,
-    n_grid: Sequence[int] | None = None, n_experiments: int = 2000, pool_size: int = 200_000,
-    k: int = 10, alpha: float = 0.05, seed: int = 0, chunk_size: int = 250_000,
+    ab_metrics: Sequence[str] = AB_METRICS,
+    click_model: Any = None,
+    n_grid: Sequence[int] | None = None,
+    n_experiments: int = 2000,
+    pool_size: int = 200_000,
+    k: int = 10,
+    alpha: float = 0.05,
+    seed: int = 0,
+    chunk_size: int = 250_000,
     sessions_per_user: int = 1,
 ) -> PowerCurve:
     """Power of interleaving methods and A/B metrics to detect the better ranker.
@@ -633,8 +709,7 @@ def power_analysis(
                 right = np.sign(ma - mb) == better * _AB_DIRECTION[m]
                 pw[g] = np.mean((pv < alpha) & right)
             power[f"A/B {m}"] = pw
-    return PowerCurve(grid, power, R, alpha, pool_size, nd_a, nd_b,
-                      _model_name(st.model), spu)
+    return PowerCurve(grid, power, R, alpha, pool_size, nd_a, nd_b, _model_name(st.model), spu)
 
 
 def _model_name(model: Any) -> str:
@@ -679,8 +754,10 @@ class FidelityResult:
         """(share of eligible pairs significant at alpha, share of those that agree)."""
         e = self._eligible()
         s = e.filter(pl.col("p_value") < self.alpha)
-        return (s.height / e.height if e.height else math.nan,
-                float(s["agree"].mean()) if s.height else math.nan)
+        return (
+            s.height / e.height if e.height else math.nan,
+            float(s["agree"].mean()) if s.height else math.nan,
+        )
 
     @property
     def click_agreement(self) -> tuple[float, float]:
@@ -695,25 +772,35 @@ class FidelityResult:
         e = self._eligible()
         frac_sig, agree_sig = self.significant_agreement
         _, agree_clicks = self.click_agreement
-        return "\n".join([
-            f"Fidelity of {self.method} interleaving vs offline NDCG@10 "
-            f"({self.n_impressions} impressions per pair)",
-            f"  pairs {self.table.height}; with |ΔNDCG| >= {self.min_difference}: {e.height}",
-            f"  sign agreement                  {self.agreement:.3f}",
-            f"  significant at {self.alpha}: {frac_sig:.3f} of pairs; of those agreeing: "
-            f"{agree_sig:.3f}",
-            f"  significant pairs agreeing with the expected-clicks difference under the "
-            f"click model: {agree_clicks:.3f}",
-        ])
+        return "\n".join(
+            [
+                f"Fidelity of {self.method} interleaving vs offline NDCG@10 "
+                f"({self.n_impressions} impressions per pair)",
+                f"  pairs {self.table.height}; with |ΔNDCG| >= {self.min_difference}: {e.height}",
+                f"  sign agreement                  {self.agreement:.3f}",
+                f"  significant at {self.alpha}: {frac_sig:.3f} of pairs; of those agreeing: "
+                f"{agree_sig:.3f}",
+                f"  significant pairs agreeing with the expected-clicks difference under the "
+                f"click model: {agree_clicks:.3f}",
+            ]
+        )
 
     def __str__(self) -> str:
         return self.summary()
 
 
 def fidelity_study(
-    data: RankingData, *, n_pairs: int = 100, method: str = "team-draft",
-    click_model: Any = None, n_impressions: int = 20_000, noise: tuple[float, float] = (0.5, 3.0),
-    min_difference: float = 0.01, k: int = 10, alpha: float = 0.05, seed: int = 0,
+    data: RankingData,
+    *,
+    n_pairs: int = 100,
+    method: str = "team-draft",
+    click_model: Any = None,
+    n_impressions: int = 20_000,
+    noise: tuple[float, float] = (0.5, 3.0),
+    min_difference: float = 0.01,
+    k: int = 10,
+    alpha: float = 0.05,
+    seed: int = 0,
     rankers: Sequence[Any] | None = None,
 ) -> FidelityResult:
     """Does the interleaving winner agree with the offline NDCG@k winner?
@@ -742,8 +829,10 @@ def fidelity_study(
     model = _click_model(click_model)
     if rankers is None:
         sig = rng.uniform(noise[0], noise[1], size=(n_pairs, 2))
-        scores = [data.y + sig[i // 2, i % 2] * rng.standard_normal(data.n_docs)
-                  for i in range(2 * n_pairs)]
+        scores = [
+            data.y + sig[i // 2, i % 2] * rng.standard_normal(data.n_docs)
+            for i in range(2 * n_pairs)
+        ]
         pairs = np.arange(2 * n_pairs).reshape(n_pairs, 2)
     else:
         scores = [_scores(r, data, f"rankers[{i}]") for i, r in enumerate(rankers)]
@@ -761,14 +850,33 @@ def fidelity_study(
             if i not in nd:
                 nd[i] = float(ndcg(scores[i], data.y, data.qptr, k=k))
                 ec[i] = expected_clicks(data, scores[i], click_model=model, k=k)
-        r = interleaving_experiment(data, scores[ia], scores[ib], method=method,
-                                    click_model=model, n_impressions=n_impressions, k=k,
-                                    alpha=alpha, seed=seed * 100_003 + p + 1)
+        r = interleaving_experiment(
+            data,
+            scores[ia],
+            scores[ib],
+            method=method,
+            click_model=model,
+            n_impressions=n_impressions,
+            k=k,
+            alpha=alpha,
+            seed=seed * 100_003 + p + 1,
+        )
         diff = nd[ia] - nd[ib]
-        rows.append({"a": int(ia), "b": int(ib), "ndcg_a": nd[ia], "ndcg_b": nd[ib],
-                     "diff": diff, "clicks_a": ec[ia], "clicks_b": ec[ib], "delta": r.delta,
-                     "p_value": r.p_value,
-                     "agree": float(np.sign(r.delta) == np.sign(diff) and r.delta != 0),
-                     "agree_clicks": float(np.sign(r.delta) == np.sign(ec[ia] - ec[ib])
-                                           and r.delta != 0)})
+        rows.append(
+            {
+                "a": int(ia),
+                "b": int(ib),
+                "ndcg_a": nd[ia],
+                "ndcg_b": nd[ib],
+                "diff": diff,
+                "clicks_a": ec[ia],
+                "clicks_b": ec[ib],
+                "delta": r.delta,
+                "p_value": r.p_value,
+                "agree": float(np.sign(r.delta) == np.sign(diff) and r.delta != 0),
+                "agree_clicks": float(
+                    np.sign(r.delta) == np.sign(ec[ia] - ec[ib]) and r.delta != 0
+                ),
+            }
+        )
     return FidelityResult(pl.DataFrame(rows), method, n_impressions, min_difference, alpha)

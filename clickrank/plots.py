@@ -128,8 +128,9 @@ def _filter_intervention(lf: pl.LazyFrame, intervention: str | None, what: str) 
     if intervention is None:
         return lf
     if "intervention" not in lf.collect_schema():
-        raise InputError(f"{what}: intervention={intervention!r} given but the log has no "
-                         "'intervention' column")
+        raise InputError(
+            f"{what}: intervention={intervention!r} given but the log has no 'intervention' column"
+        )
     return lf.filter(pl.col("intervention").cast(pl.String) == intervention)
 
 
@@ -152,8 +153,11 @@ def _as_polars(frame: Any, what: str) -> pl.DataFrame:
         cols = {}
         for c in frame.columns:
             arr = frame[c].to_numpy()
-            cols[str(c)] = (pl.Series(str(c), arr, nan_to_null=True) if arr.dtype.kind == "f"
-                            else pl.Series(str(c), frame[c].tolist()))
+            cols[str(c)] = (
+                pl.Series(str(c), arr, nan_to_null=True)
+                if arr.dtype.kind == "f"
+                else pl.Series(str(c), frame[c].tolist())
+            )
         return pl.DataFrame(cols)
     raise InputError(
         f"{what}: expected a polars or pandas DataFrame (or a dict of columns), "
@@ -260,8 +264,11 @@ def ctr_by_position(
     if relevance is not None and not has_label:
         raise InputError(f"{what}: relevance given but the log has no 'label' column")
     counts = clicklog.ctr_by_position(lf).collect()
-    _empty_check(counts.height, what, "the log has no rows" + (
-        f" with intervention {intervention!r}" if intervention else ""))
+    _empty_check(
+        counts.height,
+        what,
+        "the log has no rows" + (f" with intervention {intervention!r}" if intervention else ""),
+    )
     pos = counts["position"].to_numpy().astype(np.int64)
     n = counts["impressions"].to_numpy().astype(np.float64)
     c = counts["clicks"].to_numpy().astype(np.float64)
@@ -276,29 +283,41 @@ def ctr_by_position(
 
     if propensities is not None:
         theta, se, method = _propensity_arrays(propensities, "propensities")
-        ok = (pos <= theta.size) & np.isfinite(np.pad(theta, (0, max(0, pos.max() - theta.size)),
-                                                      constant_values=np.nan)[pos - 1])
+        ok = (pos <= theta.size) & np.isfinite(
+            np.pad(theta, (0, max(0, pos.max() - theta.size)), constant_values=np.nan)[pos - 1]
+        )
         if not ok.any():
             raise InputError(f"{what}: the propensities cover none of the logged positions")
         p = pos[ok]
         th, s = theta[p - 1], se[p - 1]
-        ax.fill_between(p, lo[ok] / th * np.exp(-z * s), hi[ok] / th * np.exp(z * s),
-                        color="#1f77b4", alpha=0.2, lw=0)
+        ax.fill_between(
+            p,
+            lo[ok] / th * np.exp(-z * s),
+            hi[ok] / th * np.exp(z * s),
+            color="#1f77b4",
+            alpha=0.2,
+            lw=0,
+        )
         ax.plot(p, ctr[ok] / th, "s-", color="#1f77b4", label=f"IPS-corrected CTR / θ̂ ({method})")
 
     t = None
     if true_theta is not None:
         t = np.asarray(true_theta, dtype=np.float64)
         if t.ndim != 1 or t.size < pos.max() or not np.all(t[: pos.max()] > 0):
-            raise InputError(f"{what}: true_theta must hold a positive θ for each of the "
-                             f"{pos.max()} positions")
+            raise InputError(
+                f"{what}: true_theta must hold a positive θ for each of the {pos.max()} positions"
+            )
     twin = None
     if relevance is not None:
         f = _relevance_function(relevance)
         y = lf.select("position", "label").collect()
         a = f(y["label"].to_numpy().astype(np.float64)[:, None])[:, 0]
-        per = (pl.DataFrame({"position": y["position"], "a": a})
-               .group_by("position").agg(pl.col("a").mean()).sort("position"))
+        per = (
+            pl.DataFrame({"position": y["position"], "a": a})
+            .group_by("position")
+            .agg(pl.col("a").mean())
+            .sort("position")
+        )
         rp = per["position"].to_numpy().astype(np.int64)
         ra = per["a"].to_numpy()
         if t is not None and not np.isclose(t[0], 1.0):
@@ -311,12 +330,20 @@ def ctr_by_position(
         rel_t = t[pos - 1] / t[0]
         ax.plot(pos, ctr / rel_t, "k--", lw=1.6, label="CTR / true θ (oracle correction)")
     elif has_label:
-        share = (lf.group_by("position")
-                 .agg((pl.col("label") >= relevant_label).mean().alias("share"))
-                 .sort("position").collect())
+        share = (
+            lf.group_by("position")
+            .agg((pl.col("label") >= relevant_label).mean().alias("share"))
+            .sort("position")
+            .collect()
+        )
         twin = ax.twinx()
-        twin.plot(share["position"].to_numpy(), share["share"].to_numpy(), "k--", lw=1.4,
-                  label=f"share relevant (label ≥ {relevant_label:g}), right axis")
+        twin.plot(
+            share["position"].to_numpy(),
+            share["share"].to_numpy(),
+            "k--",
+            lw=1.4,
+            label=f"share relevant (label ≥ {relevant_label:g}), right axis",
+        )
         twin.set_ylabel(f"share of shown docs with label ≥ {relevant_label:g}")
         twin.set_ylim(0, max(1e-9, float(share["share"].max())) * 1.15)
 
@@ -326,8 +353,11 @@ def ctr_by_position(
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     sel = f"intervention = {intervention}; " if intervention else ""
-    ax.set_title(f"Click-through rate by position\n({int(n[0]):,} impressions at position 1; "
-                 f"{sel}bands: {level} CI)", fontsize=10)
+    ax.set_title(
+        f"Click-through rate by position\n({int(n[0]):,} impressions at position 1; "
+        f"{sel}bands: {level} CI)",
+        fontsize=10,
+    )
     handles, labels = ax.get_legend_handles_labels()
     if twin is not None:
         h2, l2 = twin.get_legend_handles_labels()
@@ -380,8 +410,10 @@ def propensity_vs_truth(
                 key += "'"
             items[key] = p
     else:
-        raise InputError("propensities must be a Propensities, a sequence or a mapping of them, "
-                         f"got {type(propensities).__name__}")
+        raise InputError(
+            "propensities must be a Propensities, a sequence or a mapping of them, "
+            f"got {type(propensities).__name__}"
+        )
     _empty_check(len(items), "propensity_vs_truth", "no estimates given")
     for name, p in items.items():
         if not isinstance(p, Propensities):
@@ -407,10 +439,24 @@ def propensity_vs_truth(
         ci = p.conf_int(alpha)[ok]
         col = f"C{i}"
         ax.fill_between(x, ci[:, 0], ci[:, 1], color=col, alpha=0.15, lw=0)
-        ax.errorbar(x, p.theta[ok], yerr=[p.theta[ok] - ci[:, 0], ci[:, 1] - p.theta[ok]],
-                    fmt="none", lw=1.0, capsize=2, color=col)
-        ax.plot(x, p.theta[ok], "o-", ms=3.5, lw=1.2, color=col,
-                label=f"{name} ({p.n_sessions:,} sessions)")
+        ax.errorbar(
+            x,
+            p.theta[ok],
+            yerr=[p.theta[ok] - ci[:, 0], ci[:, 1] - p.theta[ok]],
+            fmt="none",
+            lw=1.0,
+            capsize=2,
+            color=col,
+        )
+        ax.plot(
+            x,
+            p.theta[ok],
+            "o-",
+            ms=3.5,
+            lw=1.2,
+            color=col,
+            label=f"{name} ({p.n_sessions:,} sessions)",
+        )
         k_max = max(k_max, p.K)
     if true_theta is not None:
         t = np.asarray(true_theta, dtype=np.float64)[:k_max]
@@ -451,10 +497,12 @@ def click_heatmap(
     """
     what = "click_heatmap"
     min_impressions = check_positive(min_impressions, name="min_impressions", integer=True)
-    lf = _filter_intervention(_lazy_log(log, ("position", "click", "label"), what),
-                              intervention, what)
-    counts = clicklog.click_counts(lf.filter(pl.col("label").is_not_null()),
-                                   ["position", "label"]).collect()
+    lf = _filter_intervention(
+        _lazy_log(log, ("position", "click", "label"), what), intervention, what
+    )
+    counts = clicklog.click_counts(
+        lf.filter(pl.col("label").is_not_null()), ["position", "label"]
+    ).collect()
     _empty_check(counts.height, what, "no labelled impressions")
     positions = np.unique(counts["position"].to_numpy()).astype(np.int64)
     labels = np.unique(counts["label"].to_numpy())
@@ -468,8 +516,14 @@ def click_heatmap(
 
     fig, ax, own = _new_axes(ax, (1.0 + 0.62 * positions.size, 1.4 + 0.5 * labels.size))
     top = float(np.nanmax(grid)) if np.isfinite(grid).any() else 1.0
-    im = ax.imshow(np.ma.masked_invalid(grid), origin="lower", aspect="auto", cmap="viridis",
-                   vmin=0.0, vmax=max(top, 1e-9))
+    im = ax.imshow(
+        np.ma.masked_invalid(grid),
+        origin="lower",
+        aspect="auto",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=max(top, 1e-9),
+    )
     cmap = im.get_cmap()
     norm_ = im.norm
     for i in range(labels.size):
@@ -479,15 +533,25 @@ def click_heatmap(
                 continue
             r, g, b, _ = to_rgba(cmap(norm_(v)))
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                    color="white" if dark else "black")
+            ax.text(
+                j,
+                i,
+                f"{v:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if dark else "black",
+            )
     ax.set_xticks(np.arange(positions.size), [str(p) for p in positions])
     ax.set_yticks(np.arange(labels.size), [f"{y:g}" for y in labels])
     ax.set_xlabel("position (rank)")
     ax.set_ylabel("true relevance label")
     total = int(imp.sum())
-    ax.set_title(f"CTR by position and label ({total:,} impressions; blank: < "
-                 f"{min_impressions} impressions)", fontsize=9)
+    ax.set_title(
+        f"CTR by position and label ({total:,} impressions; blank: < "
+        f"{min_impressions} impressions)",
+        fontsize=9,
+    )
     cb = fig.colorbar(im, ax=ax, pad=0.02)
     cb.set_label("click-through rate (clicks / impressions)")
     return _finish(fig, path, own=own)
@@ -496,20 +560,34 @@ def click_heatmap(
 # -- 4./5. learning and severity curves -------------------------------------------------
 
 
-def _curves(frame: Any, x: str, what: str, ax: Axes | None, path: Any, *, xlabel: str,
-            ylabel: str, title: str, logx: bool, reference: Sequence[str]) -> Figure:
+def _curves(
+    frame: Any,
+    x: str,
+    what: str,
+    ax: Axes | None,
+    path: Any,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    logx: bool,
+    reference: Sequence[str],
+) -> Figure:
     df = _as_polars(frame, what)
     need = ["method", x, "mean", "lower", "upper"]
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise InputError(f"{what}: the frame needs columns {need}; missing {missing}")
     _empty_check(df.height, what, "the frame has no rows")
-    df = df.with_columns(pl.col("method").cast(pl.String),
-                         *[pl.col(c).cast(pl.Float64) for c in (x, "mean", "lower", "upper")])
+    df = df.with_columns(
+        pl.col("method").cast(pl.String),
+        *[pl.col(c).cast(pl.Float64) for c in (x, "mean", "lower", "upper")],
+    )
     bad = df.filter(pl.col("mean").is_null() | ~pl.col("mean").is_finite())
     if bad.height:
-        raise InputError(f"{what}: 'mean' must be finite; method {bad['method'][0]!r} has "
-                         f"{bad['mean'][0]!r}")
+        raise InputError(
+            f"{what}: 'mean' must be finite; method {bad['method'][0]!r} has {bad['mean'][0]!r}"
+        )
     inverted = df.filter(pl.col("lower") > pl.col("upper"))
     if inverted.height:
         raise InputError(f"{what}: lower > upper for method {inverted['method'][0]!r}")
@@ -518,18 +596,22 @@ def _curves(frame: Any, x: str, what: str, ax: Axes | None, path: Any, *, xlabel
 
     fig, ax, own = _new_axes(ax, (6.6, 4.3))
     methods = list(dict.fromkeys(df["method"].to_list()))
-    refs = [m for m in methods
-            if m.lower() in {r.lower() for r in reference}
-            or df.filter(pl.col("method") == m)[x].null_count() == df.filter(
-                pl.col("method") == m).height]
+    refs = [
+        m
+        for m in methods
+        if m.lower() in {r.lower() for r in reference}
+        or df.filter(pl.col("method") == m)[x].null_count()
+        == df.filter(pl.col("method") == m).height
+    ]
     curves = [m for m in methods if m not in refs]
     _empty_check(len(curves) + len(refs), what, "no methods")
     for i, m in enumerate(curves):
         d = df.filter((pl.col("method") == m) & pl.col(x).is_not_null()).sort(x)
         xs = d[x].to_numpy()
         col = _color(m, i)
-        ax.fill_between(xs, d["lower"].to_numpy(), d["upper"].to_numpy(), color=col, alpha=0.18,
-                        lw=0)
+        ax.fill_between(
+            xs, d["lower"].to_numpy(), d["upper"].to_numpy(), color=col, alpha=0.18, lw=0
+        )
         ax.plot(xs, d["mean"].to_numpy(), "o-", ms=4, color=col, label=m)
     for i, m in enumerate(refs):
         d = df.filter(pl.col("method") == m)
@@ -587,10 +669,16 @@ def learning_curves(
         Confidence level of the bounds, for the title.
     """
     return _curves(
-        frame, "sessions", "learning_curves", ax, path,
+        frame,
+        "sessions",
+        "learning_curves",
+        ax,
+        path,
         xlabel="training sessions in the click log (log scale)",
-        ylabel=f"test {metric}", title=f"Learning curves ({100 * level:g}% CI bands)",
-        logx=True, reference=reference,
+        ylabel=f"test {metric}",
+        title=f"Learning curves ({100 * level:g}% CI bands)",
+        logx=True,
+        reference=reference,
     )
 
 
@@ -609,10 +697,16 @@ def severity_curves(
     :math:`\ge 0`) instead of ``sessions``; a linear x axis.
     """
     return _curves(
-        frame, "eta", "severity_curves", ax, path,
+        frame,
+        "eta",
+        "severity_curves",
+        ax,
+        path,
         xlabel="position-bias severity η  (θ_p = p^−η)",
-        ylabel=f"test {metric}", title=f"Robustness to position bias ({100 * level:g}% CI bands)",
-        logx=False, reference=reference,
+        ylabel=f"test {metric}",
+        title=f"Robustness to position bias ({100 * level:g}% CI bands)",
+        logx=False,
+        reference=reference,
     )
 
 
@@ -634,8 +728,9 @@ def power_curves(
     from .online import PowerCurve
 
     if not isinstance(power_curve, PowerCurve):
-        raise InputError(f"power_curve must be a clickrank.online.PowerCurve, "
-                         f"got {type(power_curve).__name__}")
+        raise InputError(
+            f"power_curve must be a clickrank.online.PowerCurve, got {type(power_curve).__name__}"
+        )
     _empty_check(len(power_curve.power) * len(power_curve.n), "power_curves", "empty curve")
     fig, ax, own = _new_axes(ax, (6.6, 4.3))
     power_curve.plot(ax=ax)
@@ -680,8 +775,10 @@ def forces(
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     if s.ndim != 1 or y.shape != s.shape or s.size < 2:
-        raise InputError(f"forces: scores and labels must be 1-d of the same length >= 2, got "
-                         f"shapes {s.shape} and {y.shape}")
+        raise InputError(
+            f"forces: scores and labels must be 1-d of the same length >= 2, got "
+            f"shapes {s.shape} and {y.shape}"
+        )
     if not (np.isfinite(s).all() and np.isfinite(y).all()) or np.any(y < 0):
         raise InputError("forces: scores must be finite and labels finite and >= 0")
     if np.unique(y).size < 2:
@@ -699,23 +796,34 @@ def forces(
     scale_rn = np.abs(f_rn).max() if normalize else 1.0
     scale_lr = np.abs(f_lr).max() if normalize else 1.0
     b1 = ax.bar(x - w / 2, f_rn / scale_rn, w, color="#7f7f7f", label="RankNet (all pairs equal)")
-    b2 = ax.bar(x + w / 2, f_lr / scale_lr, w, color="#1f77b4",
-                label="LambdaRank (pairs × |ΔNDCG|)")
+    b2 = ax.bar(
+        x + w / 2, f_lr / scale_lr, w, color="#1f77b4", label="LambdaRank (pairs × |ΔNDCG|)"
+    )
     if normalize:
         for bars, raw in ((b1, f_rn), (b2, f_lr)):
             for bar, v in zip(bars, raw, strict=True):
                 h = bar.get_height()
-                ax.annotate(f"{v:+.3f}", (bar.get_x() + bar.get_width() / 2, h),
-                            xytext=(0, 2 if h >= 0 else -2), textcoords="offset points",
-                            ha="center", va="bottom" if h >= 0 else "top", fontsize=7)
+                ax.annotate(
+                    f"{v:+.3f}",
+                    (bar.get_x() + bar.get_width() / 2, h),
+                    xytext=(0, 2 if h >= 0 else -2),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom" if h >= 0 else "top",
+                    fontsize=7,
+                )
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, [f"rank {r + 1}\nlabel {v:g}" for r, v in enumerate(yr)])
     ax.set_xlabel("documents in the current ranking (by score)")
     ax.set_ylabel("force λᵢ / max |λ| (+ = push up)" if normalize else "force λᵢ (+ = push up)")
     if normalize:
         ax.set_ylim(-1.3, 1.65)
-    ax.set_title(f"Forces on one query (σ = {sigma:g}; printed: raw λᵢ)" if normalize
-                 else f"Forces on one query (σ = {sigma:g})", fontsize=10)
+    ax.set_title(
+        f"Forces on one query (σ = {sigma:g}; printed: raw λᵢ)"
+        if normalize
+        else f"Forces on one query (σ = {sigma:g})",
+        fontsize=10,
+    )
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", ncol=2)
     return _finish(fig, path, own=own)
@@ -739,12 +847,18 @@ def skip_above_pairs(log: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
         sorted by positions.
     """
     lf = _lazy_log(log, ("session", "position", "click", "label"), "skip_above_bias")
-    base = lf.select("session", pl.col("position").cast(pl.Int64), pl.col("click").cast(pl.Boolean),
-                     pl.col("label").cast(pl.Float64))
+    base = lf.select(
+        "session",
+        pl.col("position").cast(pl.Int64),
+        pl.col("click").cast(pl.Boolean),
+        pl.col("label").cast(pl.Float64),
+    )
     clicked = base.filter(pl.col("click")).select(
-        "session", pl.col("position").alias("p_click"), pl.col("label").alias("y_click"))
+        "session", pl.col("position").alias("p_click"), pl.col("label").alias("y_click")
+    )
     skipped = base.filter(~pl.col("click")).select(
-        "session", pl.col("position").alias("p_skip"), pl.col("label").alias("y_skip"))
+        "session", pl.col("position").alias("p_skip"), pl.col("label").alias("y_skip")
+    )
     return (
         clicked.join(skipped, on="session", how="inner")
         .filter(pl.col("p_skip") < pl.col("p_click"))
@@ -821,34 +935,49 @@ def skip_above_bias(
         grid[counts < min_pairs] = np.nan
         fig, ax, own = _new_axes(ax, (2.2 + 0.55 * (k - 1), 1.3 + 0.5 * (k - 1)))
         # 0 = every preference right, 0.5 = a coin flip, 1 = every preference wrong
-        im = ax.imshow(np.ma.masked_invalid(grid), origin="upper", cmap="RdYlGn_r", vmin=0,
-                       vmax=1)
+        im = ax.imshow(np.ma.masked_invalid(grid), origin="upper", cmap="RdYlGn_r", vmin=0, vmax=1)
         for i, j in zip(*np.nonzero(np.isfinite(grid)), strict=True):
             v = grid[i, j]
             r, g, b, _ = to_rgba(im.get_cmap()(im.norm(v)))
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-            ax.text(j, i, f"{100 * v:.0f}%", ha="center", va="center", fontsize=7.5,
-                    color="white" if dark else "black")
+            ax.text(
+                j,
+                i,
+                f"{100 * v:.0f}%",
+                ha="center",
+                va="center",
+                fontsize=7.5,
+                color="white" if dark else "black",
+            )
         ax.set_xticks(np.arange(k - 1), [str(p) for p in range(2, k + 1)])
         ax.set_yticks(np.arange(k - 1), [str(p) for p in range(1, k)])
         ax.set_xlabel("position of the clicked result")
         ax.set_ylabel("position of the skipped result above it")
         share = float(pairs["invert"].sum()) / max(1.0, informative.sum())
-        ax.set_title(f"Skip-above preferences contradicting the labels\n"
-                     f"(overall {100 * share:.1f}% of {int(informative.sum()):,} untied "
-                     f"preferences; blank: < {min_pairs})", fontsize=9)
+        ax.set_title(
+            f"Skip-above preferences contradicting the labels\n"
+            f"(overall {100 * share:.1f}% of {int(informative.sum()):,} untied "
+            f"preferences; blank: < {min_pairs})",
+            fontsize=9,
+        )
         cb = fig.colorbar(im, ax=ax, pad=0.02)
         cb.set_label("share inverted (0.5 = coin flip)")
         return _finish(fig, path, own=own)
 
-    by_d = (pairs.with_columns(d=pl.col("p_click") - pl.col("p_skip"))
-            .group_by("d").agg(pl.col("pairs", "agree", "tie", "invert").sum()).sort("d"))
+    by_d = (
+        pairs.with_columns(d=pl.col("p_click") - pl.col("p_skip"))
+        .group_by("d")
+        .agg(pl.col("pairs", "agree", "tie", "invert").sum())
+        .sort("d")
+    )
     d = by_d["d"].to_numpy()
     n = by_d["pairs"].to_numpy().astype(np.float64)
     fig, ax, own = _new_axes(ax, (6.6, 4.3))
-    for col, color, lab in (("agree", "#2ca02c", "agrees (clicked doc more relevant)"),
-                            ("tie", "#7f7f7f", "tie (same label)"),
-                            ("invert", "#d62728", "inverted (clicked doc less relevant)")):
+    for col, color, lab in (
+        ("agree", "#2ca02c", "agrees (clicked doc more relevant)"),
+        ("tie", "#7f7f7f", "tie (same label)"),
+        ("invert", "#d62728", "inverted (clicked doc less relevant)"),
+    ):
         c = by_d[col].to_numpy().astype(np.float64)
         lo, hi = proportion_confint(c, n, alpha=alpha, method="wilson")
         ax.fill_between(d, lo, hi, color=color, alpha=0.2, lw=0)
@@ -857,8 +986,10 @@ def skip_above_bias(
     ax.set_ylim(0, 1)
     ax.set_xlabel("distance between clicked and skipped result (positions)")
     ax.set_ylabel("share of skip-above preferences")
-    ax.set_title(f"Skip-above preferences vs true labels ({total:,} preferences; "
-                 f"{100 * (1 - alpha):g}% CI)", fontsize=10)
+    ax.set_title(
+        f"Skip-above preferences vs true labels ({total:,} preferences; {100 * (1 - alpha):g}% CI)",
+        fontsize=10,
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _finish(fig, path, own=own)

@@ -82,9 +82,7 @@ def policy_scores(ranker: Any, data: RankingData, *, name: str = "ranker") -> np
         )
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if s.shape != (data.n_docs,):
-        raise InputError(
-            f"{name} gives {s.size} scores but the data has {data.n_docs} documents"
-        )
+        raise InputError(f"{name} gives {s.size} scores but the data has {data.n_docs} documents")
     if not np.all(np.isfinite(s)):
         bad = int(np.flatnonzero(~np.isfinite(s))[0])
         raise InputError(f"{name} gives a non-finite score ({s[bad]}) for row {bad}")
@@ -450,8 +448,10 @@ class ProductionRanker:
         # with one document per leaf, and one without a varying feature keeps the data order
         if train.n_docs < 2 or np.all(np.ptp(train.X, axis=0) == 0):
             self.model_ = None
-            self.note_ = (f"the production ranker's {train.n_docs} training document(s) have no "
-                          "feature that varies, so it keeps the data order")
+            self.note_ = (
+                f"the production ranker's {train.n_docs} training document(s) have no "
+                "feature that varies, so it keeps the data order"
+            )
             return self
         import lightgbm as lgb
 
@@ -469,8 +469,10 @@ class ProductionRanker:
             except lgb.basic.LightGBMError:
                 if leaf == 1:
                     raise
-                self.note_ = (f"LightGBM could not split the {train.n_docs} training documents "
-                              f"with min_child_samples={leaf}; retrained with 1")
+                self.note_ = (
+                    f"LightGBM could not split the {train.n_docs} training documents "
+                    f"with min_child_samples={leaf}; retrained with 1"
+                )
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -514,13 +516,21 @@ class ProductionRanker:
         def part(mask: np.ndarray) -> dict[str, Any]:
             v = values[mask]
             used = ~np.isnan(v)
-            return {"queries": int(mask.sum()), "n_empty": int((~used).sum()),
-                    "n_used": int(used.sum()),
-                    "mean": float(v[used].mean()) if used.any() else None}
+            return {
+                "queries": int(mask.sum()),
+                "n_empty": int((~used).sum()),
+                "n_used": int(used.sum()),
+                "mean": float(v[used].mean()) if used.any() else None,
+            }
 
-        return {"metric": f"ndcg@{k}", "n_queries": int(data.n_queries),
-                "trained_on": int(trained.sum()), "empty": "skip",
-                "held_out": part(~trained), "all": part(np.ones(data.n_queries, dtype=bool))}
+        return {
+            "metric": f"ndcg@{k}",
+            "n_queries": int(data.n_queries),
+            "trained_on": int(trained.sum()),
+            "empty": "skip",
+            "held_out": part(~trained),
+            "all": part(np.ones(data.n_queries, dtype=bool)),
+        }
 
 
 def describe_quality(quality: dict[str, Any], *, name: str = "production ranker") -> str:
@@ -542,17 +552,26 @@ on all; 103 queries without a relevant document skipped)
     def fmt(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
-    skipped = (f"; {every['n_empty']} {'query' if every['n_empty'] == 1 else 'queries'} "
-               "without a relevant document skipped" if every["n_empty"] else "")
+    skipped = (
+        f"; {every['n_empty']} {'query' if every['n_empty'] == 1 else 'queries'} "
+        "without a relevant document skipped"
+        if every["n_empty"]
+        else ""
+    )
     if t == 0:
         return f"{name}: {metric} {fmt(every['mean'])} on {n} queries it was not trained on" + (
-            f" ({skipped[2:]})" if skipped else "")
+            f" ({skipped[2:]})" if skipped else ""
+        )
     head = f"{name}: trained on {t} of {n} queries"
     if held["queries"] == 0:
-        return (f"{head}; {metric} {fmt(every['mean'])} on them (no held-out query: an "
-                f"optimistic figure{skipped})")
-    return (f"{head}; {metric} {fmt(held['mean'])} on the other {held['queries']} "
-            f"({fmt(every['mean'])} on all{skipped})")
+        return (
+            f"{head}; {metric} {fmt(every['mean'])} on them (no held-out query: an "
+            f"optimistic figure{skipped})"
+        )
+    return (
+        f"{head}; {metric} {fmt(held['mean'])} on the other {held['queries']} "
+        f"({fmt(every['mean'])} on all{skipped})"
+    )
 
 
 def production_ranker(

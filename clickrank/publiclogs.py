@@ -35,17 +35,23 @@ def _read_text(path: str | os.PathLike) -> tuple[Path, str]:
         return path, path.read_text(encoding="ascii")
     except UnicodeDecodeError as err:
         line = path.read_bytes()[: err.start].count(b"\n") + 1
-        raise DataFormatError(f"non-ASCII byte {err.object[err.start]:#x}", path=path,
-                              line=line) from None
+        raise DataFormatError(
+            f"non-ASCII byte {err.object[err.start]:#x}", path=path, line=line
+        ) from None
 
 
-def _first_bad(frame: pl.DataFrame, mask: pl.Expr, what: str, path: Path,
-               column: str | None = None) -> None:
+def _first_bad(
+    frame: pl.DataFrame, mask: pl.Expr, what: str, path: Path, column: str | None = None
+) -> None:
     bad = frame.filter(mask)
     if bad.height:
         row = bad.row(0, named=True)
-        raise DataFormatError(f"{what}: {str(row.get('_show', ''))[:80]!r}", path=path,
-                              line=int(row["line"]), column=column)
+        raise DataFormatError(
+            f"{what}: {str(row.get('_show', ''))[:80]!r}",
+            path=path,
+            line=int(row["line"]),
+            column=column,
+        )
 
 
 def load_yandex_sample(
@@ -98,10 +104,12 @@ def load_yandex_sample(
     )
     if records.height == 0:
         raise DataFormatError("no session records found", path=path)
-    _first_bad(records, ~pl.col("rec").str.contains("\t"), "record without a tab after the query",
-               path)
-    _first_bad(records, ~pl.col("rec").str.contains(":"), "record without ':' before the clicks",
-               path)
+    _first_bad(
+        records, ~pl.col("rec").str.contains("\t"), "record without a tab after the query", path
+    )
+    _first_bad(
+        records, ~pl.col("rec").str.contains(":"), "record without ':' before the clicks", path
+    )
     records = (
         records.with_row_index("session")
         .with_columns(
@@ -114,8 +122,7 @@ def load_yandex_sample(
         )
     )
     _first_bad(records, pl.col("query") == "", "empty query id", path, "query")
-    _first_bad(records, pl.col("clicks_s").str.contains(":"), "more than one ':' in a record",
-               path)
+    _first_bad(records, pl.col("clicks_s").str.contains(":"), "more than one ':' in a record", path)
     docs = (
         records.select("session", "line", "query", doc_s=pl.col("docs_s").str.split(","))
         .with_columns(position=pl.int_ranges(1, pl.col("doc_s").list.len() + 1))
@@ -123,11 +130,15 @@ def load_yandex_sample(
         .with_columns(doc_s=pl.col("doc_s").str.strip_chars())
         .with_columns(doc=pl.col("doc_s").cast(pl.Int64, strict=False), _show=pl.col("doc_s"))
     )
-    _first_bad(docs, pl.col("doc").is_null(), "document id is empty or not an integer", path,
-               "doc")
+    _first_bad(docs, pl.col("doc").is_null(), "document id is empty or not an integer", path, "doc")
     dup = docs.filter(pl.struct("session", "doc").is_duplicated())
-    _first_bad(dup.with_columns(_show=pl.col("doc_s")), pl.lit(True),
-               "document listed twice in one session", path, "doc")
+    _first_bad(
+        dup.with_columns(_show=pl.col("doc_s")),
+        pl.lit(True),
+        "document listed twice in one session",
+        path,
+        "doc",
+    )
     clicks = (
         records.select("session", "line", c=pl.col("clicks_s").str.split(","))
         .explode("c")
@@ -164,7 +175,8 @@ def load_yandex_sample(
     if info["clicks_outside_list"]:
         _log.warning(
             "%s: skipped %d click events on documents not in the session's list",
-            path, info["clicks_outside_list"],
+            path,
+            info["clicks_outside_list"],
         )
     return (log, info) if with_info else log
 
@@ -225,8 +237,12 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
     if not any(ln.strip() for ln in lines):
         raise DataFormatError("no impressions found (the file has no non-blank line)", path=path)
     raw = (
-        pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True, dtype=pl.UInt32),
-                      "text": pl.Series(lines, dtype=pl.String)})
+        pl.DataFrame(
+            {
+                "line": pl.int_range(1, len(lines) + 1, eager=True, dtype=pl.UInt32),
+                "text": pl.Series(lines, dtype=pl.String),
+            }
+        )
         .filter(pl.col("text").str.strip_chars() != "")
         .with_columns(f=pl.col("text").str.split("\t"), _show=pl.col("text"))
     )
@@ -234,10 +250,15 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
         raise DataFormatError("no impressions found", path=path)
     nf = raw["f"].list.len()
     if nf.n_unique() != 1 or nf[0] not in (5, 6):
-        _first_bad(raw, ~pl.col("f").list.len().is_in([5, 6]),
-                   "expected 5 or 6 tab-separated fields", path)
-        _first_bad(raw, pl.col("f").list.len() != int(nf[0]),
-                   "number of fields differs from the first line", path)
+        _first_bad(
+            raw, ~pl.col("f").list.len().is_in([5, 6]), "expected 5 or 6 tab-separated fields", path
+        )
+        _first_bad(
+            raw,
+            pl.col("f").list.len() != int(nf[0]),
+            "number of fields differs from the first line",
+            path,
+        )
     has_label = int(nf[0]) == 6
 
     def ints(i: int) -> pl.Expr:
@@ -245,8 +266,13 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
 
     def int_list(i: int) -> pl.Expr:
         return (
-            pl.col("f").list.get(i).str.strip_chars().str.strip_prefix("[").str.strip_suffix("]")
-            .str.split(",").list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
+            pl.col("f")
+            .list.get(i)
+            .str.strip_chars()
+            .str.strip_prefix("[")
+            .str.strip_suffix("]")
+            .str.split(",")
+            .list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
         )
 
     parsed = raw.with_columns(
@@ -256,23 +282,41 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
         click=int_list(4),
         **({"label": int_list(5)} if has_label else {}),
         ok_brackets=pl.all_horizontal(
-            [pl.col("f").list.get(i).str.strip_chars().str.contains(r"^\[.*\]$")
-             for i in ([2, 3, 4, 5] if has_label else [2, 3, 4])]
+            [
+                pl.col("f").list.get(i).str.strip_chars().str.contains(r"^\[.*\]$")
+                for i in ([2, 3, 4, 5] if has_label else [2, 3, 4])
+            ]
         ),
     )
-    _first_bad(parsed, pl.col("search_session").is_null(), "session id is not an integer", path,
-               "session")
+    _first_bad(
+        parsed, pl.col("search_session").is_null(), "session id is not an integer", path, "session"
+    )
     _first_bad(parsed, pl.col("query").is_null(), "query id is not an integer", path, "query")
     _first_bad(parsed, ~pl.col("ok_brackets"), "a list field is not a [..] list", path)
     lists = ["doc", "click"] + (["label"] if has_label else [])
     for col in lists:
-        _first_bad(parsed, pl.col(col).list.eval(pl.element().is_null()).list.any(),
-                   f"{col} list holds a value that is not an integer", path, col)
+        _first_bad(
+            parsed,
+            pl.col(col).list.eval(pl.element().is_null()).list.any(),
+            f"{col} list holds a value that is not an integer",
+            path,
+            col,
+        )
     for col in lists[1:]:
-        _first_bad(parsed, pl.col(col).list.len() != pl.col("doc").list.len(),
-                   f"{col} list and doc list differ in length", path, col)
-    _first_bad(parsed, (pl.col("click").list.eval((pl.element() != 0) & (pl.element() != 1))
-                        .list.any()), "clicks must be 0 or 1", path, "click")
+        _first_bad(
+            parsed,
+            pl.col(col).list.len() != pl.col("doc").list.len(),
+            f"{col} list and doc list differ in length",
+            path,
+            col,
+        )
+    _first_bad(
+        parsed,
+        (pl.col("click").list.eval((pl.element() != 0) & (pl.element() != 1)).list.any()),
+        "clicks must be 0 or 1",
+        path,
+        "click",
+    )
     out = (
         parsed.with_row_index("session")
         .with_columns(position=pl.int_ranges(1, pl.col("doc").list.len() + 1))

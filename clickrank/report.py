@@ -23,11 +23,18 @@ from ._io import atomic_write_json, atomic_write_text
 
 __all__ = ["write_report", "render_report", "reading"]
 
-_NAMES = {"ips": "IPS", "ips-true": "IPS with the true θ", "naive": "naive",
-          "skip-above": "skip-above", "skip-above-ips": "IPS-weighted skip-above",
-          "oracle": "oracle", "production": "the logging (production) ranker",
-          "unbiased-lambdamart": "Unbiased LambdaMART", "prs-pairs": "propensity-ratio pairs",
-          "ips-pairs": "IPS-weighted rank pairs"}
+_NAMES = {
+    "ips": "IPS",
+    "ips-true": "IPS with the true θ",
+    "naive": "naive",
+    "skip-above": "skip-above",
+    "skip-above-ips": "IPS-weighted skip-above",
+    "oracle": "oracle",
+    "production": "the logging (production) ranker",
+    "unbiased-lambdamart": "Unbiased LambdaMART",
+    "prs-pairs": "propensity-ratio pairs",
+    "ips-pairs": "IPS-weighted rank pairs",
+}
 _DETERMINISTIC = ("production", "oracle")
 
 
@@ -90,23 +97,31 @@ def _reading_clicks(results: dict) -> list[str]:
     if not c1:
         return [f"The log has no clicks at position 1 ({first['impressions']:,} impressions)."]
     if not ck:
-        return [f"Nobody clicked at position {k} ({last['impressions']:,} impressions), against a "
-                f"CTR of {_f(c1)} at position 1."]
+        return [
+            f"Nobody clicked at position {k} ({last['impressions']:,} impressions), against a "
+            f"CTR of {_f(c1)} at position 1."
+        ]
     ctr_ratio = c1 / ck
-    text = (f"Observed CTR at position {k} is {ctr_ratio:.1f}× lower than at position 1 "
-            f"({_f(c1)} vs {_f(ck)})")
+    text = (
+        f"Observed CTR at position {k} is {ctr_ratio:.1f}× lower than at position 1 "
+        f"({_f(c1)} vs {_f(ck)})"
+    )
     if a1 and ak:
         rel_ratio = a1 / ak
-        text += (f", while the mean click probability once examined of the documents shown there "
-                 f"{'falls only' if rel_ratio < ctr_ratio else 'falls'} {rel_ratio:.1f}× "
-                 f"({_f(a1)} vs {_f(ak)})")
+        text += (
+            f", while the mean click probability once examined of the documents shown there "
+            f"{'falls only' if rel_ratio < ctr_ratio else 'falls'} {rel_ratio:.1f}× "
+            f"({_f(a1)} vs {_f(ak)})"
+        )
         if ctr_ratio > 1.25 * rel_ratio:
             text += ": most of the fall is position bias, not relevance."
         elif rel_ratio > 1.25 * ctr_ratio:
             text += ": the CTR falls less than relevance does."
         else:
-            text += ": the CTR falls about as fast as relevance, so the clicks show little " \
-                    "position bias."
+            text += (
+                ": the CTR falls about as fast as relevance, so the clicks show little "
+                "position bias."
+            )
     else:
         text += "."
     return [text]
@@ -147,8 +162,10 @@ def _reading_propensities(results: dict) -> list[str]:
             out.append(f"{head} identifies no position beyond the reference.")
             continue
         covered, n, worst, worst_p = cov
-        text = (f"{head} covers the true θ with its {level} CI at {covered} of {n} estimated "
-                f"positions; the largest relative error is {_pct(worst)} (position {worst_p})")
+        text = (
+            f"{head} covers the true θ with its {level} CI at {covered} of {n} estimated "
+            f"positions; the largest relative error is {_pct(worst)} (position {worst_p})"
+        )
         expected = n * prop["alpha"]
         misses = n - covered
         if misses > max(1.0, expected + 2 * math.sqrt(expected * (1 - prop["alpha"]))):
@@ -177,28 +194,37 @@ def _reading_rankers(results: dict) -> list[str]:
         if gap > 0:
             closed = (ips - naive) / gap
             if closed >= 1:
-                out.append(f"On {m}, IPS ({ci}) reaches the oracle ({_f(oracle)}): it closes the "
-                           f"whole gap from naive ({_f(naive)}).")
+                out.append(
+                    f"On {m}, IPS ({ci}) reaches the oracle ({_f(oracle)}): it closes the "
+                    f"whole gap from naive ({_f(naive)})."
+                )
             elif closed > 0:
-                out.append(f"IPS closes {_pct(closed)} of the gap between naive ({_f(naive)}) and "
-                           f"oracle ({_f(oracle)}) on {m}: {ci} ({level} CI).")
+                out.append(
+                    f"IPS closes {_pct(closed)} of the gap between naive ({_f(naive)}) and "
+                    f"oracle ({_f(oracle)}) on {m}: {ci} ({level} CI)."
+                )
             else:
-                out.append(f"IPS ({ci}) does not improve on naive ({_f(naive)}) on {m}; the "
-                           f"oracle reaches {_f(oracle)}.")
+                out.append(
+                    f"IPS ({ci}) does not improve on naive ({_f(naive)}) on {m}; the "
+                    f"oracle reaches {_f(oracle)}."
+                )
         else:
-            out.append(f"Naive ({_f(naive)}) already matches or beats the oracle ({_f(oracle)}) "
-                       f"on {m}: there is no gap for IPS ({ci}) to close.")
+            out.append(
+                f"Naive ({_f(naive)}) already matches or beats the oracle ({_f(oracle)}) "
+                f"on {m}: there is no gap for IPS ({ci}) to close."
+            )
     for c in ev["comparisons"]:
         if c["metric"] != m:
             continue
         sig = c["t_p_value"] < c["alpha"] and c["randomization_p_value"] < c["alpha"]
         better = _name(c["a"]) if c["diff"] > 0 else _name(c["b"])
-        verdict = (f"significant: {better} is better" if sig
-                   else "not significant at this level")
-        out.append(f"Paired test on {m}, {_name(c['a'])} − {_name(c['b'])}: {c['diff']:+.3f} "
-                   f"({level} CI [{c['t_ci'][0]:+.3f}, {c['t_ci'][1]:+.3f}]; t-test "
-                   f"{_peq(c['t_p_value'])}, randomization {_peq(c['randomization_p_value'])}, "
-                   f"{c['n_queries']} queries): {verdict}.")
+        verdict = f"significant: {better} is better" if sig else "not significant at this level"
+        out.append(
+            f"Paired test on {m}, {_name(c['a'])} − {_name(c['b'])}: {c['diff']:+.3f} "
+            f"({level} CI [{c['t_ci'][0]:+.3f}, {c['t_ci'][1]:+.3f}]; t-test "
+            f"{_peq(c['t_p_value'])}, randomization {_peq(c['randomization_p_value'])}, "
+            f"{c['n_queries']} queries): {verdict}."
+        )
     out += _reading_skip_above(results, val)
     return out
 
@@ -215,18 +241,24 @@ def _reading_skip_above(results: dict, val) -> list[str]:
         if s is None or prod is None:
             continue
         if s < prod:
-            why = ("with a deterministic logger every skip-above preference puts a lower-ranked "
-                   "result over a higher-ranked one, so a learner fitted to them learns to "
-                   "reverse the logging ranker (a known bias of click > skip-above, Joachims et "
-                   "al. 2005)" if policy in _DETERMINISTIC else
-                   "its preferences are biased towards results the logger ranked low")
-            out.append(f"{_name(name).capitalize()} scores {_f(s)} on {m}, below even the "
-                       f"logging ranker ({_f(prod)}): {why}"
-                       + (f"; {inv} contradict the true labels." if inv else "."))
+            why = (
+                "with a deterministic logger every skip-above preference puts a lower-ranked "
+                "result over a higher-ranked one, so a learner fitted to them learns to "
+                "reverse the logging ranker (a known bias of click > skip-above, Joachims et "
+                "al. 2005)"
+                if policy in _DETERMINISTIC
+                else "its preferences are biased towards results the logger ranked low"
+            )
+            out.append(
+                f"{_name(name).capitalize()} scores {_f(s)} on {m}, below even the "
+                f"logging ranker ({_f(prod)}): {why}"
+                + (f"; {inv} contradict the true labels." if inv else ".")
+            )
         else:
-            out.append(f"{_name(name).capitalize()} scores {_f(s)} on {m}, above the logging "
-                       f"ranker ({_f(prod)})"
-                       + (f"; {inv} contradict the true labels." if inv else "."))
+            out.append(
+                f"{_name(name).capitalize()} scores {_f(s)} on {m}, above the logging "
+                f"ranker ({_f(prod)})" + (f"; {inv} contradict the true labels." if inv else ".")
+            )
     return out
 
 
@@ -252,29 +284,40 @@ def _reading_interleaving(results: dict) -> list[str]:
             verdict = f"users prefer {b}"
         else:
             verdict = "no significant preference"
-        text = (f"{e['method'].capitalize()} interleaving, A = {a} vs B = {b}, over "
-                f"{e['n']:,} simulated impressions: Δ = {e['delta']:+.4f} "
-                f"[{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]{share}; sign test "
-                f"{_peq(e['p_value'])}: {verdict}")
+        text = (
+            f"{e['method'].capitalize()} interleaving, A = {a} vs B = {b}, over "
+            f"{e['n']:,} simulated impressions: Δ = {e['delta']:+.4f} "
+            f"[{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]{share}; sign test "
+            f"{_peq(e['p_value'])}: {verdict}"
+        )
         if (e["a"], m) in rows and (e["b"], m) in rows and e["winner"] != "none":
             diff = rows[(e["a"], m)]["mean"] - rows[(e["b"], m)]["mean"]
             agree = (diff > 0) == (e["winner"] == "A")
             offline = _offline_significant(results, e["a"], e["b"], m)
-            qual = "" if offline is None else (" significant" if offline else
-                                               " (not significant)")
-            text += (f", which {'agrees' if agree else 'disagrees'} in direction with the"
-                     f"{qual} offline {m} difference ({diff:+.3f})")
+            qual = "" if offline is None else (" significant" if offline else " (not significant)")
+            text += (
+                f", which {'agrees' if agree else 'disagrees'} in direction with the"
+                f"{qual} offline {m} difference ({diff:+.3f})"
+            )
         out.append(text + ".")
         ab = e.get("ab")
         if ab:
             clicks = ab["table"]["clicks"]
             sig = clicks["p_value"] < ab["alpha"]
-            both = ("both detect the difference" if sig and e["winner"] != "none"
-                    else "only interleaving detects it" if e["winner"] != "none"
-                    else "only the A/B test detects it" if sig else "neither detects it")
-            out.append(f"An A/B test on the same traffic ({ab['n_a']:,} vs {ab['n_b']:,} "
-                       f"impressions) finds clicks per impression {clicks['diff']:+.4f} "
-                       f"({_peq(clicks['p_value'])}): {both}.")
+            both = (
+                "both detect the difference"
+                if sig and e["winner"] != "none"
+                else "only interleaving detects it"
+                if e["winner"] != "none"
+                else "only the A/B test detects it"
+                if sig
+                else "neither detects it"
+            )
+            out.append(
+                f"An A/B test on the same traffic ({ab['n_a']:,} vs {ab['n_b']:,} "
+                f"impressions) finds clicks per impression {clicks['diff']:+.4f} "
+                f"({_peq(clicks['p_value'])}): {both}."
+            )
     return out
 
 
@@ -290,16 +333,24 @@ def _reading_curve(results: dict) -> list[str]:
     if len(common) < 2:
         return []
     n0, n1 = common[0], common[-1]
-    i0, i1, v0, v1 = (by["ips"][n0]["mean"], by["ips"][n1]["mean"], by["naive"][n0]["mean"],
-                      by["naive"][n1]["mean"])
+    i0, i1, v0, v1 = (
+        by["ips"][n0]["mean"],
+        by["ips"][n1]["mean"],
+        by["naive"][n0]["mean"],
+        by["naive"][n1]["mean"],
+    )
     g0, g1 = i0 - v0, i1 - v1
-    text = (f"Learning curve ({lc['metric']}): with {n0:,} sessions IPS scores {_f(i0)} and naive "
-            f"{_f(v0)}; with {n1:,} sessions {_f(i1)} and {_f(v1)}, so the IPS − naive gap "
-            f"{'grows' if g1 > g0 else 'shrinks'} from {g0:+.3f} to {g1:+.3f}")
+    text = (
+        f"Learning curve ({lc['metric']}): with {n0:,} sessions IPS scores {_f(i0)} and naive "
+        f"{_f(v0)}; with {n1:,} sessions {_f(i1)} and {_f(v1)}, so the IPS − naive gap "
+        f"{'grows' if g1 > g0 else 'shrinks'} from {g0:+.3f} to {g1:+.3f}"
+    )
     half = (by["naive"][n1]["upper"] - by["naive"][n1]["lower"]) / 2
     if abs(v1 - v0) <= half:
-        text += (f"; the naive ranker does not improve with more clicks ({v1 - v0:+.3f}, within "
-                 "its confidence interval).")
+        text += (
+            f"; the naive ranker does not improve with more clicks ({v1 - v0:+.3f}, within "
+            "its confidence interval)."
+        )
     else:
         text += f"; the naive ranker moves by {v1 - v0:+.3f} with more clicks."
     return [text]
@@ -307,9 +358,13 @@ def _reading_curve(results: dict) -> list[str]:
 
 def reading(results: dict) -> list[str]:
     """Plain-language sentences computed from the results (conditional wording)."""
-    return [*_reading_clicks(results), *_reading_propensities(results),
-            *_reading_rankers(results), *_reading_interleaving(results),
-            *_reading_curve(results)]
+    return [
+        *_reading_clicks(results),
+        *_reading_propensities(results),
+        *_reading_rankers(results),
+        *_reading_interleaving(results),
+        *_reading_curve(results),
+    ]
 
 
 # -- markdown ----------------------------------------------------------------------------------
@@ -323,47 +378,85 @@ def _section_data(results: dict) -> list[str]:
         rows.append([part, f"{p['queries']:,}", f"{p['docs']:,}", labels])
     iv = ", ".join(f"{k}: {v:,}" for k, v in log["sessions_by_intervention"].items())
     prod = results["production"]
-    trained = (f", trained on {prod['trained_on_queries']} training queries"
-               if prod.get("trained_on_queries") else "")
+    trained = (
+        f", trained on {prod['trained_on_queries']} training queries"
+        if prod.get("trained_on_queries")
+        else ""
+    )
     q = prod.get("quality")
     if q and q["trained_on"]:
         held, every = q["held_out"], q["all"]
         metric = q["metric"].upper()
-        trained = (f", trained on {q['trained_on']} of the {q['n_queries']} training queries "
-                   f"({metric} {_f(held['mean'])} on the other {held['queries']}, "
-                   f"{_f(every['mean'])} on all of them"
-                   + (f"; {every['n_empty']} without a relevant document skipped"
-                      if every["n_empty"] else "")
-                   + "; on the test queries: the *production* row of the tables below)")
-    relevance = f" {log['relevance'][0].upper()}{log['relevance'][1:]}." if log.get(
-        "relevance") else ""
+        trained = (
+            f", trained on {q['trained_on']} of the {q['n_queries']} training queries "
+            f"({metric} {_f(held['mean'])} on the other {held['queries']}, "
+            f"{_f(every['mean'])} on all of them"
+            + (
+                f"; {every['n_empty']} without a relevant document skipped"
+                if every["n_empty"]
+                else ""
+            )
+            + "; on the test queries: the *production* row of the tables below)"
+        )
+    relevance = (
+        f" {log['relevance'][0].upper()}{log['relevance'][1:]}." if log.get("relevance") else ""
+    )
     return [
-        "## Data and click log", "",
-        f"Data: **{d['name'] or d['source']}** ({d['n_features']} features).", "",
-        _table(["part", "queries", "documents", "labels (grade: count)"], rows), "",
+        "## Data and click log",
+        "",
+        f"Data: **{d['name'] or d['source']}** ({d['n_features']} features).",
+        "",
+        _table(["part", "queries", "documents", "labels (grade: count)"], rows),
+        "",
         f"Logging policy: **{prod['policy']}**{trained}. Click model: `{log['click_model']}`."
         f"{relevance}",
         "",
         f"The log (`{log['path']}`) has {log['sessions']:,} sessions, {log['impressions']:,} "
         f"displayed results and {log['clicks']:,} clicks "
         f"({log['clicks'] / max(log['sessions'], 1):.3f} per session); sessions by "
-        f"intervention: {iv}.", "",
+        f"intervention: {iv}.",
+        "",
     ]
 
 
 def _section_ctr(results: dict) -> list[str]:
     log = results["log"]
     view = log["ctr_view"]
-    rows = [[r["position"], f"{r['impressions']:,}", f"{r['clicks']:,}", _f(r["ctr"], 4),
-             _f(r["mean_label"], 2), _f(r["mean_click_given_examined"]), _f(r["true_theta"])]
-            for r in log["ctr_by_position"]]
-    out = ["### Clicks by position", "",
-           f"Sessions without intervention ({view})." if view != "all" else "All sessions.", "",
-           _table(["position", "impressions", "clicks", "CTR", "mean label",
-                   "P(click \\| examined)", "true θ"], rows), ""]
-    for key, caption in (("ctr_by_position", "Observed CTR, IPS-corrected CTR and the true "
-                          "relevance per position"),
-                         ("click_heatmap", "CTR per position and relevance label")):
+    rows = [
+        [
+            r["position"],
+            f"{r['impressions']:,}",
+            f"{r['clicks']:,}",
+            _f(r["ctr"], 4),
+            _f(r["mean_label"], 2),
+            _f(r["mean_click_given_examined"]),
+            _f(r["true_theta"]),
+        ]
+        for r in log["ctr_by_position"]
+    ]
+    out = [
+        "### Clicks by position",
+        "",
+        f"Sessions without intervention ({view})." if view != "all" else "All sessions.",
+        "",
+        _table(
+            [
+                "position",
+                "impressions",
+                "clicks",
+                "CTR",
+                "mean label",
+                "P(click \\| examined)",
+                "true θ",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    for key, caption in (
+        ("ctr_by_position", "Observed CTR, IPS-corrected CTR and the true relevance per position"),
+        ("click_heatmap", "CTR per position and relevance label"),
+    ):
         if key in results["figures"]:
             out += [f"![{caption}]({results['figures'][key]})", "", f"*{caption}.*", ""]
     return out
@@ -393,17 +486,25 @@ def _section_propensities(results: dict) -> list[str]:
                 cell += " ✓" if e["lower"][i] <= t <= e["upper"][i] else " ✗"
             row.append(cell)
         rows.append(row)
-    headers = ["position", *(["true θ/θ₁"] if truth is not None else []),
-               *[f"{m} θ̂ [{level} CI]" for m in methods]]
-    out = ["## Position bias: estimated vs true propensities", "",
-           f"θ relative to position 1; ✓ = the {level} interval covers the truth. The `ips` "
-           f"target uses the **{prop['use']}** estimate.", "", _table(headers, rows), ""]
+    headers = [
+        "position",
+        *(["true θ/θ₁"] if truth is not None else []),
+        *[f"{m} θ̂ [{level} CI]" for m in methods],
+    ]
+    out = [
+        "## Position bias: estimated vs true propensities",
+        "",
+        f"θ relative to position 1; ✓ = the {level} interval covers the truth. The `ips` "
+        f"target uses the **{prop['use']}** estimate.",
+        "",
+        _table(headers, rows),
+        "",
+    ]
     for m, e in prop["estimates"].items():
         for w in e.get("warnings", []):
             out.append(f"- {m}: {w}")
     if "propensities" in results["figures"]:
-        out += ["", f"![Estimated vs true propensities]({results['figures']['propensities']})",
-                ""]
+        out += ["", f"![Estimated vs true propensities]({results['figures']['propensities']})", ""]
     return out
 
 
@@ -411,21 +512,48 @@ def _section_click_fit(results: dict) -> list[str]:
     cf = results.get("click_fit") or {}
     if not cf.get("models"):
         return []
-    where = ("training sessions (in-sample)" if cf["in_sample"]
-             else f"{cf['n_test']:,} held-out sessions")
-    rows = [[("**" + m["model"] + "**") if m["model"] == cf["best"] else m["model"],
-             f"{m['parameters']:,}", _f(m["log_likelihood_per_session"], 4),
-             _f(m["perplexity"], 4), _f(m["conditional_perplexity"], 4), _f(m["ctr_rmse"], 4),
-             f"{m['seconds']:.2f}"] for m in cf["models"]]
+    where = (
+        "training sessions (in-sample)"
+        if cf["in_sample"]
+        else f"{cf['n_test']:,} held-out sessions"
+    )
+    rows = [
+        [
+            ("**" + m["model"] + "**") if m["model"] == cf["best"] else m["model"],
+            f"{m['parameters']:,}",
+            _f(m["log_likelihood_per_session"], 4),
+            _f(m["perplexity"], 4),
+            _f(m["conditional_perplexity"], 4),
+            _f(m["ctr_rmse"], 4),
+            f"{m['seconds']:.2f}",
+        ]
+        for m in cf["models"]
+    ]
     rec = cf["recommendation"]
-    out = ["## Which click model describes the users?", "",
-           f"Click models fitted by EM on {cf['n_train']:,} sessions of the log and evaluated on "
-           f"{where} (perplexity: 1 = perfect, 2 = a coin flip; conditional perplexity scores "
-           "each click given the clicks above it).", "",
-           _table(["model", "parameters", "log-likelihood / session", "perplexity",
-                   "conditional perplexity", "CTR RMSE", "seconds"], rows), "",
-           f"Best: **{rec['model']}** ({rec['reason']}); the correction it calls for: "
-           f"`{rec['correction']}` (`{rec['call']}`).", ""]
+    out = [
+        "## Which click model describes the users?",
+        "",
+        f"Click models fitted by EM on {cf['n_train']:,} sessions of the log and evaluated on "
+        f"{where} (perplexity: 1 = perfect, 2 = a coin flip; conditional perplexity scores "
+        "each click given the clicks above it).",
+        "",
+        _table(
+            [
+                "model",
+                "parameters",
+                "log-likelihood / session",
+                "perplexity",
+                "conditional perplexity",
+                "CTR RMSE",
+                "seconds",
+            ],
+            rows,
+        ),
+        "",
+        f"Best: **{rec['model']}** ({rec['reason']}); the correction it calls for: "
+        f"`{rec['correction']}` (`{rec['call']}`).",
+        "",
+    ]
     if cf.get("figure"):
         out += [f"![Perplexity by rank]({cf['figure']})", ""]
     return out
@@ -436,12 +564,12 @@ def _model_cell(model: dict) -> str:
     shape = ""
     if model.get("num_leaves") is not None:
         depth = model.get("max_depth")
-        shape = f" of {model['num_leaves']} leaves" + (f", depth {depth}" if depth and depth > 0
-                                                       else "")
+        shape = f" of {model['num_leaves']} leaves" + (
+            f", depth {depth}" if depth and depth > 0 else ""
+        )
     cand = (model.get("metadata") or {}).get("candidates")
     trees = f"{model['trees']} tree" + ("" if model["trees"] == 1 else "s")
-    return f"{trees}{shape}, {model['kind']}" + (f", {cand} candidates"
-                                                                 if cand else "")
+    return f"{trees}{shape}, {model['kind']}" + (f", {cand} candidates" if cand else "")
 
 
 def _section_rankers(results: dict) -> list[str]:
@@ -455,34 +583,67 @@ def _section_rankers(results: dict) -> list[str]:
             x = rows[(r, m)]
             cells.append(f"{_f(x['mean'])} [{_f(x['ci_low'])}, {_f(x['ci_high'])}]")
         model = results["models"].get(r)
-        cells.append("logging ranker" if r == "production" else _model_cell(model) if model
-                     else "")
+        cells.append("logging ranker" if r == "production" else _model_cell(model) if model else "")
         body.append(cells)
     any_row = ev["table"][0]
-    out = ["## Rankers", "",
-           f"Test metrics on {ev['n_queries']:,} queries with {level} CIs from "
-           f"{ev['n_bootstrap']:,} query-level bootstrap resamples (percentile). Queries without "
-           f"a relevant document: empty = `{ev['empty']}` ({any_row['n_empty']} queries"
-           + (", excluded)." if ev["empty"] == "skip" else ")."), "",
-           _table(["ranker", *ev["metrics"], "model"], body), ""]
+    out = [
+        "## Rankers",
+        "",
+        f"Test metrics on {ev['n_queries']:,} queries with {level} CIs from "
+        f"{ev['n_bootstrap']:,} query-level bootstrap resamples (percentile). Queries without "
+        f"a relevant document: empty = `{ev['empty']}` ({any_row['n_empty']} queries"
+        + (", excluded)." if ev["empty"] == "skip" else ")."),
+        "",
+        _table(["ranker", *ev["metrics"], "model"], body),
+        "",
+    ]
     lm = results.get("config", {}).get("lambdamart", {})
     if lm.get("select"):
-        out += [f"Every model's tree shape and number of trees were chosen without labels: "
-                f"{lm['folds']}-fold cross-validation by query on a counterfactual "
-                f"({lm['validation']}) estimate of DCG from held-out clicks, then a refit on "
-                "all training queries (the oracle's on its labels' NDCG). See "
-                "docs/lambdamart.md, \"Model selection without labels\".", ""]
+        out += [
+            f"Every model's tree shape and number of trees were chosen without labels: "
+            f"{lm['folds']}-fold cross-validation by query on a counterfactual "
+            f"({lm['validation']}) estimate of DCG from held-out clicks, then a refit on "
+            "all training queries (the oracle's on its labels' NDCG). See "
+            'docs/lambdamart.md, "Model selection without labels".',
+            "",
+        ]
     if ev["comparisons"]:
-        crow = [[c["a"], c["b"], c["metric"], f"{c['diff']:+.4f}",
-                 f"[{c['t_ci'][0]:+.4f}, {c['t_ci'][1]:+.4f}]",
-                 f"[{c['bootstrap_ci'][0]:+.4f}, {c['bootstrap_ci'][1]:+.4f}]",
-                 _p(c["t_p_value"]), _p(c["randomization_p_value"]), f"{c['cohen_dz']:+.2f}"]
-                for c in ev["comparisons"]]
-        out += ["### Paired comparisons", "",
-                "Difference A − B over the same queries: paired t interval, bootstrap interval, "
-                "paired t-test, sign-flip randomization test, Cohen's d_z.", "",
-                _table(["A", "B", "metric", "A − B", f"t {level} CI", f"bootstrap {level} CI",
-                        "t-test p", "randomization p", "d_z"], crow), ""]
+        crow = [
+            [
+                c["a"],
+                c["b"],
+                c["metric"],
+                f"{c['diff']:+.4f}",
+                f"[{c['t_ci'][0]:+.4f}, {c['t_ci'][1]:+.4f}]",
+                f"[{c['bootstrap_ci'][0]:+.4f}, {c['bootstrap_ci'][1]:+.4f}]",
+                _p(c["t_p_value"]),
+                _p(c["randomization_p_value"]),
+                f"{c['cohen_dz']:+.2f}",
+            ]
+            for c in ev["comparisons"]
+        ]
+        out += [
+            "### Paired comparisons",
+            "",
+            "Difference A − B over the same queries: paired t interval, bootstrap interval, "
+            "paired t-test, sign-flip randomization test, Cohen's d_z.",
+            "",
+            _table(
+                [
+                    "A",
+                    "B",
+                    "metric",
+                    "A − B",
+                    f"t {level} CI",
+                    f"bootstrap {level} CI",
+                    "t-test p",
+                    "randomization p",
+                    "d_z",
+                ],
+                crow,
+            ),
+            "",
+        ]
     return out
 
 
@@ -490,25 +651,68 @@ def _section_interleaving(results: dict) -> list[str]:
     exps = results["interleaving"]
     if not exps:
         return []
-    rows = [[e["a"], e["b"], e["method"], f"{e['n']:,}", f"{e['wins']:,}", f"{e['losses']:,}",
-             f"{e['ties']:,}", f"{e['delta']:+.4f} [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]",
-             _p(e["p_value"]), e["winner"]] for e in exps]
-    out = ["## Online: interleaving", "",
-           "Simulated impressions on the test queries with the run's click model. "
-           "Δ = (A wins + ties/2)/n − 1/2 (> 0 favours A); exact two-sided sign test on the "
-           "non-tied impressions.", "",
-           _table(["A", "B", "method", "impressions", "A wins", "B wins", "ties",
-                   "Δ [CI]", "p", "preferred"], rows), ""]
+    rows = [
+        [
+            e["a"],
+            e["b"],
+            e["method"],
+            f"{e['n']:,}",
+            f"{e['wins']:,}",
+            f"{e['losses']:,}",
+            f"{e['ties']:,}",
+            f"{e['delta']:+.4f} [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]",
+            _p(e["p_value"]),
+            e["winner"],
+        ]
+        for e in exps
+    ]
+    out = [
+        "## Online: interleaving",
+        "",
+        "Simulated impressions on the test queries with the run's click model. "
+        "Δ = (A wins + ties/2)/n − 1/2 (> 0 favours A); exact two-sided sign test on the "
+        "non-tied impressions.",
+        "",
+        _table(
+            [
+                "A",
+                "B",
+                "method",
+                "impressions",
+                "A wins",
+                "B wins",
+                "ties",
+                "Δ [CI]",
+                "p",
+                "preferred",
+            ],
+            rows,
+        ),
+        "",
+    ]
     ab_rows = []
     for e in exps:
         if e.get("ab"):
             for metric, v in e["ab"]["table"].items():
-                ab_rows.append([e["a"], e["b"], metric, _f(v["mean_a"], 4), _f(v["mean_b"], 4),
-                                f"{v['diff']:+.4f} [{v['ci_low']:+.4f}, {v['ci_high']:+.4f}]",
-                                _p(v["p_value"]), v["test"]])
+                ab_rows.append(
+                    [
+                        e["a"],
+                        e["b"],
+                        metric,
+                        _f(v["mean_a"], 4),
+                        _f(v["mean_b"], 4),
+                        f"{v['diff']:+.4f} [{v['ci_low']:+.4f}, {v['ci_high']:+.4f}]",
+                        _p(v["p_value"]),
+                        v["test"],
+                    ]
+                )
     if ab_rows:
-        out += ["A/B test on the same traffic (each impression shows A or B):", "",
-                _table(["A", "B", "metric", "A", "B", "A − B [CI]", "p", "test"], ab_rows), ""]
+        out += [
+            "A/B test on the same traffic (each impression shows A or B):",
+            "",
+            _table(["A", "B", "metric", "A", "B", "A − B [CI]", "p", "test"], ab_rows),
+            "",
+        ]
     return out
 
 
@@ -520,15 +724,30 @@ def _section_curve(results: dict) -> list[str]:
     methods = list(dict.fromkeys(r["method"] for r in rows if r["sessions"] is not None))
     sizes = sorted({r["sessions"] for r in rows if r["sessions"] is not None})
     cell = {(r["method"], r["sessions"]): r for r in rows}
-    body = [[f"{n:,}", *[f"{_f(cell[(m, n)]['mean'])} [{_f(cell[(m, n)]['lower'])}, "
-                         f"{_f(cell[(m, n)]['upper'])}]" if (m, n) in cell else "–"
-                         for m in methods]] for n in sizes]
+    body = [
+        [
+            f"{n:,}",
+            *[
+                f"{_f(cell[(m, n)]['mean'])} [{_f(cell[(m, n)]['lower'])}, "
+                f"{_f(cell[(m, n)]['upper'])}]"
+                if (m, n) in cell
+                else "–"
+                for m in methods
+            ],
+        ]
+        for n in sizes
+    ]
     refs = [f"{r['method']} {_f(r['mean'])}" for r in rows if r["sessions"] is None]
-    out = ["## Learning curve", "",
-           f"Test {lc['metric']} of rankers trained on the first n sessions of the log "
-           f"(propensities re-estimated on each prefix)"
-           + (f"; references: {', '.join(refs)}." if refs else "."), "",
-           _table(["sessions", *methods], body), ""]
+    out = [
+        "## Learning curve",
+        "",
+        f"Test {lc['metric']} of rankers trained on the first n sessions of the log "
+        f"(propensities re-estimated on each prefix)"
+        + (f"; references: {', '.join(refs)}." if refs else "."),
+        "",
+        _table(["sessions", *methods], body),
+        "",
+    ]
     if "learning_curve" in results["figures"]:
         out += [f"![Learning curve]({results['figures']['learning_curve']})", ""]
     return out
@@ -541,18 +760,32 @@ def _section_figures_more(results: dict) -> list[str]:
         sa = results["log"]["skip_above"]
         untied = sa["agree"] + sa["invert"]
         share = f"{_pct(sa['invert'] / untied)} of {untied:,}" if untied else "none"
-        out += ["## Skip-above preferences", "",
-                f"{sa['preferences']:,} preferences \"clicked ≻ skipped above\" in the log; "
-                f"{share} untied ones contradict the true labels. Every one of them puts a "
-                "lower-ranked result above a higher-ranked one.", "",
-                f"![Skip-above preferences against the labels]({figs['skip_above_bias']})", ""]
+        out += [
+            "## Skip-above preferences",
+            "",
+            f'{sa["preferences"]:,} preferences "clicked ≻ skipped above" in the log; '
+            f"{share} untied ones contradict the true labels. Every one of them puts a "
+            "lower-ranked result above a higher-ranked one.",
+            "",
+            f"![Skip-above preferences against the labels]({figs['skip_above_bias']})",
+            "",
+        ]
     if "forces" in figs:
         fe = results.get("forces_example") or {}
-        where = (f" on the top {fe.get('docs')} of test query {fe.get('query')} as ranked by the "
-                 f"{fe.get('ranker')} model" if fe else "")
-        out += ["## LambdaMART forces", "",
-                f"RankNet vs LambdaRank forces (positive = pushed up){where}.", "",
-                f"![RankNet vs LambdaRank forces]({figs['forces']})", ""]
+        where = (
+            f" on the top {fe.get('docs')} of test query {fe.get('query')} as ranked by the "
+            f"{fe.get('ranker')} model"
+            if fe
+            else ""
+        )
+        out += [
+            "## LambdaMART forces",
+            "",
+            f"RankNet vs LambdaRank forces (positive = pushed up){where}.",
+            "",
+            f"![RankNet vs LambdaRank forces]({figs['forces']})",
+            "",
+        ]
     return out
 
 
@@ -561,20 +794,41 @@ def _section_tail(results: dict) -> list[str]:
     if results.get("notes"):
         out += ["## Notes", "", *[f"- {n}" for n in results["notes"]], ""]
     origin = results.get("config_origin", "")
-    out += ["## Configuration", "",
-            f"Effective configuration (from `{origin}`; hash `{results['config_hash']}`), also "
-            "saved as `config.toml` in this folder. Rerun it with "
-            "`clickrank run config.toml --out <folder>`.", "",
-            "```toml", _toml(results["config"]).rstrip(), "```", ""]
+    out += [
+        "## Configuration",
+        "",
+        f"Effective configuration (from `{origin}`; hash `{results['config_hash']}`), also "
+        "saved as `config.toml` in this folder. Rerun it with "
+        "`clickrank run config.toml --out <folder>`.",
+        "",
+        "```toml",
+        _toml(results["config"]).rstrip(),
+        "```",
+        "",
+    ]
     timings = results.get("timings") or {}
     stages = timings.get("stages") or {}
     if stages:
-        rows = [[s, f"{v['seconds']:.1f}",
-                 "computed" if not v["reused"] else "reused" if v.get("computed_seconds") is None
-                 else f"reused (computed in {v['computed_seconds']:.1f} s)"]
-                for s, v in stages.items()]
-        out += ["## Timings", "", _table(["stage", "seconds", ""], rows), "",
-                f"Total {timings.get('total_seconds', 0):.1f} s.", ""]
+        rows = [
+            [
+                s,
+                f"{v['seconds']:.1f}",
+                "computed"
+                if not v["reused"]
+                else "reused"
+                if v.get("computed_seconds") is None
+                else f"reused (computed in {v['computed_seconds']:.1f} s)",
+            ]
+            for s, v in stages.items()
+        ]
+        out += [
+            "## Timings",
+            "",
+            _table(["stage", "seconds", ""], rows),
+            "",
+            f"Total {timings.get('total_seconds', 0):.1f} s.",
+            "",
+        ]
     versions = ", ".join(f"{k} {v}" for k, v in results.get("versions", {}).items() if v)
     out += [f"*Versions: {versions}.*", ""]
     return out
@@ -590,10 +844,17 @@ def render_report(results: dict, *, title: str | None = None) -> str:
     """The markdown text of ``report.md`` for a results dict (see :func:`write_report`)."""
     text = results.get("reading") or reading(results)
     head = title or "clickrank experiment report"
-    lines = [f"# {head}", "",
-             f"Generated by clickrank {results['versions']['clickrank']} from "
-             f"`{results.get('config_origin', '')}`.", "",
-             "## Reading", "", *[f"- {s}" for s in text], ""]
+    lines = [
+        f"# {head}",
+        "",
+        f"Generated by clickrank {results['versions']['clickrank']} from "
+        f"`{results.get('config_origin', '')}`.",
+        "",
+        "## Reading",
+        "",
+        *[f"- {s}" for s in text],
+        "",
+    ]
     lines += _section_data(results)
     lines += _section_ctr(results)
     lines += _section_propensities(results)

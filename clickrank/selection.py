@@ -341,9 +341,12 @@ class LambdaMARTCV:
             f"  {'tree shape':<34} {'trees':>5} {'score':>10} {'+- SE':>9}",
         ]
         for r in self.cv_results_.iter_rows(named=True):
-            mark = " <" if json.loads(r["params"]) == {
-                k: v for k, v in self.best_params_.items() if k != "n_estimators"
-            } else ""
+            mark = (
+                " <"
+                if json.loads(r["params"])
+                == {k: v for k, v in self.best_params_.items() if k != "n_estimators"}
+                else ""
+            )
             lines.append(f"  {r['params']:<34} {r['n_estimators']:>5} {r['score']:>10.4g} "
                          f"{r['se']:>9.2g}{mark}")  # fmt: skip
         lines.append(self.model_.summary())

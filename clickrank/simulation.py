@@ -735,14 +735,23 @@ def simulate(
         _check_memory(n_sessions, top_k)
     model = _resolve_click_model(click_model)
     if writer is not None:
-        writer.metadata = _parquet_metadata({
-            "format": "clickrank.log", "clickrank": __version__, "data": data.name,
-            "n_queries": data.n_queries, "sessions": n_sessions,
-            "first_session": first_session, "top_k": top_k, "seed": seed,
-            "policy": list(policy.names), "click_model": repr(model),
-            "interventions": [repr(i) for i in items],
-            **({} if "logger_quality" in (metadata or {}) else _logger_quality(policy, data)),
-            **dict(metadata or {})})
+        writer.metadata = _parquet_metadata(
+            {
+                "format": "clickrank.log",
+                "clickrank": __version__,
+                "data": data.name,
+                "n_queries": data.n_queries,
+                "sessions": n_sessions,
+                "first_session": first_session,
+                "top_k": top_k,
+                "seed": seed,
+                "policy": list(policy.names),
+                "click_model": repr(model),
+                "interventions": [repr(i) for i in items],
+                **({} if "logger_quality" in (metadata or {}) else _logger_quality(policy, data)),
+                **dict(metadata or {}),
+            }
+        )
     sampler = _query_sampler(data, query_frequency)
     prepared = policy.prepare(data, top_k)
     names = tuple(prepared.names)
@@ -774,9 +783,19 @@ def simulate(
             labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
             clicks = clicks_of(seed, sessions, labels)
             yield _to_table(
-                sessions=sessions, queries=queries, rows=rows, clicks=clicks, labels=labels,
-                icode=icode, rcode=rcode, pivot=pivot, swap_k=swap_k, qids=qids, docs=docs,
-                ranker_names=names, positions=positions,
+                sessions=sessions,
+                queries=queries,
+                rows=rows,
+                clicks=clicks,
+                labels=labels,
+                icode=icode,
+                rcode=rcode,
+                pivot=pivot,
+                swap_k=swap_k,
+                qids=qids,
+                docs=docs,
+                ranker_names=names,
+                positions=positions,
             )
             if report is not None:
                 report(stop - start)
@@ -926,8 +945,9 @@ class _Writer:
 
             lazy = register_io_source(source, schema=first.schema)
             try:
-                lazy.sink_parquet(tmp, statistics=True, row_group_size=ROW_GROUP_ROWS,
-                                  metadata=self.metadata)
+                lazy.sink_parquet(
+                    tmp, statistics=True, row_group_size=ROW_GROUP_ROWS, metadata=self.metadata
+                )
             except BaseException:
                 if failure:
                     raise failure[0] from None
@@ -946,14 +966,17 @@ class _Writer:
         try:
             for i, table in enumerate(parts):
                 part = tmp / f"part-{i:05d}.parquet"
-                table.write_parquet(part, statistics=True, row_group_size=ROW_GROUP_ROWS,
-                                    metadata=self.metadata)
+                table.write_parquet(
+                    part, statistics=True, row_group_size=ROW_GROUP_ROWS, metadata=self.metadata
+                )
                 record(part)
             if self.out.is_dir():
                 bad = first_foreign(self.out)
                 if bad is not None:  # changed since the check: keep it, drop the new log
-                    raise InputError(f"out {self.out}: {bad} was not written by clickrank; "
-                                     "the folder is left as it is")
+                    raise InputError(
+                        f"out {self.out}: {bad} was not written by clickrank; "
+                        "the folder is left as it is"
+                    )
                 trash = temp_path(self.out, folder=True)
                 os.replace(self.out, trash)  # onto the empty temporary folder
             elif self.out.exists():

@@ -28,8 +28,10 @@ from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
-CI_NOTE = ("(mean over seeds [95% t-interval over seeds; with a single seed, the test-query "
-           "bootstrap interval])")
+CI_NOTE = (
+    "(mean over seeds [95% t-interval over seeds; with a single seed, the test-query "
+    "bootstrap interval])"
+)
 
 
 # -- command line and config ------------------------------------------------------------
@@ -39,12 +41,23 @@ def parse_args(name: str, doc: str, argv: Sequence[str] | None = None) -> argpar
     """``--config`` (default: the study's ``config.toml``), ``--out``, ``--quick``."""
     here = Path(__file__).resolve().parent / name
     p = argparse.ArgumentParser(prog=f"simulations/{name}/run.py", description=doc)
-    p.add_argument("--config", type=Path, default=here / "config.toml",
-                   help="study parameters (TOML); default: %(default)s")
-    p.add_argument("--out", type=Path, default=ROOT / "results" / "studies" / name,
-                   help="folder for report.md, results.json and figures; default: %(default)s")
-    p.add_argument("--quick", action="store_true",
-                   help="the small settings of the config's [quick] table (< 1 minute)")
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=here / "config.toml",
+        help="study parameters (TOML); default: %(default)s",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "results" / "studies" / name,
+        help="folder for report.md, results.json and figures; default: %(default)s",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the small settings of the config's [quick] table (< 1 minute)",
+    )
     return p.parse_args(argv)
 
 
@@ -117,16 +130,24 @@ def usable_theta(theta: Any) -> tuple[np.ndarray, int]:
 # -- evaluation rows and aggregation over seeds -------------------------------------------
 
 
-def eval_rows(models: dict[str, Any], test: cr.RankingData, metric: str, n_bootstrap: int,
-              **columns: Any) -> pl.DataFrame:
+def eval_rows(
+    models: dict[str, Any], test: cr.RankingData, metric: str, n_bootstrap: int, **columns: Any
+) -> pl.DataFrame:
     """One row per model: ``method``, the extra ``columns``, ``mean``, ``ci_low``, ``ci_high``.
 
     The interval is :func:`clickrank.evaluate`'s query-level bootstrap on the test queries.
     """
     t = cr.evaluate(models, test, [metric], n_bootstrap=n_bootstrap).to_frame()
     extra = {k: [v] * t.height for k, v in columns.items()}
-    return pl.DataFrame({"method": t["ranker"], **extra, "mean": t["mean"],
-                         "ci_low": t["ci_low"], "ci_high": t["ci_high"]})
+    return pl.DataFrame(
+        {
+            "method": t["ranker"],
+            **extra,
+            "mean": t["mean"],
+            "ci_low": t["ci_low"],
+            "ci_high": t["ci_high"],
+        }
+    )
 
 
 def over_seeds(rows: pl.DataFrame, keys: Sequence[str], level: float = 0.95) -> pl.DataFrame:
@@ -137,8 +158,9 @@ def over_seeds(rows: pl.DataFrame, keys: Sequence[str], level: float = 0.95) -> 
     half-width of the per-run test-query bootstrap intervals (the test-set part
     of the uncertainty, which the seeds do not vary).
     """
-    g = (rows.group_by(list(keys), maintain_order=True)
-         .agg(pl.col("mean").alias("runs"), pl.col("ci_low").mean(), pl.col("ci_high").mean()))
+    g = rows.group_by(list(keys), maintain_order=True).agg(
+        pl.col("mean").alias("runs"), pl.col("ci_low").mean(), pl.col("ci_high").mean()
+    )
     means, lo, hi, sd, n = [], [], [], [], []
     for runs, cl, ch in zip(g["runs"].to_list(), g["ci_low"], g["ci_high"], strict=True):
         v = np.asarray(runs, float)
@@ -156,24 +178,32 @@ def over_seeds(rows: pl.DataFrame, keys: Sequence[str], level: float = 0.95) -> 
         sd.append(s)
         n.append(v.size)
     return g.select(list(keys)).with_columns(
-        mean=pl.Series(means), lower=pl.Series(lo), upper=pl.Series(hi), sd=pl.Series(sd),
+        mean=pl.Series(means),
+        lower=pl.Series(lo),
+        upper=pl.Series(hi),
+        sd=pl.Series(sd),
         seeds=pl.Series(n, dtype=pl.Int64),
         boot_halfwidth=((g["ci_high"] - g["ci_low"]) / 2),
     )
 
 
-def paired_difference(rows: pl.DataFrame, a: str, b: str, keys: Sequence[str],
-                      level: float = 0.95) -> pl.DataFrame:
+def paired_difference(
+    rows: pl.DataFrame, a: str, b: str, keys: Sequence[str], level: float = 0.95
+) -> pl.DataFrame:
     """Per ``keys``: mean over seeds of ``a - b`` (same log, same test set) with a t interval."""
     keys = [k for k in keys if k not in ("method", "seed")]
-    wide = (rows.filter(pl.col("method").is_in([a, b]))
-            .pivot(on="method", index=[*keys, "seed"], values="mean")
-            .with_columns(diff=pl.col(a) - pl.col(b)))
+    wide = (
+        rows.filter(pl.col("method").is_in([a, b]))
+        .pivot(on="method", index=[*keys, "seed"], values="mean")
+        .with_columns(diff=pl.col(a) - pl.col(b))
+    )
     # one seed gives no interval for a difference (NaN), not a zero-width one
-    wide = wide.with_columns(method=pl.lit(f"{a} - {b}"), ci_low=pl.lit(float("nan")),
-                             ci_high=pl.lit(float("nan"))).rename({"diff": "mean"})
-    return over_seeds(wide.select("method", *keys, "mean", "ci_low", "ci_high"),
-                      ["method", *keys], level)
+    wide = wide.with_columns(
+        method=pl.lit(f"{a} - {b}"), ci_low=pl.lit(float("nan")), ci_high=pl.lit(float("nan"))
+    ).rename({"diff": "mean"})
+    return over_seeds(
+        wide.select("method", *keys, "mean", "ci_low", "ci_high"), ["method", *keys], level
+    )
 
 
 # -- output -------------------------------------------------------------------------------
@@ -183,7 +213,9 @@ def md_table(frame: pl.DataFrame, digits: int = 3, plain: Sequence[str] = ("eta"
     """A polars frame as a GitHub markdown table (floats rounded; ``plain`` columns as ``:g``)."""
     frame = frame.with_columns(
         pl.col(c).map_elements(lambda x: f"{x:g}", return_dtype=pl.String)
-        for c in plain if c in frame.columns and frame.schema[c].is_float())
+        for c in plain
+        if c in frame.columns and frame.schema[c].is_float()
+    )
 
     def fmt(v: Any) -> str:
         if v is None:
@@ -207,11 +239,16 @@ def md_table(frame: pl.DataFrame, digits: int = 3, plain: Sequence[str] = ("eta"
 def wide_ci(frame: pl.DataFrame, index: str) -> pl.DataFrame:
     """An :func:`over_seeds` frame as one row per ``index`` value, one ``mean [lo, hi]`` column
     per method (methods in order of appearance)."""
-    cells = [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
-             zip(frame["mean"], frame["lower"], frame["upper"], strict=True)]
+    cells = [
+        f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+        for m, lo, hi in zip(frame["mean"], frame["lower"], frame["upper"], strict=True)
+    ]
     methods = list(dict.fromkeys(frame["method"].to_list()))
-    wide = (frame.with_columns(cell=pl.Series(cells))
-            .pivot(on="method", index=index, values="cell").sort(index))
+    wide = (
+        frame.with_columns(cell=pl.Series(cells))
+        .pivot(on="method", index=index, values="cell")
+        .sort(index)
+    )
     if wide.schema[index].is_float():
         wide = wide.with_columns(pl.Series(index, [f"{x:g}" for x in wide[index]]))
     return wide.select(index, *methods)
@@ -271,8 +308,10 @@ def write_outputs(out: Path, name: str, report: str, results: dict[str, Any]) ->
 def frame_records(frame: pl.DataFrame) -> list[dict[str, Any]]:
     """JSON-ready rows (NaN -> None)."""
     rows = frame.to_dicts()
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in rows]
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        for r in rows
+    ]
 
 
 class Clock:
@@ -289,5 +328,7 @@ def header(title: str, name: str, quick: bool, cfg_path: Path, seconds: float) -
     """The first lines of every report: title, command, runtime."""
     cmd = f"python simulations/{name}/run.py" + (" --quick" if quick else "")
     mode = "quick mode (small settings; numbers are not the study's)" if quick else "full size"
-    return (f"# {title}\n\nCommand: `{cmd}` ({mode}; config `{cfg_path.name}`); "
-            f"wall time {seconds:.0f} s; clickrank {cr.__version__}.\n")
+    return (
+        f"# {title}\n\nCommand: `{cmd}` ({mode}; config `{cfg_path.name}`); "
+        f"wall time {seconds:.0f} s; clickrank {cr.__version__}.\n"
+    )

@@ -26,8 +26,10 @@ def snapshot(root: Path) -> dict[str, tuple[str, int]]:
     out = {}
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.name != LEDGER:
-            out[str(p.relative_to(root))] = (hashlib.sha256(p.read_bytes()).hexdigest(),
-                                             p.stat().st_mtime_ns)
+            out[str(p.relative_to(root))] = (
+                hashlib.sha256(p.read_bytes()).hexdigest(),
+                p.stat().st_mtime_ns,
+            )
     return out
 
 
@@ -47,8 +49,14 @@ def no_temp_files(root: Path) -> bool:
     return not any(is_temp_name(p.name) for p in root.rglob("*"))
 
 
-def run_cli(args: list[str], *, mount: tuple[str, Path] | None = None, size: str = "32k",
-            timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str],
+    *,
+    mount: tuple[str, Path] | None = None,
+    size: str = "32k",
+    timeout: float = 120,
+    **kw,
+) -> subprocess.CompletedProcess:
     """Run ``clickrank ARGS`` in a child process, optionally inside a mount.
 
     ``mount=("ro", folder)`` makes ``folder`` read-only, ``("full", folder)``
@@ -69,11 +77,19 @@ def run_cli(args: list[str], *, mount: tuple[str, Path] | None = None, size: str
             folder.chmod(0o755)
     if shutil.which("unshare") is None or os.geteuid() != 0:
         pytest.skip(f"cannot make a {kind} file system here (needs unshare as root)")
-    how = (f"mount --bind -o ro '{folder}' '{folder}'" if kind == "ro"
-           else f"mount -t tmpfs -o size={size} tmpfs '{folder}'")
+    how = (
+        f"mount --bind -o ro '{folder}' '{folder}'"
+        if kind == "ro"
+        else f"mount -t tmpfs -o size={size} tmpfs '{folder}'"
+    )
     script = f"{how} && exec " + " ".join(f"'{c}'" for c in cmd)
-    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True,
-                          text=True, timeout=timeout, **kw)
+    proc = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
     if "mount:" in proc.stderr or "unshare:" in proc.stderr:
         pytest.skip(f"cannot make a {kind} file system here: {proc.stderr.strip()}")
     return proc

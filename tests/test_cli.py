@@ -36,20 +36,34 @@ def test_version(runner):
 def test_a_bad_letor_file_gives_one_line_and_exit_1(runner, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("1 qid:1 1:0.5\n0 qid:2 1:0.1\n2 qid:1 1:0.3\n")
-    res = runner.invoke(cli, ["train", "--data", str(bad), "--target", "oracle",
-                              "--out", str(tmp_path / "m")])
+    res = runner.invoke(
+        cli, ["train", "--data", str(bad), "--target", "oracle", "--out", str(tmp_path / "m")]
+    )
     assert res.exit_code == 1
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert lines == [f"Error: {bad}:3: rows of qid 1 are not contiguous: the query started "
-                     "earlier in the file and reappears here (sort the file by query)"]
+    assert lines == [
+        f"Error: {bad}:3: rows of qid 1 are not contiguous: the query started "
+        "earlier in the file and reappears here (sort the file by query)"
+    ]
     assert not (tmp_path / "m").exists()
 
 
 def test_debug_flag_shows_the_traceback(runner, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("1 1:0.5\n")
-    res = runner.invoke(cli, ["--debug", "train", "--data", str(bad), "--target", "oracle",
-                              "--out", str(tmp_path / "m")])
+    res = runner.invoke(
+        cli,
+        [
+            "--debug",
+            "train",
+            "--data",
+            str(bad),
+            "--target",
+            "oracle",
+            "--out",
+            str(tmp_path / "m"),
+        ],
+    )
     assert isinstance(res.exception, cr.DataFormatError)
 
 
@@ -57,20 +71,62 @@ def test_simulate_train_evaluate_with_fairpairs_preferences(runner, tmp_path):
     data = cr.synthetic(40, 12, seed=1)
     path = cr.save_letor(data, tmp_path / "train.txt")
     log = tmp_path / "log.parquet"
-    res = runner.invoke(cli, ["simulate", "--data", str(path), "--sessions", "4000",
-                              "--fairpairs-fraction", "1", "--production-fraction", "0.25",
-                              "--seed", "3", "--out", str(log)])
+    res = runner.invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--sessions",
+            "4000",
+            "--fairpairs-fraction",
+            "1",
+            "--production-fraction",
+            "0.25",
+            "--seed",
+            "3",
+            "--out",
+            str(log),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert set(cr.read_log(log, lazy=False)["intervention"].unique()) <= {"fairpairs", "none"}
     model = tmp_path / "model"
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
-                              "pairs", "--strategy", "fairpairs", "--trees", "5",
-                              "--out", str(model)])
+    res = runner.invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(path),
+            "--log",
+            str(log),
+            "--target",
+            "pairs",
+            "--strategy",
+            "fairpairs",
+            "--trees",
+            "5",
+            "--out",
+            str(model),
+        ],
+    )
     assert res.exit_code == 0, res.output
     meta = json.loads((model / "meta.json").read_text())
     assert "fairpairs" in json.dumps(meta)
-    res = runner.invoke(cli, ["evaluate", "--model", str(model), "--data", str(path),
-                              "--metric", "ndcg@10", "--bootstrap", "50"])
+    res = runner.invoke(
+        cli,
+        [
+            "evaluate",
+            "--model",
+            str(model),
+            "--data",
+            str(path),
+            "--metric",
+            "ndcg@10",
+            "--bootstrap",
+            "50",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "ndcg@10" in res.output
 
@@ -80,15 +136,32 @@ def test_train_with_the_debiased_pairwise_targets(runner, tmp_path, target):
     data = cr.synthetic(40, 12, seed=1)
     path = cr.save_letor(data, tmp_path / "train.txt")
     log = tmp_path / "log.parquet"
-    cr.simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=3000, top_k=6,
-                seed=2, out=log)
+    cr.simulate(
+        data, policy=data.X[:, 0], click_model="pbm", n_sessions=3000, top_k=6, seed=2, out=log
+    )
     theta = tmp_path / "theta.json"
     theta.write_text(json.dumps({"theta": [1 / k for k in range(1, 7)]}))
     extra = [] if target == "unbiased-lambdamart" else ["--propensities", str(theta)]
     model = tmp_path / "model"
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
-                              target, "--trees", "5", "--leaves", "4", "--out", str(model),
-                              *extra])
+    res = runner.invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(path),
+            "--log",
+            str(log),
+            "--target",
+            target,
+            "--trees",
+            "5",
+            "--leaves",
+            "4",
+            "--out",
+            str(model),
+            *extra,
+        ],
+    )
     assert res.exit_code == 0, res.output
     meta = json.loads((model / "meta.json").read_text())
     assert meta["target"] == target
@@ -132,9 +205,25 @@ def test_interleave_with_a_user_population_prefers_the_true_labels(runner, tmp_p
     good.write_text("\n".join(map(str, data.y)) + "\n")
     bad.write_text("\n".join(map(str, -data.y)) + "\n")  # the reversed ranking
     out = tmp_path / "res.json"
-    res = runner.invoke(cli, ["interleave", "--a", str(good), "--b", str(bad), "--data",
-                              str(path), "--click-model", "web-population", "--impressions",
-                              "3000", "--no-ab", "-o", str(out)])
+    res = runner.invoke(
+        cli,
+        [
+            "interleave",
+            "--a",
+            str(good),
+            "--b",
+            str(bad),
+            "--data",
+            str(path),
+            "--click-model",
+            "web-population",
+            "--impressions",
+            "3000",
+            "--no-ab",
+            "-o",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     delta = json.loads(out.read_text())["interleaving"]
     assert delta["wins"] > delta["losses"]
@@ -146,32 +235,62 @@ def test_interleave_with_dbn_scales_satisfaction_to_the_labels(runner, tmp_path)
     path = cr.save_letor(data, tmp_path / "test.txt")
     good = tmp_path / "good.txt"
     good.write_text("\n".join(map(str, data.y)) + "\n")
-    res = runner.invoke(cli, ["interleave", "--a", str(good), "--b", str(good), "--data",
-                              str(path), "--click-model", "dbn", "--impressions", "500",
-                              "--no-ab"])
+    res = runner.invoke(
+        cli,
+        [
+            "interleave",
+            "--a",
+            str(good),
+            "--b",
+            str(good),
+            "--data",
+            str(path),
+            "--click-model",
+            "dbn",
+            "--impressions",
+            "500",
+            "--no-ab",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    assert ("relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 2 "
-            "(labels 0..2; the top grade is the largest label); satisfaction (2^y - 1)/2^2 "
-            "(ERR)") in res.output
+    assert (
+        "relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 2 "
+        "(labels 0..2; the top grade is the largest label); satisfaction (2^y - 1)/2^2 "
+        "(ERR)"
+    ) in res.output
 
 
 def test_propensity_repeats_what_a_simulated_log_says_about_itself(runner, tmp_path):
     data = cr.synthetic(60, 12, seed=2)
     path = cr.save_letor(data, tmp_path / "train.txt")
     log = tmp_path / "log.parquet"
-    res = runner.invoke(cli, ["simulate", "--data", str(path), "--sessions", "3000",
-                              "--swap-fraction", "0.5", "--out", str(log)])
+    res = runner.invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--sessions",
+            "3000",
+            "--swap-fraction",
+            "0.5",
+            "--out",
+            str(log),
+        ],
+    )
     assert res.exit_code == 0, res.output
     printed = [ln for ln in res.output.splitlines() if ln.startswith(("relevance", "production"))]
     res = runner.invoke(cli, ["propensity", str(log), "--out", str(tmp_path / "t.json")])
     assert res.exit_code == 0, res.output
     assert [f"log: {ln}" for ln in printed] == [
-        ln for ln in res.output.splitlines() if ln.startswith("log: ") and "sessions" not in ln]
+        ln for ln in res.output.splitlines() if ln.startswith("log: ") and "sessions" not in ln
+    ]
     assert "log: 3,000 sessions simulated by clickrank" in res.output
     # a log written by another tool: nothing to repeat
     cr.read_log(log, lazy=False).write_parquet(tmp_path / "plain.parquet")
-    res = runner.invoke(cli, ["propensity", str(tmp_path / "plain.parquet"), "--out",
-                              str(tmp_path / "t2.json")])
+    res = runner.invoke(
+        cli, ["propensity", str(tmp_path / "plain.parquet"), "--out", str(tmp_path / "t2.json")]
+    )
     assert res.exit_code == 0 and "log: " not in res.output
 
 
@@ -181,8 +300,22 @@ def logged(runner, tmp_path):
     data = cr.synthetic(60, 14, seed=2)
     path = cr.save_letor(data, tmp_path / "train.txt")
     log, theta = tmp_path / "log.parquet", tmp_path / "theta.json"
-    res = runner.invoke(cli, ["simulate", "--data", str(path), "--sessions", "20000",
-                              "--swap-fraction", "0.3", "--seed", "1", "--out", str(log)])
+    res = runner.invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--sessions",
+            "20000",
+            "--swap-fraction",
+            "0.3",
+            "--seed",
+            "1",
+            "--out",
+            str(log),
+        ],
+    )
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, ["propensity", str(log), "--method", "swap", "--out", str(theta)])
     assert res.exit_code == 0, res.output
@@ -192,8 +325,24 @@ def logged(runner, tmp_path):
 def test_train_chooses_the_trees_from_clicks_by_default(runner, tmp_path, logged):
     path, log, theta = logged
     out = tmp_path / "ips"
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--propensities",
-                              str(theta), "--folds", "3", "--trees", "60", "--out", str(out)])
+    res = runner.invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(path),
+            "--log",
+            str(log),
+            "--propensities",
+            str(theta),
+            "--folds",
+            "3",
+            "--trees",
+            "60",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "LambdaMARTCV: 3 tree shapes x 3 folds" in res.output and "ips-dcg@10" in res.output
     assert "candidate set: shown (auto)" in res.output
@@ -205,32 +354,79 @@ def test_train_chooses_the_trees_from_clicks_by_default(runner, tmp_path, logged
 
 def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
     path, log, theta = logged
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--propensities",
-                              str(theta), "--target", "dr", "--no-select", "--trees", "7",
-                              "--out", str(tmp_path / "dr")])
+    res = runner.invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(path),
+            "--log",
+            str(log),
+            "--propensities",
+            str(theta),
+            "--target",
+            "dr",
+            "--no-select",
+            "--trees",
+            "7",
+            "--out",
+            str(tmp_path / "dr"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     meta = json.loads((tmp_path / "dr" / "meta.json").read_text())
     assert meta["best_iteration"] == 7 and meta["params"]["num_leaves"] == 8
     assert not (tmp_path / "dr" / "selection.json").exists()
     base = ["train", "--data", str(path), "--log", str(log), "--out", str(tmp_path / "x")]
-    for extra, msg in ((["--propensities", str(theta), "--clip", "2"], "--clip must be in"),
-                       (["--propensities", str(theta), "--clip", "often"], "--clip must be"),
-                       (["--target", "naive", "--validation", "ips"], "needs --propensities"),
-                       (["--propensities", str(theta), "--folds", "1"], "--folds must be")):
+    for extra, msg in (
+        (["--propensities", str(theta), "--clip", "2"], "--clip must be in"),
+        (["--propensities", str(theta), "--clip", "often"], "--clip must be"),
+        (["--target", "naive", "--validation", "ips"], "needs --propensities"),
+        (["--propensities", str(theta), "--folds", "1"], "--folds must be"),
+    ):
         res = runner.invoke(cli, base + extra)
         assert res.exit_code != 0 and msg in res.output, (extra, res.output)
     assert not (tmp_path / "x").exists()
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
-                              "naive", "--folds", "2", "--trees", "20", "--out",
-                              str(tmp_path / "naive")])
+    res = runner.invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(path),
+            "--log",
+            str(log),
+            "--target",
+            "naive",
+            "--folds",
+            "2",
+            "--trees",
+            "20",
+            "--out",
+            str(tmp_path / "naive"),
+        ],
+    )
     assert res.exit_code == 0 and "clicks-dcg@10" in res.output, res.output
 
 
 def test_train_with_a_model_aware_target_fits_the_click_model(runner, tmp_path, logged):
     path, log, _ = logged
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
-                              "affine", "--no-select", "--trees", "5",
-                              "--out", str(tmp_path / "affine")])
+    res = runner.invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(path),
+            "--log",
+            str(log),
+            "--target",
+            "affine",
+            "--no-select",
+            "--trees",
+            "5",
+            "--out",
+            str(tmp_path / "affine"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     meta = json.loads((tmp_path / "affine" / "meta.json").read_text())
     assert meta["target"] == "affine" and meta["best_iteration"] == 5

@@ -36,8 +36,13 @@ def log() -> pl.DataFrame:
     data = synthetic(40, 12, seed=0)
     policy = MixturePolicy([DeterministicPolicy(data.X[:, 0]), UniformRandom()])
     return simulate(
-        data, policy=policy, click_model=make_click_model("pbm"), n_sessions=3000,
-        interventions=Swap(0.2), top_k=8, seed=0,
+        data,
+        policy=policy,
+        click_model=make_click_model("pbm"),
+        n_sessions=3000,
+        interventions=Swap(0.2),
+        top_k=8,
+        seed=0,
     )
 
 
@@ -214,8 +219,7 @@ def test_aggregation_needs_its_columns(log):
 # -- streaming checks ----------------------------------------------------------------------
 
 
-def test_a_log_in_session_order_is_checked_in_batches_without_grouping_sessions(log,
-                                                                               monkeypatch):
+def test_a_log_in_session_order_is_checked_in_batches_without_grouping_sessions(log, monkeypatch):
     from clickrank import clicklog
 
     monkeypatch.setattr(clicklog, "VALIDATION_BATCH_ROWS", 7)  # session boundaries straddle
@@ -230,13 +234,17 @@ def test_a_log_in_session_order_is_checked_in_batches_without_grouping_sessions(
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-@pytest.mark.parametrize("session, position, column, value, message", [
-    (7, 3, "position", 2, "duplicated position: session 7, position 2 appears 2 times"),
-    (9, 8, "position", 9, "positions of session 9 are not contiguous"),
-    (11, 5, "query", -1, "session 11 mixes 2 queries"),
-])
-def test_a_broken_session_is_found_in_order_and_out_of_order(log, monkeypatch, shuffle, session,
-                                                            position, column, value, message):
+@pytest.mark.parametrize(
+    "session, position, column, value, message",
+    [
+        (7, 3, "position", 2, "duplicated position: session 7, position 2 appears 2 times"),
+        (9, 8, "position", 9, "positions of session 9 are not contiguous"),
+        (11, 5, "query", -1, "session 11 mixes 2 queries"),
+    ],
+)
+def test_a_broken_session_is_found_in_order_and_out_of_order(
+    log, monkeypatch, shuffle, session, position, column, value, message
+):
     from clickrank import clicklog
 
     monkeypatch.setattr(clicklog, "VALIDATION_BATCH_ROWS", 5)
@@ -255,8 +263,17 @@ def test_a_simulated_log_describes_itself_and_its_logger(tmp_path, name):
     data = synthetic(60, 12, seed=1)
     ranker = production_ranker(data, 0.05, seed=2)
     out = tmp_path / name
-    simulate(data, policy=ranker, click_model=make_click_model("pbm"), n_sessions=500,
-             interventions=Swap(0.2), top_k=8, seed=7, out=out, metadata={"study": "x"})
+    simulate(
+        data,
+        policy=ranker,
+        click_model=make_click_model("pbm"),
+        n_sessions=500,
+        interventions=Swap(0.2),
+        top_k=8,
+        seed=7,
+        out=out,
+        metadata={"study": "x"},
+    )
     meta = read_log_metadata(out)
     assert meta["format"] == "clickrank.log" and meta["study"] == "x"
     assert (meta["sessions"], meta["top_k"], meta["seed"], meta["n_queries"]) == (500, 8, 7, 60)
@@ -272,8 +289,15 @@ def test_a_simulated_log_describes_itself_and_its_logger(tmp_path, name):
 def test_a_log_from_scores_has_no_logger_quality_unless_given(tmp_path):
     data = synthetic(30, 8, seed=1)
     out = tmp_path / "log.parquet"
-    simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=100, top_k=5, out=out,
-             metadata={"logger_quality": {"production": {"note": "from the caller"}}})
+    simulate(
+        data,
+        policy=data.X[:, 0],
+        click_model="pbm",
+        n_sessions=100,
+        top_k=5,
+        out=out,
+        metadata={"logger_quality": {"production": {"note": "from the caller"}}},
+    )
     meta = read_log_metadata(out)
     assert meta["logger_quality"] == {"production": {"note": "from the caller"}}
     out2 = tmp_path / "plain.parquet"
@@ -284,11 +308,19 @@ def test_a_log_from_scores_has_no_logger_quality_unless_given(tmp_path):
 def test_metadata_needs_a_log_on_disk_and_json(tmp_path):
     data = synthetic(10, 8, seed=1)
     with pytest.raises(InputError, match="give out=..."):
-        simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=10, top_k=5,
-                 metadata={"a": 1})
+        simulate(
+            data, policy=data.X[:, 0], click_model="pbm", n_sessions=10, top_k=5, metadata={"a": 1}
+        )
     with pytest.raises(InputError, match="metadata must be JSON"):
-        simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=10, top_k=5,
-                 out=tmp_path / "l.parquet", metadata={"a": float("nan")})
+        simulate(
+            data,
+            policy=data.X[:, 0],
+            click_model="pbm",
+            n_sessions=10,
+            top_k=5,
+            out=tmp_path / "l.parquet",
+            metadata={"a": float("nan")},
+        )
     assert not (tmp_path / "l.parquet").exists()
 
 

@@ -58,14 +58,18 @@ def data():
 def logs(data):
     """One log per true model: a Plackett-Luce logging policy puts every document at many ranks."""
     policy = PlackettLuce(data.X[:, 0], temperature=1.0)
-    return {name: cr.simulate(data, policy=policy, click_model=m, n_sessions=60_000, top_k=K,
-                              seed=3) for name, m in TRUE.items()}
+    return {
+        name: cr.simulate(data, policy=policy, click_model=m, n_sessions=60_000, top_k=K, seed=3)
+        for name, m in TRUE.items()
+    }
 
 
 @pytest.fixture(scope="module")
 def comparisons(logs):
-    return {name: compare_click_models(log, FIT_MODELS, test_fraction=0.25, seed=0)
-            for name, log in logs.items()}
+    return {
+        name: compare_click_models(log, FIT_MODELS, test_fraction=0.25, seed=0)
+        for name, log in logs.items()
+    }
 
 
 def _truth(frame: pl.DataFrame, log: pl.DataFrame) -> np.ndarray:
@@ -98,13 +102,22 @@ def test_the_split_is_by_session_id_and_seed(logs):
     assert a.train().n_sessions == b.train().n_sessions
     share = a.test_sessions().n_sessions / a.n_sessions
     assert abs(share - 0.3) < 4 * math.sqrt(0.3 * 0.7 / a.n_sessions)
-    assert sessions_from_log(log, test_fraction=0.3, seed=6).test_sessions().n_sessions != \
-        a.test_sessions().n_sessions
+    assert (
+        sessions_from_log(log, test_fraction=0.3, seed=6).test_sessions().n_sessions
+        != a.test_sessions().n_sessions
+    )
 
 
 def test_bad_logs_name_the_session_and_column():
-    base = pl.DataFrame({"session": [0, 0, 1, 1], "query": [1, 1, 1, 2], "position": [1, 2, 1, 2],
-                         "doc": [5, 6, 5, 6], "click": [True, False, False, True]})
+    base = pl.DataFrame(
+        {
+            "session": [0, 0, 1, 1],
+            "query": [1, 1, 1, 2],
+            "position": [1, 2, 1, 2],
+            "doc": [5, 6, 5, 6],
+            "click": [True, False, False, True],
+        }
+    )
     with pytest.raises(LogSchemaError, match="session 1: a session must show the results of one"):
         sessions_from_log(base)
     gap = base.with_columns(query=pl.lit(1), position=pl.Series([1, 3, 1, 2]))
@@ -144,20 +157,31 @@ def test_per_pair_parameters_are_recovered_within_their_standard_errors(name, lo
     # handful of clicks may sit on the boundary, where its SE is NaN by design)
     enough = frame["impressions"].to_numpy() >= 100
     assert np.isfinite(frame["attractiveness_se"].to_numpy()[enough]).all()
-    _calibrated(_z(frame["attractiveness"].to_numpy()[enough],
-                   model.attractiveness(y[None])[0][enough],
-                   frame["attractiveness_se"].to_numpy()[enough]))
+    _calibrated(
+        _z(
+            frame["attractiveness"].to_numpy()[enough],
+            model.attractiveness(y[None])[0][enough],
+            frame["attractiveness_se"].to_numpy()[enough],
+        )
+    )
     if "satisfaction" in frame.columns:
         # satisfaction is seen only through clicks above the last displayed rank
-        informative = (log.filter(pl.col("click") & (pl.col("position") < K))
-                       .group_by("query", "doc").agg(n=pl.len()))
+        informative = (
+            log.filter(pl.col("click") & (pl.col("position") < K))
+            .group_by("query", "doc")
+            .agg(n=pl.len())
+        )
         n = frame.join(informative, on=["query", "doc"], how="left")["n"].fill_null(0)
         enough = n.to_numpy() >= 100
         # weakly informed: a few may still sit on the boundary 0 (NaN SE), not more
         assert np.isnan(frame["satisfaction_se"].to_numpy()[enough]).mean() < 0.03
-        _calibrated(_z(frame["satisfaction"].to_numpy()[enough],
-                       model.satisfaction(y[None])[0][enough],
-                       frame["satisfaction_se"].to_numpy()[enough]))
+        _calibrated(
+            _z(
+                frame["satisfaction"].to_numpy()[enough],
+                model.satisfaction(y[None])[0][enough],
+                frame["satisfaction_se"].to_numpy()[enough],
+            )
+        )
 
 
 def _global_z(fit, name: str) -> np.ndarray:
@@ -241,8 +265,7 @@ def test_perplexity_is_the_per_rank_formula(logs):
     c, w = test.click, test.weight[:, None]
     for r in range(K):
         bits = np.where(c[:, r], np.log2(q[:, r]), np.log2(1 - q[:, r]))
-        assert ev.perplexity_by_rank[r] == pytest.approx(2 ** (-(w[:, 0] * bits).sum()
-                                                                / w.sum()))
+        assert ev.perplexity_by_rank[r] == pytest.approx(2 ** (-(w[:, 0] * bits).sum() / w.sum()))
     assert ev.perplexity == pytest.approx(ev.perplexity_by_rank.mean())
     # the conditional probabilities multiply to the session likelihood
     qc = np.clip(fit.conditional_probabilities(test), 1e-6, 1 - 1e-6)
@@ -280,11 +303,16 @@ def deterministic():
 def _per_class(data, target, log, labels_of):
     """Mean gain per impression of every document, grouped by its true class."""
     shown = log.group_by("query", "doc").agg(n=pl.len(), label=pl.col("label").first())
-    keys = pl.DataFrame({"query": np.asarray(data.qid)[data.query_index], "doc": data.doc,
-                         "gain": target.gains})
+    keys = pl.DataFrame(
+        {"query": np.asarray(data.qid)[data.query_index], "doc": data.doc, "gain": target.gains}
+    )
     f = shown.join(keys, on=["query", "doc"]).with_columns(per=pl.col("gain") / pl.col("n"))
-    return {c: f.filter(pl.col("label").map_elements(labels_of, return_dtype=pl.Int64) == c)
-            ["per"].to_numpy() for c in (0, 1)}
+    return {
+        c: f.filter(pl.col("label").map_elements(labels_of, return_dtype=pl.Int64) == c)[
+            "per"
+        ].to_numpy()
+        for c in (0, 1)
+    }
 
 
 def _mean_is(values: np.ndarray, truth: float) -> None:
@@ -296,8 +324,15 @@ def _mean_is(values: np.ndarray, truth: float) -> None:
 def test_the_affine_correction_is_unbiased_under_trust_bias(deterministic):
     data, policy = deterministic
     model = TrustBias(relevance=binarized(threshold=2, eps_plus=1.0, eps_minus=0.0))
-    log = cr.simulate(data, policy=policy, click_model=model, n_sessions=60_000, top_k=8,
-                      interventions=[cr.Randomize(0.3)], seed=1)
+    log = cr.simulate(
+        data,
+        policy=policy,
+        click_model=model,
+        n_sessions=60_000,
+        top_k=8,
+        interventions=[cr.Randomize(0.3)],
+        seed=1,
+    )
     t = targets.affine(data, log, model, negative="clip")
     by = _per_class(data, t, log, lambda y: int(y >= 2))
     _mean_is(by[1], 1.0)  # relevant documents: E[(c - beta)/alpha] = 1
@@ -318,8 +353,7 @@ def test_the_affine_correction_is_unbiased_under_trust_bias(deterministic):
 def test_cascade_ips_is_unbiased_for_the_attractiveness_under_dbn(deterministic):
     data, policy = deterministic
     model = DBN(binarized(threshold=2, eps_plus=0.9, eps_minus=0.2), satisfaction=SAT, gamma=0.85)
-    log = cr.simulate(data, policy=policy, click_model=model, n_sessions=60_000, top_k=8,
-                      seed=2)
+    log = cr.simulate(data, policy=policy, click_model=model, n_sessions=60_000, top_k=8, seed=2)
     t = targets.cascade_ips(data, log, model)
     by = _per_class(data, t, log, lambda y: int(y >= 2))
     _mean_is(by[1], 0.9)
@@ -354,8 +388,9 @@ def test_fit_clicks_cli_writes_the_comparison_and_the_plot(logs, tmp_path):
     logs["dbn"].write_parquet(path)
     runner = CliRunner()
     out, png = tmp_path / "fit.json", tmp_path / "ppl.png"
-    res = runner.invoke(cli, ["fit-clicks", str(path), "--models", "pbm,dbn", "--out", str(out),
-                              "--plot", str(png)])
+    res = runner.invoke(
+        cli, ["fit-clicks", str(path), "--models", "pbm,dbn", "--out", str(out), "--plot", str(png)]
+    )
     assert res.exit_code == 0, res.output
     assert "Best: dbn" in res.output
     summary = json.loads(out.read_text())
@@ -369,15 +404,19 @@ def test_fit_clicks_cli_writes_the_comparison_and_the_plot(logs, tmp_path):
 
 
 def test_a_run_with_click_fit_reports_the_comparison(tmp_path):
-    cfg = {"data": {"n_queries": 60, "docs_per_query": 15, "train": 30, "test": 30},
-           "simulation": {"sessions": 5000, "chunk_size": 2000},
-           "interventions": {"swap_fraction": 0.3},
-           "click_model": {"name": "dbn"},
-           "lambdamart": {"n_estimators": 5},
-           "targets": {"names": ["naive", "ips"], "clip": 0.02},
-           "evaluation": {"bootstrap": 100, "permutations": 200, "compare": []},
-           "interleaving": {"pairs": []}, "learning_curve": {"sessions": []},
-           "report": {"figures": False}, "click_fit": {"models": ["pbm", "dbn"]}}
+    cfg = {
+        "data": {"n_queries": 60, "docs_per_query": 15, "train": 30, "test": 30},
+        "simulation": {"sessions": 5000, "chunk_size": 2000},
+        "interventions": {"swap_fraction": 0.3},
+        "click_model": {"name": "dbn"},
+        "lambdamart": {"n_estimators": 5},
+        "targets": {"names": ["naive", "ips"], "clip": 0.02},
+        "evaluation": {"bootstrap": 100, "permutations": 200, "compare": []},
+        "interleaving": {"pairs": []},
+        "learning_curve": {"sessions": []},
+        "report": {"figures": False},
+        "click_fit": {"models": ["pbm", "dbn"]},
+    }
     res = cr.run_experiment(cfg, tmp_path / "run", progress=False)
     assert res.results["click_fit"]["best"] in ("pbm", "dbn")
     assert "Which click model describes the users?" in res.report_path.read_text()

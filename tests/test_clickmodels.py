@@ -721,9 +721,14 @@ def test_graded_relevance_scales_to_the_top_label_of_the_data(top):
 
 
 def test_explicit_values_win_and_are_named_as_given():
-    params, line = cm.relevance_for_labels("trust", [0, 1, 2], relevance="binarized",
-                                           threshold=2, eps=0.05,
-                                           names=("--max-label", "--threshold"))
+    params, line = cm.relevance_for_labels(
+        "trust",
+        [0, 1, 2],
+        relevance="binarized",
+        threshold=2,
+        eps=0.05,
+        names=("--max-label", "--threshold"),
+    )
     assert params == {"relevance": {"kind": "binarized", "threshold": 2.0, "eps_minus": 0.05}}
     assert line == "relevance: binarized at label >= 2 (labels 0..2; --threshold given)"
     _, line = cm.relevance_for_labels("pbm", [0, 1], relevance="binarized", threshold=3)

@@ -15,11 +15,17 @@ from clickrank.datasets import load, synthetic
 
 def _toy() -> cr.RankingData:
     X = np.arange(12, dtype=np.float32).reshape(6, 2) / 4
-    return cr.RankingData(X, np.array([0, 3, 1, 0, 2, 1.0]), np.array([0, 4, 6]),
-                          np.array([7, 9]), np.array(["a", "b", "c", "d", "a", "z"]))
+    return cr.RankingData(
+        X,
+        np.array([0, 3, 1, 0, 2, 1.0]),
+        np.array([0, 4, 6]),
+        np.array([7, 9]),
+        np.array(["a", "b", "c", "d", "a", "z"]),
+    )
 
 
 # -- RankingData ------------------------------------------------------------
+
 
 def test_ranking_data_validates_shapes():
     with pytest.raises(cr.InputError, match="qptr"):
@@ -66,6 +72,7 @@ def test_subsample_by_count_and_fraction():
 
 # -- synthetic ----------------------------------------------------------------
 
+
 def test_synthetic_shapes_and_query_feature():
     d = synthetic(1300, 30, seed=0)
     assert (d.n_queries, d.n_docs, d.n_features) == (1300, 39000, 6)
@@ -100,6 +107,7 @@ def test_synthetic_label_distribution_matches_the_model():
 
 
 # -- LETOR -------------------------------------------------------------------
+
 
 def test_letor_roundtrip_keeps_everything(tmp_path):
     d = _toy()
@@ -170,6 +178,7 @@ def test_mq2008_loads_with_the_documented_counts(mq2008):
 
 # -- frames and parquet --------------------------------------------------------
 
+
 def test_frame_and_parquet_roundtrip(tmp_path):
     d = _toy()
     back = cr.from_frame(d.to_frame())
@@ -196,9 +205,12 @@ def test_frame_errors_name_the_column():
 def test_an_absurd_feature_index_is_refused_with_its_line(tmp_path):
     path = tmp_path / "big.txt"
     path.write_text("1 qid:1 1:0.5 2:0.1\n0 qid:1 1:0.1 1000000000:1\n2 qid:2 1:0.3 2:0.2\n")
-    with pytest.raises(DataFormatError, match=r"big.txt:2: feature index in '1000000000:1' is "
-                                              r"implausible: 3 rows x 1,000,000,000 features "
-                                              r"would take 11.2 GiB for 6 values"):
+    with pytest.raises(
+        DataFormatError,
+        match=r"big.txt:2: feature index in '1000000000:1' is "
+        r"implausible: 3 rows x 1,000,000,000 features "
+        r"would take 11.2 GiB for 6 values",
+    ):
         load_letor(path)
     with pytest.raises(InputError, match="n_features=1,000,000,000 is implausible"):
         load_letor(tmp_path / "big.txt", n_features=10**9)

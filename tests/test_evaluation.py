@@ -36,8 +36,11 @@ def test_evaluate_table_means_match_metrics_and_report_empty_queries(data):
     row = t.row(0, named=True)
     expected = ndcg(a, data.y, data.qptr, k=10)
     assert row["mean"] == pytest.approx(expected.mean)
-    assert row["n_empty"] == expected.n_empty == int(
-        (np.add.reduceat(data.y > 0, data.qptr[:-1]) == 0).sum())
+    assert (
+        row["n_empty"]
+        == expected.n_empty
+        == int((np.add.reduceat(data.y > 0, data.qptr[:-1]) == 0).sum())
+    )
     assert row["n_used"] == data.n_queries - row["n_empty"]
     assert row["ci_low"] < row["mean"] < row["ci_high"]
     s = res.summary()
@@ -146,8 +149,14 @@ def test_counterfactual_ips_matches_the_truth_within_se():
     data = synthetic(400, 10, seed=4)
     model = PBM()
     logger, new = noisy(data, 2.0, 5), noisy(data, 0.5, 6)
-    log = simulate(data, policy=DeterministicPolicy(logger), click_model=model,
-                   n_sessions=150_000, top_k=10, seed=1)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(logger),
+        click_model=model,
+        n_sessions=150_000,
+        top_k=10,
+        seed=1,
+    )
     est = counterfactual(log, data, new, model.propensities(10))
     truth = _truth(data, new, model, 10)
     assert abs(est.estimate - truth) <= 4 * est.se
@@ -162,8 +171,14 @@ def test_counterfactual_with_top_k_cutoff_estimates_utility_over_shown_documents
     data = synthetic(400, 10, seed=7)
     model = PBM()
     logger, new = noisy(data, 1.0, 8), noisy(data, 0.7, 9)
-    log = simulate(data, policy=DeterministicPolicy(logger), click_model=model,
-                   n_sessions=150_000, top_k=5, seed=2)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(logger),
+        click_model=model,
+        n_sessions=150_000,
+        top_k=5,
+        seed=2,
+    )
     est = counterfactual(log, data, new, model.propensities(5))
     r = rankings_from_scores(logger, data.qptr)
     shown = np.zeros(data.n_docs)
@@ -174,8 +189,9 @@ def test_counterfactual_with_top_k_cutoff_estimates_utility_over_shown_documents
 
 def test_counterfactual_input_errors():
     data = synthetic(20, 5, seed=0)
-    log = simulate(data, policy=DeterministicPolicy(data.y), click_model=PBM(), n_sessions=200,
-                   top_k=5, seed=0)
+    log = simulate(
+        data, policy=DeterministicPolicy(data.y), click_model=PBM(), n_sessions=200, top_k=5, seed=0
+    )
     with pytest.raises(InputError, match="propensities"):
         counterfactual(log, data, data.y, np.array([1.0, 0.0, 0.5, 0.3, 0.2]))
     with pytest.raises(InputError, match="positions"):
@@ -207,15 +223,32 @@ def test_cli_evaluate_prints_table_with_cis_and_writes_json(tmp_path):
     for name, sigma in (("a.txt", 0.5), ("b.txt", 2.0)):
         np.savetxt(tmp_path / name, noisy(data, sigma, 1))
     out = tmp_path / "e.json"
-    r = CliRunner().invoke(cli, ["evaluate", "--scores", str(tmp_path / "a.txt"), "--scores",
-                                 str(tmp_path / "b.txt"), "--data", str(tmp_path / "test.txt"),
-                                 "--metric", "ndcg@10", "--bootstrap", "200", "-o", str(out)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "--scores",
+            str(tmp_path / "a.txt"),
+            "--scores",
+            str(tmp_path / "b.txt"),
+            "--data",
+            str(tmp_path / "test.txt"),
+            "--metric",
+            "ndcg@10",
+            "--bootstrap",
+            "200",
+            "-o",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "95% CI" in r.output and "paired t-test" in r.output
     assert len(json.loads(out.read_text())["table"]) == 2
     (tmp_path / "bad.txt").write_text("1.0\nabc\n")
-    r = CliRunner().invoke(cli, ["evaluate", "--scores", str(tmp_path / "bad.txt"), "--data",
-                                 str(tmp_path / "test.txt")])
+    r = CliRunner().invoke(
+        cli,
+        ["evaluate", "--scores", str(tmp_path / "bad.txt"), "--data", str(tmp_path / "test.txt")],
+    )
     assert r.exit_code == 1 and "bad.txt:2" in r.output
 
 
@@ -231,26 +264,32 @@ def test_the_summary_counts_the_empty_queries_and_names_the_other_conventions():
     n_empty = int((np.maximum.reduceat(data.y, data.qptr[:-1]) == 0).sum())
     assert 0 < n_empty < 80
     skip = evaluate(noisy(data, 1.0, 0), data, ["ndcg@10", "err@10"], n_bootstrap=50)
-    assert skip.empty_line() == (f'{n_empty} of 80 queries have no relevant document: skipped '
-                                 '(empty="zero" counts them as 0, empty="one" as 1)')
+    assert skip.empty_line() == (
+        f"{n_empty} of 80 queries have no relevant document: skipped "
+        '(empty="zero" counts them as 0, empty="one" as 1)'
+    )
     assert skip.empty_line() in skip.summary()
     zero = evaluate(noisy(data, 1.0, 0), data, ["ndcg@10"], empty="zero", n_bootstrap=50)
-    assert zero.empty_line(option="--empty") == (f"{n_empty} of 80 queries have no relevant "
-                                                 "document: counted as 0 (--empty skip leaves "
-                                                 "them out)")
+    assert zero.empty_line(option="--empty") == (
+        f"{n_empty} of 80 queries have no relevant "
+        "document: counted as 0 (--empty skip leaves "
+        "them out)"
+    )
     m_skip, m_zero = skip.to_frame()["mean"][0], zero.to_frame()["mean"][0]
     assert m_zero == pytest.approx(m_skip * (80 - n_empty) / 80)
     # metrics that disagree on which queries are empty are listed one by one
     table = skip.table.with_columns(
-        n_empty=pl.when(pl.col("metric") == "err@10").then(3).otherwise(pl.col("n_empty")))
+        n_empty=pl.when(pl.col("metric") == "err@10").then(3).otherwise(pl.col("n_empty"))
+    )
     odd = dataclasses.replace(skip, table=table)
     assert odd.empty_line().startswith(
-        f"queries without a relevant document: {n_empty} for ndcg@10, 3 for err@10 (of 80): "
-        "skipped")
+        f"queries without a relevant document: {n_empty} for ndcg@10, 3 for err@10 (of 80): skipped"
+    )
     full = synthetic(20, 10, seed=3)
     full = full.with_labels(full.y + 1)
     assert evaluate(full.y, full, ["ndcg@10"], n_bootstrap=20).empty_line() == (
-        "all 20 queries have a relevant document")
+        "all 20 queries have a relevant document"
+    )
 
 
 def test_cli_evaluate_says_how_many_queries_were_skipped_and_offers_empty_zero(tmp_path):
@@ -263,15 +302,28 @@ def test_cli_evaluate_says_how_many_queries_were_skipped_and_offers_empty_zero(t
     n_empty = int((np.maximum.reduceat(data.y, data.qptr[:-1]) == 0).sum())
     save_letor(data, tmp_path / "test.txt")
     np.savetxt(tmp_path / "a.txt", noisy(data, 0.5, 1))
-    args = ["evaluate", "--scores", str(tmp_path / "a.txt"), "--data", str(tmp_path / "test.txt"),
-            "--metric", "ndcg@10", "--bootstrap", "50"]
+    args = [
+        "evaluate",
+        "--scores",
+        str(tmp_path / "a.txt"),
+        "--data",
+        str(tmp_path / "test.txt"),
+        "--metric",
+        "ndcg@10",
+        "--bootstrap",
+        "50",
+    ]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
-    assert (f"  {n_empty} of 60 queries have no relevant document: skipped (--empty zero "
-            "counts them as 0, --empty one as 1)") in r.output.splitlines()
+    assert (
+        f"  {n_empty} of 60 queries have no relevant document: skipped (--empty zero "
+        "counts them as 0, --empty one as 1)"
+    ) in r.output.splitlines()
     r = CliRunner().invoke(cli, [*args, "--empty", "zero"])
     assert r.exit_code == 0, r.output
-    assert (f"{n_empty} of 60 queries have no relevant document: counted as 0 (--empty skip "
-            "leaves them out)") in r.output
+    assert (
+        f"{n_empty} of 60 queries have no relevant document: counted as 0 (--empty skip "
+        "leaves them out)"
+    ) in r.output
     row = next(ln for ln in r.output.splitlines() if "ndcg@10" in ln).split()
     assert row[-2:] == ["60", str(n_empty)]  # used, empty: every query enters the mean

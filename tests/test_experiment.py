@@ -103,25 +103,45 @@ def test_stage_seeds_derive_from_the_master_seed_unless_a_section_sets_its_own()
 
 
 BAD = [
-    ({"simulation": {"sesions": 5}}, r"unknown key 'sesions' in \[simulation\]; did you mean "
-                                     r"'sessions'\?"),
-    ({"simulaton": {"sessions": 5}}, r"unknown section or key 'simulaton'; did you mean "
-                                     r"\[simulation\]\?"),
+    (
+        {"simulation": {"sesions": 5}},
+        r"unknown key 'sesions' in \[simulation\]; did you mean "
+        r"'sessions'\?",
+    ),
+    (
+        {"simulaton": {"sessions": 5}},
+        r"unknown section or key 'simulaton'; did you mean "
+        r"\[simulation\]\?",
+    ),
     ({"simulation": {"sessions": -5}}, r"\[simulation\] sessions must be >= 1, got -5"),
     ({"simulation": {"sessions": "many"}}, r"\[simulation\] sessions must be an integer"),
     ({"click_model": {"eta": -0.5}}, r"\[click_model\] eta .*must be >= 0, got -0.5"),
     ({"click_model": {"eps": 1.5}}, r"\[click_model\] eps must be in \[0, 1\], got 1.5"),
-    ({"interventions": {"swap_fraction": -0.1}},
-     r"\[interventions\] swap_fraction must be in \[0, 1\]"),
-    ({"interventions": {"swap_fraction": 0.7, "randomize_fraction": 0.5, "fairpairs_fraction": 0}},
-     r"\[interventions\] fractions must sum to at most 1, got 1.2"),
+    (
+        {"interventions": {"swap_fraction": -0.1}},
+        r"\[interventions\] swap_fraction must be in \[0, 1\]",
+    ),
+    (
+        {
+            "interventions": {
+                "swap_fraction": 0.7,
+                "randomize_fraction": 0.5,
+                "fairpairs_fraction": 0,
+            }
+        },
+        r"\[interventions\] fractions must sum to at most 1, got 1.2",
+    ),
     ({"production": {"fraction": 0}}, r"\[production\] fraction must be in \(0, 1\]"),
-    ({"data": {"source": "letor", "path": "no/such/train.txt"}},
-     r"\[data\] path does not exist: .*no/such/train.txt"),
+    (
+        {"data": {"source": "letor", "path": "no/such/train.txt"}},
+        r"\[data\] path does not exist: .*no/such/train.txt",
+    ),
     ({"data": {"source": "letor"}}, r"\[data\] path is required"),
     ({"data": {"train": 300, "test": 0.5}}, r"all be counts .* or all fractions"),
-    ({"propensity": {"methods": ["randomized"]}},
-     r"\[propensity\] methods method 'randomized' needs \[interventions\] randomize_fraction"),
+    (
+        {"propensity": {"methods": ["randomized"]}},
+        r"\[propensity\] methods method 'randomized' needs \[interventions\] randomize_fraction",
+    ),
     ({"propensity": {"methods": ["swapp"]}}, r"unknown method 'swapp'.*did you mean 'swap'\?"),
     ({"targets": {"names": ["naive", "ipss"]}}, r"unknown target 'ipss'.*did you mean 'ips'\?"),
     ({"evaluation": {"compare": [["ips", "lambdamart"]]}}, r"names 'lambdamart', which is not"),
@@ -129,23 +149,31 @@ BAD = [
     ({"interleaving": {"method": "team_draft"}}, r"did you mean 'team-draft'\?"),
     ({"click_model": {"name": "cascade", "eta": 2.0}}, r"eta applies to pbm, trust, ubm"),
     ({"simulation": {"top_k": 40}}, r"top_k = 40 exceeds \[data\] docs_per_query = 30"),
-    ({"lambdamart": {"select": False, "early_stopping_rounds": 10}},
-     r"needs validation queries"),
-    ({"lambdamart": {"grid": [{"num_leaves": 8, "n_estimators": 5}]}},
-     r"\[lambdamart\] grid entries may set"),
+    ({"lambdamart": {"select": False, "early_stopping_rounds": 10}}, r"needs validation queries"),
+    (
+        {"lambdamart": {"grid": [{"num_leaves": 8, "n_estimators": 5}]}},
+        r"\[lambdamart\] grid entries may set",
+    ),
     ({"lambdamart": {"validation": "ipss"}}, r"did you mean 'ips'\?"),
     ({"targets": {"candidates": "hybird"}}, r"did you mean 'hybrid'\?"),
     ({"targets": {"clip": "sometimes"}}, r"\[targets\] clip must be"),
     ({"evaluation": {"alpha": 1.5}}, r"\[evaluation\] alpha must be in \(0, 1\)"),
-    ({"interventions": {"fairpairs_fraction": 0}, "targets": {"names": ["pairs:fairpairs"]},
-      "evaluation": {"compare": []}}, r"needs \[interventions\] fairpairs_fraction"),
+    (
+        {
+            "interventions": {"fairpairs_fraction": 0},
+            "targets": {"names": ["pairs:fairpairs"]},
+            "evaluation": {"compare": []},
+        },
+        r"needs \[interventions\] fairpairs_fraction",
+    ),
     ({"targets": {"names": ["pairs:skip-sideways"]}}, r"bad target 'pairs:skip-sideways'"),
 ]
 
 
 @pytest.mark.parametrize(("config", "message"), BAD, ids=[m[:40] for _, m in BAD])
-def test_bad_configs_fail_fast_with_one_line_naming_the_key_and_write_nothing(tmp_path, config,
-                                                                            message):
+def test_bad_configs_fail_fast_with_one_line_naming_the_key_and_write_nothing(
+    tmp_path, config, message
+):
     out = tmp_path / "results" / "x"
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=message) as info:
@@ -175,13 +203,17 @@ def test_letor_paths_are_resolved_relative_to_the_config_file(tmp_path):
     conf = tmp_path / "conf"
     conf.mkdir()
     path = conf / "run.toml"
-    path.write_text('[data]\nsource = "letor"\npath = "../fold/train.txt"\n'
-                    'test_path = "../fold/test.txt"\n[simulation]\ntop_k = 5\n')
+    path.write_text(
+        '[data]\nsource = "letor"\npath = "../fold/train.txt"\n'
+        'test_path = "../fold/test.txt"\n[simulation]\ntop_k = 5\n'
+    )
     cfg = load_config(path)
     assert Path(cfg["data"]["path"]) == (folder / "train.txt").resolve()
     assert Path(cfg["data"]["test_path"]) == (folder / "test.txt").resolve()
-    path.write_text('[data]\nsource = "letor"\npath = "../fold/train.txt"\n'
-                    'test_path = "../fold/test.txt"\ntrain = 0.5\n')
+    path.write_text(
+        '[data]\nsource = "letor"\npath = "../fold/train.txt"\n'
+        'test_path = "../fold/test.txt"\ntrain = 0.5\n'
+    )
     with pytest.raises(ConfigError, match=r"\[data\] train splits the data only without"):
         load_config(path)
     path.write_text('[data]\nsource = "letor"\npath = "../fold/train.txt"\nn_queries = 5\n')
@@ -190,12 +222,18 @@ def test_letor_paths_are_resolved_relative_to_the_config_file(tmp_path):
 
 
 def test_dumps_toml_writes_inline_tables_and_skips_missing_values():
-    text = dumps_toml({"seed": 3, "click_model": {"name": "dbn", "params": {"gamma": 0.9},
-                                                  "max_label": None},
-                       "evaluation": {"compare": [["ips", "naive"]]}})
-    assert tomllib.loads(text) == {"seed": 3, "click_model": {"name": "dbn",
-                                                              "params": {"gamma": 0.9}},
-                                   "evaluation": {"compare": [["ips", "naive"]]}}
+    text = dumps_toml(
+        {
+            "seed": 3,
+            "click_model": {"name": "dbn", "params": {"gamma": 0.9}, "max_label": None},
+            "evaluation": {"compare": [["ips", "naive"]]},
+        }
+    )
+    assert tomllib.loads(text) == {
+        "seed": 3,
+        "click_model": {"name": "dbn", "params": {"gamma": 0.9}},
+        "evaluation": {"compare": [["ips", "naive"]]},
+    }
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -215,14 +253,29 @@ def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tmp_path):
     assert run.report_path == out / "report.md"
     summary = json.loads(run.summary_path.read_text())
     assert summary == json.loads(json.dumps(run.results))
-    for name in ("config.toml", "manifest.json", "log.parquet", "log_stats.json",
-                 "propensities/swap.json", "propensities/truth.json", "evaluation.json",
-                 "interleaving.json", "learning_curve.json", "data/split.json"):
+    for name in (
+        "config.toml",
+        "manifest.json",
+        "log.parquet",
+        "log_stats.json",
+        "propensities/swap.json",
+        "propensities/truth.json",
+        "evaluation.json",
+        "interleaving.json",
+        "learning_curve.json",
+        "data/split.json",
+    ):
         assert (out / name).is_file(), name
     for target in ("naive", "ips", "ips-true", "skip-above", "oracle"):
         assert (out / "models" / target / "model.txt").is_file()
-    assert set(summary["figures"]) == {"ctr_by_position", "propensities", "click_heatmap",
-                                       "skip_above_bias", "learning_curve", "forces"}
+    assert set(summary["figures"]) == {
+        "ctr_by_position",
+        "propensities",
+        "click_heatmap",
+        "skip_above_bias",
+        "learning_curve",
+        "forces",
+    }
     report = run.report_path.read_text()
     for rel in summary["figures"].values():
         png = out / rel
@@ -239,8 +292,15 @@ def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tmp_path):
 def test_the_summary_holds_metrics_with_cis_tests_interleaving_and_versions(tiny_run):
     s = tiny_run.results
     ev = s["evaluation"]
-    assert ev["rankers"] == ["production", "naive", "ips", "ips-true", "skip-above",
-                             "pairs:fairpairs", "oracle"]
+    assert ev["rankers"] == [
+        "production",
+        "naive",
+        "ips",
+        "ips-true",
+        "skip-above",
+        "pairs:fairpairs",
+        "oracle",
+    ]
     for row in ev["table"]:
         assert row["ci_low"] <= row["mean"] <= row["ci_high"]
     pairs = {(c["a"], c["b"], c["metric"]) for c in ev["comparisons"]}
@@ -271,22 +331,30 @@ def test_the_run_states_the_logger_quality_and_the_relevance_map(tiny_run):
     assert 0 < q["held_out"]["mean"] <= 1 and 0 < q["all"]["mean"] <= 1
     meta = read_log_metadata(tiny_run.out_dir / "log.parquet")
     assert meta["logger_quality"] == {"production": q}
-    line = ("relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 4 "
-            "(labels 0..4; the top grade is the largest label)")
+    line = (
+        "relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 4 "
+        "(labels 0..4; the top grade is the largest label)"
+    )
     assert s["log"]["relevance"] == meta["relevance"] == line
     report = tiny_run.report_path.read_text()
-    assert (f"trained on 20 of the 30 training queries (NDCG@10 {q['held_out']['mean']:.3f} on "
-            f"the other 10") in report
+    assert (
+        f"trained on 20 of the 30 training queries (NDCG@10 {q['held_out']['mean']:.3f} on "
+        f"the other 10"
+    ) in report
     assert "Relevance: graded, P(click | examined) from 0.1" in report
 
 
 def test_a_config_sets_the_floor_of_the_production_ranker_and_a_binarized_map(tmp_path):
-    cfg = _with(production={"min_queries": 3, "fraction": 0.1},
-                click_model={"relevance": "binarized"}, learning_curve={"sessions": []})
+    cfg = _with(
+        production={"min_queries": 3, "fraction": 0.1},
+        click_model={"relevance": "binarized"},
+        learning_curve={"sessions": []},
+    )
     res = run_experiment(cfg, tmp_path / "r", progress=False)
     assert res.results["production"]["trained_on_queries"] == 3
     assert res.results["log"]["relevance"].startswith(
-        "relevance: binarized at label >= 3 (labels 0..4; the default")
+        "relevance: binarized at label >= 3 (labels 0..4; the default"
+    )
     assert "threshold=3.0" in res.results["log"]["click_model"]
     with pytest.raises(ConfigError, match=r"\[production\] min_queries must be >= 1"):
         load_config(_with(production={"min_queries": 0}))
@@ -356,8 +424,12 @@ def test_a_folder_that_is_not_a_results_folder_is_refused_even_with_force(tmp_pa
 def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tmp_path):
     out = tmp_path / "run"
     run_experiment(TINY, out, progress=False)
-    mine = [out / "notes.txt", out / "models" / "mine.txt", out / "figures" / "sketch.txt",
-            out / "propensities" / "old.json"]
+    mine = [
+        out / "notes.txt",
+        out / "models" / "mine.txt",
+        out / "figures" / "sketch.txt",
+        out / "propensities" / "old.json",
+    ]
     for p in mine:
         p.parent.mkdir(exist_ok=True)
         p.write_text("the user's")
@@ -383,8 +455,12 @@ def test_progress_lines_name_each_stage_with_its_timing(tmp_path, capsys):
 
 
 def test_a_click_model_without_true_propensities_skips_ips_true_with_a_note(tmp_path):
-    cfg = _with(click_model={"name": "dbn"}, learning_curve={"sessions": []},
-                report={"figures": False}, interleaving={"ab": False})
+    cfg = _with(
+        click_model={"name": "dbn"},
+        learning_curve={"sessions": []},
+        report={"figures": False},
+        interleaving={"ab": False},
+    )
     res = run_experiment(cfg, tmp_path / "dbn", progress=False)
     assert "ips-true" not in res.results["models"]
     assert res.results["propensities"]["truth"] is None
@@ -425,13 +501,22 @@ def test_cli_reports_a_bad_config_in_one_line_and_writes_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_a_letor_run_on_mq2008_with_its_own_test_and_validation_files(mq2008, tmp_path):
-    cfg = _with(data={"source": "letor", "path": str(mq2008 / "train.txt"),
-                      "test_path": str(mq2008 / "test.txt"),
-                      "valid_path": str(mq2008 / "vali.txt")},
-                learning_curve={"sessions": []}, report={"figures": False},
-                lambdamart={"early_stopping_rounds": 5})
-    cfg["data"] = {k: v for k, v in cfg["data"].items()
-                   if k not in ("n_queries", "docs_per_query", "train", "test")}
+    cfg = _with(
+        data={
+            "source": "letor",
+            "path": str(mq2008 / "train.txt"),
+            "test_path": str(mq2008 / "test.txt"),
+            "valid_path": str(mq2008 / "vali.txt"),
+        },
+        learning_curve={"sessions": []},
+        report={"figures": False},
+        lambdamart={"early_stopping_rounds": 5},
+    )
+    cfg["data"] = {
+        k: v
+        for k, v in cfg["data"].items()
+        if k not in ("n_queries", "docs_per_query", "train", "test")
+    }
     res = run_experiment(cfg, tmp_path / "mq", progress=False)
     parts = res.results["data"]["parts"]
     assert set(parts) == {"train", "valid", "test"}
@@ -484,12 +569,13 @@ def test_a_stage_that_fails_is_not_reused_and_the_error_names_the_stage(tmp_path
 
 
 def test_preference_strategy_targets_are_trained_and_saved_under_a_safe_folder(tmp_path):
-    cfg = _with(interventions={"swap_fraction": 0.3, "fairpairs_fraction": 0.3},
-                targets={"names": ["ips", "pairs:fairpairs", "pairs:skip-above+skip-next"],
-                         "clip": 0.02},
-                evaluation={"compare": [["pairs:fairpairs", "ips"]]},
-                interleaving={"pairs": [["pairs:fairpairs", "ips"]], "ab": False},
-                learning_curve={"sessions": [], "targets": []})
+    cfg = _with(
+        interventions={"swap_fraction": 0.3, "fairpairs_fraction": 0.3},
+        targets={"names": ["ips", "pairs:fairpairs", "pairs:skip-above+skip-next"], "clip": 0.02},
+        evaluation={"compare": [["pairs:fairpairs", "ips"]]},
+        interleaving={"pairs": [["pairs:fairpairs", "ips"]], "ab": False},
+        learning_curve={"sessions": [], "targets": []},
+    )
     res = run_experiment(cfg, tmp_path / "pairs", progress=False)
     models = res.results["models"]
     assert models["pairs:fairpairs"]["kind"] == "pairs"
@@ -502,19 +588,22 @@ def test_preference_strategy_targets_are_trained_and_saved_under_a_safe_folder(t
 
 
 def test_the_debiased_pairwise_targets_run_with_the_learning_curve(tmp_path):
-    cfg = _with(targets={"names": ["unbiased-lambdamart", "prs-pairs", "ips-pairs"],
-                         "clip": 0.02},
-                evaluation={"compare": [["unbiased-lambdamart", "prs-pairs"]]},
-                interleaving={"pairs": [], "ab": False},
-                learning_curve={"sessions": [2000], "targets": ["unbiased-lambdamart"]})
+    cfg = _with(
+        targets={"names": ["unbiased-lambdamart", "prs-pairs", "ips-pairs"], "clip": 0.02},
+        evaluation={"compare": [["unbiased-lambdamart", "prs-pairs"]]},
+        interleaving={"pairs": [], "ab": False},
+        learning_curve={"sessions": [2000], "targets": ["unbiased-lambdamart"]},
+    )
     res = run_experiment(cfg, tmp_path / "debiased", progress=False)
     models = res.results["models"]
     assert models["unbiased-lambdamart"]["kind"] == "sessions"
     assert models["prs-pairs"]["kind"] == models["ips-pairs"]["kind"] == "pairs"
     assert models["prs-pairs"]["metadata"]["clip"] == 0.02
-    meta = json.loads((tmp_path / "debiased" / "models" / "unbiased-lambdamart" /
-                       "meta.json").read_text())
+    meta = json.loads(
+        (tmp_path / "debiased" / "models" / "unbiased-lambdamart" / "meta.json").read_text()
+    )
     assert len(meta["position_bias"]["t_plus"]) == 10
     curve = res.results["learning_curve"]
-    assert any(r["method"] == "unbiased-lambdamart" and r["sessions"] == 2000
-               for r in curve["rows"]), curve
+    assert any(
+        r["method"] == "unbiased-lambdamart" and r["sessions"] == 2000 for r in curve["rows"]
+    ), curve

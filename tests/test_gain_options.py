@@ -35,15 +35,24 @@ def data() -> RankingData:
 @pytest.fixture(scope="module")
 def log(data) -> pl.DataFrame:
     """A top-4 log of a fixed ranking with swaps, so documents are seen at several positions."""
-    cm = make_click_model("pbm", examination=THETA,
-                          attractiveness={"kind": "binarized", "threshold": 2})
-    return simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=cm,
-                    n_sessions=3000, interventions=[Swap(0.3)], top_k=4, seed=4)
+    cm = make_click_model(
+        "pbm", examination=THETA, attractiveness={"kind": "binarized", "threshold": 2}
+    )
+    return simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=cm,
+        n_sessions=3000,
+        interventions=[Swap(0.3)],
+        top_k=4,
+        seed=4,
+    )
 
 
 def _row_of(data: RankingData, log: pl.DataFrame) -> np.ndarray:
-    keys = pl.DataFrame({"query": data.qid[data.query_index], "doc": data.doc,
-                         "row": np.arange(data.n_docs)})
+    keys = pl.DataFrame(
+        {"query": data.qid[data.query_index], "doc": data.doc, "row": np.arange(data.n_docs)}
+    )
     return log.join(keys, on=["query", "doc"], how="left")["row"].to_numpy()
 
 
@@ -59,9 +68,7 @@ def test_click_stats_equal_a_numpy_reference(data, log):
     np.testing.assert_allclose(s.ips, np.bincount(rows, weights=c / THETA[pos - 1], minlength=n))
     per_query = log.group_by("query").agg(pl.col("session").n_unique()).sort("query")
     want = dict(zip(per_query["query"].to_list(), per_query["session"].to_list(), strict=True))
-    np.testing.assert_array_equal(
-        s.sessions, [want.get(q, 0) for q in data.qid[data.query_index]]
-    )
+    np.testing.assert_array_equal(s.sessions, [want.get(q, 0) for q in data.qid[data.query_index]])
     assert s.n_sessions == 3000 and s.shown_fraction == pytest.approx((s.impressions > 0).mean())
 
 
@@ -87,17 +94,26 @@ def test_exposure_normalisation_is_clicks_over_summed_propensities(data, log):
     s = click_stats(data, log, THETA)
     t = ips(data, log, THETA, clip=None, normalize="exposure", candidates="all")
     shown = s.impressions > 0
-    np.testing.assert_allclose(t.gains[shown], s.sessions[shown] * s.clicks[shown]
-                               / s.exposure[shown])
+    np.testing.assert_allclose(
+        t.gains[shown], s.sessions[shown] * s.clicks[shown] / s.exposure[shown]
+    )
     assert np.all(t.gains[~shown] == 0)
 
 
 def test_exposure_normalisation_recovers_relevance_under_pbm(data):
     """N_q C/E estimates N_q * P(click | examined): within 4 binomial SE of the truth."""
-    cm = make_click_model("pbm", examination=THETA,
-                          attractiveness={"kind": "binarized", "threshold": 2})
-    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=cm,
-                   n_sessions=40_000, interventions=[Swap(0.5)], top_k=4, seed=9)
+    cm = make_click_model(
+        "pbm", examination=THETA, attractiveness={"kind": "binarized", "threshold": 2}
+    )
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=cm,
+        n_sessions=40_000,
+        interventions=[Swap(0.5)],
+        top_k=4,
+        seed=9,
+    )
     s = click_stats(data, log, THETA)
     t = ips(data, None, None, normalize="exposure", candidates="shown", stats=s)
     shown = s.impressions > 0
@@ -137,8 +153,14 @@ def test_auto_candidates_follow_the_shown_fraction(data, log):
     assert t.metadata["candidates"] == "shown" and "auto" in t.metadata["candidates_rule"]
     long = synthetic(30, 60, seed=2)  # top 4 of 60: under 20% shown
     cm = make_click_model("pbm", examination=THETA, attractiveness="graded")
-    long_log = simulate(long, policy=DeterministicPolicy(long.X[:, 0]), click_model=cm,
-                        n_sessions=500, top_k=4, seed=1)
+    long_log = simulate(
+        long,
+        policy=DeterministicPolicy(long.X[:, 0]),
+        click_model=cm,
+        n_sessions=500,
+        top_k=4,
+        seed=1,
+    )
     t_long = naive(long, long_log)
     assert t_long.metadata["candidates"] == "hybrid" and t_long.doc_weights is not None
 
@@ -148,8 +170,9 @@ def test_doc_weights_scale_pairs_and_zero_weight_silences_a_document():
     g = np.array([0.0, 3.0, 1.0, 0.0])
     qptr = np.array([0, 4])
     base = lambdas(s, g, qptr)
-    np.testing.assert_allclose(lambdas(s, g, qptr, doc_weights=np.full(4, 2.0)).forces,
-                               4 * base.forces)
+    np.testing.assert_allclose(
+        lambdas(s, g, qptr, doc_weights=np.full(4, 2.0)).forces, 4 * base.forces
+    )
     w = np.array([1.0, 1.0, 1.0, 0.0])
     f = lambdas(s, g, qptr, doc_weights=w).forces
     assert f[3] == 0 and abs(f.sum()) < 1e-12

@@ -88,8 +88,7 @@ def test_optimized_credit_is_antisymmetric_on_the_same_lists():
     ra, rb = random_rankings(n_queries=5, n_docs=8, seed=4)
     ab = optimized(ra, rb, k=5, seed=1)
     ba = solve_optimized(rb, ra, k=5)
-    np.testing.assert_array_equal(np.sort(ba.lists, axis=0), np.sort(ab.distribution.lists,
-                                                                     axis=0))
+    np.testing.assert_array_equal(np.sort(ba.lists, axis=0), np.sort(ab.distribution.lists, axis=0))
     np.testing.assert_allclose(np.sort(ba.delta.ravel()), np.sort(-ab.distribution.delta.ravel()))
 
 
@@ -146,8 +145,11 @@ def test_optimized_lp_solution_satisfies_its_constraints():
         for lst in lists:  # each prefix is the union of a prefix of A and a prefix of B
             for i in range(1, 7):
                 pre = set(lst[:i])
-                ok = any(pre == set(ra[q, :x]) | set(rb[q, :y])
-                         for x in range(i + 1) for y in range(i + 1))
+                ok = any(
+                    pre == set(ra[q, :x]) | set(rb[q, :y])
+                    for x in range(i + 1)
+                    for y in range(i + 1)
+                )
                 assert ok
 
 

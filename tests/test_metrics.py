@@ -115,8 +115,7 @@ def test_pfound_follows_the_yandex_cascade():
     assert float(pfound(*ONE)) == pytest.approx(expected)
     # CatBoost convention: labels are the probabilities, decay = 1 - p_break
     assert float(
-        pfound([3, 2, 1], [0.2, 0.9, 0.5], [0, 3], relevance_to_probability="identity",
-               p_break=0.1)
+        pfound([3, 2, 1], [0.2, 0.9, 0.5], [0, 3], relevance_to_probability="identity", p_break=0.1)
     ) == pytest.approx(0.2 + 0.8 * 0.9 * 0.9 + 0.8 * 0.9 * 0.1 * 0.9 * 0.5)
 
 
@@ -183,8 +182,9 @@ def test_no_queries_gives_an_empty_result():
 # ----------------------------------------------------------------- empty conventions
 
 
-@pytest.mark.parametrize("metric", [ndcg, err, average_precision, reciprocal_rank, precision,
-                                    pfound])
+@pytest.mark.parametrize(
+    "metric", [ndcg, err, average_precision, reciprocal_rank, precision, pfound]
+)
 def test_empty_queries_follow_the_convention(metric):
     s, y, q = [3, 2, 1, 2, 1], [0, 1, 0, 0, 0], [0, 3, 5]
     skip, zero, one = (metric(s, y, q, empty=e) for e in ("skip", "zero", "one"))
@@ -423,13 +423,19 @@ def reference(metric, queries, k, empty, **options):
         elif metric == "err":
             v = ref_err(scores, labels, k, max_grade)
         elif metric == "ap":
-            v = ref_ap(scores, labels, k, options.get("threshold", 1),
-                       options.get("denominator", "relevant"))
+            v = ref_ap(
+                scores,
+                labels,
+                k,
+                options.get("threshold", 1),
+                options.get("denominator", "relevant"),
+            )
         elif metric == "rr":
             v = ref_rr(scores, labels, k, options.get("threshold", 1))
         elif metric == "p":
-            v = ref_precision(scores, labels, k, options.get("threshold", 1),
-                              options.get("denominator", "k"))
+            v = ref_precision(
+                scores, labels, k, options.get("threshold", 1), options.get("denominator", "k")
+            )
         else:
             v = ref_pfound(scores, labels, k, prob, options.get("p_break", 0.15))
         if v is None:  # no relevant document
@@ -486,14 +492,19 @@ def call(func, queries, k, empty, options):
     return func(*flatten(queries), k=k, empty=empty, **options)
 
 
-@pytest.mark.parametrize(("name", "func", "options"), CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("name", "func", "options"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
 @pytest.mark.parametrize("path", ["padded", "lexsort", "blocks"])
 @settings(max_examples=30, deadline=None)
-@given(queries=ranking_data(), k=st.one_of(st.none(), st.integers(1, 10)),
-       empty=st.sampled_from(["skip", "zero", "one"]))
-def test_every_metric_matches_the_plain_loop_reference(name, func, options, path, queries, k,
-                                                        empty):
+@given(
+    queries=ranking_data(),
+    k=st.one_of(st.none(), st.integers(1, 10)),
+    empty=st.sampled_from(["skip", "zero", "one"]),
+)
+def test_every_metric_matches_the_plain_loop_reference(
+    name, func, options, path, queries, k, empty
+):
     # "lexsort" forces the ragged-data route through clickrank._segments.rank_order;
     # "blocks" cuts the queries into blocks of about 5 rows (as 2**18 rows are cut at scale)
     with (
@@ -505,8 +516,9 @@ def test_every_metric_matches_the_plain_loop_reference(name, func, options, path
     np.testing.assert_allclose(result.values, expected, rtol=1e-12, atol=1e-12)
     assert result.n_queries == len(queries)
     # empty = no relevant document; DCG counts the queries NDCG would skip
-    skipped = reference("ndcg" if name == "dcg" else name, queries, k, "skip",
-                        **({} if name == "dcg" else options))
+    skipped = reference(
+        "ndcg" if name == "dcg" else name, queries, k, "skip", **({} if name == "dcg" else options)
+    )
     assert result.n_empty == int(np.isnan(skipped).sum())
     assert result.empty == ("zero" if name == "dcg" else empty)
 
@@ -533,9 +545,12 @@ def test_ragged_data_takes_the_lexsort_route_and_agrees_with_the_reference():
     assert not M._dense(flatten(queries)[2])
     for name, func, options in CASES:
         for k in (None, 5):
-            np.testing.assert_allclose(call(func, queries, k, "skip", options).values,
-                                       reference(name, queries, k, "skip", **options),
-                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(
+                call(func, queries, k, "skip", options).values,
+                reference(name, queries, k, "skip", **options),
+                rtol=1e-12,
+                atol=1e-12,
+            )
 
 
 def test_large_uniform_input_agrees_with_the_reference_on_a_sample():
@@ -546,9 +561,8 @@ def test_large_uniform_input_agrees_with_the_reference_on_a_sample():
     q = np.arange(n_q + 1) * n
     r = ndcg(s, y, q, k=10)
     sample = rng.choice(n_q, 50, replace=False)
-    queries = [(s[q[i]:q[i + 1]].tolist(), y[q[i]:q[i + 1]].tolist()) for i in sample]
-    np.testing.assert_allclose(r.values[sample], reference("ndcg", queries, 10, "skip"),
-                               rtol=1e-12)
+    queries = [(s[q[i] : q[i + 1]].tolist(), y[q[i] : q[i + 1]].tolist()) for i in sample]
+    np.testing.assert_allclose(r.values[sample], reference("ndcg", queries, 10, "skip"), rtol=1e-12)
 
 
 def test_examples_in_docs_metrics_md_run():

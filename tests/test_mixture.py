@@ -60,8 +60,9 @@ def test_protocol_and_uniform_count():
 
 def test_click_probabilities_are_the_weighted_component_marginals():
     m = mixed()
-    want = sum(w * c.click_probabilities(LISTS) for w, c in zip(m.weights, m.components,
-                                                                 strict=True))
+    want = sum(
+        w * c.click_probabilities(LISTS) for w, c in zip(m.weights, m.components, strict=True)
+    )
     np.testing.assert_allclose(m.click_probabilities(LISTS), want, rtol=0, atol=1e-15)
     comp = m.component_probabilities(LISTS)
     assert comp.shape == (4, *LISTS.shape)
@@ -135,7 +136,8 @@ def test_sessions_of_a_type_click_exactly_as_that_component_with_its_uniforms():
     for c, comp in enumerate(m.components):
         sel = types == c
         np.testing.assert_array_equal(
-            clicks[sel], comp.sample(labels[sel], u[sel][:, :, : comp.n_uniforms]))
+            clicks[sel], comp.sample(labels[sel], u[sel][:, :, : comp.n_uniforms])
+        )
 
 
 def test_sample_is_deterministic_and_independent_of_chunking():
@@ -144,8 +146,9 @@ def test_sample_is_deterministic_and_independent_of_chunking():
     u = np.random.default_rng(9).random((*labels.shape, m.n_uniforms))
     whole = m.sample(labels, u)
     np.testing.assert_array_equal(whole, m.sample(labels, u.copy()))
-    parts = np.concatenate([m.sample(labels[i:i + 97], u[i:i + 97])
-                            for i in range(0, len(labels), 97)])
+    parts = np.concatenate(
+        [m.sample(labels[i : i + 97], u[i : i + 97]) for i in range(0, len(labels), 97)]
+    )
     np.testing.assert_array_equal(whole, parts)
     assert not np.any(whole[np.isnan(labels)])
 
@@ -156,8 +159,9 @@ def test_mixture_of_pbms_with_one_attractiveness_is_a_pbm_with_averaged_propensi
     np.testing.assert_allclose(m.propensities(5), theta)
     np.testing.assert_allclose(m.propensities(5, normalize=True), theta / theta[0])
     labels = np.array([[4.0, 1, 0, 3, 2]])
-    np.testing.assert_allclose(m.click_probabilities(labels),
-                               PBM(theta.tolist()).click_probabilities(labels), atol=1e-15)
+    np.testing.assert_allclose(
+        m.click_probabilities(labels), PBM(theta.tolist()).click_probabilities(labels), atol=1e-15
+    )
     with pytest.raises(InputError, match="PBM"):
         mixed().propensities(5)
     with pytest.raises(InputError, match="attractiveness"):
@@ -181,8 +185,9 @@ def test_web_population_and_factory():
     assert web.weights.sum() == pytest.approx(1.0)
     w2 = web_search_population(weights={"navigational": 0.0})
     assert w2.weights[0] == 0 and w2.weights.sum() == pytest.approx(1.0)
-    m = make_click_model("mixture", components=[{"name": "pbm", "eta": 2.0}, Cascade()],
-                         weights=[3, 1])
+    m = make_click_model(
+        "mixture", components=[{"name": "pbm", "eta": 2.0}, Cascade()], weights=[3, 1]
+    )
     assert isinstance(m, UserMixture) and m.weights.tolist() == [0.75, 0.25]
     assert isinstance(make_click_model("web-population"), UserMixture)
     assert len(make_click_model("pbm-population", n_types=3).components) == 3

@@ -38,8 +38,9 @@ def _copy(saved_model: Path, tmp_path: Path) -> Path:
 
 
 def _evaluate(model: Path, data: Path):
-    return CliRunner().invoke(cli, ["evaluate", "--model", str(model), "--data", str(data),
-                                    "--bootstrap", "10"])
+    return CliRunner().invoke(
+        cli, ["evaluate", "--model", str(model), "--data", str(data), "--bootstrap", "10"]
+    )
 
 
 def test_meta_json_records_the_digest_size_and_feature_count_of_model_txt(saved):
@@ -65,22 +66,25 @@ def _set_meta(model: Path, **changes) -> None:
     (model / "meta.json").write_text(json.dumps(meta))
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("num_leaves edited", "does not match the size and SHA-256 digest recorded"),
-    ("num_leaves edited, digest updated", "tree_sizes"),
-    ("junk", "line 1 is not 'tree'"),
-    ("pickle", "binary data, e.g. a pickle"),
-    ("truncated", "does not match the size and SHA-256 digest"),
-    ("meta missing key", "missing key(s) best_iteration"),
-    ("meta unknown key", "unknown key(s) colour"),
-    ("meta unknown parameter", "unknown LambdaMART parameter(s) depth"),
-    ("meta not an object", "expected a JSON object"),
-    ("meta utf-16", "UTF-16-encoded"),
-    ("meta future version", "format_version 99 is not supported"),
-    ("meta bad digest", "must be a SHA-256 hex digest"),
-    ("meta more features", "max_feature_idx is '5' but meta.json records 7 features"),
-    ("no model.txt", "model.txt: missing; not a saved clickrank LambdaMART model"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("num_leaves edited", "does not match the size and SHA-256 digest recorded"),
+        ("num_leaves edited, digest updated", "tree_sizes"),
+        ("junk", "line 1 is not 'tree'"),
+        ("pickle", "binary data, e.g. a pickle"),
+        ("truncated", "does not match the size and SHA-256 digest"),
+        ("meta missing key", "missing key(s) best_iteration"),
+        ("meta unknown key", "unknown key(s) colour"),
+        ("meta unknown parameter", "unknown LambdaMART parameter(s) depth"),
+        ("meta not an object", "expected a JSON object"),
+        ("meta utf-16", "UTF-16-encoded"),
+        ("meta future version", "format_version 99 is not supported"),
+        ("meta bad digest", "must be a SHA-256 hex digest"),
+        ("meta more features", "max_feature_idx is '5' but meta.json records 7 features"),
+        ("no model.txt", "model.txt: missing; not a saved clickrank LambdaMART model"),
+    ],
+)
 def test_a_broken_model_folder_is_one_line_naming_the_file(saved, tmp_path, case, expected):
     model, data = saved
     m = _copy(model, tmp_path)
@@ -123,11 +127,13 @@ def test_a_broken_model_folder_is_one_line_naming_the_file(saved, tmp_path, case
 def test_a_model_applied_to_data_with_other_features_names_both(saved, tmp_path):
     model, _ = saved
     d = cr.synthetic(10, 5, seed=3)
-    four = cr.save_letor(cr.RankingData(d.X[:, :4], d.y, d.qptr, d.qid, d.doc),
-                         tmp_path / "four.txt")
+    four = cr.save_letor(
+        cr.RankingData(d.X[:, :4], d.y, d.qptr, d.qid, d.doc), tmp_path / "four.txt"
+    )
     msg = one_line_error(_evaluate(model, four))
-    assert msg == (f"Error: model {model} was trained on 6 features but data 'four.txt' has 4 "
-                   "features")
+    assert msg == (
+        f"Error: model {model} was trained on 6 features but data 'four.txt' has 4 features"
+    )
 
 
 def test_random_corruptions_are_refused_or_read_safely(saved, tmp_path):
@@ -141,7 +147,7 @@ def test_random_corruptions_are_refused_or_read_safely(saved, tmp_path):
         op = trial % 5
         if op == 0:
             i = rng.randrange(len(text))
-            t = text[:i] + rng.choice("0 1=-\nab") + text[i + 1:]
+            t = text[:i] + rng.choice("0 1=-\nab") + text[i + 1 :]
         elif op == 1:
             del lines[rng.randrange(len(lines))]
             t = "\n".join(lines)
@@ -170,10 +176,13 @@ def test_random_corruptions_are_refused_or_read_safely(saved, tmp_path):
         f.write_text(t)
         files.append(str(f))
     # LightGBM in a child process: a crash there (abort, segfault) fails this test, not pytest
-    code = ("import sys, numpy as np, lightgbm as lgb\n"
-            "for f in sys.argv[1:]:\n"
-            "    b = lgb.Booster(model_str=open(f).read())\n"
-            "    b.predict(np.random.default_rng(0).normal(size=(20, 6)))\n")
-    proc = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True,
-                          timeout=300)
+    code = (
+        "import sys, numpy as np, lightgbm as lgb\n"
+        "for f in sys.argv[1:]:\n"
+        "    b = lgb.Booster(model_str=open(f).read())\n"
+        "    b.predict(np.random.default_rng(0).normal(size=(20, 6)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *files], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -94,8 +94,16 @@ def test_ab_experiment_detects_better_ranker_and_counts_arms(data):
 @pytest.mark.slow
 def test_power_grows_with_impressions_and_interleaving_needs_fewer(data, tmp_path):
     a, b = noisy(data, 1.0, 7), noisy(data, 1.4, 8)
-    pc = power_analysis(data, a, b, methods=("team-draft",), n_experiments=400,
-                        pool_size=40_000, n_grid=[50, 200, 1000, 5000, 20_000], seed=3)
+    pc = power_analysis(
+        data,
+        a,
+        b,
+        methods=("team-draft",),
+        n_experiments=400,
+        pool_size=40_000,
+        n_grid=[50, 200, 1000, 5000, 20_000],
+        seed=3,
+    )
     td = pc.power["team-draft"]
     assert td[-1] > 0.95 and td[0] < td[-1]
     assert np.all(np.diff(td) >= -4 * 0.5 / math.sqrt(400))  # monotone up to MC noise
@@ -109,8 +117,17 @@ def test_power_grows_with_impressions_and_interleaving_needs_fewer(data, tmp_pat
 
 def test_power_is_near_alpha_when_rankers_are_identical(data):
     a = noisy(data, 1.0, 9)
-    pc = power_analysis(data, a, a.copy(), methods=("team-draft",), ab_metrics=("clicks",),
-                        n_experiments=2000, pool_size=20_000, n_grid=[2000], seed=1)
+    pc = power_analysis(
+        data,
+        a,
+        a.copy(),
+        methods=("team-draft",),
+        ab_metrics=("clicks",),
+        n_experiments=2000,
+        pool_size=20_000,
+        n_grid=[2000],
+        seed=1,
+    )
     # one-sided detection of a non-existent difference: about alpha/2 per direction
     for p in pc.power.values():
         assert p[0] <= 0.025 + 4 * math.sqrt(0.025 * 0.975 / 2000) + 0.02
@@ -130,7 +147,7 @@ def test_expected_clicks_is_the_exact_mean_over_queries_of_top_k_click_probabili
     theta = model.propensities(5)
     per_query = []
     for q in range(data.n_queries):  # reference: one query at a time
-        s, y = scores[data.qptr[q]:data.qptr[q + 1]], data.y[data.qptr[q]:data.qptr[q + 1]]
+        s, y = scores[data.qptr[q] : data.qptr[q + 1]], data.y[data.qptr[q] : data.qptr[q + 1]]
         top = y[np.argsort(-s, kind="stable")[:5]]
         per_query.append(np.sum(theta[: len(top)] * model.attractiveness(top)))
     got = expected_clicks(data, scores, click_model=model, k=5)
@@ -157,8 +174,9 @@ def test_heterogeneous_users_run_in_online_experiments_deterministically(data):
     web = web_search_population()
     good, bad = noisy(data, 0.5, 12), noisy(data, 2.5, 13)
     r1 = interleaving_experiment(data, good, bad, click_model=web, n_impressions=6000, seed=4)
-    r2 = interleaving_experiment(data, good, bad, click_model=web, n_impressions=6000, seed=4,
-                                 chunk_size=1000)
+    r2 = interleaving_experiment(
+        data, good, bad, click_model=web, n_impressions=6000, seed=4, chunk_size=1000
+    )
     assert (r1.wins, r1.losses) == (r2.wins, r2.losses)
     assert r1.winner == "A"
 
@@ -167,8 +185,9 @@ def test_user_heterogeneity_inflates_ab_click_variance_not_the_mean(data):
     """A PBM mixture and the PBM with its averaged curve have identical marginals,
     hence the same mean clicks, but the mixture's clicks per impression vary more
     (law of total variance: + Var over types of the type means)."""
-    mix = UserMixture([PBM([1.0, 0.9, 0.8, 0.7, 0.6]), PBM([0.3, 0.05, 0.02, 0.01, 0.0])],
-                      [0.5, 0.5])
+    mix = UserMixture(
+        [PBM([1.0, 0.9, 0.8, 0.7, 0.6]), PBM([0.3, 0.05, 0.02, 0.01, 0.0])], [0.5, 0.5]
+    )
     flat = PBM(mix.propensities(5).tolist())
     a = noisy(data, 1.0, 14)
     n = 40_000
@@ -193,11 +212,15 @@ def test_user_heterogeneity_inflates_ab_click_variance_not_the_mean(data):
         mu, v = probs.sum(2), (probs * (1 - probs)).sum(2)
         return (w[:, None] * (v + mu**2)).sum(0).mean() - (w[:, None] * mu).sum(0).mean() ** 2
 
-    sd_ratio = math.sqrt(exact_var(mix.component_probabilities(shown), mix.weights)
-                         / exact_var(flat.click_probabilities(shown)[None], np.ones(1)))
+    sd_ratio = math.sqrt(
+        exact_var(mix.component_probabilities(shown), mix.weights)
+        / exact_var(flat.click_probabilities(shown)[None], np.ones(1))
+    )
     assert sd_ratio > 1.15
-    width = {k: r.table["clicks"]["ci_high"] - r.table["clicks"]["ci_low"]
-             for k, r in (("mix", rm), ("flat", rf))}
+    width = {
+        k: r.table["clicks"]["ci_high"] - r.table["clicks"]["ci_low"]
+        for k, r in (("mix", rm), ("flat", rf))
+    }
     # relative SE of a sample SD ~ sqrt((kurtosis - 1) / (4 n)) < 0.8 % per arm here (n/2 each,
     # kurtosis < 6); 4 SE of the ratio of two such widths < 0.05
     assert width["mix"] / width["flat"] == pytest.approx(sd_ratio, abs=0.05)
@@ -230,8 +253,15 @@ def test_user_clustering_costs_ab_power_when_users_differ(data):
     A/B tests lose power relative to independent sessions at the same impressions."""
     mix = UserMixture([PBM(), PBM(examination=[0.1] * 10)], [0.5, 0.5])
     a, b = noisy(data, 0.8, 16), noisy(data, 1.6, 17)
-    kw = dict(methods=("team-draft",), ab_metrics=("clicks",), click_model=mix, n_grid=[3000],
-              n_experiments=1000, pool_size=60_000, seed=2)
+    kw = dict(
+        methods=("team-draft",),
+        ab_metrics=("clicks",),
+        click_model=mix,
+        n_grid=[3000],
+        n_experiments=1000,
+        pool_size=60_000,
+        seed=2,
+    )
     flat = power_analysis(data, a, b, **kw)
     users = power_analysis(data, a, b, sessions_per_user=20, **kw)
     assert users.sessions_per_user == 20 and "sessions per user" in users.summary()
@@ -266,9 +296,22 @@ def test_cli_interleave_runs_and_reports(tmp_path, data):
     np.savetxt(tmp_path / "a.txt", noisy(data, 0.5, 1))
     np.savetxt(tmp_path / "b.txt", noisy(data, 2.0, 2))
     out = tmp_path / "i.json"
-    r = CliRunner().invoke(cli, ["interleave", "--a", str(tmp_path / "a.txt"), "--b",
-                                 str(tmp_path / "b.txt"), "--data", str(tmp_path / "test.txt"),
-                                 "--impressions", "5000", "-o", str(out)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "interleave",
+            "--a",
+            str(tmp_path / "a.txt"),
+            "--b",
+            str(tmp_path / "b.txt"),
+            "--data",
+            str(tmp_path / "test.txt"),
+            "--impressions",
+            "5000",
+            "-o",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "preferred: A" in r.output and "Welch" in r.output
     d = json.loads(out.read_text())

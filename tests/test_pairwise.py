@@ -104,15 +104,43 @@ def _random_sessions(seed: int, n_rows: int = 14, n_sessions: int = 30):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize(
     ("trunc", "normalize", "cost", "sigma"),
-    [(None, False, "ranknet", 1.0), (3, True, "ranknet", 1.0), (None, True, "xgboost", 0.7),
-     (2, False, "xgboost", 2.0)],
+    [
+        (None, False, "ranknet", 1.0),
+        (3, True, "ranknet", 1.0),
+        (None, True, "xgboost", 0.7),
+        (2, False, "xgboost", 2.0),
+    ],
 )
 def test_session_lambdas_equal_brute_force(seed, trunc, normalize, cost, sigma):
     scores, rows, sptr, pos, clicks, counts, tp, tm = _random_sessions(seed)
-    got = session_lambdas(scores, rows, sptr, pos, clicks, counts, t_plus=tp, t_minus=tm,
-                          sigma=sigma, truncation=trunc, normalize=normalize, cost=cost)
-    want = _reference(scores, rows, sptr, pos, clicks, counts, tp, tm, sigma,
-                      10**9 if trunc is None else trunc, normalize, cost)
+    got = session_lambdas(
+        scores,
+        rows,
+        sptr,
+        pos,
+        clicks,
+        counts,
+        t_plus=tp,
+        t_minus=tm,
+        sigma=sigma,
+        truncation=trunc,
+        normalize=normalize,
+        cost=cost,
+    )
+    want = _reference(
+        scores,
+        rows,
+        sptr,
+        pos,
+        clicks,
+        counts,
+        tp,
+        tm,
+        sigma,
+        10**9 if trunc is None else trunc,
+        normalize,
+        cost,
+    )
     for g, w, name in zip(got, want, ("forces", "weights", "li", "lj"), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=name)
     assert np.any(got.li > 0) and np.any(got.forces != 0)
@@ -122,8 +150,9 @@ def test_forces_of_every_session_sum_to_zero():
     scores, rows, sptr, pos, clicks, counts, tp, tm = _random_sessions(7, n_rows=200)
     rows = np.arange(rows.size)  # one row per entry: a session's forces stay apart
     scores = np.random.default_rng(1).normal(size=rows.size)
-    f, w, _, _ = session_lambdas(scores, rows, sptr, pos, clicks, counts, t_plus=tp, t_minus=tm,
-                                 truncation=4, normalize=True)
+    f, w, _, _ = session_lambdas(
+        scores, rows, sptr, pos, clicks, counts, t_plus=tp, t_minus=tm, truncation=4, normalize=True
+    )
     per_session = np.add.reduceat(f, sptr[:-1])
     np.testing.assert_allclose(per_session, 0.0, atol=1e-12)
     mixed = np.add.reduceat(clicks.astype(int), sptr[:-1])
@@ -140,11 +169,11 @@ def test_forces_are_minus_the_gradient_of_the_bias_weighted_loss():
     ones = np.ones(int(pos.max()))  # every position tracked
 
     def loss(s):  # li sums n_u dZ C / t- over the pairs: with unit biases, the weighted loss
-        return session_lambdas(s, rows, sptr, pos, clicks, counts, t_plus=ones,
-                               t_minus=ones, cost="ranknet").li.sum()
+        return session_lambdas(
+            s, rows, sptr, pos, clicks, counts, t_plus=ones, t_minus=ones, cost="ranknet"
+        ).li.sum()
 
-    f, w, _, _ = session_lambdas(scores, rows, sptr, pos, clicks, counts, t_plus=ones,
-                                 t_minus=ones)
+    f, w, _, _ = session_lambdas(scores, rows, sptr, pos, clicks, counts, t_plus=ones, t_minus=ones)
     step = 1e-6
     for r in range(scores.size):
         up, down = scores.copy(), scores.copy()
@@ -164,8 +193,9 @@ def test_with_one_session_per_query_and_unit_biases_they_are_lambdarank_on_click
     scores = rng.normal(size=n)
     pos = np.concatenate([np.arange(1, m + 1) for m in np.diff(qptr)])
     for trunc in (None, 3):
-        got = session_lambdas(scores, np.arange(n), qptr, pos, clicks, truncation=trunc,
-                              normalize=True)
+        got = session_lambdas(
+            scores, np.arange(n), qptr, pos, clicks, truncation=trunc, normalize=True
+        )
         want = lambdas(scores, clicks.astype(float), qptr, truncation=trunc, normalize=True)
         np.testing.assert_allclose(got.forces, want.forces, atol=1e-12)
         np.testing.assert_allclose(got.weights, want.weights, atol=1e-12)
@@ -205,16 +235,15 @@ def test_position_bias_update_is_the_regularised_ratio():
 def random_logger_world():
     """PBM theta = 1/k over K = 6, a uniformly random logger: positions carry no relevance."""
     data = synthetic(150, 12, seed=11)
-    cm = make_click_model("pbm", eta=1.0, attractiveness={"kind": "binarized", "threshold": 3,
-                                                            "eps_minus": 0.1})
-    log = simulate(data, policy=UniformRandom(), click_model=cm, n_sessions=60_000, top_k=6,
-                   seed=2)
+    cm = make_click_model(
+        "pbm", eta=1.0, attractiveness={"kind": "binarized", "threshold": 3, "eps_minus": 0.1}
+    )
+    log = simulate(data, policy=UniformRandom(), click_model=cm, n_sessions=60_000, top_k=6, seed=2)
     return data, log
 
 
 @pytest.mark.parametrize(("bias_norm", "tolerance"), [(0.0, 0.2), (1.0, 0.12)])
-def test_the_learned_biases_follow_the_examination_curve(random_logger_world, bias_norm,
-                                                         tolerance):
+def test_the_learned_biases_follow_the_examination_curve(random_logger_world, bias_norm, tolerance):
     """t+ recovers theta_k^(1/(1+p)) on a random logger's PBM log; t- rises above 1.
 
     With the relevance of a shown result independent of its position, the clicked-side
@@ -245,21 +274,32 @@ def test_the_learned_biases_follow_the_examination_curve(random_logger_world, bi
 
 def _hand_data() -> RankingData:
     """Two queries: q0 with docs 10..13 (rows 0-3), q1 with docs 20..22 (rows 4-6)."""
-    return RankingData(np.arange(14, dtype=np.float32).reshape(7, 2), np.zeros(7),
-                       np.array([0, 4, 7]), np.array([0, 1]),
-                       np.array([10, 11, 12, 13, 20, 21, 22]))
+    return RankingData(
+        np.arange(14, dtype=np.float32).reshape(7, 2),
+        np.zeros(7),
+        np.array([0, 4, 7]),
+        np.array([0, 1]),
+        np.array([10, 11, 12, 13, 20, 21, 22]),
+    )
 
 
 def _hand_log() -> pl.DataFrame:
     rows = [  # session, query, position, doc, click
-        (0, 0, 1, 10, True), (0, 0, 2, 11, False), (0, 0, 3, 12, False),
-        (1, 0, 1, 11, False), (1, 0, 2, 12, True), (1, 0, 3, 10, False),
-        (2, 0, 1, 10, True), (2, 0, 2, 11, False), (2, 0, 3, 12, False),  # = session 0
-        (3, 1, 1, 20, False), (3, 1, 2, 21, False),  # no click: no pairs
-        (4, 1, 1, 21, True), (4, 1, 2, 20, True),  # all clicked: no pairs
+        (0, 0, 1, 10, True),
+        (0, 0, 2, 11, False),
+        (0, 0, 3, 12, False),
+        (1, 0, 1, 11, False),
+        (1, 0, 2, 12, True),
+        (1, 0, 3, 10, False),
+        (2, 0, 1, 10, True),
+        (2, 0, 2, 11, False),
+        (2, 0, 3, 12, False),  # = session 0
+        (3, 1, 1, 20, False),
+        (3, 1, 2, 21, False),  # no click: no pairs
+        (4, 1, 1, 21, True),
+        (4, 1, 2, 20, True),  # all clicked: no pairs
     ]
-    return pl.DataFrame(rows, schema=["session", "query", "position", "doc", "click"],
-                        orient="row")
+    return pl.DataFrame(rows, schema=["session", "query", "position", "doc", "click"], orient="row")
 
 
 THETA = np.array([1.0, 0.5, 0.25])
@@ -270,8 +310,9 @@ def test_propensity_ratio_pairs_on_a_hand_made_log():
     got = {tuple(p): w for p, w in zip(t.pairs.tolist(), t.pair_weights, strict=True)}
     # sessions 0 and 2: click at 1 over 11@2, 12@3 -> theta_2/theta_1, theta_3/theta_1, twice;
     # session 1: click on 12 at 2 over 11@1 and 10@3 -> theta_1/theta_2, theta_3/theta_2
-    assert got == pytest.approx({(0, 1): 2 * 0.5, (0, 2): 2 * 0.25, (2, 1): 1 / 0.5,
-                                 (2, 0): 0.25 / 0.5})
+    assert got == pytest.approx(
+        {(0, 1): 2 * 0.5, (0, 2): 2 * 0.25, (2, 1): 1 / 0.5, (2, 0): 0.25 / 0.5}
+    )
     assert t.name == "prs-pairs" and t.kind == "pairs"
     assert t.candidates.tolist() == [True, True, True, False, True, True, False]
     clipped = propensity_ratio_pairs(_hand_data(), _hand_log(), THETA, clip=0.5)
@@ -282,12 +323,12 @@ def test_propensity_ratio_pairs_on_a_hand_made_log():
 def test_propensity_ratio_pairs_equal_brute_force():
     data = synthetic(10, 8, seed=5)
     cm = make_click_model("pbm", eta=1.0)
-    log = simulate(data, policy=UniformRandom(), click_model=cm, n_sessions=300, top_k=5,
-                   seed=1)
+    log = simulate(data, policy=UniformRandom(), click_model=cm, n_sessions=300, top_k=5, seed=1)
     theta = np.array([1.0, 0.6, 0.4, 0.3, 0.2])
     t = propensity_ratio_pairs(data, log, theta)
-    row = {(q, d): r for r, (q, d) in enumerate(zip(data.qid[data.query_index], data.doc,
-                                                    strict=True))}
+    row = {
+        (q, d): r for r, (q, d) in enumerate(zip(data.qid[data.query_index], data.doc, strict=True))
+    }
     want: dict = {}
     for _, s in log.group_by("session"):
         recs = s.select("query", "doc", "position", "click").rows()
@@ -307,8 +348,7 @@ def test_ips_rank_pairs_on_a_hand_made_log(candidates):
     t = ips_rank_pairs(_hand_data(), _hand_log(), THETA, candidates=candidates)
     got = {tuple(p): w for p, w in zip(t.pairs.tolist(), t.pair_weights, strict=True)}
     # G(10) = 2 clicks at position 1 = 2; G(12) = 1 / theta_2 = 2; G(21) = 1; G(20) = 1 / 0.5
-    want = {(0, 1): 2.0, (0, 2): 2.0, (2, 0): 2.0, (2, 1): 2.0,
-            (5, 4): 1.0, (4, 5): 2.0}
+    want = {(0, 1): 2.0, (0, 2): 2.0, (2, 0): 2.0, (2, 1): 2.0, (5, 4): 1.0, (4, 5): 2.0}
     if candidates == "all":  # the never-shown 13 and 22 are compared too
         want.update({(0, 3): 2.0, (2, 3): 2.0, (5, 6): 1.0, (4, 6): 2.0})
     assert got == pytest.approx(want)
@@ -325,8 +365,10 @@ def test_unbiased_lambdamart_target_holds_the_distinct_sessions_with_pairs():
         (tuple(s.rows[a:b]), tuple(s.positions[a:b]), tuple(s.clicks[a:b]), c)
         for a, b, c in zip(s.sptr[:-1], s.sptr[1:], s.counts, strict=True)
     )
-    assert lists == [((0, 1, 2), (1, 2, 3), (True, False, False), 2.0),
-                     ((1, 2, 0), (1, 2, 3), (False, True, False), 1.0)]
+    assert lists == [
+        ((0, 1, 2), (1, 2, 3), (True, False, False), 2.0),
+        ((1, 2, 0), (1, 2, 3), (False, True, False), 1.0),
+    ]
     assert s.n_positions == 3 and s.bias_norm == 0.5 and s.cost == "ranknet"
     assert t.metadata["pairs"] == 2 * 2 + 2 and t.metadata["sessions_with_pairs"] == 3
     assert t.candidates.tolist() == [True, True, True, False, True, True, False]
@@ -345,12 +387,23 @@ def test_targets_refuse_propensities_that_miss_a_position():
 
 
 def test_session_lists_check_their_fields():
-    ok = dict(rows=[0, 1, 2], sptr=[0, 2, 3], positions=[1, 2, 1], clicks=np.array([1, 0, 1],
-              bool), counts=[1.0, 2.0], n_positions=2)
+    ok = dict(
+        rows=[0, 1, 2],
+        sptr=[0, 2, 3],
+        positions=[1, 2, 1],
+        clicks=np.array([1, 0, 1], bool),
+        counts=[1.0, 2.0],
+        n_positions=2,
+    )
     assert SessionLists(**ok).n_sessions == 2
-    for change, words in [({"sptr": [0, 3, 3]}, "sptr"), ({"counts": [1.0, 0.0]}, "counts"),
-                          ({"positions": [0, 1, 1]}, "1-based"), ({"n_positions": 0}, "n_pos"),
-                          ({"cost": "hinge"}, "cost"), ({"bias_norm": -1}, "bias_norm")]:
+    for change, words in [
+        ({"sptr": [0, 3, 3]}, "sptr"),
+        ({"counts": [1.0, 0.0]}, "counts"),
+        ({"positions": [0, 1, 1]}, "1-based"),
+        ({"n_positions": 0}, "n_pos"),
+        ({"cost": "hinge"}, "cost"),
+        ({"bias_norm": -1}, "bias_norm"),
+    ]:
         with pytest.raises(InputError, match=words):
             SessionLists(**{**ok, **change})
     with pytest.raises(InputError, match="exactly one"):
@@ -364,19 +417,19 @@ def test_session_lists_check_their_fields():
 def small_world():
     data = synthetic(30, 9, seed=8)
     cm = make_click_model("pbm", eta=1.0)
-    log = simulate(data, policy=UniformRandom(), click_model=cm, n_sessions=3000, top_k=5,
-                   seed=4)
+    log = simulate(data, policy=UniformRandom(), click_model=cm, n_sessions=3000, top_k=5, seed=4)
     return data, log
 
 
 def _lists(t: Target) -> set:
     s = t.sessions
-    return {(tuple(s.rows[a:b]), tuple(s.positions[a:b]), tuple(s.clicks[a:b]), c)
-            for a, b, c in zip(s.sptr[:-1], s.sptr[1:], s.counts, strict=True)}
+    return {
+        (tuple(s.rows[a:b]), tuple(s.positions[a:b]), tuple(s.clicks[a:b]), c)
+        for a, b, c in zip(s.sptr[:-1], s.sptr[1:], s.counts, strict=True)
+    }
 
 
-@pytest.mark.parametrize("kind", ["oracle", "ips", "prs-pairs", "ips-pairs",
-                                  "unbiased-lambdamart"])
+@pytest.mark.parametrize("kind", ["oracle", "ips", "prs-pairs", "ips-pairs", "unbiased-lambdamart"])
 def test_subset_equals_the_target_built_on_the_subset(small_world, kind):
     data, log = small_world
     theta = 1.0 / np.arange(1, 6)
@@ -452,12 +505,30 @@ def test_gradients_of_the_first_round_use_unit_biases_then_the_update(random_log
     fobj = model._objective(data.qptr, None, target.sessions, None)
     s = target.sessions
     grad, hess = fobj(np.zeros(data.n_docs), None)
-    ref = session_lambdas(np.zeros(data.n_docs), s.rows, s.sptr, s.positions, s.clicks,
-                          s.counts, truncation=30, normalize=True)
+    ref = session_lambdas(
+        np.zeros(data.n_docs),
+        s.rows,
+        s.sptr,
+        s.positions,
+        s.clicks,
+        s.counts,
+        truncation=30,
+        normalize=True,
+    )
     np.testing.assert_array_equal(grad, -ref.forces)
     tp, tm = position_bias_update(ref.li, ref.lj, bias_norm=1.0)
     np.testing.assert_array_equal(model.position_bias_["t_plus"], tp)
     grad2, _ = fobj(np.zeros(data.n_docs), None)
-    ref2 = session_lambdas(np.zeros(data.n_docs), s.rows, s.sptr, s.positions, s.clicks,
-                           s.counts, t_plus=tp, t_minus=tm, truncation=30, normalize=True)
+    ref2 = session_lambdas(
+        np.zeros(data.n_docs),
+        s.rows,
+        s.sptr,
+        s.positions,
+        s.clicks,
+        s.counts,
+        t_plus=tp,
+        t_minus=tm,
+        truncation=30,
+        normalize=True,
+    )
     np.testing.assert_array_equal(grad2, -ref2.forces)

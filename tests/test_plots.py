@@ -35,9 +35,15 @@ def data():
 def log(data):
     # a fixed, imperfect logging ranker: the true labels plus noise
     noisy = data.y + np.random.default_rng(0).normal(0, 1.5, data.n_docs)
-    return simulate(data, policy=DeterministicPolicy(noisy), click_model=PBM_MODEL,
-                    n_sessions=30_000, interventions=[Swap(0.3), Randomize(0.2)], top_k=K,
-                    seed=7)
+    return simulate(
+        data,
+        policy=DeterministicPolicy(noisy),
+        click_model=PBM_MODEL,
+        n_sessions=30_000,
+        interventions=[Swap(0.3), Randomize(0.2)],
+        top_k=K,
+        seed=7,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +118,12 @@ def test_ctr_by_position_without_relevance_shows_share_relevant_on_a_right_axis(
     fig = plots.ctr_by_position(log, relevant_label=2)
     assert len(fig.axes) == 2
     share = _finite_xy(fig.axes[1].lines[0])
-    expected = (log.group_by("position").agg((pl.col("label") >= 2).mean().alias("s"))
-                .sort("position")["s"].to_numpy())
+    expected = (
+        log.group_by("position")
+        .agg((pl.col("label") >= 2).mean().alias("s"))
+        .sort("position")["s"]
+        .to_numpy()
+    )
     np.testing.assert_allclose(share[:, 1], expected)
     assert fig.axes[1].get_ylabel()
 
@@ -187,8 +197,9 @@ def test_click_heatmap_cells_are_ctr_per_label_and_position(log):
 def test_click_heatmap_blanks_sparse_cells_and_needs_labels(log):
     counts = log.group_by("label", "position").len()
     threshold = int(counts["len"].median())
-    grid = np.ma.filled(plots.click_heatmap(log, min_impressions=threshold).axes[0]
-                        .images[0].get_array(), np.nan)
+    grid = np.ma.filled(
+        plots.click_heatmap(log, min_impressions=threshold).axes[0].images[0].get_array(), np.nan
+    )
     assert np.isnan(grid).sum() == (counts["len"] < threshold).sum()
     with pytest.raises(InputError, match="label"):
         plots.click_heatmap(log.drop("label"))
@@ -202,16 +213,20 @@ def _curve_frame(x: str, values) -> pl.DataFrame:
     for m, base in (("naive", 0.6), ("ips", 0.65), ("skip-above", 0.55)):
         for i, v in enumerate(values):
             mean = base + 0.02 * i
-            rows.append({"method": m, x: v, "mean": mean, "lower": mean - 0.01,
-                         "upper": mean + 0.01})
+            rows.append(
+                {"method": m, x: v, "mean": mean, "lower": mean - 0.01, "upper": mean + 0.01}
+            )
     rows.append({"method": "oracle", x: None, "mean": 0.8, "lower": 0.79, "upper": 0.81})
     return pl.DataFrame(rows)
 
 
-@pytest.mark.parametrize(("fn", "x", "values", "scale"), [
-    (plots.learning_curves, "sessions", [1_000, 10_000, 100_000], "log"),
-    (plots.severity_curves, "eta", [0.0, 1.0, 2.0], "linear"),
-])
+@pytest.mark.parametrize(
+    ("fn", "x", "values", "scale"),
+    [
+        (plots.learning_curves, "sessions", [1_000, 10_000, 100_000], "log"),
+        (plots.severity_curves, "eta", [0.0, 1.0, 2.0], "linear"),
+    ],
+)
 def test_curves_draw_each_method_and_the_oracle_as_a_horizontal_line(fn, x, values, scale):
     frame = _curve_frame(x, values)
     fig = fn(frame)
@@ -250,10 +265,16 @@ def test_curves_reject_frames_breaking_the_contract():
 
 def test_power_curves_wraps_power_curve_plot():
     n = np.array([10, 100, 1000])
-    pc = PowerCurve(n=n, power={"team-draft": np.array([0.1, 0.6, 1.0]),
-                                "A/B clicks": np.array([0.05, 0.2, 0.9])},
-                    n_experiments=100, alpha=0.05, pool_size=1000, ndcg_a=0.8, ndcg_b=0.7,
-                    click_model="PBM")
+    pc = PowerCurve(
+        n=n,
+        power={"team-draft": np.array([0.1, 0.6, 1.0]), "A/B clicks": np.array([0.05, 0.2, 0.9])},
+        n_experiments=100,
+        alpha=0.05,
+        pool_size=1000,
+        ndcg_a=0.8,
+        ndcg_b=0.7,
+        click_model="PBM",
+    )
     fig = plots.power_curves(pc)
     ax = fig.axes[0]
     _labelled(ax)
@@ -300,14 +321,16 @@ def test_forces_order_documents_by_score_and_can_draw_raw_forces():
 def _tiny_log() -> pl.DataFrame:
     # session 0: click at 3 under skips at 1 (label 2) and 2 (label 0);
     # session 1: clicks at 2 and 3 under a skip at 1 (label 1); session 2: a tie
-    return pl.DataFrame({
-        "session": [0, 0, 0, 1, 1, 1, 2, 2],
-        "query": [1, 1, 1, 1, 1, 1, 2, 2],
-        "position": [1, 2, 3, 1, 2, 3, 1, 2],
-        "doc": [10, 11, 12, 12, 10, 11, 20, 21],
-        "click": [False, False, True, False, True, True, False, True],
-        "label": [2.0, 0.0, 1.0, 1.0, 2.0, 0.0, 1.0, 1.0],
-    })
+    return pl.DataFrame(
+        {
+            "session": [0, 0, 0, 1, 1, 1, 2, 2],
+            "query": [1, 1, 1, 1, 1, 1, 2, 2],
+            "position": [1, 2, 3, 1, 2, 3, 1, 2],
+            "doc": [10, 11, 12, 12, 10, 11, 20, 21],
+            "click": [False, False, True, False, True, True, False, True],
+            "label": [2.0, 0.0, 1.0, 1.0, 2.0, 0.0, 1.0, 1.0],
+        }
+    )
 
 
 def test_skip_above_pairs_counts_against_the_labels():

@@ -88,8 +88,10 @@ def test_plackett_luce_permutation_frequencies_match_the_model():
     scores = np.array([1.0, 0.0, -0.5])
     tau = 0.8
     n = 60_000
-    rows, _ = PlackettLuce(scores, temperature=tau).prepare(data, 3).rank(
-        np.zeros(n, dtype=np.int64), _sessions(n), seed=3
+    rows, _ = (
+        PlackettLuce(scores, temperature=tau)
+        .prepare(data, 3)
+        .rank(np.zeros(n, dtype=np.int64), _sessions(n), seed=3)
     )
     w = np.exp(scores / tau)
     perms = list(itertools.permutations(range(3)))
@@ -186,8 +188,10 @@ def test_production_ranker_trains_on_a_fraction_and_beats_random():
     assert len(r1.train_queries_) == 20  # 5% of 300 is 15, below the floor of 20 queries
     s = r1.predict(data.X)
     np.testing.assert_array_equal(s, r2.predict(data.X))  # deterministic given the seed
-    rows, _ = DeterministicPolicy(r1).prepare(data, 1).rank(
-        np.arange(data.n_queries), _sessions(data.n_queries), 0
+    rows, _ = (
+        DeterministicPolicy(r1)
+        .prepare(data, 1)
+        .rank(np.arange(data.n_queries), _sessions(data.n_queries), 0)
     )
     top_label = data.y[rows[:, 0]].mean()
     se = data.y.std() / np.sqrt(data.n_queries)
@@ -204,15 +208,19 @@ def test_production_ranker_needs_labels_and_a_valid_fraction():
         production_ranker(data, 0.5, min_queries=0)
 
 
-@pytest.mark.parametrize("n_queries, fraction, min_queries, expected", [
-    (300, 0.05, 20, 20),    # 15 by the fraction, raised to the floor
-    (300, 0.05, 1, 15),     # min_queries=1: the plain fraction
-    (300, 0.2, 20, 60),     # above the floor the fraction rules
-    (12, 0.01, 20, 12),     # fewer queries than the floor: all of them
-    (300, 0.001, 1, 1),     # the fraction rounds to 0: still one query
-])
-def test_the_production_ranker_trains_on_at_least_min_queries(n_queries, fraction, min_queries,
-                                                              expected):
+@pytest.mark.parametrize(
+    "n_queries, fraction, min_queries, expected",
+    [
+        (300, 0.05, 20, 20),  # 15 by the fraction, raised to the floor
+        (300, 0.05, 1, 15),  # min_queries=1: the plain fraction
+        (300, 0.2, 20, 60),  # above the floor the fraction rules
+        (12, 0.01, 20, 12),  # fewer queries than the floor: all of them
+        (300, 0.001, 1, 1),  # the fraction rounds to 0: still one query
+    ],
+)
+def test_the_production_ranker_trains_on_at_least_min_queries(
+    n_queries, fraction, min_queries, expected
+):
     data = synthetic(n_queries, 5, seed=4)
     r = production_ranker(data, fraction, seed=3, min_queries=min_queries)
     assert len(r.train_queries_) == expected == len(np.unique(r.train_queries_))
@@ -266,8 +274,9 @@ def test_make_policy_kinds():
         make_policy("best", data)
 
 
-@pytest.mark.parametrize("n_queries, n_docs", [(5, 2), (5, 5), (30, 1), (1, 1), (60, 10),
-                                               (3, 2), (2, 3)])
+@pytest.mark.parametrize(
+    "n_queries, n_docs", [(5, 2), (5, 5), (30, 1), (1, 1), (60, 10), (3, 2), (2, 3)]
+)
 def test_the_production_ranker_trains_on_tiny_data_or_keeps_the_data_order(n_queries, n_docs):
     data = synthetic(n_queries, n_docs, seed=1)
     ranker = production_ranker(data, 0.01, seed=0)
@@ -292,7 +301,19 @@ def test_simulate_on_a_tiny_letor_file_works(tmp_path, n_queries, n_docs, top_k)
     from clickrank.datasets import save_letor
 
     path = save_letor(synthetic(n_queries, n_docs, seed=1), tmp_path / "tiny.txt")
-    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--sessions", "300",
-                                   "--top-k", str(top_k), "--out", str(tmp_path / "log.parquet")])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--sessions",
+            "300",
+            "--top-k",
+            str(top_k),
+            "--out",
+            str(tmp_path / "log.parquet"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "300 sessions" in res.stdout

@@ -71,17 +71,23 @@ def intervention_log(request, data):
 def harvest_log(request, data):
     eta = request.param
     mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(3)])
-    log = simulate(data, policy=mix, click_model=make_click_model("pbm", eta=eta),
-                   n_sessions=80_000, seed=21)
+    log = simulate(
+        data, policy=mix, click_model=make_click_model("pbm", eta=eta), n_sessions=80_000, seed=21
+    )
     return eta, log
 
 
 @pytest.fixture(scope="module")
 def one_log(data):
     """A single intervention log (eta = 1) for the tests of the result object and CLI."""
-    return simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
-                    click_model=make_click_model("pbm", eta=1.0), n_sessions=60_000,
-                    interventions=[Swap(0.35), RandPair(0.35), Randomize(0.2)], seed=12)
+    return simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=60_000,
+        interventions=[Swap(0.35), RandPair(0.35), Randomize(0.2)],
+        seed=12,
+    )
 
 
 @pytest.mark.parametrize("estimator", [swap, randpair, randomized], ids=lambda f: f.__name__)
@@ -122,9 +128,14 @@ def test_allpairs_is_more_precise_than_the_adjacent_chain(harvest_log):
 
 
 def test_randomized_interval_matches_the_session_level_delta_method(data):
-    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
-                   click_model=make_click_model("pbm", eta=1.0), n_sessions=3000,
-                   interventions=[Randomize(1.0)], seed=5)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=3000,
+        interventions=[Randomize(1.0)],
+        seed=5,
+    )
     result = randomized(log)
     # brute force on the dense [sessions, positions] click matrix
     C = (log.sort("session", "position")["click"].to_numpy().reshape(-1, K)).astype(float)
@@ -147,9 +158,16 @@ def test_swap_95_intervals_cover_theta_in_93_to_97_percent_of_2000_logs(data):
     model = make_click_model("pbm", eta=1.0)
     frames = []
     for start in range(0, n_logs * per_log, 500_000):  # chunks of 250 logs, aggregated at once
-        chunk = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=model,
-                         n_sessions=500_000, first_session=start, top_k=top_k,
-                         interventions=[Swap(0.5)], seed=7)
+        chunk = simulate(
+            data,
+            policy=DeterministicPolicy(data.X[:, 0]),
+            click_model=model,
+            n_sessions=500_000,
+            first_session=start,
+            top_k=top_k,
+            interventions=[Swap(0.5)],
+            seed=7,
+        )
         frames.append(
             chunk.with_columns(rep=(pl.col("session") // per_log).cast(pl.Int64))
             .group_by("rep", "intervention", "swap_pivot", "swap_k", "position")
@@ -159,7 +177,8 @@ def test_swap_95_intervals_cover_theta_in_93_to_97_percent_of_2000_logs(data):
         pl.concat(frames)
         .with_columns(
             kind=(pl.col("intervention").cast(pl.String) == "swap").cast(pl.Int8),
-            a=pl.col("swap_pivot").cast(pl.Int64), b=pl.col("swap_k").cast(pl.Int64),
+            a=pl.col("swap_pivot").cast(pl.Int64),
+            b=pl.col("swap_k").cast(pl.Int64),
             position=pl.col("position").cast(pl.Int64),
         )
         .sort("rep", "kind", "a", "b", "position")
@@ -168,8 +187,9 @@ def test_swap_95_intervals_cover_theta_in_93_to_97_percent_of_2000_logs(data):
     truth = _true(1.0, top_k)
     hits = np.zeros(top_k)
     for part in counts.values():  # a loop over independent logs
-        est = pair_from_counts({c: part[c].to_numpy() for c in ("kind", "a", "b", "position",
-                                                                "n", "c")}, design="swap")
+        est = pair_from_counts(
+            {c: part[c].to_numpy() for c in ("kind", "a", "b", "position", "n", "c")}, design="swap"
+        )
         hits += _covered(est, truth, 0.05)
     coverage = hits[1:] / len(counts)
     assert len(counts) == n_logs
@@ -177,16 +197,27 @@ def test_swap_95_intervals_cover_theta_in_93_to_97_percent_of_2000_logs(data):
 
 
 def test_fast_path_counts_equal_the_log_estimator(data):
-    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]),
-                   click_model=make_click_model("pbm", eta=1.0), n_sessions=4000, top_k=5,
-                   interventions=[Swap(0.5)], seed=7)
-    agg = (log.group_by("intervention", "swap_pivot", "swap_k", "position")
-           .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").sum().cast(pl.Float64))
-           .with_columns(kind=(pl.col("intervention").cast(pl.String) == "swap").cast(pl.Int8),
-                         a=pl.col("swap_pivot").cast(pl.Int64),
-                         b=pl.col("swap_k").cast(pl.Int64)))
-    fast = pair_from_counts({c: agg[c].to_numpy() for c in ("kind", "a", "b", "position",
-                                                            "n", "c")}, design="swap")
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=4000,
+        top_k=5,
+        interventions=[Swap(0.5)],
+        seed=7,
+    )
+    agg = (
+        log.group_by("intervention", "swap_pivot", "swap_k", "position")
+        .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").sum().cast(pl.Float64))
+        .with_columns(
+            kind=(pl.col("intervention").cast(pl.String) == "swap").cast(pl.Int8),
+            a=pl.col("swap_pivot").cast(pl.Int64),
+            b=pl.col("swap_k").cast(pl.Int64),
+        )
+    )
+    fast = pair_from_counts(
+        {c: agg[c].to_numpy() for c in ("kind", "a", "b", "position", "n", "c")}, design="swap"
+    )
     full = swap(log)
     np.testing.assert_array_equal(fast.theta, full.theta)
     np.testing.assert_array_equal(fast.se, full.se)
@@ -196,8 +227,9 @@ def test_swap_top_and_bottom_routes_agree_within_their_uncertainty(intervention_
     _, log = intervention_log
     top, bottom = swap(log, route="top"), swap(log, route="bottom")
     assert top.info["route"] == "top" and bottom.info["route"] == "bottom"
-    z = np.abs(np.log(top.theta[1:]) - np.log(bottom.theta[1:])) / np.hypot(top.se[1:],
-                                                                             bottom.se[1:])
+    z = np.abs(np.log(top.theta[1:]) - np.log(bottom.theta[1:])) / np.hypot(
+        top.se[1:], bottom.se[1:]
+    )
     assert np.all(z < norm.isf(ALPHA_EACH / 2))
 
 
@@ -205,8 +237,12 @@ def test_swap_top_and_bottom_routes_agree_within_their_uncertainty(intervention_
 
 
 def _small_log(data, **kw):
-    base = dict(policy=DeterministicPolicy(data.X[:, 0]),
-                click_model=make_click_model("pbm", eta=1.0), n_sessions=3000, seed=1)
+    base = dict(
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=3000,
+        seed=1,
+    )
     base.update(kw)
     return simulate(data, **base)
 
@@ -311,8 +347,9 @@ def test_json_roundtrip_keeps_everything(one_log, tmp_path):
 
 
 def test_json_with_nan_positions_roundtrips(tmp_path):
-    p = Propensities(theta=[1.0, np.nan, 0.3], se=[0.0, np.nan, 0.1], method="swap",
-                     n_sessions=10, n=[5, 0, 5])
+    p = Propensities(
+        theta=[1.0, np.nan, 0.3], se=[0.0, np.nan, 0.1], method="swap", n_sessions=10, n=[5, 0, 5]
+    )
     back = Propensities.load(p.save(tmp_path / "t.json"))
     assert np.isnan(back.theta[1]) and back.warnings == p.warnings
 
@@ -364,8 +401,15 @@ def test_bootstrap_is_reproducible_and_brackets_the_estimate(one_log):
 
 
 def test_methods_list_matches_dispatcher():
-    assert set(METHODS) == {"swap", "randpair", "randomized", "harvest-allpairs",
-                            "harvest-pivot", "harvest-adjacent", "em"}
+    assert set(METHODS) == {
+        "swap",
+        "randpair",
+        "randomized",
+        "harvest-allpairs",
+        "harvest-pivot",
+        "harvest-adjacent",
+        "em",
+    }
 
 
 # -- CLI ---------------------------------------------------------------------------------
@@ -380,12 +424,25 @@ def test_cli_writes_json_and_plot(one_log, tmp_path):
     path = tmp_path / "log.parquet"
     one_log.write_parquet(path)
     out = tmp_path / "theta.json"
-    res = CliRunner().invoke(cli, ["propensity", str(path), "--method", "randomized", "--out",
-                                   str(out), "--plot", str(tmp_path / "t.png")], obj={})
+    res = CliRunner().invoke(
+        cli,
+        [
+            "propensity",
+            str(path),
+            "--method",
+            "randomized",
+            "--out",
+            str(out),
+            "--plot",
+            str(tmp_path / "t.png"),
+        ],
+        obj={},
+    )
     assert res.exit_code == 0, res.output
     assert "randomized" in res.output and json.loads(out.read_text())["theta"][0] == 1.0
-    res = CliRunner().invoke(cli, ["propensity", str(path), "--method", "randomized", "--out",
-                                   str(out)], obj={})
+    res = CliRunner().invoke(
+        cli, ["propensity", str(path), "--method", "randomized", "--out", str(out)], obj={}
+    )
     assert res.exit_code == 1 and "--force" in res.output
 
 
@@ -397,8 +454,11 @@ def test_cli_error_for_swap_on_a_log_without_swaps(data, tmp_path):
 
     path = tmp_path / "plain.parquet"
     _small_log(data).write_parquet(path)
-    res = CliRunner().invoke(cli, ["propensity", str(path), "--method", "swap", "--out",
-                                   str(tmp_path / "t.json")], obj={})
+    res = CliRunner().invoke(
+        cli,
+        ["propensity", str(path), "--method", "swap", "--out", str(tmp_path / "t.json")],
+        obj={},
+    )
     assert res.exit_code == 1
     assert "no swap sessions" in res.output and "Traceback" not in res.output
 
@@ -408,9 +468,15 @@ def test_cli_error_for_swap_on_a_log_without_swaps(data, tmp_path):
 
 def _mixed_log(data, n=20_000):
     mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(2)])
-    return simulate(data, policy=mix, click_model=make_click_model("pbm", eta=1.0),
-                    n_sessions=n, interventions=[Swap(0.3), Randomize(0.3), RandPair(0.2)], seed=5,
-                    top_k=6)
+    return simulate(
+        data,
+        policy=mix,
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=n,
+        interventions=[Swap(0.3), Randomize(0.3), RandPair(0.2)],
+        seed=5,
+        top_k=6,
+    )
 
 
 def _same_stats(a: dict, b: dict) -> None:
@@ -430,8 +496,13 @@ def test_co_clicks_in_session_order_equal_the_join_on_a_shuffled_log(data):
     # the co-clicks by hand: sessions clicked at 1, their clicks per position
     rand = log.filter(pl.col("intervention") == "randomized")
     first = rand.filter((pl.col("position") == 1) & pl.col("click")).select("session")
-    cc = (rand.join(first, on="session").filter(pl.col("click")).group_by("position").len()
-          .sort("position"))
+    cc = (
+        rand.join(first, on="session")
+        .filter(pl.col("click"))
+        .group_by("position")
+        .len()
+        .sort("position")
+    )
     np.testing.assert_array_equal(ordered["cc"][: cc.height], cc["len"].to_numpy())
 
 
@@ -464,8 +535,13 @@ def test_bootstrap_reads_the_log_once_and_reports_progress(data, monkeypatch):
     calls = []
     spec = ESTIMATORS["em"]
     original = spec.statistics
-    monkeypatch.setitem(ESTIMATORS, "em", type(spec)(
-        spec.function, lambda lf, **kw: calls.append(kw) or original(lf, **kw), spec.fit))
+    monkeypatch.setitem(
+        ESTIMATORS,
+        "em",
+        type(spec)(
+            spec.function, lambda lf, **kw: calls.append(kw) or original(lf, **kw), spec.fit
+        ),
+    )
     ticks: list[int] = []
     res = em(log, n_boot=12, seed=1, progress=ticks.append)
     assert len(calls) == 1 and calls[0]["buckets"] == 128 and ticks == [1] * 12
@@ -478,16 +554,18 @@ def test_bootstrap_reads_the_log_once_and_reports_progress(data, monkeypatch):
 def test_K_beyond_the_deepest_logged_position_is_refused(data, method):
     log = _mixed_log(data, 4000)
     with pytest.raises(InputError, match=r"K=1000 exceeds the deepest position .* \(6\)"):
-        estimate_propensities(log, method=method, K=1000, **({"n_boot": 0} if method == "em"
-                                                             else {}))
+        estimate_propensities(
+            log, method=method, K=1000, **({"n_boot": 0} if method == "em" else {})
+        )
 
 
 def test_propensities_off_the_theta_1_scale_are_refused_or_flagged(tmp_path):
     with pytest.raises(InputError, match="theta at position 1 is 0.5"):
         Propensities(theta=[0.5, 0.25], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1])
     with pytest.raises(InputError, match=r"position 2 is 1.5 > 1; absolute"):
-        Propensities(theta=[0.9, 1.5], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1],
-                     absolute=True)
+        Propensities(
+            theta=[0.9, 1.5], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1], absolute=True
+        )
     p = Propensities(theta=[1.0, 1.2], se=[0, 0.1], method="x", n_sessions=1, n=[1, 1])
     assert any("position 2: theta = 1.2 > theta_1 = 1" in w for w in p.warnings)
     (tmp_path / "bad.json").write_text(json.dumps({"theta": [0.5, 0.25], "se": [0, 0.1]}))

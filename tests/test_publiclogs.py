@@ -37,14 +37,27 @@ def yandex_train(yandex_dir):
 @pytest.mark.parametrize(
     "name, sessions, events, outside, with_click, ctr",
     [
-        ("trainSample", 35_064, 50_321, 417, 23_284,
-         [.257, .249, .170, .154, .106, .073, .069, .047, .050, .045]),
-        ("testSample", 21_413, 35_853, 276, 15_295,
-         [.391, .255, .188, .143, .111, .095, .081, .065, .067, .063]),
+        (
+            "trainSample",
+            35_064,
+            50_321,
+            417,
+            23_284,
+            [0.257, 0.249, 0.170, 0.154, 0.106, 0.073, 0.069, 0.047, 0.050, 0.045],
+        ),
+        (
+            "testSample",
+            21_413,
+            35_853,
+            276,
+            15_295,
+            [0.391, 0.255, 0.188, 0.143, 0.111, 0.095, 0.081, 0.065, 0.067, 0.063],
+        ),
     ],
 )
-def test_yandex_counts_match_provenance(yandex_dir, name, sessions, events, outside, with_click,
-                                        ctr):
+def test_yandex_counts_match_provenance(
+    yandex_dir, name, sessions, events, outside, with_click, ctr
+):
     log, info = load_yandex_sample(yandex_dir / name, with_info=True)
     assert info["sessions"] == sessions and info["click_events"] == events
     assert info["clicks_outside_list"] == outside and info["queries"] == 20
@@ -66,8 +79,18 @@ def test_yandex_first_record_is_parsed_exactly(yandex_train):
     log, _ = yandex_train
     first = log.filter(pl.col("session") == 0).sort("position")
     assert first["query"].unique().to_list() == ["98435_1"]
-    assert first["doc"].to_list() == [232429, 688835, 50189248, 16704940, 688844, 2105824,
-                                      688847, 48780108, 688841, 102825202]
+    assert first["doc"].to_list() == [
+        232429,
+        688835,
+        50189248,
+        16704940,
+        688844,
+        2105824,
+        688847,
+        48780108,
+        688841,
+        102825202,
+    ]
     # clicks "688835 , 232429 , 16704940": positions 2, 1, 4
     assert first["click"].to_list() == [True, True, False, True] + [False] * 6
 
@@ -105,16 +128,21 @@ def test_trec_counts_match_provenance(trec_dir):
     assert log["click"].sum() == 1293 and log["search_session"].n_unique() == 1003
     assert log["query"].n_unique() == 2055 and log["doc"].n_unique() == 9482
     ctr = log.group_by("position").agg(pl.col("click").mean()).sort("position")["click"]
-    np.testing.assert_allclose(ctr.to_numpy(), [.132, .088, .068, .045, .033, .025, .021, .014,
-                                                 .014, .012], atol=0.0015)
+    np.testing.assert_allclose(
+        ctr.to_numpy(),
+        [0.132, 0.088, 0.068, 0.045, 0.033, 0.025, 0.021, 0.014, 0.014, 0.012],
+        atol=0.0015,
+    )
 
 
 def test_trec_labels_match_provenance(trec_dir):
     lab = load_trec_session(trec_dir / "human_label_for_GraphCM_per_query_quid.txt")
     counts = dict(lab["label"].value_counts().iter_rows())
     assert counts == {-2.0: 497, 0.0: 5063, 1.0: 2170, 2.0: 692, 3.0: 101, 4.0: 37}
-    joined = load_trec_session(trec_dir / "train_per_query_quid.txt",
-                               labels=trec_dir / "human_label_for_GraphCM_per_query_quid.txt")
+    joined = load_trec_session(
+        trec_dir / "train_per_query_quid.txt",
+        labels=trec_dir / "human_label_for_GraphCM_per_query_quid.txt",
+    )
     assert joined.height == 28720 and joined["label"].is_not_null().sum() > 0
     # joining never changes the impressions
     assert joined["click"].sum() == 1293
@@ -152,8 +180,7 @@ def test_yandex_position_bias_by_harvesting_and_em(yandex_train):
         assert ci[1, 1] < 1.0 and ci[9, 1] < ci[1, 0]
         assert not any("not identified" in w for w in r.warnings)
     # the two estimators use the same (query, doc) variation and must broadly agree
-    z = np.abs(np.log(allp.theta[1:]) - np.log(emr.theta[1:])) / np.hypot(allp.se[1:],
-                                                                           emr.se[1:])
+    z = np.abs(np.log(allp.theta[1:]) - np.log(emr.theta[1:])) / np.hypot(allp.se[1:], emr.se[1:])
     assert np.all(z < 3.5)
 
 

@@ -12,69 +12,159 @@ from clickrank.experiment import load_config
 from clickrank.report import reading, render_report, write_report
 
 
-def _row(ranker: str, mean: float, *, metric: str = "ndcg@10", half: float = 0.01,
-         se: float = 0.005) -> dict:
-    return {"ranker": ranker, "metric": metric, "mean": mean, "se": se, "ci_low": mean - half,
-            "ci_high": mean + half, "n_queries": 100, "n_used": 95, "n_empty": 5,
-            "empty": "skip"}
+def _row(
+    ranker: str, mean: float, *, metric: str = "ndcg@10", half: float = 0.01, se: float = 0.005
+) -> dict:
+    return {
+        "ranker": ranker,
+        "metric": metric,
+        "mean": mean,
+        "se": se,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+        "n_queries": 100,
+        "n_used": 95,
+        "n_empty": 5,
+        "empty": "skip",
+    }
 
 
 def _comparison(a: str, b: str, diff: float, p: float) -> dict:
-    return {"a": a, "b": b, "metric": "ndcg@10", "n_queries": 95, "mean_a": 0.5 + diff,
-            "mean_b": 0.5, "diff": diff, "sd_diff": 0.1, "cohen_dz": diff / 0.1, "t_stat": 3.0,
-            "t_p_value": p, "t_ci": [diff - 0.02, diff + 0.02], "randomization_p_value": p,
-            "n_permutations": 1000, "bootstrap_ci": [diff - 0.02, diff + 0.02], "alpha": 0.05}
+    return {
+        "a": a,
+        "b": b,
+        "metric": "ndcg@10",
+        "n_queries": 95,
+        "mean_a": 0.5 + diff,
+        "mean_b": 0.5,
+        "diff": diff,
+        "sd_diff": 0.1,
+        "cohen_dz": diff / 0.1,
+        "t_stat": 3.0,
+        "t_p_value": p,
+        "t_ci": [diff - 0.02, diff + 0.02],
+        "randomization_p_value": p,
+        "n_permutations": 1000,
+        "bootstrap_ci": [diff - 0.02, diff + 0.02],
+        "alpha": 0.05,
+    }
 
 
 def _interleaving(wins: int, losses: int, ties: int, winner: str, p: float) -> dict:
     n = wins + losses + ties
     delta = (wins + ties / 2) / n - 0.5
-    return {"a": "ips", "b": "naive", "method": "team-draft", "n": n, "wins": wins,
-            "losses": losses, "ties": ties, "alpha": 0.05, "click_model": "PBM", "delta": delta,
-            "se": 0.001, "ci_low": delta - 0.002, "ci_high": delta + 0.002, "p_value": p,
-            "winner": winner}
+    return {
+        "a": "ips",
+        "b": "naive",
+        "method": "team-draft",
+        "n": n,
+        "wins": wins,
+        "losses": losses,
+        "ties": ties,
+        "alpha": 0.05,
+        "click_model": "PBM",
+        "delta": delta,
+        "se": 0.001,
+        "ci_low": delta - 0.002,
+        "ci_high": delta + 0.002,
+        "p_value": p,
+        "winner": winner,
+    }
 
 
-def _results(*, naive=0.70, ips=0.85, oracle=0.90, production=0.60, skip=0.05,
-             ctr=(0.35, 0.02), alpha=(0.35, 0.20), theta_est=(1.0, 0.52, 0.30),
-             lower=(1.0, 0.48, 0.28), upper=(1.0, 0.56, 0.34), comparisons=None,
-             interleaving=None, curve=None) -> dict:
+def _results(
+    *,
+    naive=0.70,
+    ips=0.85,
+    oracle=0.90,
+    production=0.60,
+    skip=0.05,
+    ctr=(0.35, 0.02),
+    alpha=(0.35, 0.20),
+    theta_est=(1.0, 0.52, 0.30),
+    lower=(1.0, 0.48, 0.28),
+    upper=(1.0, 0.56, 0.34),
+    comparisons=None,
+    interleaving=None,
+    curve=None,
+) -> dict:
     truth = [1.0, 0.5, 1 / 3]
-    rankers = {"production": production, "naive": naive, "ips": ips, "skip-above": skip,
-               "oracle": oracle}
-    ctr_rows = [{"position": p, "impressions": 1000, "clicks": int(1000 * c), "ctr": c,
-                 "se": 0.01, "mean_label": 1.0, "mean_click_given_examined": a,
-                 "true_theta": t}
-                for p, c, a, t in zip((1, 3), ctr, alpha, (1.0, 1 / 3), strict=True)]
+    rankers = {
+        "production": production,
+        "naive": naive,
+        "ips": ips,
+        "skip-above": skip,
+        "oracle": oracle,
+    }
+    ctr_rows = [
+        {
+            "position": p,
+            "impressions": 1000,
+            "clicks": int(1000 * c),
+            "ctr": c,
+            "se": 0.01,
+            "mean_label": 1.0,
+            "mean_click_given_examined": a,
+            "true_theta": t,
+        }
+        for p, c, a, t in zip((1, 3), ctr, alpha, (1.0, 1 / 3), strict=True)
+    ]
     return {
         "format": "clickrank.experiment.summary",
         "config": load_config().to_dict(),
         "config_origin": "<test>",
         "config_hash": "0" * 16,
-        "data": {"name": "synthetic", "source": "synthetic", "n_features": 6,
-                 "parts": {"train": {"queries": 10, "docs": 100, "labels": {"0.0": 60,
-                                                                            "1.0": 40}}}},
+        "data": {
+            "name": "synthetic",
+            "source": "synthetic",
+            "n_features": 6,
+            "parts": {"train": {"queries": 10, "docs": 100, "labels": {"0.0": 60, "1.0": 40}}},
+        },
         "production": {"policy": "production", "trained_on_queries": 1},
-        "log": {"sessions": 1000, "impressions": 3000, "clicks": 500,
-                "sessions_by_intervention": {"none": 900, "swap": 100}, "ctr_view": "none",
-                "ctr_by_position": ctr_rows, "click_model": "PBM()", "path": "log.parquet",
-                "skip_above": {"preferences": 100, "agree": 50, "tie": 20, "invert": 30}},
-        "propensities": {"use": "swap", "alpha": 0.05, "truth": truth,
-                         "estimates": {"swap": {"theta": list(theta_est), "lower": list(lower),
-                                                "upper": list(upper), "n_sessions": 1000,
-                                                "absolute": False, "warnings": []}}},
+        "log": {
+            "sessions": 1000,
+            "impressions": 3000,
+            "clicks": 500,
+            "sessions_by_intervention": {"none": 900, "swap": 100},
+            "ctr_view": "none",
+            "ctr_by_position": ctr_rows,
+            "click_model": "PBM()",
+            "path": "log.parquet",
+            "skip_above": {"preferences": 100, "agree": 50, "tie": 20, "invert": 30},
+        },
+        "propensities": {
+            "use": "swap",
+            "alpha": 0.05,
+            "truth": truth,
+            "estimates": {
+                "swap": {
+                    "theta": list(theta_est),
+                    "lower": list(lower),
+                    "upper": list(upper),
+                    "n_sessions": 1000,
+                    "absolute": False,
+                    "warnings": [],
+                }
+            },
+        },
         "models": {r: {"kind": "gains", "trees": 10} for r in rankers if r != "production"},
-        "evaluation": {"rankers": list(rankers), "metrics": ["ndcg@10"], "n_queries": 100,
-                       "alpha": 0.05, "n_bootstrap": 200, "empty": "skip",
-                       "table": [_row(r, m) for r, m in rankers.items()],
-                       "comparisons": comparisons or [], "notes": []},
+        "evaluation": {
+            "rankers": list(rankers),
+            "metrics": ["ndcg@10"],
+            "n_queries": 100,
+            "alpha": 0.05,
+            "n_bootstrap": 200,
+            "empty": "skip",
+            "table": [_row(r, m) for r, m in rankers.items()],
+            "comparisons": comparisons or [],
+            "notes": [],
+        },
         "interleaving": interleaving or [],
         "learning_curve": curve or {"metric": "ndcg@10", "rows": []},
         "figures": {"ctr_by_position": "figures/ctr_by_position.png"},
         "notes": [],
         "versions": {"clickrank": "0.1.0"},
-        "timings": {"stages": {"data": {"seconds": 0.1, "reused": False}},
-                    "total_seconds": 0.1},
+        "timings": {"stages": {"data": {"seconds": 0.1, "reused": False}}, "total_seconds": 0.1},
     }
 
 
@@ -87,7 +177,8 @@ def _text(results: dict) -> str:
 
 def test_gap_closed_is_computed_from_the_metrics():
     assert "IPS closes 75% of the gap between naive (0.700) and oracle (0.900)" in _text(
-        _results(naive=0.70, ips=0.85, oracle=0.90))
+        _results(naive=0.70, ips=0.85, oracle=0.90)
+    )
     assert "IPS closes 20% of the gap" in _text(_results(naive=0.80, ips=0.82, oracle=0.90))
 
 
@@ -111,8 +202,9 @@ def test_propensity_coverage_counts_the_positions_inside_the_interval():
     text = _text(_results())
     assert "covers the true θ with its 95% CI at 2 of 2 estimated positions" in text
     assert "largest relative error is 10% (position 3)" in text
-    text = _text(_results(theta_est=(1.0, 0.7, 0.6), lower=(1.0, 0.65, 0.55),
-                          upper=(1.0, 0.75, 0.65)))
+    text = _text(
+        _results(theta_est=(1.0, 0.7, 0.6), lower=(1.0, 0.65, 0.55), upper=(1.0, 0.75, 0.65))
+    )
     assert "at 0 of 2 estimated positions" in text and "more misses than" in text
 
 
@@ -132,8 +224,12 @@ def test_interleaving_verdict_and_agreement_with_the_offline_metric():
     # offline IPS > naive, but interleaving prefers naive: the reading says they disagree
     lose = _text(_results(interleaving=[_interleaving(400, 600, 1000, "B", 1e-9)]))
     assert "users prefer naive" in lose and "disagrees" in lose
-    both = _text(_results(interleaving=[_interleaving(600, 400, 1000, "A", 1e-9)],
-                          comparisons=[_comparison("ips", "naive", 0.1, 0.2)]))
+    both = _text(
+        _results(
+            interleaving=[_interleaving(600, 400, 1000, "A", 1e-9)],
+            comparisons=[_comparison("ips", "naive", 0.1, 0.2)],
+        )
+    )
     assert "agrees in direction with the (not significant) offline" in both
     none = _text(_results(interleaving=[_interleaving(500, 505, 1000, "none", 0.9)]))
     assert "no significant preference" in none and "agrees" not in none
@@ -149,9 +245,15 @@ def test_skip_above_below_the_logger_is_explained_by_the_deterministic_logger():
 
 
 def test_learning_curve_sentence_follows_the_gap():
-    rows = [{"method": m, "sessions": n, "mean": v, "lower": v - 0.01, "upper": v + 0.01}
-            for m, n, v in (("naive", 100, 0.70), ("naive", 1000, 0.70), ("ips", 100, 0.75),
-                            ("ips", 1000, 0.85))]
+    rows = [
+        {"method": m, "sessions": n, "mean": v, "lower": v - 0.01, "upper": v + 0.01}
+        for m, n, v in (
+            ("naive", 100, 0.70),
+            ("naive", 1000, 0.70),
+            ("ips", 100, 0.75),
+            ("ips", 1000, 0.85),
+        )
+    ]
     text = _text(_results(curve={"metric": "ndcg@10", "rows": rows}))
     assert "gap grows from +0.050 to +0.150" in text
     assert "the naive ranker does not improve with more clicks (+0.000" in text
@@ -161,8 +263,12 @@ def test_learning_curve_sentence_follows_the_gap():
 
 
 def test_markdown_tables_have_consistent_columns_and_relative_figure_links():
-    md = render_report(_results(comparisons=[_comparison("ips", "naive", 0.1, 1e-6)],
-                                interleaving=[_interleaving(600, 400, 1000, "A", 1e-9)]))
+    md = render_report(
+        _results(
+            comparisons=[_comparison("ips", "naive", 0.1, 1e-6)],
+            interleaving=[_interleaving(600, 400, 1000, "A", 1e-9)],
+        )
+    )
     lines = md.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("|---"):

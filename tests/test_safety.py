@@ -42,8 +42,16 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     data = cr.synthetic(30, 10, seed=2)
     letor = cr.save_letor(data, root / "train.txt")
     log = root / "log.parquet"
-    cr.simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=3000, top_k=5,
-                interventions=[Swap(0.5)], seed=1, out=log)
+    cr.simulate(
+        data,
+        policy=data.X[:, 0],
+        click_model="pbm",
+        n_sessions=3000,
+        top_k=5,
+        interventions=[Swap(0.5)],
+        seed=1,
+        out=log,
+    )
     model = LambdaMART(n_estimators=3, num_leaves=4, seed=0).fit(data).save(root / "model")
     return {"data": str(letor), "log": str(log), "model": str(model)}
 
@@ -52,23 +60,27 @@ def inputs(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", ["results", "x.parquet"])
-def test_simulate_force_never_deletes_a_folder_clickrank_did_not_write(runner, tmp_path, inputs,
-                                                                       name):
+def test_simulate_force_never_deletes_a_folder_clickrank_did_not_write(
+    runner, tmp_path, inputs, name
+):
     out = tmp_path / name
     (out / "sub").mkdir(parents=True)
     (out / "notes.txt").write_text("mine")
     (out / "sub" / "data.csv").write_text("1,2\n")
     before = snapshot(tmp_path)
-    res = runner.invoke(cli, ["simulate", "--data", inputs["data"], "--sessions", "100",
-                              "--out", str(out), "--force"])
+    res = runner.invoke(
+        cli,
+        ["simulate", "--data", inputs["data"], "--sessions", "100", "--out", str(out), "--force"],
+    )
     msg = one_line_error(res)
     assert "clickrank did not write" in msg and "--force" not in msg
     assert snapshot(tmp_path) == before and no_temp_files(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["log.parquet", "logdir"])
-def test_force_replaces_clickranks_own_log_but_not_once_a_user_file_is_in_it(runner, tmp_path,
-                                                                             inputs, name):
+def test_force_replaces_clickranks_own_log_but_not_once_a_user_file_is_in_it(
+    runner, tmp_path, inputs, name
+):
     out = tmp_path / name
     args = ["simulate", "--data", inputs["data"], "--sessions", "200", "--out", str(out)]
     assert runner.invoke(cli, args).exit_code == 0
@@ -92,20 +104,68 @@ def _user_file_cases(inputs: dict, tmp: Path) -> dict[str, tuple[list[str], Path
     model = tmp / "mymodel"
     return {
         "propensity --out": (["propensity", inputs["log"], "--out", str(user)], user),
-        "propensity --plot": (["propensity", inputs["log"], "--out", str(tmp / "t.json"),
-                               "--plot", str(png)], png),
-        "evaluate --output": (["evaluate", "--model", inputs["model"], "--data", inputs["data"],
-                               "--bootstrap", "10", "--output", str(user)], user),
-        "interleave --output": (["interleave", "--a", inputs["model"], "--b", inputs["model"],
-                                 "--data", inputs["data"], "--impressions", "100", "--no-ab",
-                                 "--output", str(user)], user),
-        "train --out": (["train", "--data", inputs["data"], "--target", "oracle", "--trees", "2",
-                         "--out", str(model)], model / "model.txt"),
+        "propensity --plot": (
+            ["propensity", inputs["log"], "--out", str(tmp / "t.json"), "--plot", str(png)],
+            png,
+        ),
+        "evaluate --output": (
+            [
+                "evaluate",
+                "--model",
+                inputs["model"],
+                "--data",
+                inputs["data"],
+                "--bootstrap",
+                "10",
+                "--output",
+                str(user),
+            ],
+            user,
+        ),
+        "interleave --output": (
+            [
+                "interleave",
+                "--a",
+                inputs["model"],
+                "--b",
+                inputs["model"],
+                "--data",
+                inputs["data"],
+                "--impressions",
+                "100",
+                "--no-ab",
+                "--output",
+                str(user),
+            ],
+            user,
+        ),
+        "train --out": (
+            [
+                "train",
+                "--data",
+                inputs["data"],
+                "--target",
+                "oracle",
+                "--trees",
+                "2",
+                "--out",
+                str(model),
+            ],
+            model / "model.txt",
+        ),
     }
 
 
-@pytest.mark.parametrize("case", ["propensity --out", "propensity --plot", "evaluate --output",
-                                  "interleave --output", "train --out"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "propensity --out",
+        "propensity --plot",
+        "evaluate --output",
+        "interleave --output",
+        "train --out",
+    ],
+)
 def test_force_does_not_replace_a_users_file(runner, tmp_path, inputs, case):
     args, target = _user_file_cases(inputs, tmp_path)[case]
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -179,8 +239,11 @@ def test_stale_temporary_files_of_killed_writes_are_removed_on_the_next_write(tm
     (stale_dir / "part-00000.parquet").write_bytes(b"y")
     live = tmp_path / f".other.json.clickrank-{os.getpid()}-zzzzzzzz.tmp"  # a write in progress
     live.write_bytes(b"z")
-    users = [tmp_path / ".theta.json.backup.tmp", tmp_path / ".x.clickrank-notapid-1.tmp",
-             tmp_path / "notes.tmp"]
+    users = [
+        tmp_path / ".theta.json.backup.tmp",
+        tmp_path / ".x.clickrank-notapid-1.tmp",
+        tmp_path / "notes.tmp",
+    ]
     for u in users:
         u.write_text("mine")
     atomic_write_json(tmp_path / "theta.json", {"theta": [1.0]})
@@ -190,18 +253,34 @@ def test_stale_temporary_files_of_killed_writes_are_removed_on_the_next_write(tm
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + signal.SIGTERM),
-                                       (signal.SIGINT, 1)])
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + signal.SIGTERM), (signal.SIGINT, 1)])
 @pytest.mark.parametrize("name", ["x.parquet", "xdir"])
 def test_a_write_killed_by_a_signal_leaves_no_temporary_file(tmp_path, sig, code, name):
     out = tmp_path / name
-    proc = subprocess.Popen([*CLI, "simulate", "--synthetic", "50", "--sessions", "20000000",
-                             "--chunk-size", "20000", "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "simulate",
+            "--synthetic",
+            "50",
+            "--sessions",
+            "20000000",
+            "--chunk-size",
+            "20000",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
-        while (time.time() < deadline and proc.poll() is None
-               and not list(tmp_path.glob(f".{name}.clickrank-*.tmp"))):
+        while (
+            time.time() < deadline
+            and proc.poll() is None
+            and not list(tmp_path.glob(f".{name}.clickrank-*.tmp"))
+        ):
             time.sleep(0.05)
         assert proc.poll() is None, proc.stderr.read()
         assert list(tmp_path.glob(f".{name}.clickrank-*.tmp")), "the write never started"
@@ -221,21 +300,56 @@ def test_a_write_killed_by_a_signal_leaves_no_temporary_file(tmp_path, sig, code
 
 def _commands(inputs: dict, folder: Path) -> dict[str, list[str]]:
     return {
-        "simulate": ["simulate", "--data", inputs["data"], "--sessions", "1000",
-                     "--out", str(folder / "log.parquet")],
+        "simulate": [
+            "simulate",
+            "--data",
+            inputs["data"],
+            "--sessions",
+            "1000",
+            "--out",
+            str(folder / "log.parquet"),
+        ],
         "propensity": ["propensity", inputs["log"], "--out", str(folder / "t.json")],
-        "train": ["train", "--data", inputs["data"], "--target", "oracle", "--trees", "2",
-                  "--out", str(folder / "model")],
-        "evaluate": ["evaluate", "--model", inputs["model"], "--data", inputs["data"],
-                     "--output", str(folder / "e.json")],
-        "interleave": ["interleave", "--a", inputs["model"], "--b", inputs["model"], "--data",
-                       inputs["data"], "--impressions", "1000", "--output", str(folder / "i.json")],
+        "train": [
+            "train",
+            "--data",
+            inputs["data"],
+            "--target",
+            "oracle",
+            "--trees",
+            "2",
+            "--out",
+            str(folder / "model"),
+        ],
+        "evaluate": [
+            "evaluate",
+            "--model",
+            inputs["model"],
+            "--data",
+            inputs["data"],
+            "--output",
+            str(folder / "e.json"),
+        ],
+        "interleave": [
+            "interleave",
+            "--a",
+            inputs["model"],
+            "--b",
+            inputs["model"],
+            "--data",
+            inputs["data"],
+            "--impressions",
+            "1000",
+            "--output",
+            str(folder / "i.json"),
+        ],
         "run": ["run", "--out", str(folder / "results")],
     }
 
 
-@pytest.mark.parametrize("command", ["simulate", "propensity", "train", "evaluate", "interleave",
-                                     "run"])
+@pytest.mark.parametrize(
+    "command", ["simulate", "propensity", "train", "evaluate", "interleave", "run"]
+)
 def test_a_read_only_output_folder_is_one_line_before_any_work(tmp_path, inputs, command):
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -259,16 +373,38 @@ def test_a_full_disk_is_one_line_before_any_work(tmp_path, inputs, command):
 def test_a_disk_that_fills_up_during_the_write_is_one_line_and_leaves_nothing(tmp_path):
     folder = tmp_path / "full"
     folder.mkdir()
-    proc = run_cli(["simulate", "--synthetic", "50", "--sessions", "200000", "--skip-space-check",
-                    "--out", str(folder / "log.parquet")], mount=("full", folder), size="256k")
+    proc = run_cli(
+        [
+            "simulate",
+            "--synthetic",
+            "50",
+            "--sessions",
+            "200000",
+            "--skip-space-check",
+            "--out",
+            str(folder / "log.parquet"),
+        ],
+        mount=("full", folder),
+        size="256k",
+    )
     msg = one_line_error_of(proc)
     assert msg == f"Error: cannot write {folder / 'log.parquet'}: No space left on device"
     assert list(folder.iterdir()) == []  # (the tmpfs is gone with the child anyway)
 
 
 def test_a_log_larger_than_the_free_disk_is_refused_before_simulating(runner, tmp_path):
-    res = runner.invoke(cli, ["simulate", "--synthetic", "20", "--sessions", str(10**13),
-                              "--out", str(tmp_path / "log.parquet")])
+    res = runner.invoke(
+        cli,
+        [
+            "simulate",
+            "--synthetic",
+            "20",
+            "--sessions",
+            str(10**13),
+            "--out",
+            str(tmp_path / "log.parquet"),
+        ],
+    )
     msg = one_line_error(res)
     assert "needs about" in msg and "are free on the file system" in msg
     assert list(tmp_path.iterdir()) == []

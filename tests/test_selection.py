@@ -25,8 +25,15 @@ def setup():
     train, test = split_queries(data, [160, 100], seed=5)
     prod = production_ranker(train, 0.1, seed=5)
     cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
-    log = simulate(train, policy=DeterministicPolicy(prod), click_model=cm, n_sessions=40_000,
-                   interventions=[Swap(0.1)], top_k=10, seed=5)
+    log = simulate(
+        train,
+        policy=DeterministicPolicy(prod),
+        click_model=cm,
+        n_sessions=40_000,
+        interventions=[Swap(0.1)],
+        top_k=10,
+        seed=5,
+    )
     return train, test, log, cm.propensities(10)
 
 
@@ -87,8 +94,9 @@ def test_lambdamartcv_chooses_and_refits(setup, tmp_path):
     assert cv.model_.best_iteration_ == cv.best_params_["n_estimators"]
     assert cv.model_.num_leaves == json.loads(best["params"])["num_leaves"]
     again = LambdaMARTCV(folds=3, n_estimators=120, early_stopping_rounds=20, seed=1)
-    np.testing.assert_array_equal(again.fit(train, target, validation=val).predict(test),
-                                  cv.predict(test))
+    np.testing.assert_array_equal(
+        again.fit(train, target, validation=val).predict(test), cv.predict(test)
+    )
     assert "ips-dcg@10" in cv.summary()
     out = cv.save(tmp_path / "m")
     meta = json.loads((out / "selection.json").read_text())
@@ -100,19 +108,29 @@ def test_lambdamartcv_stops_early_on_a_target_without_signal(setup):
     train, _, log, theta = setup
     val = ClickValidation.from_log(train, log, theta)
     noise = Target("noise", gains=np.random.default_rng(3).random(train.n_docs))
-    cv = LambdaMARTCV(grid=[{"num_leaves": 8, "max_depth": 3}], folds=3, n_estimators=200,
-                      early_stopping_rounds=30, seed=0).fit(train, noise, validation=val)
-    signal = LambdaMARTCV(grid=[{"num_leaves": 8, "max_depth": 3}], folds=3, n_estimators=200,
-                          early_stopping_rounds=30, seed=0).fit(train, oracle(train),
-                                                                validation=val)
+    cv = LambdaMARTCV(
+        grid=[{"num_leaves": 8, "max_depth": 3}],
+        folds=3,
+        n_estimators=200,
+        early_stopping_rounds=30,
+        seed=0,
+    ).fit(train, noise, validation=val)
+    signal = LambdaMARTCV(
+        grid=[{"num_leaves": 8, "max_depth": 3}],
+        folds=3,
+        n_estimators=200,
+        early_stopping_rounds=30,
+        seed=0,
+    ).fit(train, oracle(train), validation=val)
     assert cv.cv_results_["score"][0] < signal.cv_results_["score"][0]
     assert cv.best_params_["n_estimators"] < signal.best_params_["n_estimators"]
 
 
 def test_lambdamartcv_with_labels_and_bad_arguments(setup):
     train, _, _, _ = setup
-    cv = LambdaMARTCV(grid=[{"num_leaves": 4, "max_depth": 2}], folds=2, n_estimators=30,
-                      early_stopping_rounds=10).fit(train)
+    cv = LambdaMARTCV(
+        grid=[{"num_leaves": 4, "max_depth": 2}], folds=2, n_estimators=30, early_stopping_rounds=10
+    ).fit(train)
     assert cv.metric_ == "ndcg@10"
     with pytest.raises(InputError, match="folds"):
         LambdaMARTCV(folds=1).fit(train)
@@ -126,9 +144,10 @@ def test_cli_defaults_agree_with_the_library():
     from clickrank.cli.train import FIXED, SELECTION
 
     cv = LambdaMARTCV()
-    assert {k: getattr(cv, k) for k in ("folds", "n_estimators", "learning_rate",
-                                        "early_stopping_rounds")} == {
-        k: v for k, v in SELECTION.items() if k != "grid"}
+    assert {
+        k: getattr(cv, k)
+        for k in ("folds", "n_estimators", "learning_rate", "early_stopping_rounds")
+    } == {k: v for k, v in SELECTION.items() if k != "grid"}
     assert tuple(SELECTION["grid"]) == tuple(DEFAULT_GRID)
     lm = LambdaMART()
     assert (lm.num_leaves, lm.max_depth) == (FIXED["num_leaves"], FIXED["max_depth"])

@@ -116,7 +116,10 @@ def _pbm(eta=1.0):
 def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):
     policy = MixturePolicy([PlackettLuce(data.X[:, 0], name="pl"), UniformRandom()])
     kw = dict(
-        policy=policy, click_model=make_click_model("dbn"), n_sessions=5000, top_k=8,
+        policy=policy,
+        click_model=make_click_model("dbn"),
+        n_sessions=5000,
+        top_k=8,
         interventions=[Swap(0.1), RandPair(0.1, pivot=None), Randomize(0.1, k=4)],
     )
     small = simulate(data, seed=11, chunk_size=1_000, **kw)
@@ -173,8 +176,13 @@ def test_fused_clicks_are_bit_identical_to_the_generic_path(name, y_scale):
     d = _ragged(y_scale)
     assert model.independent_clicks is True
     assert (_grade_table(model, d.y, 10) is None) == (y_scale != 1.0)
-    kw = dict(policy=PlackettLuce(d.X[:, 0]), n_sessions=4000, top_k=10, seed=21,
-              interventions=[Swap(0.2), FairPairs(0.2)])
+    kw = dict(
+        policy=PlackettLuce(d.X[:, 0]),
+        n_sessions=4000,
+        top_k=10,
+        seed=21,
+        interventions=[Swap(0.2), FairPairs(0.2)],
+    )
     fused = simulate(d, click_model=model, chunk_size=900, **kw)
     generic = simulate(d, click_model=_Generic(model), **kw)
     assert_frame_equal(fused, generic)
@@ -214,18 +222,35 @@ def test_fused_path_raises_only_for_displayed_labels_the_model_rejects():
     score = -np.tile(np.arange(10.0), 6)  # the first rows of a query rank highest
     kw = dict(policy=DeterministicPolicy(score), n_sessions=500, top_k=3, seed=1)
     assert _grade_table(_pbm(), d.y, 3) is None
-    assert_frame_equal(simulate(d, click_model=_pbm(), **kw),
-                       simulate(d, click_model=_Generic(_pbm()), **kw))
+    assert_frame_equal(
+        simulate(d, click_model=_pbm(), **kw), simulate(d, click_model=_Generic(_pbm()), **kw)
+    )
     for model in (_pbm(), _Generic(_pbm())):
         with pytest.raises(InputError, match="max_label"):
             simulate(d, click_model=model, **{**kw, "top_k": 10})
 
 
 def test_log_schema_and_contents(data):
-    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(),
-                   n_sessions=500, top_k=5, seed=0)
-    assert log.columns == ["session", "query", "position", "doc", "click", "intervention",
-                           "ranker", "label", "swap_pivot", "swap_k"]
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=_pbm(),
+        n_sessions=500,
+        top_k=5,
+        seed=0,
+    )
+    assert log.columns == [
+        "session",
+        "query",
+        "position",
+        "doc",
+        "click",
+        "intervention",
+        "ranker",
+        "label",
+        "swap_pivot",
+        "swap_k",
+    ]
     assert log.height == 500 * 5
     assert log["session"].unique().len() == 500
     assert set(log["intervention"].cast(pl.String)) == {"none"}
@@ -240,13 +265,26 @@ def test_short_queries_show_fewer_positions():
     rng = np.random.default_rng(0)
     lengths = np.array([2, 7, 4])
     qptr = np.concatenate([[0], np.cumsum(lengths)])
-    d = RankingData(rng.standard_normal((13, 2)), rng.integers(0, 5, 13), qptr,
-                    qid=np.array(["a", "b", "c"]), doc=np.array([f"d{i}" for i in range(13)]))
-    log = simulate(d, policy=UniformRandom(), click_model=_pbm(), n_sessions=300, top_k=5,
-                   interventions=Randomize(0.5), seed=0)
+    d = RankingData(
+        rng.standard_normal((13, 2)),
+        rng.integers(0, 5, 13),
+        qptr,
+        qid=np.array(["a", "b", "c"]),
+        doc=np.array([f"d{i}" for i in range(13)]),
+    )
+    log = simulate(
+        d,
+        policy=UniformRandom(),
+        click_model=_pbm(),
+        n_sessions=300,
+        top_k=5,
+        interventions=Randomize(0.5),
+        seed=0,
+    )
     validate_log(log)
-    per = log.group_by("query").agg(n=pl.len() / pl.col("session").n_unique(),
-                                    mx=pl.col("position").max())
+    per = log.group_by("query").agg(
+        n=pl.len() / pl.col("session").n_unique(), mx=pl.col("position").max()
+    )
     got = dict(zip(per["query"], per["mx"], strict=True))
     assert got == {"a": 2, "b": 5, "c": 4}
     assert log.schema["query"] == pl.String and log.schema["doc"] == pl.String
@@ -257,8 +295,15 @@ def test_short_queries_show_fewer_positions():
 def test_query_frequency_is_respected(data):
     freq = np.zeros(data.n_queries)
     freq[[3, 10, 20]] = [1, 2, 5]
-    log = simulate(data, policy=UniformRandom(), click_model=_pbm(), n_sessions=8000,
-                   top_k=1, query_frequency=freq, seed=0)
+    log = simulate(
+        data,
+        policy=UniformRandom(),
+        click_model=_pbm(),
+        n_sessions=8000,
+        top_k=1,
+        query_frequency=freq,
+        seed=0,
+    )
     counts = log["query"].value_counts().sort("query")
     assert counts["query"].to_list() == [3, 10, 20]
     assert stats.chisquare(counts["count"].to_numpy(), 8000 * np.array([1, 2, 5]) / 8).pvalue > 1e-3
@@ -291,8 +336,7 @@ def test_bad_arguments_are_named(data, kwargs, match):
 
 def test_unlabelled_data_is_rejected(data):
     with pytest.raises(InputError, match="no labels"):
-        simulate(data.with_labels(None), policy=UniformRandom(), click_model=_pbm(),
-                 n_sessions=5)
+        simulate(data.with_labels(None), policy=UniformRandom(), click_model=_pbm(), n_sessions=5)
 
 
 # -- interventions ----------------------------------------------------------------------
@@ -304,8 +348,9 @@ def _dense(log: pl.DataFrame, column: str, K: int) -> np.ndarray:
 
 def test_swap_exchanges_rank_1_and_k_in_the_chosen_fraction(data):
     K, n, f = 8, 6000, 0.3
-    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
-                top_k=K, seed=4)
+    base = dict(
+        policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n, top_k=K, seed=4
+    )
     plain = simulate(data, **base)
     swapped = simulate(data, interventions=Swap(f), **base)
     d0, d1 = _dense(plain, "doc", K), _dense(swapped, "doc", K)
@@ -323,23 +368,32 @@ def test_swap_exchanges_rank_1_and_k_in_the_chosen_fraction(data):
 
 
 def test_fixed_swap_k(data):
-    log = simulate(data, policy=UniformRandom(), click_model=_pbm(), n_sessions=400, top_k=6,
-                   interventions=Swap(1.0, k=4), seed=0)
+    log = simulate(
+        data,
+        policy=UniformRandom(),
+        click_model=_pbm(),
+        n_sessions=400,
+        top_k=6,
+        interventions=Swap(1.0, k=4),
+        seed=0,
+    )
     assert set(log["swap_k"].unique()) == {4} and set(log["swap_pivot"].unique()) == {1}
 
 
 def test_randpair_swaps_a_uniform_pair(data):
     K, n = 5, 20_000
-    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
-                top_k=K, seed=1)
+    base = dict(
+        policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n, top_k=K, seed=1
+    )
     plain = _dense(simulate(data, **base), "doc", K)
     log = simulate(data, interventions=RandPair(1.0, pivot=None), **base)
     a = _dense(log, "swap_pivot", K)[:, 0].astype(int)
     b = _dense(log, "swap_k", K)[:, 0].astype(int)
     assert np.all((1 <= a) & (a < b) & (b <= K))
     pair = (a - 1) * K + (b - 1)
-    observed = np.bincount(pair, minlength=K * K)[[i * K + j for i in range(K)
-                                                   for j in range(i + 1, K)]]
+    observed = np.bincount(pair, minlength=K * K)[
+        [i * K + j for i in range(K) for j in range(i + 1, K)]
+    ]
     assert stats.chisquare(observed).pvalue > 1e-3  # all K(K-1)/2 pairs equally likely
     docs = _dense(log, "doc", K)
     r = np.arange(n)
@@ -351,8 +405,9 @@ def test_randpair_swaps_a_uniform_pair(data):
 
 def test_randomize_is_a_uniform_permutation_of_the_top_k(data):
     K, k, n = 8, 4, 12_000
-    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
-                top_k=K, seed=2)
+    base = dict(
+        policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n, top_k=K, seed=2
+    )
     plain = _dense(simulate(data, **base), "doc", K)
     log = simulate(data, interventions=Randomize(1.0, k=k), **base)
     docs = _dense(log, "doc", K)
@@ -368,8 +423,14 @@ def test_randomize_is_a_uniform_permutation_of_the_top_k(data):
 
 
 def _fair_pairs_log(data, n, K, fraction, seed, chunk_size=200_000):
-    base = dict(policy=DeterministicPolicy(data.X[:, 0]), click_model=_pbm(), n_sessions=n,
-                top_k=K, seed=seed, chunk_size=chunk_size)
+    base = dict(
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=_pbm(),
+        n_sessions=n,
+        top_k=K,
+        seed=seed,
+        chunk_size=chunk_size,
+    )
     plain = simulate(data, **base)
     return plain, simulate(data, interventions=FairPairs(fraction), **base)
 
@@ -398,8 +459,9 @@ def test_fair_pairs_swaps_disjoint_adjacent_pairs_with_probability_one_half(data
     a, b = d0[fair], d1[fair]
     moved = a != b
     assert not np.any(moved & ~in_pair)  # unpaired ranks never move
-    np.testing.assert_array_equal(np.where(moved, b, 0),
-                                  np.where(moved, np.take_along_axis(a, partner, 1), 0))
+    np.testing.assert_array_equal(
+        np.where(moved, b, 0), np.where(moved, np.take_along_axis(a, partner, 1), 0)
+    )
     # the two members of a pair move together; each pair is swapped with probability 1/2
     swapped = moved[:, :-1][upper[:, :-1]]
     np.testing.assert_array_equal(moved[:, 1:][upper[:, :-1]], swapped)
@@ -415,33 +477,62 @@ def test_fair_pairs_logs_do_not_depend_on_chunk_size(data):
     _, small = _fair_pairs_log(data, 3000, 6, 0.5, seed=3, chunk_size=700)
     _, big = _fair_pairs_log(data, 3000, 6, 0.5, seed=3)
     assert_frame_equal(small, big)
-    mixed = dict(policy=UniformRandom(), click_model=_pbm(), n_sessions=3000, top_k=6, seed=3,
-                 interventions=[Swap(0.2), FairPairs(0.3), Randomize(0.1)])
-    assert_frame_equal(simulate(data, chunk_size=500, **mixed),
-                       simulate(data, chunk_size=10_000, **mixed))
+    mixed = dict(
+        policy=UniformRandom(),
+        click_model=_pbm(),
+        n_sessions=3000,
+        top_k=6,
+        seed=3,
+        interventions=[Swap(0.2), FairPairs(0.3), Randomize(0.1)],
+    )
+    assert_frame_equal(
+        simulate(data, chunk_size=500, **mixed), simulate(data, chunk_size=10_000, **mixed)
+    )
 
 
 def test_fair_pairs_on_short_lists():
     lengths = np.array([1, 2, 3])
     qptr = np.concatenate([[0], np.cumsum(lengths)])
     d = RankingData(np.zeros((6, 1)), np.arange(6) % 3, qptr)
-    log = simulate(d, policy=UniformRandom(), click_model=_pbm(), n_sessions=2000, top_k=3,
-                   interventions=FairPairs(1.0), seed=1)
+    log = simulate(
+        d,
+        policy=UniformRandom(),
+        click_model=_pbm(),
+        n_sessions=2000,
+        top_k=3,
+        interventions=FairPairs(1.0),
+        seed=1,
+    )
     first = log.filter(pl.col("position") == 1)
-    per = (first.group_by("query", "intervention", "swap_pivot", "swap_k").len()
-           .with_columns(pl.col("intervention").cast(pl.String)))
+    per = (
+        first.group_by("query", "intervention", "swap_pivot", "swap_k")
+        .len()
+        .with_columns(pl.col("intervention").cast(pl.String))
+    )
     cells = {tuple(r[:4]) for r in per.rows()}
     # one result: nothing to pair; two results: paired only from rank 1; three: (1,2) or (2,3)
-    assert cells == {(0, "none", 0, 0), (1, "fairpairs", 1, 2), (1, "none", 0, 0),
-                     (2, "fairpairs", 1, 2), (2, "fairpairs", 2, 3)}, cells
+    assert cells == {
+        (0, "none", 0, 0),
+        (1, "fairpairs", 1, 2),
+        (1, "none", 0, 0),
+        (2, "fairpairs", 1, 2),
+        (2, "fairpairs", 2, 3),
+    }, cells
 
 
 def test_pbm_swap_ctr_ratio_recovers_theta_k_over_theta_1():
     data = synthetic(200, 20, seed=3)
     K, eta = 6, 1.0
     model = _pbm(eta)
-    log = simulate(data, policy=DeterministicPolicy(data.y, name="oracle"), click_model=model,
-                   n_sessions=150_000, top_k=K, interventions=Swap(0.6), seed=5)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.y, name="oracle"),
+        click_model=model,
+        n_sessions=150_000,
+        top_k=K,
+        interventions=Swap(0.6),
+        seed=5,
+    )
     ctl = log.filter(pl.col("intervention") == "none", pl.col("position") == 1)["click"]
     p1, n1 = ctl.mean(), ctl.len()
     theta = model.propensities(K)
@@ -457,8 +548,15 @@ def test_pbm_full_randomization_gives_ctr_proportional_to_theta():
     data = synthetic(200, 20, seed=4)
     K = 6
     model = _pbm(1.5)
-    log = simulate(data, policy=DeterministicPolicy(data.y, name="oracle"), click_model=model,
-                   n_sessions=100_000, top_k=K, interventions=Randomize(1.0), seed=8)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.y, name="oracle"),
+        click_model=model,
+        n_sessions=100_000,
+        top_k=K,
+        interventions=Randomize(1.0),
+        seed=8,
+    )
     clicks = _dense(log, "click", K)
     ctr, n = clicks.mean(0), clicks.shape[0]
     theta = model.propensities(K)
@@ -474,8 +572,15 @@ def test_pbm_full_randomization_gives_ctr_proportional_to_theta():
 def test_ctr_per_position_matches_exact_click_probabilities(data, name):
     K, n = 8, 30_000
     model = make_click_model(name)
-    log = simulate(data, policy=PlackettLuce(data.X[:, 0]), click_model=model, n_sessions=n,
-                   top_k=K, interventions=Swap(0.2), seed=9)
+    log = simulate(
+        data,
+        policy=PlackettLuce(data.X[:, 0]),
+        click_model=model,
+        n_sessions=n,
+        top_k=K,
+        interventions=Swap(0.2),
+        seed=9,
+    )
     labels = _dense(log, "label", K)
     clicks = _dense(log, "click", K)
     p = model.click_probabilities(labels)
@@ -488,8 +593,14 @@ def test_ctr_per_position_matches_exact_click_probabilities(data, name):
 
 
 def test_streamed_log_equals_the_in_memory_log(data, tmp_path):
-    kw = dict(policy=PlackettLuce(data.X[:, 0]), click_model=_pbm(), n_sessions=3000, top_k=6,
-              interventions=Swap(0.2), seed=3)
+    kw = dict(
+        policy=PlackettLuce(data.X[:, 0]),
+        click_model=_pbm(),
+        n_sessions=3000,
+        top_k=6,
+        interventions=Swap(0.2),
+        seed=3,
+    )
     mem = simulate(data, **kw)
     for out in (tmp_path / "log.parquet", tmp_path / "logdir"):
         lazy = simulate(data, chunk_size=700, out=out, **kw)
@@ -506,8 +617,14 @@ def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkey
 
     monkeypatch.setattr(simulation, "PART_SESSIONS", 1000)  # several part files
     monkeypatch.setattr(simulation, "ROW_GROUP_ROWS", 2500)  # several row groups
-    kw = dict(policy=PlackettLuce(data.X[:, 0]), click_model=_pbm(), n_sessions=3500, top_k=6,
-              interventions=[Swap(0.2)], seed=3)
+    kw = dict(
+        policy=PlackettLuce(data.X[:, 0]),
+        click_model=_pbm(),
+        n_sessions=3500,
+        top_k=6,
+        interventions=[Swap(0.2)],
+        seed=3,
+    )
     files = {}
     for chunk in (333, 1000, 5000):
         for name in ("log.parquet", "logdir"):
@@ -536,15 +653,27 @@ def test_nothing_is_written_when_simulation_fails(data, tmp_path):
 
     out = tmp_path / "log.parquet"
     with pytest.raises(InputError, match="boom"):
-        simulate(data, policy=UniformRandom(), click_model=Failing(), n_sessions=1000,
-                 chunk_size=100, out=out)
+        simulate(
+            data,
+            policy=UniformRandom(),
+            click_model=Failing(),
+            n_sessions=1000,
+            chunk_size=100,
+            out=out,
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_progress_callback_counts_sessions(data):
     seen = []
-    simulate(data, policy=UniformRandom(), click_model=_pbm(), n_sessions=950, chunk_size=300,
-             progress=seen.append)
+    simulate(
+        data,
+        policy=UniformRandom(),
+        click_model=_pbm(),
+        n_sessions=950,
+        chunk_size=300,
+        progress=seen.append,
+    )
     assert seen == [300, 300, 300, 50]
 
 
@@ -561,8 +690,23 @@ def cli():
 
 def test_cli_writes_a_valid_log_and_prints_a_summary(cli, tmp_path):
     out = tmp_path / "log.parquet"
-    args = ["simulate", "--synthetic", "50", "--docs-per-query", "12", "--sessions", "2000",
-            "--swap-fraction", "0.1", "--top-k", "5", "--out", str(out), "--chunk-size", "700"]
+    args = [
+        "simulate",
+        "--synthetic",
+        "50",
+        "--docs-per-query",
+        "12",
+        "--sessions",
+        "2000",
+        "--swap-fraction",
+        "0.1",
+        "--top-k",
+        "5",
+        "--out",
+        str(out),
+        "--chunk-size",
+        "700",
+    ]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
     assert "2,000 sessions" in res.output and "position" in res.output
@@ -625,11 +769,25 @@ def _letor(tmp_path, top: int, n_queries: int = 60):
 def test_cli_binarizes_by_the_label_range_and_says_so(cli, tmp_path, top, threshold):
     path, data = _letor(tmp_path, top)
     out = tmp_path / "log.parquet"
-    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--relevance", "binarized",
-                                   "--sessions", "3000", "--out", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--relevance",
+            "binarized",
+            "--sessions",
+            "3000",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
-    line = (f"relevance: binarized at label >= {threshold} (labels 0..{top}; the default: 1 for "
-            "labels up to 2, else the top label - 1)")
+    line = (
+        f"relevance: binarized at label >= {threshold} (labels 0..{top}; the default: 1 for "
+        "labels up to 2, else the top label - 1)"
+    )
     assert line in res.output.splitlines()
     log = read_log(out, lazy=False)
     # every shown document at or above the threshold is clicked when examined (eps+ = 1):
@@ -647,9 +805,22 @@ def test_cli_prints_the_production_ranker_quality_and_stores_it_in_the_log(cli, 
 
     path, _ = _letor(tmp_path, 2)
     out = tmp_path / "logdir"
-    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--sessions", "2000",
-                                   "--production-fraction", "0.05", "--seed", "4",
-                                   "--out", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--sessions",
+            "2000",
+            "--production-fraction",
+            "0.05",
+            "--seed",
+            "4",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = load_letor(path)
     quality = production_ranker(data, 0.05, seed=4).quality(data)  # 3 queries -> 20
@@ -659,11 +830,23 @@ def test_cli_prints_the_production_ranker_quality_and_stores_it_in_the_log(cli, 
     assert line in res.output.splitlines()
     meta = read_log_metadata(out)
     assert meta["logger_quality"] == {"production": quality}
-    assert meta["relevance"].startswith("relevance: graded, P(click | examined) from 0.1 at "
-                                        "label 0 to 1 at label 2 (labels 0..2;")
-    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--sessions", "200",
-                                   "--production-min-queries", "5", "--out",
-                                   str(tmp_path / "five.parquet")])
+    assert meta["relevance"].startswith(
+        "relevance: graded, P(click | examined) from 0.1 at label 0 to 1 at label 2 (labels 0..2;"
+    )
+    res = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--sessions",
+            "200",
+            "--production-min-queries",
+            "5",
+            "--out",
+            str(tmp_path / "five.parquet"),
+        ],
+    )
     assert "production ranker: trained on 5 of 60 queries" in res.output
 
 
@@ -672,8 +855,20 @@ def test_cli_dbn_satisfaction_follows_the_label_range(cli, tmp_path):
 
     path, _ = _letor(tmp_path, 2)
     out = tmp_path / "log.parquet"
-    res = CliRunner().invoke(cli, ["simulate", "--data", str(path), "--click-model", "dbn",
-                                   "--sessions", "500", "--out", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "--data",
+            str(path),
+            "--click-model",
+            "dbn",
+            "--sessions",
+            "500",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "satisfaction (2^y - 1)/2^2 (ERR)" in res.output
     model = read_log_metadata(out)["click_model"]

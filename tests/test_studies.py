@@ -84,9 +84,9 @@ def test_click_models_quick(tmp_path):
     # under the strict cascade no click has a click above it: cascade IPS is the naive target
     if "cascade" in models:
         for seed in res["config"]["seeds"]:
-            assert (_mean(res["runs"], "model-aware (true model)", click_model="cascade",
-                          seed=seed)
-                    == _mean(res["runs"], "naive", click_model="cascade", seed=seed))
+            assert _mean(
+                res["runs"], "model-aware (true model)", click_model="cascade", seed=seed
+            ) == _mean(res["runs"], "naive", click_model="cascade", seed=seed)
 
 
 def test_benchmark_quick(tmp_path):

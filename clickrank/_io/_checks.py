@@ -64,8 +64,10 @@ def check_writable(path: str | os.PathLike, *, what: str = "output", need_bytes:
     if need_bytes:
         free = shutil.disk_usage(base).free
         if need_bytes > free:
-            raise InputError(f"{label}: needs about {_size(need_bytes)} but only {_size(free)} "
-                             f"are free on the file system of {base}")
+            raise InputError(
+                f"{label}: needs about {_size(need_bytes)} but only {_size(free)} "
+                f"are free on the file system of {base}"
+            )
     return path
 
 
@@ -113,15 +115,17 @@ def check_output(
             continue
         src = Path(inp).resolve()
         if src == target or target in src.parents:
-            raise InputError(f"{label} {'is' if src == target else 'holds'} the input {inp}; "
-                             "clickrank never overwrites its inputs: choose another output path")
+            raise InputError(
+                f"{label} {'is' if src == target else 'holds'} the input {inp}; "
+                "clickrank never overwrites its inputs: choose another output path"
+            )
     if path.exists() or path.is_symlink():
         bad = first_foreign(path)
         if bad is not None:
             raise InputError(f"{what + ' ' if what else ''}{foreign_message(path, bad)}")
         if not force:
             kind = "folder" if path.is_dir() else "file"
-            raise InputError(f"{label} exists (a {kind} clickrank wrote); pass {hint} to "
-                             "replace it")
-    return check_writable(path.parent if path.is_dir() else path, what=what,
-                          need_bytes=need_bytes)
+            raise InputError(
+                f"{label} exists (a {kind} clickrank wrote); pass {hint} to replace it"
+            )
+    return check_writable(path.parent if path.is_dir() else path, what=what, need_bytes=need_bytes)

@@ -14,8 +14,16 @@ from pathlib import Path
 from .._validation import InputError
 from ._temp import discard, is_temp_name, release, temp_path, umask
 
-__all__ = ["LEDGER", "publish", "record", "first_foreign", "is_owned", "remove_owned",
-           "clear_owned", "foreign_message"]
+__all__ = [
+    "LEDGER",
+    "publish",
+    "record",
+    "first_foreign",
+    "is_owned",
+    "remove_owned",
+    "clear_owned",
+    "foreign_message",
+]
 
 #: Name of the ledger of clickrank's files in each folder it writes into.
 LEDGER = ".clickrank.json"
@@ -34,7 +42,6 @@ def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     os.replace(tmp, path)
     release(tmp)
     record(path)
-
 
 
 @contextlib.contextmanager
@@ -65,8 +72,9 @@ def _read_ledger(folder: Path) -> dict[str, dict]:
 
 
 def _write_ledger(folder: Path, files: dict[str, dict]) -> None:
-    text = json.dumps({"format": _LEDGER_FORMAT, "version": 1, "files": files}, indent=1,
-                      sort_keys=True)
+    text = json.dumps(
+        {"format": _LEDGER_FORMAT, "version": 1, "files": files}, indent=1, sort_keys=True
+    )
     tmp = temp_path(folder / LEDGER)
     try:
         tmp.write_text(text + "\n", encoding="utf-8")
@@ -216,5 +224,7 @@ def clear_owned(folder: str | os.PathLike) -> list[Path]:
 def foreign_message(path: Path, bad: Path) -> str:
     what = "folder" if path.is_dir() else "file"
     inner = "" if bad == path else f" ({bad} was not written by clickrank)"
-    return (f"{path} is a {what} that clickrank did not write{inner}; clickrank never "
-            "replaces or deletes what it did not write: choose another output path")
+    return (
+        f"{path} is a {what} that clickrank did not write{inner}; clickrank never "
+        "replaces or deletes what it did not write: choose another output path"
+    )

@@ -12,8 +12,11 @@ from .._validation import DataFormatError
 __all__ = ["read_text", "read_json"]
 
 
-_BOMS = ((b"\xef\xbb\xbf", "UTF-8 with a byte-order mark"), (b"\xff\xfe", "UTF-16"),
-         (b"\xfe\xff", "UTF-16"))
+_BOMS = (
+    (b"\xef\xbb\xbf", "UTF-8 with a byte-order mark"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 
 
 def read_text(path: str | os.PathLike, *, what: str = "text") -> str:
@@ -36,13 +39,17 @@ def read_text(path: str | os.PathLike, *, what: str = "text") -> str:
         raw = raw[3:]
     name = next((name for bom, name in _BOMS[1:] if raw.startswith(bom)), None)
     if name is not None or b"\0" in raw[:4]:  # ASCII text in UTF-16/32 has NUL bytes
-        raise DataFormatError(f"is {name or 'UTF-16 or UTF-32'}-encoded; clickrank reads "
-                              f"{what} as UTF-8 (re-save the file as UTF-8)", path=path)
+        raise DataFormatError(
+            f"is {name or 'UTF-16 or UTF-32'}-encoded; clickrank reads "
+            f"{what} as UTF-8 (re-save the file as UTF-8)",
+            path=path,
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise DataFormatError(f"not UTF-8 {what} ({err.reason} at byte {err.start})",
-                              path=path) from None
+        raise DataFormatError(
+            f"not UTF-8 {what} ({err.reason} at byte {err.start})", path=path
+        ) from None
 
 
 def read_json(path: str | os.PathLike) -> Any:

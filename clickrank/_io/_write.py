@@ -14,11 +14,15 @@ from .._validation import InputError, OutputError
 from ._ledger import first_foreign, foreign_message, publish
 from ._temp import clean_stale, discard, temp_path
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_json", "json_default",
-           "output_errors"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "atomic_write_json",
+    "json_default",
+    "output_errors",
+]
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
-
 
 
 def atomic_write(

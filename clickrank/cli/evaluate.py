@@ -44,43 +44,84 @@ def load_data(path: str):
 
 
 @cli.command()
-@click.option("--model", "models", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="LambdaMART model folder (from `clickrank train`); repeatable.")
-@click.option("--scores", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Scores file, one number per line in data order; repeatable.")
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Labelled LETOR/SVMlight test file.")
-@click.option("--metric", "metrics", multiple=True, default=("ndcg@10", "err@10"),
-              help="Metric name (ndcg@10, err@10, map, mrr, p@5, dcg@10, pfound@10); repeatable.")
-@click.option("--empty", type=click.Choice(["skip", "zero", "one"]), default="skip",
-              show_default=True,
-              help="Queries without a relevant document: left out of the means (skip, as "
-              "ULTRA), or scored 0 (as ranx) or 1 (as LightGBM and XGBoost); the summary says "
-              "how many there are.")
-@click.option("--bootstrap", "n_bootstrap", type=int, default=1000,
-              help="Query-level bootstrap resamples for the CIs.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="LambdaMART model folder (from `clickrank train`); repeatable.",
+)
+@click.option(
+    "--scores",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Scores file, one number per line in data order; repeatable.",
+)
+@click.option(
+    "--data",
+    "data_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labelled LETOR/SVMlight test file.",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    default=("ndcg@10", "err@10"),
+    help="Metric name (ndcg@10, err@10, map, mrr, p@5, dcg@10, pfound@10); repeatable.",
+)
+@click.option(
+    "--empty",
+    type=click.Choice(["skip", "zero", "one"]),
+    default="skip",
+    show_default=True,
+    help="Queries without a relevant document: left out of the means (skip, as "
+    "ULTRA), or scored 0 (as ranx) or 1 (as LightGBM and XGBoost); the summary says "
+    "how many there are.",
+)
+@click.option(
+    "--bootstrap",
+    "n_bootstrap",
+    type=int,
+    default=1000,
+    help="Query-level bootstrap resamples for the CIs.",
+)
 @click.option("--alpha", type=float, default=0.05, help="CIs have level 1 - alpha.")
-@click.option("--seed", type=click.IntRange(min=0), default=0,
-              help="Seed of the bootstrap and permutations.")
-@click.option("--compare/--no-compare", default=True,
-              help="Paired tests of every ranker against the first one, on each metric.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the table and per-query values as JSON.")
-@click.option("-f", "--force", is_flag=True,
-              help="Replace OUTPUT if clickrank wrote it (never anything else).")
-def evaluate(models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed, compare,
-             output, force):
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, help="Seed of the bootstrap and permutations."
+)
+@click.option(
+    "--compare/--no-compare",
+    default=True,
+    help="Paired tests of every ranker against the first one, on each metric.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the table and per-query values as JSON.",
+)
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Replace OUTPUT if clickrank wrote it (never anything else).",
+)
+def evaluate(
+    models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed, compare, output, force
+):
     """Evaluate saved models and/or score files on a labelled test set, with CIs."""
     from ..evaluation import evaluate as run
 
     check_alpha(alpha, name="--alpha")
     if output:
-        check_output(output, force=force, what="--output",
-                     inputs=[data_path, *models, *scores])
+        check_output(output, force=force, what="--output", inputs=[data_path, *models, *scores])
     data = load_data(data_path)
     rankers = load_rankers(data, models, scores)
-    res = run(rankers, data, list(metrics), empty=empty, n_bootstrap=n_bootstrap, alpha=alpha,
-              seed=seed)
+    res = run(
+        rankers, data, list(metrics), empty=empty, n_bootstrap=n_bootstrap, alpha=alpha, seed=seed
+    )
     click.echo(res.summary(option="--empty"))
     if compare and len(res.rankers) > 1:
         first = res.rankers[0]

@@ -14,24 +14,49 @@ _DEFAULT = "pbm,ubm,cascade,dcm,sdbn,dbn"
 
 @cli.command("fit-clicks")
 @click.argument("log", type=click.Path(exists=True))
-@click.option("--models", default=_DEFAULT,
-              help="Comma-separated click models to fit: pbm, ubm, cascade, dcm, sdbn, dbn, "
-                   "trust.")
-@click.option("--test-fraction", type=float, default=0.25,
-              help="Share of sessions held out for the evaluation (split by session id and "
-                   "--seed); 0 evaluates in-sample.")
+@click.option(
+    "--models",
+    default=_DEFAULT,
+    help="Comma-separated click models to fit: pbm, ubm, cascade, dcm, sdbn, dbn, trust.",
+)
+@click.option(
+    "--test-fraction",
+    type=float,
+    default=0.25,
+    help="Share of sessions held out for the evaluation (split by session id and "
+    "--seed); 0 evaluates in-sample.",
+)
 @click.option("--seed", type=int, default=0, help="Seed of the train/test split.")
-@click.option("--shrinkage", type=float, default=0.0,
-              help="Pseudo-observations pulling every per-(query, doc) probability towards the "
-                   "pooled estimate (0: maximum likelihood).")
-@click.option("--format", "fmt", type=click.Choice(["log", "yandex"]), default="log",
-              help="LOG is a click log (parquet file, folder or CSV) or a Yandex relevance-"
-                   "prediction sample (clickrank.publiclogs.load_yandex_sample).")
-@click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="Write the comparison (table, per-rank perplexities, parameters, the "
-                   "recommended correction) as JSON.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Save the perplexity-by-rank plot as PNG.")
+@click.option(
+    "--shrinkage",
+    type=float,
+    default=0.0,
+    help="Pseudo-observations pulling every per-(query, doc) probability towards the "
+    "pooled estimate (0: maximum likelihood).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["log", "yandex"]),
+    default="log",
+    help="LOG is a click log (parquet file, folder or CSV) or a Yandex relevance-"
+    "prediction sample (clickrank.publiclogs.load_yandex_sample).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the comparison (table, per-rank perplexities, parameters, the "
+    "recommended correction) as JSON.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Save the perplexity-by-rank plot as PNG.",
+)
 @click.option("-f", "--force", is_flag=True, help="Overwrite OUT and the plot.")
 def fit_clicks(log, models, test_fraction, seed, shrinkage, fmt, out, plot_path, force):
     """Fit click models to a click LOG by EM and compare them on held-out sessions.
@@ -46,8 +71,10 @@ def fit_clicks(log, models, test_fraction, seed, shrinkage, fmt, out, plot_path,
     names = [m.strip().lower() for m in models.split(",") if m.strip()]
     bad = [m for m in names if m not in FIT_MODELS]
     if bad or not names:
-        raise InputError(f"--models: unknown model(s) {', '.join(bad) or '(none)'}; choose from "
-                         f"{', '.join(FIT_MODELS)}")
+        raise InputError(
+            f"--models: unknown model(s) {', '.join(bad) or '(none)'}; choose from "
+            f"{', '.join(FIT_MODELS)}"
+        )
     if not 0 <= test_fraction < 1:
         raise InputError(f"--test-fraction must be in [0, 1), got {test_fraction}")
     if shrinkage < 0:
@@ -59,8 +86,9 @@ def fit_clicks(log, models, test_fraction, seed, shrinkage, fmt, out, plot_path,
         from ..publiclogs import load_yandex_sample
 
         log = load_yandex_sample(log)
-    result = compare_click_models(log, names, test_fraction=test_fraction, seed=seed,
-                                  shrinkage=shrinkage)
+    result = compare_click_models(
+        log, names, test_fraction=test_fraction, seed=seed, shrinkage=shrinkage
+    )
     if out is not None:
         atomic_write_json(out, result.to_dict())
     if plot_path is not None:

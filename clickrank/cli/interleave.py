@@ -12,52 +12,125 @@ from .._validation import check_alpha
 from ._root import cli
 from .evaluate import load_data, load_rankers
 
-_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm", "pbm-population",
-           "web-population")
+_MODELS = (
+    "pbm",
+    "trust",
+    "cascade",
+    "dcm",
+    "dbn",
+    "sdbn",
+    "ubm",
+    "pbm-population",
+    "web-population",
+)
 
 
 def _ranker(data, path: str):
     p = Path(path)
-    return next(iter(load_rankers(data, (path,) if p.is_dir() else (), () if p.is_dir()
-                                  else (path,)).values()))
+    return next(
+        iter(
+            load_rankers(
+                data, (path,) if p.is_dir() else (), () if p.is_dir() else (path,)
+            ).values()
+        )
+    )
 
 
 @cli.command()
-@click.option("--a", "a_path", required=True, type=click.Path(exists=True),
-              help="Ranker A: a LambdaMART model folder or a scores file.")
-@click.option("--b", "b_path", required=True, type=click.Path(exists=True),
-              help="Ranker B: a LambdaMART model folder or a scores file.")
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Labelled LETOR/SVMlight test file (labels drive the simulated clicks).")
-@click.option("--method", type=click.Choice(["team-draft", "balanced", "probabilistic",
-                                             "optimized"]), default="team-draft",
-              help="Interleaving method.")
-@click.option("--click-model", type=click.Choice(_MODELS), default="pbm",
-              help="Click model; pbm-population (eta spread around --eta) and web-population "
-              "(navigational, scanning, exhaustive and low-engagement users) mix user types.")
-@click.option("--eta", type=float, default=1.0,
-              help="Position-bias severity theta_p = (1/p)^eta (pbm, trust, ubm). Attractiveness "
-              "is graded, eps + (1 - eps)(2^y - 1)/(2^ymax - 1), eps = 0.1, ymax = top label.")
+@click.option(
+    "--a",
+    "a_path",
+    required=True,
+    type=click.Path(exists=True),
+    help="Ranker A: a LambdaMART model folder or a scores file.",
+)
+@click.option(
+    "--b",
+    "b_path",
+    required=True,
+    type=click.Path(exists=True),
+    help="Ranker B: a LambdaMART model folder or a scores file.",
+)
+@click.option(
+    "--data",
+    "data_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labelled LETOR/SVMlight test file (labels drive the simulated clicks).",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["team-draft", "balanced", "probabilistic", "optimized"]),
+    default="team-draft",
+    help="Interleaving method.",
+)
+@click.option(
+    "--click-model",
+    type=click.Choice(_MODELS),
+    default="pbm",
+    help="Click model; pbm-population (eta spread around --eta) and web-population "
+    "(navigational, scanning, exhaustive and low-engagement users) mix user types.",
+)
+@click.option(
+    "--eta",
+    type=float,
+    default=1.0,
+    help="Position-bias severity theta_p = (1/p)^eta (pbm, trust, ubm). Attractiveness "
+    "is graded, eps + (1 - eps)(2^y - 1)/(2^ymax - 1), eps = 0.1, ymax = top label.",
+)
 @click.option("--impressions", type=int, default=100_000, help="Simulated impressions.")
 @click.option("--k", "k", type=int, default=10, help="Length of the shown lists.")
 @click.option("--alpha", type=float, default=0.05, help="Test level.")
-@click.option("--seed", type=click.IntRange(min=0), default=0,
-              help="Seed (same seed, same result).")
-@click.option("--ab/--no-ab", default=True,
-              help="Also run the same traffic as an A/B test on absolute click metrics.")
-@click.option("--power", is_flag=True,
-              help="Power curves of all methods and A/B metrics (pool = --impressions).")
-@click.option("--experiments", type=int, default=2000,
-              help="Simulated experiments per size for --power.")
-@click.option("--sessions-per-user", type=int, default=1,
-              help="With --power: sessions of one user, who keeps her type; users are the unit "
-              "of randomization and analysis.")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, help="Seed (same seed, same result)."
+)
+@click.option(
+    "--ab/--no-ab",
+    default=True,
+    help="Also run the same traffic as an A/B test on absolute click metrics.",
+)
+@click.option(
+    "--power",
+    is_flag=True,
+    help="Power curves of all methods and A/B metrics (pool = --impressions).",
+)
+@click.option(
+    "--experiments", type=int, default=2000, help="Simulated experiments per size for --power."
+)
+@click.option(
+    "--sessions-per-user",
+    type=int,
+    default=1,
+    help="With --power: sessions of one user, who keeps her type; users are the unit "
+    "of randomization and analysis.",
+)
 @click.option("--plot", type=click.Path(dir_okay=False), help="With --power: write a PNG.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write results as JSON.")
-@click.option("-f", "--force", is_flag=True,
-              help="Replace OUTPUT / PLOT if clickrank wrote them (never anything else).")
-def interleave(a_path, b_path, data_path, method, click_model, eta, impressions, k, alpha, seed,
-               ab, power, experiments, sessions_per_user, plot, output, force):
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Replace OUTPUT / PLOT if clickrank wrote them (never anything else).",
+)
+def interleave(
+    a_path,
+    b_path,
+    data_path,
+    method,
+    click_model,
+    eta,
+    impressions,
+    k,
+    alpha,
+    seed,
+    ab,
+    power,
+    experiments,
+    sessions_per_user,
+    plot,
+    output,
+    force,
+):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
     from ..clickmodels import make_click_model, relevance_for_labels
     from ..online import ab_experiment, interleaving_experiment, power_analysis
@@ -82,24 +155,44 @@ def interleave(a_path, b_path, data_path, method, click_model, eta, impressions,
             params["eta"] = eta
     model = make_click_model(click_model, **params)
     results: dict = {}
-    with click.progressbar(length=impressions, label=f"{method} impressions",
-                           file=sys.stderr) as bar:
-        res = interleaving_experiment(data, a, b, method=method, click_model=model,
-                                      n_impressions=impressions, k=k, alpha=alpha, seed=seed,
-                                      progress=bar.update)
+    with click.progressbar(
+        length=impressions, label=f"{method} impressions", file=sys.stderr
+    ) as bar:
+        res = interleaving_experiment(
+            data,
+            a,
+            b,
+            method=method,
+            click_model=model,
+            n_impressions=impressions,
+            k=k,
+            alpha=alpha,
+            seed=seed,
+            progress=bar.update,
+        )
     click.echo(res.summary())
     results["interleaving"] = res.to_dict()
     if ab:
-        r_ab = ab_experiment(data, a, b, click_model=model, n_impressions=impressions, k=k,
-                             alpha=alpha, seed=seed)
+        r_ab = ab_experiment(
+            data, a, b, click_model=model, n_impressions=impressions, k=k, alpha=alpha, seed=seed
+        )
         click.echo("")
         click.echo(r_ab.summary())
         results["ab"] = r_ab.to_dict()
     if power:
         click.echo("computing power curves ...", err=True)
-        pc = power_analysis(data, a, b, click_model=model, pool_size=impressions, k=k,
-                            alpha=alpha, seed=seed, n_experiments=experiments,
-                            sessions_per_user=sessions_per_user)
+        pc = power_analysis(
+            data,
+            a,
+            b,
+            click_model=model,
+            pool_size=impressions,
+            k=k,
+            alpha=alpha,
+            seed=seed,
+            n_experiments=experiments,
+            sessions_per_user=sessions_per_user,
+        )
         click.echo("")
         click.echo(pc.summary())
         results["power"] = pc.to_dict()

@@ -10,8 +10,15 @@ from .._io import check_output
 from .._validation import check_alpha
 from ._root import cli
 
-_METHODS = ("swap", "randomized", "randpair", "harvest-allpairs", "harvest-pivot",
-            "harvest-adjacent", "em")
+_METHODS = (
+    "swap",
+    "randomized",
+    "randpair",
+    "harvest-allpairs",
+    "harvest-pivot",
+    "harvest-adjacent",
+    "em",
+)
 
 
 def describe_log(log: str) -> list[str]:
@@ -22,9 +29,11 @@ def describe_log(log: str) -> list[str]:
     meta = read_log_metadata(log)
     if not meta or meta.get("format") != "clickrank.log":
         return []
-    lines = [f"log: {meta.get('sessions', 0):,} sessions simulated by clickrank "
-             f"{meta.get('clickrank', '?')} from {meta.get('data') or 'unnamed data'} "
-             f"(seed {meta.get('seed')})"]
+    lines = [
+        f"log: {meta.get('sessions', 0):,} sessions simulated by clickrank "
+        f"{meta.get('clickrank', '?')} from {meta.get('data') or 'unnamed data'} "
+        f"(seed {meta.get('seed')})"
+    ]
     if meta.get("relevance"):
         lines.append(f"log: {meta['relevance']}")
     for name, q in (meta.get("logger_quality") or {}).items():
@@ -43,30 +52,62 @@ def _read(log: str):
 
     lf = read_log(log, validate=False)
     rows = lf.select(pl.len()).collect().item()
-    with click.progressbar(length=rows, label=f"checking {rows:,} rows",
-                           file=sys.stderr) as bar:
+    with click.progressbar(length=rows, label=f"checking {rows:,} rows", file=sys.stderr) as bar:
         return read_log(log, progress=bar.update)
 
 
 @cli.command()
 @click.argument("log", type=click.Path(exists=True))
-@click.option("--method", type=click.Choice(_METHODS), default="swap",
-              help="Propensity estimator (see docs/propensity.md).")
-@click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
-              help="Write the estimate here as JSON (theta, lower, upper, se, ...).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Also save a PNG of θ with its confidence band.")
-@click.option("--alpha", type=float, default=0.05,
-              help="Intervals have level 1 - alpha (in the printed table and the JSON).")
-@click.option("-K", "--positions", "K", type=int, default=None,
-              help="Positions to estimate (randomized: the shuffled depth k, needed when only "
-                   "the top k < displayed results were shuffled).")
-@click.option("--bootstrap", "n_boot", type=int, default=None,
-              help="Session-bootstrap replicates: the interval of em (default 100); for other "
-                   "methods replaces their analytic interval.")
+@click.option(
+    "--method",
+    type=click.Choice(_METHODS),
+    default="swap",
+    help="Propensity estimator (see docs/propensity.md).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Write the estimate here as JSON (theta, lower, upper, se, ...).",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also save a PNG of θ with its confidence band.",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    help="Intervals have level 1 - alpha (in the printed table and the JSON).",
+)
+@click.option(
+    "-K",
+    "--positions",
+    "K",
+    type=int,
+    default=None,
+    help="Positions to estimate (randomized: the shuffled depth k, needed when only "
+    "the top k < displayed results were shuffled).",
+)
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=int,
+    default=None,
+    help="Session-bootstrap replicates: the interval of em (default 100); for other "
+    "methods replaces their analytic interval.",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the bootstrap.")
-@click.option("-f", "--force", is_flag=True,
-              help="Replace OUT (and the plot) if clickrank wrote them (never anything else).")
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Replace OUT (and the plot) if clickrank wrote them (never anything else).",
+)
 def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV)."""
     from ..propensity import bootstrap, estimate_propensities
@@ -81,12 +122,16 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
         click.echo(line, err=True)
     if method == "em" or n_boot:
         n = (100 if n_boot is None else n_boot) if method == "em" else n_boot
-        click.echo(f"{method}: sufficient statistics per session bucket (one pass over the "
-                   f"log), then {n} bootstrap replicates", err=True)
+        click.echo(
+            f"{method}: sufficient statistics per session bucket (one pass over the "
+            f"log), then {n} bootstrap replicates",
+            err=True,
+        )
         with click.progressbar(length=n, label="bootstrap", file=sys.stderr) as bar:
             if method == "em":
-                result = estimate_propensities(lf, method="em", n_boot=n, seed=seed,
-                                               progress=bar.update, **kw)
+                result = estimate_propensities(
+                    lf, method="em", n_boot=n, seed=seed, progress=bar.update, **kw
+                )
             else:
                 result = bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
     else:

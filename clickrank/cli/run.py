@@ -9,18 +9,39 @@ from ._root import cli
 
 @cli.command()
 @click.argument("config", required=False, type=click.Path(dir_okay=False))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/default",
-              help="Results folder (report.md, summary.json, figures, artefacts).")
-@click.option("-f", "--force", is_flag=True,
-              help="Recompute every stage instead of reusing artefacts with unchanged inputs "
-              "(files clickrank did not write are never replaced or deleted).")
-@click.option("--skip-space-check", is_flag=True,
-              help="Run even if the estimated size of the click log exceeds the free disk space.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="results/default",
+    help="Results folder (report.md, summary.json, figures, artefacts).",
+)
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Recompute every stage instead of reusing artefacts with unchanged inputs "
+    "(files clickrank did not write are never replaced or deleted).",
+)
+@click.option(
+    "--skip-space-check",
+    is_flag=True,
+    help="Run even if the estimated size of the click log exceeds the free disk space.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-stage progress lines on stderr.")
-@click.option("--print-default-config", is_flag=True,
-              help="Print the embedded default TOML configuration and exit.")
-def run(config: str | None, out_dir: str, force: bool, skip_space_check: bool, quiet: bool,
-        print_default_config: bool) -> None:
+@click.option(
+    "--print-default-config",
+    is_flag=True,
+    help="Print the embedded default TOML configuration and exit.",
+)
+def run(
+    config: str | None,
+    out_dir: str,
+    force: bool,
+    skip_space_check: bool,
+    quiet: bool,
+    print_default_config: bool,
+) -> None:
     """Run the experiment described by CONFIG (TOML; default: the embedded default config).
 
     Simulates biased clicks, estimates propensities, trains naive / IPS /
@@ -40,7 +61,8 @@ def run(config: str | None, out_dir: str, force: bool, skip_space_check: bool, q
         click.echo(default_config_text(), nl=False)
         return
     cfg = load_config(config)  # validated before anything is written
-    result = run_experiment(cfg, out_dir, progress=not quiet, force=force,
-                            check_space=not skip_space_check)
+    result = run_experiment(
+        cfg, out_dir, progress=not quiet, force=force, check_space=not skip_space_check
+    )
     click.echo(result.summary())
     click.echo(f"summary: {result.summary_path}")

@@ -59,58 +59,139 @@ def _given(ctx: click.Context, name: str) -> bool:
 
 
 @cli.command()
-@click.option("--config", type=click.Path(exists=True, dir_okay=False), is_eager=True,
-              expose_value=False, callback=_load_config,
-              help="TOML file of option values (keys as option names); options given on "
-              "the command line win.")
-@click.option("--data", "data_path", type=click.Path(exists=True, dir_okay=False),
-              help="Labelled LETOR/SVMlight file (e.g. MQ2008 Fold1/train.txt).")
-@click.option("--synthetic", "synthetic_queries", type=int, default=None,
-              help="Use the synthetic data with this many queries instead of --data.")
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False),
+    is_eager=True,
+    expose_value=False,
+    callback=_load_config,
+    help="TOML file of option values (keys as option names); options given on "
+    "the command line win.",
+)
+@click.option(
+    "--data",
+    "data_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labelled LETOR/SVMlight file (e.g. MQ2008 Fold1/train.txt).",
+)
+@click.option(
+    "--synthetic",
+    "synthetic_queries",
+    type=int,
+    default=None,
+    help="Use the synthetic data with this many queries instead of --data.",
+)
 @click.option("--docs-per-query", type=int, default=30, help="Documents per synthetic query.")
 @click.option("--click-model", type=click.Choice(_MODELS), default="pbm", help="Click model.")
-@click.option("--eta", type=float, default=1.0,
-              help="Position-bias severity: theta_p = (1/p)^eta (pbm, trust, ubm).")
-@click.option("--relevance", type=click.Choice(["graded", "binarized"]), default="graded",
-              help="Label-to-click map: graded eps+(1-eps)(2^y-1)/(2^ymax-1), or binarized.")
-@click.option("--eps", type=float, default=0.1,
-              help="Click noise: the click probability of an irrelevant document.")
-@click.option("--max-label", type=float, default=None,
-              help="Top grade for the graded map and DBN/SDBN satisfaction [default: the "
-              "largest label in the data].")
-@click.option("--threshold", type=float, default=None,
-              help="Binarized map: labels >= threshold are relevant [default: 1 for labels up "
-              "to 2 (MQ2008), else the largest label - 1 (3 for 0..4 labels)].")
-@click.option("--policy", type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
-              default="production", help="Logging policy.")
-@click.option("--production-fraction", type=float, default=0.01,
-              help="Share of queries the production ranker is trained on.")
-@click.option("--production-min-queries", type=int, default=20,
-              help="...but at least this many queries (all if there are fewer).")
+@click.option(
+    "--eta",
+    type=float,
+    default=1.0,
+    help="Position-bias severity: theta_p = (1/p)^eta (pbm, trust, ubm).",
+)
+@click.option(
+    "--relevance",
+    type=click.Choice(["graded", "binarized"]),
+    default="graded",
+    help="Label-to-click map: graded eps+(1-eps)(2^y-1)/(2^ymax-1), or binarized.",
+)
+@click.option(
+    "--eps",
+    type=float,
+    default=0.1,
+    help="Click noise: the click probability of an irrelevant document.",
+)
+@click.option(
+    "--max-label",
+    type=float,
+    default=None,
+    help="Top grade for the graded map and DBN/SDBN satisfaction [default: the "
+    "largest label in the data].",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    help="Binarized map: labels >= threshold are relevant [default: 1 for labels up "
+    "to 2 (MQ2008), else the largest label - 1 (3 for 0..4 labels)].",
+)
+@click.option(
+    "--policy",
+    type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
+    default="production",
+    help="Logging policy.",
+)
+@click.option(
+    "--production-fraction",
+    type=float,
+    default=0.01,
+    help="Share of queries the production ranker is trained on.",
+)
+@click.option(
+    "--production-min-queries",
+    type=int,
+    default=20,
+    help="...but at least this many queries (all if there are fewer).",
+)
 @click.option("--temperature", type=float, default=1.0, help="Plackett-Luce temperature.")
 @click.option("--sessions", type=int, default=1_000_000, help="Number of sessions.")
 @click.option("--top-k", type=int, default=10, help="Results shown per session.")
-@click.option("--swap-fraction", type=float, default=0.0,
-              help="Share of sessions with ranks 1 and k swapped (Joachims et al. 2017).")
-@click.option("--swap-k", type=int, default=None,
-              help="Rank swapped with rank 1 [default: uniform over 2..top-k per session].")
-@click.option("--randpair-fraction", type=float, default=0.0,
-              help="Share of sessions with a RandPair swap (Wang et al. 2018), pivot rank 1.")
-@click.option("--randomize-fraction", type=float, default=0.0,
-              help="Share of sessions with the top --randomize-k shuffled.")
-@click.option("--fairpairs-fraction", type=float, default=0.0,
-              help="Share of sessions with FairPairs swaps of adjacent ranks "
-              "(Radlinski & Joachims 2006).")
-@click.option("--randomize-k", type=int, default=None,
-              help="How many top results to shuffle [default: top-k].")
+@click.option(
+    "--swap-fraction",
+    type=float,
+    default=0.0,
+    help="Share of sessions with ranks 1 and k swapped (Joachims et al. 2017).",
+)
+@click.option(
+    "--swap-k",
+    type=int,
+    default=None,
+    help="Rank swapped with rank 1 [default: uniform over 2..top-k per session].",
+)
+@click.option(
+    "--randpair-fraction",
+    type=float,
+    default=0.0,
+    help="Share of sessions with a RandPair swap (Wang et al. 2018), pivot rank 1.",
+)
+@click.option(
+    "--randomize-fraction",
+    type=float,
+    default=0.0,
+    help="Share of sessions with the top --randomize-k shuffled.",
+)
+@click.option(
+    "--fairpairs-fraction",
+    type=float,
+    default=0.0,
+    help="Share of sessions with FairPairs swaps of adjacent ranks (Radlinski & Joachims 2006).",
+)
+@click.option(
+    "--randomize-k",
+    type=int,
+    default=None,
+    help="How many top results to shuffle [default: top-k].",
+)
 @click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
 @click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
-@click.option("--out", "out", type=click.Path(dir_okay=True), required=True,
-              help="Output: a .parquet file, or a folder of parquet parts.")
-@click.option("-f", "--force", is_flag=True,
-              help="Replace --out if it exists and clickrank wrote it (never anything else).")
-@click.option("--skip-space-check", is_flag=True,
-              help="Simulate even if the estimated size of the log exceeds the free disk space.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=True),
+    required=True,
+    help="Output: a .parquet file, or a folder of parquet parts.",
+)
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Replace --out if it exists and clickrank wrote it (never anything else).",
+)
+@click.option(
+    "--skip-space-check",
+    is_flag=True,
+    help="Simulate even if the estimated size of the log exceeds the free disk space.",
+)
 @click.pass_context
 def simulate(ctx: click.Context, **opts: Any) -> None:
     """Simulate a click log (session, query, position, doc, click, ...) to parquet.
@@ -134,10 +215,14 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     model_name = opts["click_model"]
     if _given(ctx, "eta") and model_name not in _ETA_MODELS:
         raise click.UsageError(f"--eta applies to {', '.join(_ETA_MODELS)}, not {model_name}")
-    if (opts["max_label"] is not None and opts["relevance"] != "graded"
-            and model_name not in ("dbn", "sdbn")):
-        raise click.UsageError("--max-label applies to --relevance graded (and to the "
-                               "satisfaction of dbn and sdbn)")
+    if (
+        opts["max_label"] is not None
+        and opts["relevance"] != "graded"
+        and model_name not in ("dbn", "sdbn")
+    ):
+        raise click.UsageError(
+            "--max-label applies to --relevance graded (and to the satisfaction of dbn and sdbn)"
+        )
     if opts["threshold"] is not None and opts["relevance"] != "binarized":
         raise click.UsageError("--threshold applies to --relevance binarized")
     check_non_negative(opts["eta"], name="--eta")
@@ -149,13 +234,15 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         if opts[name] is not None and opts[name] < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
     if not 0 < opts["production_fraction"] <= 1:
-        raise InputError(f"--production-fraction must be in (0, 1], got "
-                         f"{opts['production_fraction']}")
+        raise InputError(
+            f"--production-fraction must be in (0, 1], got {opts['production_fraction']}"
+        )
     if opts["seed"] < 0:
         raise InputError(f"--seed must be >= 0, got {opts['seed']}")
     need = 0 if opts["skip_space_check"] else estimate_log_bytes(opts["sessions"], opts["top_k"])
-    check_output(out, force=opts["force"], what="--out", need_bytes=need,
-                 inputs=[opts["data_path"]])
+    check_output(
+        out, force=opts["force"], what="--out", need_bytes=need, inputs=[opts["data_path"]]
+    )
 
     if opts["data_path"] is not None:
         data = load_letor(opts["data_path"])
@@ -167,8 +254,14 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
 
     params, rel_line = relevance_for_labels(
-        model_name, data.y, relevance=opts["relevance"], eps=eps, max_label=opts["max_label"],
-        threshold=opts["threshold"], names=("--max-label", "--threshold"))
+        model_name,
+        data.y,
+        relevance=opts["relevance"],
+        eps=eps,
+        max_label=opts["max_label"],
+        threshold=opts["threshold"],
+        names=("--max-label", "--threshold"),
+    )
     if model_name in _ETA_MODELS:
         params["eta"] = opts["eta"]
     model = make_click_model(model_name, **params)
@@ -184,8 +277,11 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         interventions.append(FairPairs(fractions["fairpairs_fraction"]))
 
     policy = make_policy(
-        opts["policy"], data, fraction=opts["production_fraction"],
-        min_queries=opts["production_min_queries"], temperature=opts["temperature"],
+        opts["policy"],
+        data,
+        fraction=opts["production_fraction"],
+        min_queries=opts["production_min_queries"],
+        temperature=opts["temperature"],
         seed=opts["seed"],
     )
     click.echo(rel_line)
@@ -199,19 +295,31 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         click.echo(describe_quality(quality))
     with click.progressbar(length=opts["sessions"], label="simulating", file=sys.stderr) as bar:
         log = run(
-            data, policy=policy, click_model=model, n_sessions=opts["sessions"],
-            interventions=interventions, top_k=opts["top_k"], seed=opts["seed"],
-            chunk_size=opts["chunk_size"], out=out, overwrite=opts["force"],
-            progress=bar.update, check_space=not opts["skip_space_check"],
+            data,
+            policy=policy,
+            click_model=model,
+            n_sessions=opts["sessions"],
+            interventions=interventions,
+            top_k=opts["top_k"],
+            seed=opts["seed"],
+            chunk_size=opts["chunk_size"],
+            out=out,
+            overwrite=opts["force"],
+            progress=bar.update,
+            check_space=not opts["skip_space_check"],
             metadata=meta or {"relevance": rel_line},
         )
     table = ctr_by_position(log).collect()
     n_rows = int(table["impressions"].sum())
     n_clicks = int(table["clicks"].sum())
-    click.echo(f"wrote {out}: {opts['sessions']:,} sessions, {n_rows:,} rows, "
-               f"{n_clicks:,} clicks ({n_clicks / max(opts['sessions'], 1):.3f} per session)")
+    click.echo(
+        f"wrote {out}: {opts['sessions']:,} sessions, {n_rows:,} rows, "
+        f"{n_clicks:,} clicks ({n_clicks / max(opts['sessions'], 1):.3f} per session)"
+    )
     click.echo(f"{'position':>8} {'shown':>12} {'clicks':>10} {'CTR':>8} {'SE':>8}")
     for r in table.iter_rows(named=True):
         se = r["se"] if r["se"] is not None and not math.isnan(r["se"]) else 0.0
-        click.echo(f"{r['position']:>8} {r['impressions']:>12,} {r['clicks']:>10,} "
-                   f"{r['ctr']:>8.4f} {se:>8.4f}")
+        click.echo(
+            f"{r['position']:>8} {r['impressions']:>12,} {r['clicks']:>10,} "
+            f"{r['ctr']:>8.4f} {se:>8.4f}"
+        )

@@ -32,9 +32,22 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 )
 @click.option(
     "--target",
-    type=click.Choice(["ips", "dr", "naive", "unbiased-lambdamart", "ips-pairs", "prs-pairs",
-                       "affine", "cascade-ips", "fitted-relevance", "skip-above", "pairs",
-                       "oracle"]),
+    type=click.Choice(
+        [
+            "ips",
+            "dr",
+            "naive",
+            "unbiased-lambdamart",
+            "ips-pairs",
+            "prs-pairs",
+            "affine",
+            "cascade-ips",
+            "fitted-relevance",
+            "skip-above",
+            "pairs",
+            "oracle",
+        ]
+    ),
     default="ips",
     show_default=True,
     help="Training target built from the log (dr: doubly robust gains; unbiased-lambdamart, "
@@ -65,28 +78,64 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
     help="Labelled validation LETOR file: early stopping on its NDCG instead of the "
     "click-based selection (for experiments with labels).",
 )
-@click.option("--select/--no-select", default=True, show_default=True,
-              help="Choose the tree shape and the number of trees by cross-validation by query "
-              "on held-out clicks (clickrank.selection.LambdaMARTCV); --no-select grows exactly "
-              "--trees trees of shape --leaves/--max-depth.")
-@click.option("--folds", type=int, default=SELECTION["folds"], show_default=True,
-              help="Folds of the queries for the selection.")
-@click.option("--validation", type=click.Choice(["ips", "dr", "clicks"]), default=None,
-              help="Click estimate of DCG@k the selection maximises: ips (default with "
-              "--propensities), dr (doubly robust), clicks (biased; default without).")
-@click.option("--trees", type=int, default=SELECTION["n_estimators"], show_default=True,
-              help="Most trees (the selection stops earlier).")
-@click.option("--learning-rate", type=float, default=SELECTION["learning_rate"],
-              show_default=True, help="Shrinkage per tree.")
-@click.option("--leaves", type=int, default=None,
-              help="Leaves per tree: fixes the tree shape (default: chosen among "
-              f"{', '.join(str(g['num_leaves']) for g in SELECTION['grid'])} by the selection; "
-              f"{FIXED['num_leaves']} with --no-select).")
-@click.option("--max-depth", type=int, default=None,
-              help=f"Tree depth, -1 for none (default: with --leaves; {FIXED['max_depth']} with "
-              "--no-select).")
-@click.option("--min-data-in-leaf", type=int, default=20, show_default=True,
-              help="Minimum documents per leaf.")
+@click.option(
+    "--select/--no-select",
+    default=True,
+    show_default=True,
+    help="Choose the tree shape and the number of trees by cross-validation by query "
+    "on held-out clicks (clickrank.selection.LambdaMARTCV); --no-select grows exactly "
+    "--trees trees of shape --leaves/--max-depth.",
+)
+@click.option(
+    "--folds",
+    type=int,
+    default=SELECTION["folds"],
+    show_default=True,
+    help="Folds of the queries for the selection.",
+)
+@click.option(
+    "--validation",
+    type=click.Choice(["ips", "dr", "clicks"]),
+    default=None,
+    help="Click estimate of DCG@k the selection maximises: ips (default with "
+    "--propensities), dr (doubly robust), clicks (biased; default without).",
+)
+@click.option(
+    "--trees",
+    type=int,
+    default=SELECTION["n_estimators"],
+    show_default=True,
+    help="Most trees (the selection stops earlier).",
+)
+@click.option(
+    "--learning-rate",
+    type=float,
+    default=SELECTION["learning_rate"],
+    show_default=True,
+    help="Shrinkage per tree.",
+)
+@click.option(
+    "--leaves",
+    type=int,
+    default=None,
+    help="Leaves per tree: fixes the tree shape (default: chosen among "
+    f"{', '.join(str(g['num_leaves']) for g in SELECTION['grid'])} by the selection; "
+    f"{FIXED['num_leaves']} with --no-select).",
+)
+@click.option(
+    "--max-depth",
+    type=int,
+    default=None,
+    help=f"Tree depth, -1 for none (default: with --leaves; {FIXED['max_depth']} with "
+    "--no-select).",
+)
+@click.option(
+    "--min-data-in-leaf",
+    type=int,
+    default=20,
+    show_default=True,
+    help="Minimum documents per leaf.",
+)
 @click.option(
     "--truncation",
     type=int,
@@ -101,14 +150,23 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
     show_default=True,
     help="Stop a model after this many rounds without improvement (selection or --valid).",
 )
-@click.option("--eval-at", type=int, default=10, show_default=True,
-              help="k of the validation DCG@k / NDCG@k.")
-@click.option("--clip", default="auto", show_default=True,
-              help="IPS propensity clipping: a minimum theta in (0, 1], 'auto' "
-              "(min(10/sqrt(sessions), 1)) or 'none'.")
-@click.option("--normalize", type=click.Choice(["none", "exposure", "query"]), default="none",
-              show_default=True, help="IPS gains: plain, per-exposure (policy-aware) or "
-              "self-normalised per query.")
+@click.option(
+    "--eval-at", type=int, default=10, show_default=True, help="k of the validation DCG@k / NDCG@k."
+)
+@click.option(
+    "--clip",
+    default="auto",
+    show_default=True,
+    help="IPS propensity clipping: a minimum theta in (0, 1], 'auto' "
+    "(min(10/sqrt(sessions), 1)) or 'none'.",
+)
+@click.option(
+    "--normalize",
+    type=click.Choice(["none", "exposure", "query"]),
+    default="none",
+    show_default=True,
+    help="IPS gains: plain, per-exposure (policy-aware) or self-normalised per query.",
+)
 @click.option(
     "--candidates",
     type=click.Choice(["auto", "shown", "all", "hybrid"]),
@@ -123,14 +181,21 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
     default="clicks",
     help="Naive target gains: click counts or click-through rates.",
 )
-@click.option("--strategy", default="skip-above",
-              help="Preference strategy of --target pairs: skip-above, last-click-skip-above, "
-              "skip-previous, skip-next, fairpairs, or a '+' combination (skip-above+skip-next).")
+@click.option(
+    "--strategy",
+    default="skip-above",
+    help="Preference strategy of --target pairs: skip-above, last-click-skip-above, "
+    "skip-previous, skip-next, fairpairs, or a '+' combination (skip-above+skip-next).",
+)
 @click.option("--ips-weighted", is_flag=True, help="Weight preference pairs by 1/theta.")
 @click.option("--seed", type=int, default=0, help="Seed of LightGBM's randomness.")
 @click.option("--jobs", type=int, default=1, help="Threads of the tree learner.")
-@click.option("-f", "--force", is_flag=True,
-              help="Replace a model clickrank wrote in --out (never other files).")
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Replace a model clickrank wrote in --out (never other files).",
+)
 def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, folds,
           validation, trees, learning_rate, leaves, max_depth, min_data_in_leaf, truncation,
           early_stopping, eval_at, clip, normalize, candidates, naive_kind, strategy,
@@ -153,14 +218,19 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     if target == "oracle" and log_path is not None:
         raise click.UsageError("--target oracle uses the labels of --data; drop --log")
     if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
-        raise click.UsageError(f"--propensities is required by --target {target}"
-                               + (" with --ips-weighted" if ips_weighted else ""))
+        raise click.UsageError(
+            f"--propensities is required by --target {target}"
+            + (" with --ips-weighted" if ips_weighted else "")
+        )
     if validation in ("ips", "dr") and theta_path is None:
         raise click.UsageError(f"--validation {validation} needs --propensities")
     if truncation < 0:
         raise InputError(f"--truncation must be >= 0, got {truncation}")
-    for name, value in (("--folds", folds), ("--trees", trees), ("--early-stopping",
-                                                                   early_stopping)):
+    for name, value in (
+        ("--folds", folds),
+        ("--trees", trees),
+        ("--early-stopping", early_stopping),
+    ):
         if value < 1:
             raise click.UsageError(f"{name} must be >= 1, got {value}")
     if select and folds < 2:
@@ -173,11 +243,14 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
     files = [Path(out_dir) / name for name in ("model.txt", "meta.json", "selection.json")]
     for f in files:  # files clickrank did not write are refused, even with --force
-        check_output(f, force=True, what="--out",
-                     inputs=[data_path, log_path, theta_path, valid_path])
+        check_output(
+            f, force=True, what="--out", inputs=[data_path, log_path, theta_path, valid_path]
+        )
     if any(f.exists() for f in files[:2]) and not force:
-        raise InputError(f"--out {out_dir} already holds a model (written by clickrank); pass "
-                         "--force to replace it")
+        raise InputError(
+            f"--out {out_dir} already holds a model (written by clickrank); pass "
+            "--force to replace it"
+        )
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     log = read_log(log_path) if log_path is not None else None
@@ -192,8 +265,14 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
                         normalize=normalize, naive_kind=naive_kind, seed=seed,
                         stats=stats if same_stats else None)  # fmt: skip
     click.echo(tgt.summary(), err=True)
-    common = dict(learning_rate=learning_rate, min_data_in_leaf=min_data_in_leaf,
-                  truncation_level=truncation or None, eval_at=eval_at, seed=seed, n_jobs=jobs)
+    common = dict(
+        learning_rate=learning_rate,
+        min_data_in_leaf=min_data_in_leaf,
+        truncation_level=truncation or None,
+        eval_at=eval_at,
+        seed=seed,
+        n_jobs=jobs,
+    )
     shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
     if valid_path is not None or not select:
         from ..lambdamart import LambdaMART
@@ -210,15 +289,21 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         if target != "oracle":
             est = validation or ("ips" if theta is not None else "clicks")
             if est == "clicks":
-                click.echo("note: no --propensities, so the selection scores held-out clicks "
-                           "as they are (biased towards the logger)", err=True)
+                click.echo(
+                    "note: no --propensities, so the selection scores held-out clicks "
+                    "as they are (biased towards the logger)",
+                    err=True,
+                )
             val = ClickValidation.from_log(data, log, theta, estimator=est,
                                            stats=stats, seed=seed)  # fmt: skip
         grid = [shape] if shape else SELECTION["grid"]
         if shape and "max_depth" not in shape:
             grid = [{**shape, "max_depth": -1}]
         model = LambdaMARTCV(
-            grid=grid, folds=folds, n_estimators=trees, early_stopping_rounds=early_stopping,
+            grid=grid,
+            folds=folds,
+            n_estimators=trees,
+            early_stopping_rounds=early_stopping,
             **common,
         ).fit(data, tgt, validation=val, progress=lambda m: click.echo(m, err=True))
     path = model.save(out_dir, overwrite=force)
@@ -233,8 +318,9 @@ def _clip(value: str) -> float | str | None:
     try:
         out = float(value)
     except ValueError:
-        raise click.UsageError(f"--clip must be a number in (0, 1], 'auto' or 'none', "
-                               f"got {value!r}") from None
+        raise click.UsageError(
+            f"--clip must be a number in (0, 1], 'auto' or 'none', got {value!r}"
+        ) from None
     if not 0.0 < out <= 1.0:
         raise click.UsageError(f"--clip must be in (0, 1], got {value}")
     return out
@@ -246,9 +332,13 @@ def _say_candidates(stats, candidates: str) -> None:
 
     share = stats.shown_fraction
     chosen = auto_candidates(stats) if candidates == "auto" else candidates
-    line = (f"the log shows {share:.1%} of the training documents at least once; "
-            f"candidate set: {chosen}" + (" (auto)" if candidates == "auto" else ""))
+    line = (
+        f"the log shows {share:.1%} of the training documents at least once; "
+        f"candidate set: {chosen}" + (" (auto)" if candidates == "auto" else "")
+    )
     if share < 0.5:
-        line += ("; never-shown documents carry no click evidence (see docs/lambdamart.md, "
-                 "'Candidate sets')")
+        line += (
+            "; never-shown documents carry no click evidence (see docs/lambdamart.md, "
+            "'Candidate sets')"
+        )
     click.echo(("warning: " if share < 0.2 else "") + line, err=True)

@@ -78,9 +78,12 @@ class UserMixture:
             raise InputError("a UserMixture needs a non-empty sequence of click models")
         for i, m in enumerate(comps):
             nu = getattr(m, "n_uniforms", None)
-            if not (callable(getattr(m, "sample", None))
-                    and callable(getattr(m, "click_probabilities", None))
-                    and isinstance(nu, (int, np.integer)) and nu >= 1):
+            if not (
+                callable(getattr(m, "sample", None))
+                and callable(getattr(m, "click_probabilities", None))
+                and isinstance(nu, (int, np.integer))
+                and nu >= 1
+            ):
                 raise InputError(
                     f"component {i} is not a click model (needs n_uniforms >= 1, "
                     f"click_probabilities and sample); got {m!r}"
@@ -99,8 +102,11 @@ class UserMixture:
                 raise InputError(f"weights must be finite, >= 0 and not all 0; got {w.tolist()}")
             w = w / w.sum()
         w.flags.writeable = False
-        names = tuple(f"type{i}" for i in range(C)) if self.names is None else tuple(
-            str(n) for n in self.names)
+        names = (
+            tuple(f"type{i}" for i in range(C))
+            if self.names is None
+            else tuple(str(n) for n in self.names)
+        )
         if len(names) != C:
             raise InputError(f"got {C} components but {len(names)} names")
         object.__setattr__(self, "components", comps)
@@ -156,14 +162,18 @@ class UserMixture:
         propensity exists and :class:`~clickrank.InputError` is raised.
         """
         if not all(isinstance(m, PBM) for m in self.components):
-            raise InputError("propensities exist only for a mixture of PBMs "
-                             "(other user types do not factor into position x document)")
+            raise InputError(
+                "propensities exist only for a mixture of PBMs "
+                "(other user types do not factor into position x document)"
+            )
         first = self.components[0].attractiveness
         if any(m.attractiveness != first for m in self.components):
-            raise InputError("propensities exist only if all PBM types share one "
-                             "attractiveness map")
-        theta = sum(w * m.propensities(K) for w, m in zip(self.weights, self.components,
-                                                           strict=True))
+            raise InputError(
+                "propensities exist only if all PBM types share one attractiveness map"
+            )
+        theta = sum(
+            w * m.propensities(K) for w, m in zip(self.weights, self.components, strict=True)
+        )
         if normalize:
             if theta[0] <= 0:
                 raise InputError("cannot normalize propensities: position 1 has probability 0")
@@ -182,8 +192,13 @@ class UserMixture:
 
 
 def pbm_population(
-    eta_mean: float = 1.0, eta_spread: float = 0.5, n_types: int = 5, *,
-    noise: float | Sequence[float] = 0.1, max_label: float = 4.0, curve: str = "power_law",
+    eta_mean: float = 1.0,
+    eta_spread: float = 0.5,
+    n_types: int = 5,
+    *,
+    noise: float | Sequence[float] = 0.1,
+    max_label: float = 4.0,
+    curve: str = "power_law",
 ) -> UserMixture:
     r"""Continuous heterogeneity in patience (and click noise) as a grid of PBMs.
 
@@ -231,8 +246,12 @@ def pbm_population(
 
 
 #: Type frequencies of :func:`web_search_population`.
-WEB_SEARCH_WEIGHTS = {"navigational": 0.20, "economic": 0.40, "exhaustive": 0.30,
-                      "low-engagement": 0.10}
+WEB_SEARCH_WEIGHTS = {
+    "navigational": 0.20,
+    "economic": 0.40,
+    "exhaustive": 0.30,
+    "low-engagement": 0.10,
+}
 
 
 def web_search_population(max_label: float = 4.0, *, weights: dict | None = None) -> UserMixture:

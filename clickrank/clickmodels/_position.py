@@ -33,6 +33,7 @@ class _IndependentClicks:
         u = check_uniforms(u, labels, self.n_uniforms)
         return u[..., 0] < self._probabilities(labels)
 
+
 __all__ = ["PBM", "TrustBias", "ClickMatrix", "load_click_matrix"]
 
 

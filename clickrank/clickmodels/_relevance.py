@@ -291,9 +291,15 @@ def default_threshold(max_label: float) -> float:
     return max(1.0, float(max_label) - 1.0)
 
 
-_ATTRACTIVENESS = {"pbm": "attractiveness", "trust": "relevance", "cascade": "attractiveness",
-                   "dcm": "attractiveness", "dbn": "attractiveness", "sdbn": "attractiveness",
-                   "ubm": "attractiveness"}
+_ATTRACTIVENESS = {
+    "pbm": "attractiveness",
+    "trust": "relevance",
+    "cascade": "attractiveness",
+    "dcm": "attractiveness",
+    "dbn": "attractiveness",
+    "sdbn": "attractiveness",
+    "ubm": "attractiveness",
+}
 
 
 def relevance_for_labels(
@@ -364,13 +370,18 @@ def relevance_for_labels(
     if relevance == "graded":
         rel = {"kind": "graded", "eps": eps, "max_label": top}
         why = f"{names[0]} given" if max_label is not None else "the top grade is the largest label"
-        line = (f"relevance: graded, P(click | examined) from {eps:g} at label 0 to 1 at label "
-                f"{top:g} ({span}; {why})")
+        line = (
+            f"relevance: graded, P(click | examined) from {eps:g} at label 0 to 1 at label "
+            f"{top:g} ({span}; {why})"
+        )
     else:
         t = float(threshold) if threshold is not None else default_threshold(hi)
         rel = {"kind": "binarized", "threshold": t, "eps_minus": eps}
-        why = (f"{names[1]} given" if threshold is not None
-               else "the default: 1 for labels up to 2, else the top label - 1")
+        why = (
+            f"{names[1]} given"
+            if threshold is not None
+            else "the default: 1 for labels up to 2, else the top label - 1"
+        )
         line = f"relevance: binarized at label >= {t:g} ({span}; {why})"
         if not (y >= t).any():
             line += "; no document reaches it, so every click is noise"

@@ -48,8 +48,15 @@ class _Checker:
         if val < low:
             self.fail(section, key, f"must be >= {low:g}, got {val!r}")
 
-    def unit(self, section: str, key: str, *, open_low: bool = False, optional: bool = False,
-             open_high: bool = False) -> None:
+    def unit(
+        self,
+        section: str,
+        key: str,
+        *,
+        open_low: bool = False,
+        optional: bool = False,
+        open_high: bool = False,
+    ) -> None:
         val = self.v[section].get(key)
         if val is None and optional:
             return
@@ -86,8 +93,12 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     if v["seed"] < 0:
         c.fail("", "seed", f"must be >= 0, got {v['seed']}")
     for section, keys in SCHEMA.items():
-        if section and "seed" in keys and v[section].get("seed") is not None \
-                and v[section]["seed"] < 0:
+        if (
+            section
+            and "seed" in keys
+            and v[section].get("seed") is not None
+            and v[section]["seed"] < 0
+        ):
             c.fail(section, "seed", f"must be >= 0, got {v[section]['seed']}")
 
     # data
@@ -98,7 +109,7 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     if d["source"] == "synthetic":
         for k in file_keys:
             if d.get(k) is not None:
-                c.fail("data", k, "applies to source = \"letor\", not \"synthetic\"")
+                c.fail("data", k, 'applies to source = "letor", not "synthetic"')
         c.at_least("data", "n_queries", 2)
         c.at_least("data", "docs_per_query", 2)
         c.at_least("data", "n_features", 6)
@@ -106,19 +117,27 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     else:
         for k in synth_keys:
             if c.given("data", k):
-                c.fail("data", k, "applies to source = \"synthetic\", not \"letor\"")
+                c.fail("data", k, 'applies to source = "synthetic", not "letor"')
         if d.get("path") is None:
-            c.fail("data", "path", "is required with source = \"letor\" (the training file)")
+            c.fail("data", "path", 'is required with source = "letor" (the training file)')
         if d.get("valid_path") is not None and d.get("test_path") is None:
-            c.fail("data", "valid_path", "needs test_path (with test_path the files are not "
-                   "split; without it, split the data with train / valid / test)")
+            c.fail(
+                "data",
+                "valid_path",
+                "needs test_path (with test_path the files are not "
+                "split; without it, split the data with train / valid / test)",
+            )
         for k in file_keys:
             d[k] = None if d.get(k) is None else str(_file(c, k, base_dir))
     if d.get("test_path") is not None:
         for k in ("train", "valid", "test"):
             if c.given("data", k):
-                c.fail("data", k, "splits the data only without test_path (with test_path the "
-                       "files are the parts)")
+                c.fail(
+                    "data",
+                    k,
+                    "splits the data only without test_path (with test_path the "
+                    "files are the parts)",
+                )
     else:
         parts = {k: d[k] for k in ("train", "valid", "test")}
         for k, x in parts.items():
@@ -131,14 +150,24 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
         counts = all(x >= 1 and float(x).is_integer() for x in used)
         fractions = all(x < 1 for x in used)
         if not (counts or fractions):
-            c.fail("data", None, f"train, valid and test must all be counts (whole numbers "
-                   f">= 1) or all fractions (< 1); got {parts}")
+            c.fail(
+                "data",
+                None,
+                f"train, valid and test must all be counts (whole numbers "
+                f">= 1) or all fractions (< 1); got {parts}",
+            )
         if fractions and sum(used) > 1 + 1e-9:
-            c.fail("data", "test", f"fractions train + valid + test must sum to at most 1, "
-                   f"got {sum(used):g}")
+            c.fail(
+                "data",
+                "test",
+                f"fractions train + valid + test must sum to at most 1, got {sum(used):g}",
+            )
         if counts and d["source"] == "synthetic" and sum(used) > d["n_queries"]:
-            c.fail("data", "test", f"train + valid + test = {sum(used):g} queries, but "
-                   f"n_queries = {d['n_queries']}")
+            c.fail(
+                "data",
+                "test",
+                f"train + valid + test = {sum(used):g} queries, but n_queries = {d['n_queries']}",
+            )
 
     # production
     c.choice("production", "policy", _POLICIES)
@@ -161,12 +190,15 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
         c.fail("click_model", "curve", f"applies to {', '.join(_CURVE_MODELS)}, not {cm['name']}")
     if cm.get("max_label") is not None:
         if cm["relevance"] != "graded" and cm["name"] not in ("dbn", "sdbn"):
-            c.fail("click_model", "max_label", "applies to relevance = \"graded\" (and to the "
-                   "satisfaction of dbn and sdbn)")
+            c.fail(
+                "click_model",
+                "max_label",
+                'applies to relevance = "graded" (and to the satisfaction of dbn and sdbn)',
+            )
         if cm["max_label"] <= 0:
             c.fail("click_model", "max_label", f"must be > 0, got {cm['max_label']!r}")
     if cm.get("threshold") is not None and cm["relevance"] != "binarized":
-        c.fail("click_model", "threshold", "applies to relevance = \"binarized\"")
+        c.fail("click_model", "threshold", 'applies to relevance = "binarized"')
 
     # simulation and interventions
     c.at_least("simulation", "sessions", 1)
@@ -174,8 +206,11 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     c.at_least("simulation", "chunk_size", 1)
     top_k = v["simulation"]["top_k"]
     if d["source"] == "synthetic" and top_k > d["docs_per_query"]:
-        c.fail("simulation", "top_k", f"= {top_k} exceeds [data] docs_per_query = "
-               f"{d['docs_per_query']}")
+        c.fail(
+            "simulation",
+            "top_k",
+            f"= {top_k} exceeds [data] docs_per_query = {d['docs_per_query']}",
+        )
     iv = v["interventions"]
     for k in _FRACTIONS:
         c.unit("interventions", k)
@@ -207,8 +242,11 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
         if m not in METHODS:
             close = difflib.get_close_matches(m, METHODS, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            c.fail("propensity", "methods", f"has unknown method {m!r} (valid: "
-                   f"{', '.join(METHODS)}){hint}")
+            c.fail(
+                "propensity",
+                "methods",
+                f"has unknown method {m!r} (valid: {', '.join(METHODS)}){hint}",
+            )
         need = _PROPENSITY_DESIGN.get(m)
         if need is not None and iv[need] <= 0:
             c.fail("propensity", "methods", f"method {m!r} needs [interventions] {need} > 0")
@@ -226,18 +264,25 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
             from ..targets import parse_strategy
 
             try:
-                rules = parse_strategy(name[len("pairs:"):])
+                rules = parse_strategy(name[len("pairs:") :])
             except InputError as err:
                 c.fail("targets", "names", f"has a bad target {name!r}: {err}")
             if "fairpairs" in rules and iv["fairpairs_fraction"] <= 0:
-                c.fail("targets", "names", f"target {name!r} needs [interventions] "
-                       "fairpairs_fraction > 0")
+                c.fail(
+                    "targets",
+                    "names",
+                    f"target {name!r} needs [interventions] fairpairs_fraction > 0",
+                )
             continue
         if name not in TARGETS:
             close = difflib.get_close_matches(name, TARGETS, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            c.fail("targets", "names", f"has unknown target {name!r} (valid: "
-                   f"{', '.join(TARGETS)}, or pairs:<strategy>){hint}")
+            c.fail(
+                "targets",
+                "names",
+                f"has unknown target {name!r} (valid: "
+                f"{', '.join(TARGETS)}, or pairs:<strategy>){hint}",
+            )
     if len(set(t["names"])) != len(t["names"]):
         c.fail("targets", "names", f"has duplicates: {t['names']}")
     if set(NEEDS_THETA) & set(t["names"]) and not p["methods"]:
@@ -264,23 +309,30 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
     for entry in lm["grid"]:
         bad = set(entry) - {"num_leaves", "max_depth", "min_data_in_leaf", "lambda_l2"}
         if bad:
-            c.fail("lambdamart", "grid", f"entries may set num_leaves, max_depth, "
-                   f"min_data_in_leaf and lambda_l2, not {sorted(bad)}")
+            c.fail(
+                "lambdamart",
+                "grid",
+                f"entries may set num_leaves, max_depth, "
+                f"min_data_in_leaf and lambda_l2, not {sorted(bad)}",
+            )
     if lm["learning_rate"] <= 0:
         c.fail("lambdamart", "learning_rate", f"must be > 0, got {lm['learning_rate']}")
     if lm["max_depth"] == 0 or lm["max_depth"] < -1:
         c.fail("lambdamart", "max_depth", f"must be -1 (no limit) or >= 1, got {lm['max_depth']}")
     has_valid = d.get("valid_path") is not None or (d.get("test_path") is None and d["valid"] > 0)
     if lm.get("early_stopping_rounds") is not None and not has_valid and not lm["select"]:
-        c.fail("lambdamart", "early_stopping_rounds", "needs validation queries (set [data] "
-               "valid > 0 or valid_path) or select = true")
+        c.fail(
+            "lambdamart",
+            "early_stopping_rounds",
+            "needs validation queries (set [data] valid > 0 or valid_path) or select = true",
+        )
 
     # evaluation
     e = v["evaluation"]
     from ..metrics import get_metric
 
     if not e["metrics"]:
-        c.fail("evaluation", "metrics", "is empty; give at least one metric such as \"ndcg@10\"")
+        c.fail("evaluation", "metrics", 'is empty; give at least one metric such as "ndcg@10"')
     for m in e["metrics"]:
         try:
             get_metric(m)
@@ -295,8 +347,12 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
         for a, b in v[section][key]:
             for r in (a, b):
                 if r not in rankers:
-                    c.fail(section, key, f"names {r!r}, which is not a ranker of this run "
-                           f"(production or [targets] names: {', '.join(t['names'])})")
+                    c.fail(
+                        section,
+                        key,
+                        f"names {r!r}, which is not a ranker of this run "
+                        f"(production or [targets] names: {', '.join(t['names'])})",
+                    )
             if a == b:
                 c.fail(section, key, f"compares {a!r} with itself")
 
@@ -323,5 +379,8 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
             c.fail("learning_curve", "sessions", f"must hold session counts >= 1, got {n}")
     for name in lc["targets"]:
         if name not in t["names"] or name == "oracle":
-            c.fail("learning_curve", "targets", f"has {name!r}; it must be one of the "
-                   "click-based [targets] names")
+            c.fail(
+                "learning_curve",
+                "targets",
+                f"has {name!r}; it must be one of the click-based [targets] names",
+            )

@@ -37,8 +37,13 @@ class _ClickFitStage:
         if cf["sessions"] > 0:
             first = lf.select(pl.col("session").min()).collect().item()
             lf = lf.filter(pl.col("session") < first + cf["sessions"])
-        cmp = compare_click_models(lf, cf["models"], test_fraction=cf["test_fraction"],
-                                   seed=self.cfg.seed("evaluation"), shrinkage=cf["shrinkage"])
+        cmp = compare_click_models(
+            lf,
+            cf["models"],
+            test_fraction=cf["test_fraction"],
+            seed=self.cfg.seed("evaluation"),
+            shrinkage=cf["shrinkage"],
+        )
         out = _clean(cmp.to_dict())
         if self.cfg["report"]["figures"]:
             cmp.plot(path=folder / "perplexity_by_rank.png")

@@ -83,8 +83,9 @@ class ExperimentConfig:
         return f"ExperimentConfig(origin={self.origin!r}, hash={self.hash()})"
 
 
-def load_config(config: Any = None, *, base_dir: str | os.PathLike | None = None
-                ) -> ExperimentConfig:
+def load_config(
+    config: Any = None, *, base_dir: str | os.PathLike | None = None
+) -> ExperimentConfig:
     """Read and validate a run configuration; defaults come from the embedded default.toml.
 
     Parameters
@@ -130,8 +131,9 @@ def load_config(config: Any = None, *, base_dir: str | os.PathLike | None = None
             raise ConfigError(f"{origin}: cannot read the config file: {err}") from None
         folder = path.resolve().parent
     else:
-        raise ConfigError(f"config must be a TOML path, a dict or None, got "
-                          f"{type(config).__name__}")
+        raise ConfigError(
+            f"config must be a TOML path, a dict or None, got {type(config).__name__}"
+        )
     if base_dir is not None:
         folder = Path(base_dir)
     _check_keys(user, origin)
@@ -172,14 +174,18 @@ def dumps_toml(values: Mapping[str, Any]) -> str:
     Nested tables inside a section are written inline; ``None`` values are left
     out (they are optional keys without a value).
     """
-    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in values.items()
-             if not isinstance(v, Mapping) and v is not None]
+    lines = [
+        f"{_toml_key(k)} = {_toml_value(v)}"
+        for k, v in values.items()
+        if not isinstance(v, Mapping) and v is not None
+    ]
     for name, sec in values.items():
         if isinstance(sec, Mapping):
             lines.append("")
             lines.append(f"[{_toml_key(name)}]")
-            lines.extend(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sec.items()
-                         if v is not None)
+            lines.extend(
+                f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sec.items() if v is not None
+            )
     return "\n".join(lines) + "\n"
 
 

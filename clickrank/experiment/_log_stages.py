@@ -32,8 +32,9 @@ class _LogStages:
 
         d, seed = self.cfg["data"], self.cfg.seed("data")
         if d["source"] == "synthetic":
-            full = synthetic(d["n_queries"], d["docs_per_query"], d["n_features"],
-                             noise=d["noise"], seed=seed)
+            full = synthetic(
+                d["n_queries"], d["docs_per_query"], d["n_features"], noise=d["noise"], seed=seed
+            )
         else:
             full = load_letor(d["path"])
         if d.get("test_path") is not None:
@@ -61,13 +62,23 @@ class _LogStages:
             "name": parts["train"].name.split("/")[0] if parts["train"].name else "",
             "source": self.cfg["data"]["source"],
             "n_features": parts["train"].n_features,
-            "parts": {k: {"queries": p.n_queries, "docs": p.n_docs,
-                          "labels": {str(lab): int(c) for lab, c in
-                                     zip(*np.unique(p.y, return_counts=True), strict=True)}}
-                      for k, p in parts.items()},
+            "parts": {
+                k: {
+                    "queries": p.n_queries,
+                    "docs": p.n_docs,
+                    "labels": {
+                        str(lab): int(c)
+                        for lab, c in zip(*np.unique(p.y, return_counts=True), strict=True)
+                    },
+                }
+                for k, p in parts.items()
+            },
         }
-        split = {"format": "clickrank.experiment.split", **info,
-                 "qid": {k: np.asarray(p.qid).tolist() for k, p in parts.items()}}
+        split = {
+            "format": "clickrank.experiment.split",
+            **info,
+            "qid": {k: np.asarray(p.qid).tolist() for k, p in parts.items()},
+        }
         atomic_write_json(self.out / "data" / "split.json", _clean(split))
         return info, ["data/split.json"]
 
@@ -95,8 +106,9 @@ class _LogStages:
         policy = pc["policy"]
         quality = None
         if policy in ("production", "plackett-luce"):
-            ranker = production_ranker(train, pc["fraction"], seed=seed,
-                                       min_queries=pc["min_queries"])
+            ranker = production_ranker(
+                train, pc["fraction"], seed=seed, min_queries=pc["min_queries"]
+            )
             s_train, s_test = ranker.predict(train.X), ranker.predict(test.X)
             trained_on = int(len(ranker.train_queries_))
             quality = ranker.quality(train)  # NDCG@10 on the training queries it did not see
@@ -109,17 +121,26 @@ class _LogStages:
             trained_on = 0
         _save_npy(self.out / "production/scores_train.npy", s_train)
         _save_npy(self.out / "production/scores_test.npy", s_test)
-        meta = {"policy": policy, "fraction": pc["fraction"], "min_queries": pc["min_queries"],
-                "trained_on_queries": trained_on, "quality": quality,
-                "temperature": pc["temperature"] if policy == "plackett-luce" else None}
+        meta = {
+            "policy": policy,
+            "fraction": pc["fraction"],
+            "min_queries": pc["min_queries"],
+            "trained_on_queries": trained_on,
+            "quality": quality,
+            "temperature": pc["temperature"] if policy == "plackett-luce" else None,
+        }
         atomic_write_json(self.out / "production/meta.json", _clean(meta))
         self.scores = {"train": s_train, "test": s_test}
-        return meta, ["production/scores_train.npy", "production/scores_test.npy",
-                      "production/meta.json"]
+        return meta, [
+            "production/scores_train.npy",
+            "production/scores_test.npy",
+            "production/meta.json",
+        ]
 
     def _production_load(self) -> dict:
-        self.scores = {k: np.load(self.out / f"production/scores_{k}.npy")
-                       for k in ("train", "test")}
+        self.scores = {
+            k: np.load(self.out / f"production/scores_{k}.npy") for k in ("train", "test")
+        }
         return _read_json(self.out / "production/meta.json")
 
     def _policy(self):
@@ -129,8 +150,9 @@ class _LogStages:
         if policy == "random":
             return UniformRandom(name="random")
         if policy == "plackett-luce":
-            return PlackettLuce(self.scores["train"], temperature=self.prod["temperature"],
-                                name="plackett-luce")
+            return PlackettLuce(
+                self.scores["train"], temperature=self.prod["temperature"], name="plackett-luce"
+            )
         return DeterministicPolicy(self.scores["train"], name=policy)
 
     # -- click model and simulation ---------------------------------------------------------
@@ -184,12 +206,21 @@ class _LogStages:
         meta = {"relevance": self.relevance_line}
         if self.prod.get("quality"):
             meta["logger_quality"] = {policy.name: self.prod["quality"]}
-        simulate(self.parts["train"], policy=policy, click_model=cm,
-                 n_sessions=sim["sessions"], interventions=self._interventions(),
-                 top_k=sim["top_k"], seed=self.cfg.seed("simulation"),
-                 chunk_size=sim["chunk_size"], out=self.log_path, overwrite=True,
-                 progress=self.run.progress and sys.stderr.isatty(),
-                 check_space=self.run.check_space, metadata=meta)
+        simulate(
+            self.parts["train"],
+            policy=policy,
+            click_model=cm,
+            n_sessions=sim["sessions"],
+            interventions=self._interventions(),
+            top_k=sim["top_k"],
+            seed=self.cfg.seed("simulation"),
+            chunk_size=sim["chunk_size"],
+            out=self.log_path,
+            overwrite=True,
+            progress=self.run.progress and sys.stderr.isatty(),
+            check_space=self.run.check_space,
+            metadata=meta,
+        )
         stats = _clean(self._log_stats())
         atomic_write_json(self.out / "log_stats.json", stats)
         return stats, ["log.parquet", "log_stats.json"]
@@ -203,19 +234,31 @@ class _LogStages:
 
         lf = self.log()
         cm = self.click_model()
-        totals = lf.select(sessions=pl.col("session").n_unique(), impressions=pl.len(),
-                           clicks=pl.col("click").cast(pl.Int64).sum()).collect().row(0,
-                                                                                   named=True)
-        by_iv = (lf.group_by("intervention").agg(sessions=pl.col("session").n_unique())
-                 .sort(pl.col("intervention").cast(pl.String)).collect())
-        sessions_by_iv = {str(r["intervention"]): int(r["sessions"])
-                          for r in by_iv.iter_rows(named=True)}
+        totals = (
+            lf.select(
+                sessions=pl.col("session").n_unique(),
+                impressions=pl.len(),
+                clicks=pl.col("click").cast(pl.Int64).sum(),
+            )
+            .collect()
+            .row(0, named=True)
+        )
+        by_iv = (
+            lf.group_by("intervention")
+            .agg(sessions=pl.col("session").n_unique())
+            .sort(pl.col("intervention").cast(pl.String))
+            .collect()
+        )
+        sessions_by_iv = {
+            str(r["intervention"]): int(r["sessions"]) for r in by_iv.iter_rows(named=True)
+        }
         view = "none" if sessions_by_iv.get("none", 0) > 0 else None
         sel = lf if view is None else lf.filter(pl.col("intervention").cast(pl.String) == view)
         ctr = click_counts(sel, ["position"]).collect()
         # label counts per position -> mean label and mean P(click | examined) of shown docs
-        cells = (sel.group_by("position", "label").agg(n=pl.len()).sort("position", "label")
-                 .collect())
+        cells = (
+            sel.group_by("position", "label").agg(n=pl.len()).sort("position", "label").collect()
+        )
         pos = cells["position"].to_numpy().astype(np.int64)
         lab = cells["label"].to_numpy().astype(np.float64)
         n = cells["n"].to_numpy().astype(np.float64)
@@ -231,24 +274,40 @@ class _LogStages:
         rows = []
         for r in ctr.iter_rows(named=True):
             p = int(r["position"])
-            rows.append({"position": p, "impressions": int(r["impressions"]),
-                         "clicks": int(r["clicks"]), "ctr": r["ctr"], "se": r["se"],
-                         "mean_label": float(mean_label[p]),
-                         "mean_click_given_examined": None if mean_alpha is None
-                         else float(mean_alpha[p]),
-                         "true_theta": None if theta is None or p > theta.size
-                         else float(theta[p - 1])})
+            rows.append(
+                {
+                    "position": p,
+                    "impressions": int(r["impressions"]),
+                    "clicks": int(r["clicks"]),
+                    "ctr": r["ctr"],
+                    "se": r["se"],
+                    "mean_label": float(mean_label[p]),
+                    "mean_click_given_examined": None
+                    if mean_alpha is None
+                    else float(mean_alpha[p]),
+                    "true_theta": None if theta is None or p > theta.size else float(theta[p - 1]),
+                }
+            )
         pairs = skip_above_pairs(lf)
         n_pairs = int(pairs["pairs"].sum()) if pairs.height else 0
-        sa = {"preferences": n_pairs,
-              "agree": int(pairs["agree"].sum()) if n_pairs else 0,
-              "tie": int(pairs["tie"].sum()) if n_pairs else 0,
-              "invert": int(pairs["invert"].sum()) if n_pairs else 0}
-        return {"sessions": int(totals["sessions"]), "impressions": int(totals["impressions"]),
-                "clicks": int(totals["clicks"]), "sessions_by_intervention": sessions_by_iv,
-                "ctr_view": view or "all", "ctr_by_position": rows, "skip_above": sa,
-                "click_model": repr(cm), "relevance": self.relevance_line,
-                "path": "log.parquet"}
+        sa = {
+            "preferences": n_pairs,
+            "agree": int(pairs["agree"].sum()) if n_pairs else 0,
+            "tie": int(pairs["tie"].sum()) if n_pairs else 0,
+            "invert": int(pairs["invert"].sum()) if n_pairs else 0,
+        }
+        return {
+            "sessions": int(totals["sessions"]),
+            "impressions": int(totals["impressions"]),
+            "clicks": int(totals["clicks"]),
+            "sessions_by_intervention": sessions_by_iv,
+            "ctr_view": view or "all",
+            "ctr_by_position": rows,
+            "skip_above": sa,
+            "click_model": repr(cm),
+            "relevance": self.relevance_line,
+            "path": "log.parquet",
+        }
 
     # -- propensities ---------------------------------------------------------------------
     def _estimate(self, method: str, log: Any):
@@ -273,8 +332,15 @@ class _LogStages:
             files.append(f"propensities/{m}.json")
             estimates[m] = est
         theta = self.true_theta()
-        truth = None if theta is None else {"theta": theta.tolist(), "source": "click model",
-                                            "click_model": repr(self.click_model())}
+        truth = (
+            None
+            if theta is None
+            else {
+                "theta": theta.tolist(),
+                "source": "click model",
+                "click_model": repr(self.click_model()),
+            }
+        )
         atomic_write_json(folder / "truth.json", {"truth": truth})
         files.append("propensities/truth.json")
         self.estimates = estimates
@@ -284,14 +350,20 @@ class _LogStages:
         from ..propensity import Propensities
 
         p = self.cfg["propensity"]
-        self.estimates = {m: Propensities.load(self.out / f"propensities/{m}.json")
-                          for m in p["methods"]}
+        self.estimates = {
+            m: Propensities.load(self.out / f"propensities/{m}.json") for m in p["methods"]
+        }
         truth = _read_json(self.out / "propensities/truth.json")["truth"]
         return self._propensity_summary(truth)
 
     def _propensity_summary(self, truth: dict | None) -> dict:
         p = self.cfg["propensity"]
         use = p.get("use") or (p["methods"][0] if p["methods"] else None)
-        return _clean({"use": use, "alpha": p["alpha"],
-                       "truth": None if truth is None else truth["theta"],
-                       "estimates": {m: e.to_dict(p["alpha"]) for m, e in self.estimates.items()}})
+        return _clean(
+            {
+                "use": use,
+                "alpha": p["alpha"],
+                "truth": None if truth is None else truth["theta"],
+                "estimates": {m: e.to_dict(p["alpha"]) for m, e in self.estimates.items()},
+            }
+        )

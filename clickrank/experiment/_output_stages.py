@@ -43,25 +43,54 @@ class _OutputStages:
 
         has_alpha = hasattr(cm, "attractiveness")
         view = self.log_stats["ctr_view"]
-        fig("ctr_by_position", lambda p: plots.ctr_by_position(
-            log, propensities=est, true_theta=truth, relevance=cm if has_alpha else None,
-            intervention=None if view == "all" else view, path=p))
+        fig(
+            "ctr_by_position",
+            lambda p: plots.ctr_by_position(
+                log,
+                propensities=est,
+                true_theta=truth,
+                relevance=cm if has_alpha else None,
+                intervention=None if view == "all" else view,
+                path=p,
+            ),
+        )
         if self.estimates:
-            fig("propensities", lambda p: plots.propensity_vs_truth(
-                self.estimates if len(self.estimates) > 1 else next(iter(self.estimates.values())),
-                truth, alpha=self.cfg["propensity"]["alpha"], path=p))
+            fig(
+                "propensities",
+                lambda p: plots.propensity_vs_truth(
+                    self.estimates
+                    if len(self.estimates) > 1
+                    else next(iter(self.estimates.values())),
+                    truth,
+                    alpha=self.cfg["propensity"]["alpha"],
+                    path=p,
+                ),
+            )
         fig("click_heatmap", lambda p: plots.click_heatmap(log, path=p))
         if self.log_stats["skip_above"]["preferences"] > 0:
             fig("skip_above_bias", lambda p: plots.skip_above_bias(log, path=p))
         if self.curve["rows"]:
             import polars as pl
 
-            frame = pl.DataFrame(self.curve["rows"], schema={
-                "method": pl.String, "sessions": pl.Int64, "mean": pl.Float64,
-                "lower": pl.Float64, "upper": pl.Float64})
-            fig("learning_curve", lambda p: plots.learning_curves(
-                frame, metric=self.curve["metric"].upper(),
-                level=1 - self.cfg["evaluation"]["alpha"], path=p))
+            frame = pl.DataFrame(
+                self.curve["rows"],
+                schema={
+                    "method": pl.String,
+                    "sessions": pl.Int64,
+                    "mean": pl.Float64,
+                    "lower": pl.Float64,
+                    "upper": pl.Float64,
+                },
+            )
+            fig(
+                "learning_curve",
+                lambda p: plots.learning_curves(
+                    frame,
+                    metric=self.curve["metric"].upper(),
+                    level=1 - self.cfg["evaluation"]["alpha"],
+                    path=p,
+                ),
+            )
         forces = self._forces_example()
         if forces is not None:
             scores, labels, info = forces
@@ -87,8 +116,11 @@ class _OutputStages:
             a, b = int(test.qptr[q]), int(test.qptr[q + 1])
             rows = order[a:b][:10]
             if np.unique(test.y[rows]).size >= 3:
-                return s[rows], test.y[rows], {"ranker": name, "query": str(test.qid[q]),
-                                               "docs": len(rows)}
+                return (
+                    s[rows],
+                    test.y[rows],
+                    {"ranker": name, "query": str(test.qid[q]), "docs": len(rows)},
+                )
         return None
 
     # -- results --------------------------------------------------------------------------
@@ -101,25 +133,31 @@ class _OutputStages:
                 versions[pkg] = version(pkg)
             except PackageNotFoundError:
                 versions[pkg] = None
-        notes = [*self.train["notes"], *self.evaluation["notes"], *self.interleaving["notes"],
-                 *self.curve["notes"]]
-        return _clean({
-            "format": "clickrank.experiment.summary",
-            "config": self.cfg.to_dict(),
-            "config_origin": self.cfg.origin,
-            "config_hash": self.cfg.hash(),
-            "stage_hashes": dict(self.run.hashes),
-            "data": self.data,
-            "production": self.prod,
-            "log": self.log_stats,
-            "propensities": self.prop,
-            "click_fit": self.click_fit,
-            "models": self.train["models"],
-            "evaluation": self.evaluation,
-            "interleaving": self.interleaving["experiments"],
-            "learning_curve": {"metric": self.curve["metric"], "rows": self.curve["rows"]},
-            "figures": self.figures["files"],
-            "forces_example": self.figures.get("forces"),
-            "notes": notes,
-            "versions": versions,
-        })
+        notes = [
+            *self.train["notes"],
+            *self.evaluation["notes"],
+            *self.interleaving["notes"],
+            *self.curve["notes"],
+        ]
+        return _clean(
+            {
+                "format": "clickrank.experiment.summary",
+                "config": self.cfg.to_dict(),
+                "config_origin": self.cfg.origin,
+                "config_hash": self.cfg.hash(),
+                "stage_hashes": dict(self.run.hashes),
+                "data": self.data,
+                "production": self.prod,
+                "log": self.log_stats,
+                "propensities": self.prop,
+                "click_fit": self.click_fit,
+                "models": self.train["models"],
+                "evaluation": self.evaluation,
+                "interleaving": self.interleaving["experiments"],
+                "learning_curve": {"metric": self.curve["metric"], "rows": self.curve["rows"]},
+                "figures": self.figures["files"],
+                "forces_example": self.figures.get("forces"),
+                "notes": notes,
+                "versions": versions,
+            }
+        )

@@ -47,13 +47,22 @@ class _RankerStages:
                       truncation_level=lm["truncation_level"] or None, eval_at=self._eval_at(),
                       seed=self.cfg.seed("lambdamart"), n_jobs=lm["n_jobs"])  # fmt: skip
         if lm["select"]:
-            return LambdaMARTCV(grid=[dict(g) for g in lm["grid"]], folds=lm["folds"],
-                                n_estimators=lm["n_estimators"],
-                                early_stopping_rounds=lm["early_stopping_rounds"], **common)
-        return LambdaMART(n_estimators=lm["n_estimators"], num_leaves=lm["num_leaves"],
-                          max_depth=lm["max_depth"],
-                          early_stopping_rounds=lm.get("early_stopping_rounds")
-                          if self.parts.get("valid") is not None else None, **common)
+            return LambdaMARTCV(
+                grid=[dict(g) for g in lm["grid"]],
+                folds=lm["folds"],
+                n_estimators=lm["n_estimators"],
+                early_stopping_rounds=lm["early_stopping_rounds"],
+                **common,
+            )
+        return LambdaMART(
+            n_estimators=lm["n_estimators"],
+            num_leaves=lm["num_leaves"],
+            max_depth=lm["max_depth"],
+            early_stopping_rounds=lm.get("early_stopping_rounds")
+            if self.parts.get("valid") is not None
+            else None,
+            **common,
+        )
 
     def _fit(self, name: str, tgt: Any, log: Any, theta_est: Any):
         """Fit the configured learner on ``tgt``; the selection validates on ``log``'s clicks."""
@@ -77,8 +86,10 @@ class _RankerStages:
 
     def _skipped(self, name: str) -> str | None:
         if name == "ips-true" and self.true_theta() is None:
-            return (f"ips-true skipped: the {self.cfg['click_model']['name']} click model has "
-                    "no position-only examination curve (no true θ)")
+            return (
+                f"ips-true skipped: the {self.cfg['click_model']['name']} click model has "
+                "no position-only examination curve (no true θ)"
+            )
         return None
 
     def _use_estimate(self):
@@ -104,10 +115,15 @@ class _RankerStages:
                 files.append(f"models/{sub}/selection.json")
             fitted = self._booster(model)
             self.models[name] = fitted
-            info[name] = {"kind": tgt.kind, "candidates": tgt.n_candidates,
-                          "trees": fitted.best_iteration_, "metadata": tgt.metadata,
-                          "num_leaves": fitted.num_leaves, "max_depth": fitted.max_depth,
-                          "path": f"models/{sub}"}
+            info[name] = {
+                "kind": tgt.kind,
+                "candidates": tgt.n_candidates,
+                "trees": fitted.best_iteration_,
+                "metadata": tgt.metadata,
+                "num_leaves": fitted.num_leaves,
+                "max_depth": fitted.max_depth,
+                "path": f"models/{sub}",
+            }
         out = _clean({"models": info, "notes": notes})
         atomic_write_json(folder / "targets.json", out)
         return out, [*files, "models/targets.json"]
@@ -117,8 +133,10 @@ class _RankerStages:
         from ..lambdamart import LambdaMART
 
         if not hasattr(self, "models"):
-            self.models = {n: LambdaMART.load(self.out / info["path"])
-                           for n, info in self.train["models"].items()}
+            self.models = {
+                n: LambdaMART.load(self.out / info["path"])
+                for n, info in self.train["models"].items()
+            }
         return {PRODUCTION: self.scores["test"], **self.models}
 
     # -- evaluation -----------------------------------------------------------------------
@@ -127,23 +145,39 @@ class _RankerStages:
 
         e = self.cfg["evaluation"]
         test = self.parts["test"]
-        res = evaluate(self.rankers(), test, e["metrics"], empty=e["empty"],
-                       n_bootstrap=e["bootstrap"], alpha=e["alpha"],
-                       seed=self.cfg.seed("evaluation"))
+        res = evaluate(
+            self.rankers(),
+            test,
+            e["metrics"],
+            empty=e["empty"],
+            n_bootstrap=e["bootstrap"],
+            alpha=e["alpha"],
+            seed=self.cfg.seed("evaluation"),
+        )
         comparisons, notes = [], []
         for a, b in e["compare"]:
             if a not in res.rankers or b not in res.rankers:
-                notes.append(f"comparison {a} vs {b} skipped: "
-                             f"{a if a not in res.rankers else b} was not trained")
+                notes.append(
+                    f"comparison {a} vs {b} skipped: "
+                    f"{a if a not in res.rankers else b} was not trained"
+                )
                 continue
             for m in res.metrics:
-                comparisons.append(res.compare(a, b, m, n_permutations=e["permutations"])
-                                   .to_dict())
+                comparisons.append(res.compare(a, b, m, n_permutations=e["permutations"]).to_dict())
         res.save(self.out / "evaluation_per_query.json")
-        out = _clean({"rankers": list(res.rankers), "metrics": list(res.metrics),
-                      "n_queries": test.n_queries, "alpha": res.alpha,
-                      "n_bootstrap": res.n_bootstrap, "empty": res.empty,
-                      "table": res.table.to_dicts(), "comparisons": comparisons, "notes": notes})
+        out = _clean(
+            {
+                "rankers": list(res.rankers),
+                "metrics": list(res.metrics),
+                "n_queries": test.n_queries,
+                "alpha": res.alpha,
+                "n_bootstrap": res.n_bootstrap,
+                "empty": res.empty,
+                "table": res.table.to_dicts(),
+                "comparisons": comparisons,
+                "notes": notes,
+            }
+        )
         atomic_write_json(self.out / "evaluation.json", out)
         return out, ["evaluation.json", "evaluation_per_query.json"]
 
@@ -159,16 +193,34 @@ class _RankerStages:
         experiments, notes = [], []
         for a, b in il["pairs"]:
             if a not in rankers or b not in rankers:
-                notes.append(f"interleaving {a} vs {b} skipped: "
-                             f"{a if a not in rankers else b} was not trained")
+                notes.append(
+                    f"interleaving {a} vs {b} skipped: "
+                    f"{a if a not in rankers else b} was not trained"
+                )
                 continue
-            res = interleaving_experiment(test, rankers[a], rankers[b], method=il["method"],
-                                          click_model=cm, n_impressions=il["impressions"], k=k,
-                                          alpha=alpha, seed=seed)
+            res = interleaving_experiment(
+                test,
+                rankers[a],
+                rankers[b],
+                method=il["method"],
+                click_model=cm,
+                n_impressions=il["impressions"],
+                k=k,
+                alpha=alpha,
+                seed=seed,
+            )
             row = {"a": a, "b": b, **res.to_dict()}
             if il["ab"]:
-                ab = ab_experiment(test, rankers[a], rankers[b], click_model=cm,
-                                   n_impressions=il["impressions"], k=k, alpha=alpha, seed=seed)
+                ab = ab_experiment(
+                    test,
+                    rankers[a],
+                    rankers[b],
+                    click_model=cm,
+                    n_impressions=il["impressions"],
+                    k=k,
+                    alpha=alpha,
+                    seed=seed,
+                )
                 row["ab"] = ab.to_dict()
             experiments.append(row)
         out = _clean({"experiments": experiments, "notes": notes})
@@ -185,8 +237,11 @@ class _RankerStages:
         metric = e["metrics"][0]
         total = self.cfg["simulation"]["sessions"]
         sizes = sorted({n for n in lc["sessions"] if n < total})
-        notes = [f"prefix of {n:,} sessions dropped: the log has only {total:,}"
-                 for n in sorted(set(lc["sessions"])) if n >= total]
+        notes = [
+            f"prefix of {n:,} sessions dropped: the log has only {total:,}"
+            for n in sorted(set(lc["sessions"]))
+            if n >= total
+        ]
         methods = [m for m in lc["targets"] if m in self.train["models"]]
         rows = []
         table = {(r["ranker"], r["metric"]): r for r in self.evaluation["table"]}
@@ -211,22 +266,49 @@ class _RankerStages:
                         notes.append(f"{n:,} sessions, {m}: not trained ({err})")
                 if not fitted:
                     continue
-                res = evaluate(fitted, test, [metric], empty=e["empty"],
-                               n_bootstrap=e["bootstrap"], alpha=e["alpha"],
-                               seed=self.cfg.seed("evaluation"))
+                res = evaluate(
+                    fitted,
+                    test,
+                    [metric],
+                    empty=e["empty"],
+                    n_bootstrap=e["bootstrap"],
+                    alpha=e["alpha"],
+                    seed=self.cfg.seed("evaluation"),
+                )
                 for r in res.table.iter_rows(named=True):
-                    rows.append({"method": r["ranker"], "sessions": n, "mean": r["mean"],
-                                 "lower": r["ci_low"], "upper": r["ci_high"]})
+                    rows.append(
+                        {
+                            "method": r["ranker"],
+                            "sessions": n,
+                            "mean": r["mean"],
+                            "lower": r["ci_low"],
+                            "upper": r["ci_high"],
+                        }
+                    )
         if rows:
             for m in methods:
                 r = table[(m, metric)]
-                rows.append({"method": m, "sessions": total, "mean": r["mean"],
-                             "lower": r["ci_low"], "upper": r["ci_high"]})
+                rows.append(
+                    {
+                        "method": m,
+                        "sessions": total,
+                        "mean": r["mean"],
+                        "lower": r["ci_low"],
+                        "upper": r["ci_high"],
+                    }
+                )
             for ref in ("oracle", PRODUCTION):
                 if (ref, metric) in table:
                     r = table[(ref, metric)]
-                    rows.append({"method": ref, "sessions": None, "mean": r["mean"],
-                                 "lower": r["ci_low"], "upper": r["ci_high"]})
+                    rows.append(
+                        {
+                            "method": ref,
+                            "sessions": None,
+                            "mean": r["mean"],
+                            "lower": r["ci_low"],
+                            "upper": r["ci_high"],
+                        }
+                    )
         out = _clean({"metric": metric, "rows": rows, "notes": notes})
         atomic_write_json(self.out / "learning_curve.json", out)
         return out, ["learning_curve.json"]

@@ -68,13 +68,17 @@ class ExperimentResult:
         ev = self.results["evaluation"]
         m = ev["metrics"][0]
         pct = f"{100 * (1 - ev['alpha']):g}%"
-        lines = [f"Experiment {self.out_dir} ({self.results['timings']['total_seconds']:.1f} s)",
-                 f"  {m} on {ev['n_queries']} test queries ({pct} bootstrap CI):"]
+        lines = [
+            f"Experiment {self.out_dir} ({self.results['timings']['total_seconds']:.1f} s)",
+            f"  {m} on {ev['n_queries']} test queries ({pct} bootstrap CI):",
+        ]
         w = max(len(r) for r in ev["rankers"]) + 2
         for row in ev["table"]:
             if row["metric"] == m:
-                lines.append(f"    {row['ranker']:<{w}}{row['mean']:.4f}  "
-                             f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]")
+                lines.append(
+                    f"    {row['ranker']:<{w}}{row['mean']:.4f}  "
+                    f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
+                )
         lines.extend(f"  - {s}" for s in self.results.get("reading", []))
         lines.append(f"  report: {self.report_path}")
         return "\n".join(lines)
@@ -108,9 +112,16 @@ class _Runner:
         if self.progress:
             print(text, file=sys.stderr, flush=True)
 
-    def stage(self, name: str, key: dict, compute: Callable[[], tuple[Any, list[str]]],
-              load: Callable[[], Any], *, cache: bool = True,
-              detail: Callable[[Any], str] | None = None) -> Any:
+    def stage(
+        self,
+        name: str,
+        key: dict,
+        compute: Callable[[], tuple[Any, list[str]]],
+        load: Callable[[], Any],
+        *,
+        cache: bool = True,
+        detail: Callable[[Any], str] | None = None,
+    ) -> Any:
         """Run or reuse one stage; ``compute`` returns (value, files written)."""
         i = STAGES.index(name) + 1
         h = _digest({"stage": name, "clickrank": __version__, **key})
@@ -118,13 +129,21 @@ class _Runner:
         self.log(f"[{i:>2}/{len(STAGES)}] {name} ...")
         t0 = time.perf_counter()
         entry = self.manifest["stages"].get(name)
-        reuse = (cache and not self.force and isinstance(entry, dict) and entry.get("hash") == h
-                 and all((self.out / f).exists() for f in entry.get("files", ())))
+        reuse = (
+            cache
+            and not self.force
+            and isinstance(entry, dict)
+            and entry.get("hash") == h
+            and all((self.out / f).exists() for f in entry.get("files", ()))
+        )
         if reuse:
             value = load()
             dt = time.perf_counter() - t0
-            self.timings[name] = {"seconds": round(dt, 3), "reused": True,
-                                  "computed_seconds": entry.get("seconds")}
+            self.timings[name] = {
+                "seconds": round(dt, 3),
+                "reused": True,
+                "computed_seconds": entry.get("seconds"),
+            }
         else:
             # forget the old entry first: a stage that fails half-way is never reused
             if self.manifest["stages"].pop(name, None) is not None:
@@ -135,8 +154,11 @@ class _Runner:
                 err.args = (f"{name} stage: {err}", *err.args[1:])
                 raise
             dt = time.perf_counter() - t0
-            self.manifest["stages"][name] = {"hash": h, "files": sorted(files),
-                                             "seconds": round(dt, 3)}
+            self.manifest["stages"][name] = {
+                "hash": h,
+                "files": sorted(files),
+                "seconds": round(dt, 3),
+            }
             atomic_write_json(self.manifest_path, self.manifest)
             self.timings[name] = {"seconds": round(dt, 3), "reused": False}
         note = f"; {detail(value)}" if detail is not None else ""
@@ -150,9 +172,11 @@ def _check_out_dir(out: Path, need_bytes: int) -> None:
         raise InputError(f"--out {out} exists and is not a folder")
     if out.is_dir() and any(e.name != LEDGER for e in out.iterdir()):
         if not is_owned(out / "manifest.json"):
-            raise InputError(f"--out {out} is not empty and is not a clickrank results folder "
-                             "(no manifest.json written by clickrank); choose a new or empty "
-                             "folder")
+            raise InputError(
+                f"--out {out} is not empty and is not a clickrank results folder "
+                "(no manifest.json written by clickrank); choose a new or empty "
+                "folder"
+            )
         manifest = _read_json(out / "manifest.json")
         ours = {"config.toml", "report.md", "summary.json"}
         for entry in manifest.get("stages", {}).values():
@@ -160,9 +184,11 @@ def _check_out_dir(out: Path, need_bytes: int) -> None:
         for name in sorted(ours):  # outputs a run rewrites: refused now, not after the work
             bad = first_foreign(out / name)
             if bad is not None:
-                raise InputError(f"--out {out}: {bad} is not as clickrank wrote it (edited or "
-                                 "replaced), and clickrank never overwrites what it did not "
-                                 "write: move it away or choose another folder")
+                raise InputError(
+                    f"--out {out}: {bad} is not as clickrank wrote it (edited or "
+                    "replaced), and clickrank never overwrites what it did not "
+                    "write: move it away or choose another folder"
+                )
     check_writable(out, what="--out", need_bytes=need_bytes)
 
 
@@ -226,8 +252,10 @@ def run_experiment(
     results["reading"] = _report.reading(results)
     _report.render_report(results)  # timed here; written below with the timings in it
     run.timings["report"] = {"seconds": round(time.perf_counter() - t0, 3), "reused": False}
-    results["timings"] = {"stages": run.timings,
-                          "total_seconds": round(time.perf_counter() - t_start, 3)}
+    results["timings"] = {
+        "stages": run.timings,
+        "total_seconds": round(time.perf_counter() - t_start, 3),
+    }
     report_path, summary_path = _report.write_report(results, out)
     run.log(f"        report: {report_path} ({results['timings']['total_seconds']:.1f} s in all)")
     return ExperimentResult(out, report_path, summary_path, results)
@@ -249,52 +277,98 @@ class _Context(_LogStages, _ClickFitStage, _RankerStages, _OutputStages):
     # -- driver ---------------------------------------------------------------------------
     def go(self) -> None:
         cfg, run = self.cfg, self.run
-        self.data = run.stage("data", {"config": cfg.section_key("data"),
-                                       "files": self._fingerprints()},
-                              self._data, self._data_load, cache=False,
-                              detail=self._data_detail)
+        self.data = run.stage(
+            "data",
+            {"config": cfg.section_key("data"), "files": self._fingerprints()},
+            self._data,
+            self._data_load,
+            cache=False,
+            detail=self._data_detail,
+        )
         up = run.hashes["data"]
-        self.prod = run.stage("production", {"up": up, "config": cfg.section_key("production")},
-                              self._production, self._production_load,
-                              detail=self._production_detail)
+        self.prod = run.stage(
+            "production",
+            {"up": up, "config": cfg.section_key("production")},
+            self._production,
+            self._production_load,
+            detail=self._production_detail,
+        )
         up = run.hashes["production"]
         self.log_stats = run.stage(
-            "simulate", {"up": up, "config": cfg.section_key("click_model", "interventions",
-                                                              "simulation")},
-            self._simulate, lambda: _read_json(self.out / "log_stats.json"),
-            detail=lambda s: f"{s['sessions']:,} sessions, {s['impressions']:,} rows, "
-                             f"{s['clicks']:,} clicks")
+            "simulate",
+            {"up": up, "config": cfg.section_key("click_model", "interventions", "simulation")},
+            self._simulate,
+            lambda: _read_json(self.out / "log_stats.json"),
+            detail=lambda s: (
+                f"{s['sessions']:,} sessions, {s['impressions']:,} rows, {s['clicks']:,} clicks"
+            ),
+        )
         up = run.hashes["simulate"]
-        self.prop = run.stage("propensity", {"up": up, "config": cfg.section_key("propensity")},
-                              self._propensity, self._propensity_load,
-                              detail=lambda p: ", ".join(p["estimates"]) or "none")
+        self.prop = run.stage(
+            "propensity",
+            {"up": up, "config": cfg.section_key("propensity")},
+            self._propensity,
+            self._propensity_load,
+            detail=lambda p: ", ".join(p["estimates"]) or "none",
+        )
         self.click_fit = run.stage(
-            "click_fit", {"up": run.hashes["simulate"], "config": cfg.section_key("click_fit"),
-                          "seed": cfg.seed("evaluation"), "figures": cfg["report"]["figures"]},
-            self._click_fit, self._click_fit_load, detail=self._click_fit_detail)
+            "click_fit",
+            {
+                "up": run.hashes["simulate"],
+                "config": cfg.section_key("click_fit"),
+                "seed": cfg.seed("evaluation"),
+                "figures": cfg["report"]["figures"],
+            },
+            self._click_fit,
+            self._click_fit_load,
+            detail=self._click_fit_detail,
+        )
         up = run.hashes["propensity"]
-        self.train = run.stage("train", {"up": up, "config": cfg.section_key("targets",
-                                                                             "lambdamart"),
-                                         "eval_at": self._eval_at()},
-                               self._train, lambda: _read_json(self.out / "models/targets.json"),
-                               detail=lambda t: ", ".join(t["models"]))
+        self.train = run.stage(
+            "train",
+            {
+                "up": up,
+                "config": cfg.section_key("targets", "lambdamart"),
+                "eval_at": self._eval_at(),
+            },
+            self._train,
+            lambda: _read_json(self.out / "models/targets.json"),
+            detail=lambda t: ", ".join(t["models"]),
+        )
         up = run.hashes["train"]
         self.evaluation = run.stage(
-            "evaluate", {"up": up, "config": cfg.section_key("evaluation")},
-            self._evaluate, lambda: _read_json(self.out / "evaluation.json"),
-            detail=lambda e: f"{len(e['rankers'])} rankers on {e['n_queries']} queries")
+            "evaluate",
+            {"up": up, "config": cfg.section_key("evaluation")},
+            self._evaluate,
+            lambda: _read_json(self.out / "evaluation.json"),
+            detail=lambda e: f"{len(e['rankers'])} rankers on {e['n_queries']} queries",
+        )
         self.interleaving = run.stage(
-            "interleaving", {"up": up, "config": cfg.section_key("interleaving"),
-                             "alpha": cfg["evaluation"]["alpha"]},
-            self._interleaving, lambda: _read_json(self.out / "interleaving.json"),
-            detail=lambda r: f"{len(r['experiments'])} pair(s)")
+            "interleaving",
+            {
+                "up": up,
+                "config": cfg.section_key("interleaving"),
+                "alpha": cfg["evaluation"]["alpha"],
+            },
+            self._interleaving,
+            lambda: _read_json(self.out / "interleaving.json"),
+            detail=lambda r: f"{len(r['experiments'])} pair(s)",
+        )
         self.curve = run.stage(
-            "learning_curve", {"up": up, "config": cfg.section_key("learning_curve",
-                                                                   "evaluation")},
-            self._learning_curve, lambda: _read_json(self.out / "learning_curve.json"),
-            detail=lambda c: f"{len(c['rows'])} points")
-        key = {"up": [run.hashes[s] for s in ("evaluate", "interleaving", "learning_curve")],
-               "config": cfg.section_key("report")}
-        self.figures = run.stage("figures", key, self._figures,
-                                 lambda: _read_json(self.out / "figures/figures.json"),
-                                 detail=lambda f: f"{len(f['files'])} PNG files")
+            "learning_curve",
+            {"up": up, "config": cfg.section_key("learning_curve", "evaluation")},
+            self._learning_curve,
+            lambda: _read_json(self.out / "learning_curve.json"),
+            detail=lambda c: f"{len(c['rows'])} points",
+        )
+        key = {
+            "up": [run.hashes[s] for s in ("evaluate", "interleaving", "learning_curve")],
+            "config": cfg.section_key("report"),
+        }
+        self.figures = run.stage(
+            "figures",
+            key,
+            self._figures,
+            lambda: _read_json(self.out / "figures/figures.json"),
+            detail=lambda f: f"{len(f['files'])} PNG files",
+        )

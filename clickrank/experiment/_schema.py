@@ -18,74 +18,169 @@ from .._validation import ConfigError
 SCHEMA: dict[str, dict[str, str]] = {
     "": {"seed": "int"},
     "data": {
-        "source": "str", "n_queries": "int", "docs_per_query": "int", "n_features": "int",
-        "noise": "number", "path": "str", "test_path": "str", "valid_path": "str",
-        "train": "number", "valid": "number", "test": "number", "seed": "int",
+        "source": "str",
+        "n_queries": "int",
+        "docs_per_query": "int",
+        "n_features": "int",
+        "noise": "number",
+        "path": "str",
+        "test_path": "str",
+        "valid_path": "str",
+        "train": "number",
+        "valid": "number",
+        "test": "number",
+        "seed": "int",
     },
-    "production": {"policy": "str", "fraction": "number", "min_queries": "int",
-                   "temperature": "number", "seed": "int"},
+    "production": {
+        "policy": "str",
+        "fraction": "number",
+        "min_queries": "int",
+        "temperature": "number",
+        "seed": "int",
+    },
     "click_model": {
-        "name": "str", "eta": "number", "curve": "str", "relevance": "str", "eps": "number",
-        "max_label": "number", "threshold": "number", "params": "table",
+        "name": "str",
+        "eta": "number",
+        "curve": "str",
+        "relevance": "str",
+        "eps": "number",
+        "max_label": "number",
+        "threshold": "number",
+        "params": "table",
     },
     "interventions": {
-        "swap_fraction": "number", "randpair_fraction": "number", "randomize_fraction": "number",
-        "fairpairs_fraction": "number", "swap_k": "int", "randomize_k": "int",
+        "swap_fraction": "number",
+        "randpair_fraction": "number",
+        "randomize_fraction": "number",
+        "fairpairs_fraction": "number",
+        "swap_k": "int",
+        "randomize_k": "int",
     },
     "simulation": {"sessions": "int", "top_k": "int", "chunk_size": "int", "seed": "int"},
     "propensity": {
-        "methods": "strs", "bootstrap": "int", "alpha": "number", "use": "str", "seed": "int",
+        "methods": "strs",
+        "bootstrap": "int",
+        "alpha": "number",
+        "use": "str",
+        "seed": "int",
     },
-    "targets": {"names": "strs", "candidates": "str", "naive_kind": "str", "clip": "clip",
-                "normalize": "str"},
+    "targets": {
+        "names": "strs",
+        "candidates": "str",
+        "naive_kind": "str",
+        "clip": "clip",
+        "normalize": "str",
+    },
     "lambdamart": {
-        "select": "bool", "folds": "int", "validation": "str", "grid": "tables",
-        "n_estimators": "int", "learning_rate": "number", "num_leaves": "int", "max_depth": "int",
-        "min_data_in_leaf": "int", "truncation_level": "int", "n_jobs": "int",
-        "early_stopping_rounds": "int", "seed": "int",
+        "select": "bool",
+        "folds": "int",
+        "validation": "str",
+        "grid": "tables",
+        "n_estimators": "int",
+        "learning_rate": "number",
+        "num_leaves": "int",
+        "max_depth": "int",
+        "min_data_in_leaf": "int",
+        "truncation_level": "int",
+        "n_jobs": "int",
+        "early_stopping_rounds": "int",
+        "seed": "int",
     },
     "evaluation": {
-        "metrics": "strs", "empty": "str", "bootstrap": "int", "alpha": "number",
-        "permutations": "int", "compare": "pairs", "seed": "int",
+        "metrics": "strs",
+        "empty": "str",
+        "bootstrap": "int",
+        "alpha": "number",
+        "permutations": "int",
+        "compare": "pairs",
+        "seed": "int",
     },
     "interleaving": {
-        "pairs": "pairs", "method": "str", "impressions": "int", "ab": "bool", "seed": "int",
+        "pairs": "pairs",
+        "method": "str",
+        "impressions": "int",
+        "ab": "bool",
+        "seed": "int",
     },
     "learning_curve": {"sessions": "ints", "targets": "strs"},
-    "click_fit": {"models": "strs", "sessions": "int", "test_fraction": "number",
-                  "shrinkage": "number"},
+    "click_fit": {
+        "models": "strs",
+        "sessions": "int",
+        "test_fraction": "number",
+        "shrinkage": "number",
+    },
     "report": {"figures": "bool"},
 }
 
 #: Training targets a run can fit (clickrank.targets builders); besides these,
 #: ``"pairs:<strategy>"`` fits the preferences of ``clickrank.targets.click_preferences``
 #: (e.g. ``"pairs:fairpairs"``, ``"pairs:skip-above+skip-next"``).
-TARGETS = ("naive", "ips", "ips-true", "dr", "skip-above", "skip-above-ips", "oracle",
-           "unbiased-lambdamart", "prs-pairs", "ips-pairs", "affine", "cascade-ips",
-           "fitted-relevance")
+TARGETS = (
+    "naive",
+    "ips",
+    "ips-true",
+    "dr",
+    "skip-above",
+    "skip-above-ips",
+    "oracle",
+    "unbiased-lambdamart",
+    "prs-pairs",
+    "ips-pairs",
+    "affine",
+    "cascade-ips",
+    "fitted-relevance",
+)
 #: Targets built with the estimated propensities.
 NEEDS_THETA = ("ips", "dr", "skip-above-ips", "prs-pairs", "ips-pairs")
 _FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction")
 #: The logging ranker, evaluated next to the trained ones.
 PRODUCTION = "production"
 #: Stages in run order.
-STAGES = ("data", "production", "simulate", "propensity", "click_fit", "train", "evaluate",
-          "interleaving", "learning_curve", "figures", "report")
+STAGES = (
+    "data",
+    "production",
+    "simulate",
+    "propensity",
+    "click_fit",
+    "train",
+    "evaluate",
+    "interleaving",
+    "learning_curve",
+    "figures",
+    "report",
+)
 
 _POLICIES = ("production", "plackett-luce", "oracle", "random")
 _CLICK_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
 _ETA_MODELS = ("pbm", "trust", "ubm")
 _CURVE_MODELS = ("pbm", "trust")
-_PROPENSITY_DESIGN = {"swap": "swap_fraction", "randpair": "randpair_fraction",
-                      "randomized": "randomize_fraction"}
+_PROPENSITY_DESIGN = {
+    "swap": "swap_fraction",
+    "randpair": "randpair_fraction",
+    "randomized": "randomize_fraction",
+}
 # spawn keys of the stage seeds derived from the master seed (fixed: do not reorder)
-_SEED_KEYS = {"data": 0, "production": 1, "simulation": 2, "propensity": 3, "lambdamart": 4,
-              "evaluation": 5, "interleaving": 6}
-_KIND_NAMES = {"int": "an integer", "number": "a number", "str": "a string",
-               "bool": "true or false", "strs": "a list of strings", "ints": "a list of integers",
-               "pairs": 'a list of pairs such as [["ips", "naive"]]', "table": "a table",
-               "tables": "a list of tables such as [{num_leaves = 8, max_depth = 3}]",
-               "clip": 'a number in (0, 1], "auto" or "none"'}
+_SEED_KEYS = {
+    "data": 0,
+    "production": 1,
+    "simulation": 2,
+    "propensity": 3,
+    "lambdamart": 4,
+    "evaluation": 5,
+    "interleaving": 6,
+}
+_KIND_NAMES = {
+    "int": "an integer",
+    "number": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "strs": "a list of strings",
+    "ints": "a list of integers",
+    "pairs": 'a list of pairs such as [["ips", "naive"]]',
+    "table": "a table",
+    "tables": "a list of tables such as [{num_leaves = 8, max_depth = 3}]",
+    "clip": 'a number in (0, 1], "auto" or "none"',
+}
 
 
 def _where(section: str, key: str | None = None) -> str:
@@ -118,7 +213,8 @@ def _type_ok(value: Any, kind: str) -> bool:
     if kind == "pairs":
         return isinstance(value, list) and all(
             isinstance(p, list) and len(p) == 2 and all(isinstance(v, str) for v in p)
-            for p in value)
+            for p in value
+        )
     if kind == "table":
         return isinstance(value, dict)
     if kind == "tables":
@@ -134,27 +230,35 @@ def _check_keys(raw: Mapping[str, Any], origin: str) -> None:
     for name, value in raw.items():
         if name in SCHEMA[""]:
             if not _type_ok(value, SCHEMA[""][name]):
-                raise ConfigError(f"{origin}: {name} must be {_KIND_NAMES[SCHEMA[''][name]]}, "
-                                  f"got {value!r}")
+                raise ConfigError(
+                    f"{origin}: {name} must be {_KIND_NAMES[SCHEMA[''][name]]}, got {value!r}"
+                )
             continue
         if name not in SCHEMA or not name:
             options = sections + list(SCHEMA[""])
             close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
-            hint = (f"; did you mean [{close[0]}]?" if close and close[0] in sections
-                    else f"; did you mean {close[0]!r}?" if close
-                    else f"; valid sections: {', '.join(sections)}")
+            hint = (
+                f"; did you mean [{close[0]}]?"
+                if close and close[0] in sections
+                else f"; did you mean {close[0]!r}?"
+                if close
+                else f"; valid sections: {', '.join(sections)}"
+            )
             raise ConfigError(f"{origin}: unknown section or key {name!r}{hint}")
         if not isinstance(value, dict):
-            raise ConfigError(f"{origin}: [{name}] must be a table (a [{name}] section), "
-                              f"got {value!r}")
+            raise ConfigError(
+                f"{origin}: [{name}] must be a table (a [{name}] section), got {value!r}"
+            )
         schema = SCHEMA[name]
         for key, v in value.items():
             if key not in schema:
-                raise ConfigError(f"{origin}: unknown key {key!r} in [{name}]"
-                                  f"{_suggest(key, list(schema))}")
+                raise ConfigError(
+                    f"{origin}: unknown key {key!r} in [{name}]{_suggest(key, list(schema))}"
+                )
             if not _type_ok(v, schema[key]):
-                raise ConfigError(f"{origin}: {_where(name, key)} must be "
-                                  f"{_KIND_NAMES[schema[key]]}, got {v!r}")
+                raise ConfigError(
+                    f"{origin}: {_where(name, key)} must be {_KIND_NAMES[schema[key]]}, got {v!r}"
+                )
 
 
 def _merge(base: dict, user: Mapping[str, Any]) -> dict:
@@ -178,9 +282,14 @@ def _click_model_params(cm: Mapping[str, Any], labels: Any) -> tuple[dict[str, A
 
     name = cm["name"]
     params, line = relevance_for_labels(
-        name, labels, relevance=cm["relevance"], eps=cm["eps"], max_label=cm.get("max_label"),
+        name,
+        labels,
+        relevance=cm["relevance"],
+        eps=cm["eps"],
+        max_label=cm.get("max_label"),
         threshold=cm.get("threshold"),
-        names=("[click_model] max_label", "[click_model] threshold"))
+        names=("[click_model] max_label", "[click_model] threshold"),
+    )
     if name in _ETA_MODELS:
         params["eta"] = cm["eta"]
     if name in _CURVE_MODELS:

@@ -55,8 +55,10 @@ def _as_rankings(r, name: str) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.dtype.kind not in "iu":
-        raise InputError(f"{name} must be an integer ranking matrix [n_queries, width], "
-                         f"got shape {arr.shape} dtype {arr.dtype}")
+        raise InputError(
+            f"{name} must be an integer ranking matrix [n_queries, width], "
+            f"got shape {arr.shape} dtype {arr.dtype}"
+        )
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
@@ -84,8 +86,10 @@ def prepare(ranking_a, ranking_b, query, k):
     ra = _as_rankings(ranking_a, "ranking_a")
     rb = _as_rankings(ranking_b, "ranking_b")
     if ra.shape[0] != rb.shape[0]:
-        raise InputError(f"ranking_a and ranking_b must cover the same queries, got "
-                         f"{ra.shape[0]} and {rb.shape[0]} rows")
+        raise InputError(
+            f"ranking_a and ranking_b must cover the same queries, got "
+            f"{ra.shape[0]} and {rb.shape[0]} rows"
+        )
     k = check_positive(k, name="k", integer=True)
     for r, name in ((ra, "ranking_a"), (rb, "ranking_b")):
         if r.size and r.min() < -1:
@@ -112,8 +116,9 @@ def check_uniforms(u, n_impressions: int, n_needed: int, seed, rng_stream: int) 
     if u is None:
         from .._random import session_uniforms
 
-        return session_uniforms(0 if seed is None else seed, np.arange(n_impressions),
-                                n_needed, rng_stream)
+        return session_uniforms(
+            0 if seed is None else seed, np.arange(n_impressions), n_needed, rng_stream
+        )
     arr = np.asarray(u, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[:, None]
@@ -172,8 +177,9 @@ class Interleaved:
     def _check_clicks(self, clicks) -> np.ndarray:
         c = np.asarray(clicks)
         if c.shape != self.lists.shape:
-            raise InputError(f"clicks must have shape {self.lists.shape} (impressions x slots), "
-                             f"got {c.shape}")
+            raise InputError(
+                f"clicks must have shape {self.lists.shape} (impressions x slots), got {c.shape}"
+            )
         return c.astype(bool, copy=False) & (self.lists >= 0)
 
     def credit(self, clicks) -> np.ndarray:

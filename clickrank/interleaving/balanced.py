@@ -93,6 +93,9 @@ def balanced(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: int
     u = check_uniforms(u, len(q), 1, seed, STREAM_BALANCED)
     lists = _balanced_kernel(ra, rb, q, u, k, n_docs)
     return BalancedInterleaved(
-        "balanced", lists, q,
-        slot_ranks(lists, q, _inverse(ra, n_docs)), slot_ranks(lists, q, _inverse(rb, n_docs)),
+        "balanced",
+        lists,
+        q,
+        slot_ranks(lists, q, _inverse(ra, n_docs)),
+        slot_ranks(lists, q, _inverse(rb, n_docs)),
     )

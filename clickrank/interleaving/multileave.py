@@ -29,7 +29,7 @@ def _tdm_kernel(rankings, query, u, k, n_docs):
         j = 0
         rnd = 0
         while j < k:
-            order = np.argsort(u[s, rnd * m:(rnd + 1) * m])
+            order = np.argsort(u[s, rnd * m : (rnd + 1) * m])
             added = 0
             for t in range(m):
                 if j >= k:

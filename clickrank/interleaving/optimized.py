@@ -138,12 +138,19 @@ def solve_optimized(ranking_a, ranking_b, *, k: int = 10, queries=None) -> Optim
             c = np.concatenate([np.zeros(n), [1.0]])
             ones = -np.ones((k, 1))
             A_ub = np.vstack([np.hstack([cum, ones]), np.hstack([-cum, ones])])
-            res = linprog(c, A_ub=A_ub, b_ub=np.zeros(2 * k),
-                          A_eq=np.hstack([np.ones((1, n)), [[0.0]]]), b_eq=[1.0],
-                          bounds=(0, None), method="highs")
+            res = linprog(
+                c,
+                A_ub=A_ub,
+                b_ub=np.zeros(2 * k),
+                A_eq=np.hstack([np.ones((1, n)), [[0.0]]]),
+                b_eq=[1.0],
+                bounds=(0, None),
+                method="highs",
+            )
             if res.status != 0:
-                raise EstimationError(f"optimized interleaving LP failed for query {q}: "
-                                      f"{res.message}")
+                raise EstimationError(
+                    f"optimized interleaving LP failed for query {q}: {res.message}"
+                )
             p = res.x[:n]
             relaxed[q] = True
         p = np.clip(p, 0.0, None)
@@ -154,12 +161,18 @@ def solve_optimized(ranking_a, ranking_b, *, k: int = 10, queries=None) -> Optim
         all_delta.append(delta)
         counts[q] = n
     lptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
     def cat(xs, shape):
         return np.concatenate(xs) if xs else np.zeros(shape)
 
     return OptimizedDistribution(
-        cat(all_lists, (0, k)).astype(np.int64), cat(all_prob, (0,)), lptr,
-        cat(all_delta, (0, k)), max_bias, relaxed, w,
+        cat(all_lists, (0, k)).astype(np.int64),
+        cat(all_prob, (0,)),
+        lptr,
+        cat(all_delta, (0, k)),
+        max_bias,
+        relaxed,
+        w,
     )
 
 
@@ -180,8 +193,16 @@ class OptimizedInterleaved(Interleaved):
         return np.where(np.abs(e) < 1e-12, 0, np.sign(e)).astype(np.int8)
 
 
-def optimized(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: int = 0,
-              distribution: OptimizedDistribution | None = None):
+def optimized(
+    ranking_a,
+    ranking_b,
+    *,
+    k: int = 10,
+    query=None,
+    u=None,
+    seed: int = 0,
+    distribution: OptimizedDistribution | None = None,
+):
     """Optimized interleaving for many impressions (Radlinski & Craswell 2013).
 
     Solves :func:`solve_optimized` once for the queries that occur (or reuses
@@ -207,7 +228,11 @@ def optimized(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: in
     idx = np.clip(idx, dist.lptr[q], dist.lptr[q + 1] - 1)
     lists = dist.lists[idx]
     return OptimizedInterleaved(
-        "optimized", lists, q,
-        slot_ranks(lists, q, _inverse(ra, n_docs)), slot_ranks(lists, q, _inverse(rb, n_docs)),
-        dist.delta[idx], dist,
+        "optimized",
+        lists,
+        q,
+        slot_ranks(lists, q, _inverse(ra, n_docs)),
+        slot_ranks(lists, q, _inverse(rb, n_docs)),
+        dist.delta[idx],
+        dist,
     )

@@ -118,15 +118,16 @@ class ProbabilisticInterleaved(Interleaved):
             new[:, 1:] += q * d[:, :-1]
             new[:, :-1] += (1 - q) * d[:, 1:]
             dist[cj] = new
-        return dist[:, K + 1:].sum(axis=1) - dist[:, :K].sum(axis=1)
+        return dist[:, K + 1 :].sum(axis=1) - dist[:, :K].sum(axis=1)
 
     def outcome(self, clicks) -> np.ndarray:
         e = self.credit(clicks)
         return np.where(np.abs(e) < 1e-12, 0, np.sign(e)).astype(np.int8)
 
 
-def probabilistic(ranking_a, ranking_b, *, k: int = 10, tau: float = 3.0, query=None, u=None,
-                  seed: int = 0):
+def probabilistic(
+    ranking_a, ranking_b, *, k: int = 10, tau: float = 3.0, query=None, u=None, seed: int = 0
+):
     r"""Probabilistic interleaving for many impressions (Hofmann, Whiteson & de Rijke 2011).
 
     Each ranker is turned into a softmax over ranks,
@@ -145,9 +146,14 @@ def probabilistic(ranking_a, ranking_b, *, k: int = 10, tau: float = 3.0, query=
     u = check_uniforms(u, len(q), 2 * k, seed, STREAM_PROBABILISTIC)
     lists, pa, pb = _probabilistic_kernel(ra, rb, q, u, k, n_docs, tau)
     return ProbabilisticInterleaved(
-        "probabilistic", lists, q,
-        slot_ranks(lists, q, _inverse(ra, n_docs)), slot_ranks(lists, q, _inverse(rb, n_docs)),
-        pa, pb, tau,
+        "probabilistic",
+        lists,
+        q,
+        slot_ranks(lists, q, _inverse(ra, n_docs)),
+        slot_ranks(lists, q, _inverse(rb, n_docs)),
+        pa,
+        pb,
+        tau,
     )
 
 
@@ -190,8 +196,9 @@ def probabilistic_list_probability(ranking_a, ranking_b, lists, *, query=None, t
     lists = np.asarray(lists, dtype=np.int64)
     if lists.ndim != 2:
         raise InputError(f"lists must be [S, K], got shape {lists.shape}")
-    ra, rb, q, _, n_docs = prepare(ranking_a, ranking_b,
-                                   np.zeros(len(lists), np.int64) if query is None else query, 1)
+    ra, rb, q, _, n_docs = prepare(
+        ranking_a, ranking_b, np.zeros(len(lists), np.int64) if query is None else query, 1
+    )
     if len(q) != len(lists):
         raise InputError("query must give one query index per list")
     n_docs = max(n_docs, int(lists.max(initial=-1)) + 1)

@@ -111,7 +111,10 @@ def team_draft(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: i
     u = check_uniforms(u, len(q), k, seed, STREAM_TEAM_DRAFT)
     lists, team = _team_draft_kernel(ra, rb, q, u, k, n_docs)
     return TeamDraftInterleaved(
-        "team-draft", lists, q,
-        slot_ranks(lists, q, _inverse(ra, n_docs)), slot_ranks(lists, q, _inverse(rb, n_docs)),
+        "team-draft",
+        lists,
+        q,
+        slot_ranks(lists, q, _inverse(ra, n_docs)),
+        slot_ranks(lists, q, _inverse(rb, n_docs)),
         team,
     )

@@ -72,12 +72,15 @@ ESTIMATORS: dict[str, _Spec] = {
     "swap": _Spec(swap, pair_statistics, pair_from_counts, {"design": "swap"}),
     "randpair": _Spec(randpair, pair_statistics, pair_from_counts, {"design": "randpair"}),
     "randomized": _Spec(randomized, randomized_statistics, randomized_from_counts),
-    "harvest-allpairs": _Spec(harvest_allpairs, cell_statistics, harvest_from_cells,
-                              {"estimator": "allpairs"}),
-    "harvest-pivot": _Spec(harvest_pivot, cell_statistics, harvest_from_cells,
-                           {"estimator": "pivot"}),
-    "harvest-adjacent": _Spec(harvest_adjacent, cell_statistics, harvest_from_cells,
-                              {"estimator": "adjacent"}),
+    "harvest-allpairs": _Spec(
+        harvest_allpairs, cell_statistics, harvest_from_cells, {"estimator": "allpairs"}
+    ),
+    "harvest-pivot": _Spec(
+        harvest_pivot, cell_statistics, harvest_from_cells, {"estimator": "pivot"}
+    ),
+    "harvest-adjacent": _Spec(
+        harvest_adjacent, cell_statistics, harvest_from_cells, {"estimator": "adjacent"}
+    ),
     "em": _Spec(em, cell_statistics, em_from_cells),
 }
 

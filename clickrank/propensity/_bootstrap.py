@@ -135,12 +135,25 @@ def bootstrap(
         warns.append(f"bootstrap: {failed} of {n} replicates were not identified and were dropped")
     bad = np.isfinite(full.theta) & (np.isfinite(reps).sum(axis=0) < 0.9 * (n - failed))
     for p in np.flatnonzero(bad) + 1:
-        warns.append(f"bootstrap: position {p} was degenerate (0 or NaN) in more than 10% "
-                     "of the replicates; its interval is unreliable")
+        warns.append(
+            f"bootstrap: position {p} was degenerate (0 or NaN) in more than 10% "
+            "of the replicates; its interval is unreliable"
+        )
     method = full.method if full.method == "em" else f"{full.method}+bootstrap"
     return Propensities(
-        theta=full.theta, se=se, method=method, n_sessions=full.n_sessions, n=full.n,
-        warnings=tuple(warns), absolute=full.absolute, replicates=reps, ci_method=ci_method,
-        info={**full.info, "interval": f"session Poisson bootstrap, {n} replicates over "
-              f"{buckets} session buckets, {ci_method}", "bootstrap_seed": int(seed)},
+        theta=full.theta,
+        se=se,
+        method=method,
+        n_sessions=full.n_sessions,
+        n=full.n,
+        warnings=tuple(warns),
+        absolute=full.absolute,
+        replicates=reps,
+        ci_method=ci_method,
+        info={
+            **full.info,
+            "interval": f"session Poisson bootstrap, {n} replicates over "
+            f"{buckets} session buckets, {ci_method}",
+            "bootstrap_seed": int(seed),
+        },
     )

@@ -103,8 +103,9 @@ def em_from_cells(
     n_g = np.bincount(g, n, minlength=G)
     c_pos = np.bincount(pos, c, minlength=K)
     if c_pos[0] == 0:
-        raise EstimationError("em: no clicks at position 1; theta relative to position 1 is "
-                              "not identified")
+        raise EstimationError(
+            "em: no clicks at position 1; theta relative to position 1 is not identified"
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.clip(np.where(n_pos > 0, c_pos / n_pos, 0) / (c_pos[0] / n_pos[0]), 1e-3, 1)
         gamma = np.clip(np.bincount(g, c, minlength=G) / n_g, 1e-6, 1 - 1e-6)
@@ -154,8 +155,13 @@ def em_from_cells(
         if p > 0
     }
     return finish(
-        out, np.full(K, np.nan), n_pos, method="em", n_sessions=round(cells["n_sessions"]),
-        reasons=reasons, warnings=warns,
+        out,
+        np.full(K, np.nan),
+        n_pos,
+        method="em",
+        n_sessions=round(cells["n_sessions"]),
+        reasons=reasons,
+        warnings=warns,
         info={
             "iterations": iterations,
             "converged": converged,
@@ -221,5 +227,6 @@ def em(
         return em_from_cells(cell_statistics(lf), K=K, max_iter=max_iter, tol=tol)
     from ._bootstrap import bootstrap
 
-    return bootstrap("em", lf, n=n_boot, seed=seed, K=K, max_iter=max_iter, tol=tol,
-                     progress=progress)
+    return bootstrap(
+        "em", lf, n=n_boot, seed=seed, K=K, max_iter=max_iter, tol=tol, progress=progress
+    )

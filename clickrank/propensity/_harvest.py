@@ -102,8 +102,11 @@ def cell_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dic
     keys = ["query", "doc", "position"]
     first = lf.filter(pl.col("position") == 1)
     n_sess = pl.len().cast(pl.Float64).alias("n_sessions")
-    sess = (with_buckets(first, buckets, seed).group_by(BUCKET).agg(n_sess) if buckets
-            else first.select(n_sess))
+    sess = (
+        with_buckets(first, buckets, seed).group_by(BUCKET).agg(n_sess)
+        if buckets
+        else first.select(n_sess)
+    )
     cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
     out = to_stats(cells, keys, ["n", "c"])
     if buckets:
@@ -117,8 +120,9 @@ def cell_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dic
     return out
 
 
-def _cells_by_bucket(lf: pl.LazyFrame, cells: pl.DataFrame, buckets: int,
-                     seed: int) -> dict[str, Any]:
+def _cells_by_bucket(
+    lf: pl.LazyFrame, cells: pl.DataFrame, buckets: int, seed: int
+) -> dict[str, Any]:
     """Per-bucket impressions and clicks of every cell: sparse ``[cells, buckets]`` matrices.
 
     The log, joined to the (small) cell table in polars' streaming engine,
@@ -131,9 +135,12 @@ def _cells_by_bucket(lf: pl.LazyFrame, cells: pl.DataFrame, buckets: int,
 
     size = cells.height * buckets
     n, c = np.zeros(size), np.zeros(size)
-    rows = (lf.join(cells.with_row_index("_cell").lazy(), on=["query", "doc", "position"],
-                    how="inner", nulls_equal=True)
-            .select("_cell", "session", pl.col("click").cast(pl.Float64)))
+    rows = lf.join(
+        cells.with_row_index("_cell").lazy(),
+        on=["query", "doc", "position"],
+        how="inner",
+        nulls_equal=True,
+    ).select("_cell", "session", pl.col("click").cast(pl.Float64))
     keys: list[np.ndarray] = []
     clicks: list[np.ndarray] = []
 
@@ -187,8 +194,14 @@ def interventional_pairs(
     nl, nr = n[left], n[right]
     w = nl * nr / (nl + nr) if weighting == "harmonic" else np.ones(left.size)
     return {
-        "g": g[left], "k": pos[left], "k2": pos[right], "w": w,
-        "y": c[left] / nl, "y2": c[right] / nr, "n": nl, "n2": nr,
+        "g": g[left],
+        "k": pos[left],
+        "k2": pos[right],
+        "w": w,
+        "y": c[left] / nl,
+        "y2": c[right] / nr,
+        "n": nl,
+        "n2": nr,
     }
 
 
@@ -287,8 +300,9 @@ def _allpairs_fit(
     zero: list[int] = []
     for p in range(2, K + 1):
         if comp[p - 1] != comp[0]:
-            reasons[p] = ("no chain of (query, doc) pairs shown at several positions "
-                          "links it to position 1")
+            reasons[p] = (
+                "no chain of (query, doc) pairs shown at several positions links it to position 1"
+            )
         elif clicks_at[p - 1] == 0:
             zero.append(p)
     if clicks_at[0] == 0:
@@ -333,9 +347,14 @@ def _allpairs_fit(
     with np.errstate(divide="ignore", invalid="ignore"):
         ctr = np.where(Wt > 0, Y / Wt, 0.0)
     pair_ctr = 0.5 * (ctr[:P] + ctr[P:])
-    beta0[len(free):] = np.log(np.clip(pair_ctr, 1e-6, 0.5))
-    res = optimize.minimize(nll, beta0, jac=True, method="L-BFGS-B",
-                            options={"maxiter": max_iter, "gtol": 1e-10, "ftol": 1e-15})
+    beta0[len(free) :] = np.log(np.clip(pair_ctr, 1e-6, 0.5))
+    res = optimize.minimize(
+        nll,
+        beta0,
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter, "gtol": 1e-10, "ftol": 1e-15},
+    )
     if not res.success:
         warns.append(f"harvest-allpairs: the optimizer did not converge ({res.message})")
     beta = res.x
@@ -382,8 +401,9 @@ def _allpairs_fit(
     return theta, se, reasons, warns
 
 
-def _lookup_pairs(pairs: dict[str, np.ndarray], lo_idx: np.ndarray, hi_idx: np.ndarray,
-                  K: int) -> np.ndarray:
+def _lookup_pairs(
+    pairs: dict[str, np.ndarray], lo_idx: np.ndarray, hi_idx: np.ndarray, K: int
+) -> np.ndarray:
     """Index of each pair member's (k, k2) among the kept pairs (-1 if dropped)."""
     table = np.full(K * K, -1, dtype=np.int64)
     table[lo_idx * K + hi_idx] = np.arange(lo_idx.size)
@@ -423,14 +443,22 @@ def harvest_from_cells(
     n_at = np.bincount(pos[in_sets] - 1, cells["n"][in_sets], minlength=K)[:K]
     n_sets = int(np.unique(flat).size)
     return finish(
-        theta, se, n_at, method=f"harvest-{estimator}", n_sessions=round(cells["n_sessions"]),
-        reasons=reasons, warnings=warns,
+        theta,
+        se,
+        n_at,
+        method=f"harvest-{estimator}",
+        n_sessions=round(cells["n_sessions"]),
+        reasons=reasons,
+        warnings=warns,
         info={
             "weighting": weighting,
             "n_query_doc_pairs": int(np.unique(pairs["g"]).size),
             "n_interventional_sets": n_sets,
-            "interval": ("cluster-robust sandwich (per query-doc pair)" if estimator == "allpairs"
-                         else "delete-one-(query, doc) jackknife on log theta"),
+            "interval": (
+                "cluster-robust sandwich (per query-doc pair)"
+                if estimator == "allpairs"
+                else "delete-one-(query, doc) jackknife on log theta"
+            ),
             "reference": "Agarwal, Zaitsev, Wang, Li, Najork & Joachims, WSDM 2019",
         },
     )

@@ -113,9 +113,12 @@ def randomized_statistics(
     co = _co_clicks_in_order(clicked, buckets)
     if co is None:  # not in session order: join the (sparse) clicks instead
         first = clicked.filter(pl.col("position") == 1).select("session")
-        co = (clicked.join(first, on="session", how="semi")
-              .group_by(keys).agg(cc=pl.len().cast(pl.Float64))
-              .collect(engine="streaming"))
+        co = (
+            clicked.join(first, on="session", how="semi")
+            .group_by(keys)
+            .agg(cc=pl.len().cast(pl.Float64))
+            .collect(engine="streaming")
+        )
     table = (
         per_pos.with_columns(pl.col("position").cast(pl.Int64))
         .join(co.with_columns(pl.col("position").cast(pl.Int64)), on=keys, how="left")
@@ -166,9 +169,16 @@ def randomized_from_counts(
         reasons[int(p)] = "never shown in a randomized session"
     n_sessions = int(round(n[0]))  # every randomized session shows position 1
     return finish(
-        theta, se, n, method=method, n_sessions=n_sessions, reasons=reasons,
-        info={"interval": "delta method on log ratio with session-level covariance",
-              "reference": "Wang et al. SIGIR 2016; Joachims et al. WSDM 2017"},
+        theta,
+        se,
+        n,
+        method=method,
+        n_sessions=n_sessions,
+        reasons=reasons,
+        info={
+            "interval": "delta method on log ratio with session-level covariance",
+            "reference": "Wang et al. SIGIR 2016; Joachims et al. WSDM 2017",
+        },
     )
 
 

@@ -181,7 +181,8 @@ class Propensities:
         scale = "absolute" if self.absolute else "relative to position 1"
         ci_kind = {
             "percentile": "bootstrap percentile",
-            "normal": "normal on log scale, bootstrap SE" if self.replicates is not None
+            "normal": "normal on log scale, bootstrap SE"
+            if self.replicates is not None
             else "normal on log scale, delta-method SE",
         }[self.ci_method]
         lines = [
@@ -333,7 +334,11 @@ class Propensities:
         ci = self.conf_int(alpha)
         ok = self.identified
         ax.fill_between(
-            pos[ok], ci[ok, 0], ci[ok, 1], alpha=0.25, color="C0",
+            pos[ok],
+            ci[ok, 0],
+            ci[ok, 1],
+            alpha=0.25,
+            color="C0",
             label=f"{100 * (1 - alpha):g}% CI",
         )
         ax.plot(pos[ok], self.theta[ok], "o-", color="C0", label=f"estimate ({self.method})")

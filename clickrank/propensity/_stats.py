@@ -26,8 +26,17 @@ from scipy import sparse
 from .._validation import InputError, LogSchemaError
 
 __all__ = [
-    "as_lazy", "require_columns", "BUCKET", "bucket_expr", "grouped_counts", "to_stats",
-    "reweight", "intervention_is", "log_ratio_se", "finish", "resolve_K",
+    "as_lazy",
+    "require_columns",
+    "BUCKET",
+    "bucket_expr",
+    "grouped_counts",
+    "to_stats",
+    "reweight",
+    "intervention_is",
+    "log_ratio_se",
+    "finish",
+    "resolve_K",
 ]
 
 #: Name of the session-bucket column added for the bootstrap.
@@ -51,8 +60,7 @@ def as_lazy(log: Any) -> pl.LazyFrame:
 
         return read_log(p, lazy=True, validate=True)
     raise InputError(
-        "log must be a polars DataFrame, LazyFrame or a parquet path, "
-        f"got {type(log).__name__}"
+        f"log must be a polars DataFrame, LazyFrame or a parquet path, got {type(log).__name__}"
     )
 
 
@@ -85,8 +93,11 @@ def bucket_expr(buckets: int, seed: int) -> pl.Expr:
         ids = s.cast(pl.UInt64).to_numpy()
         return pl.Series(BUCKET, session_buckets(int(seed), ids, int(buckets), STREAM_BOOTSTRAP))
 
-    return pl.col("session").map_batches(apply, return_dtype=pl.UInt32,
-                                         is_elementwise=True).alias(BUCKET)
+    return (
+        pl.col("session")
+        .map_batches(apply, return_dtype=pl.UInt32, is_elementwise=True)
+        .alias(BUCKET)
+    )
 
 
 def with_buckets(lf: pl.LazyFrame, buckets: int, seed: int) -> pl.LazyFrame:
@@ -108,8 +119,9 @@ def grouped_counts(lf: pl.LazyFrame, by: list[str], buckets: int = 0) -> pl.Lazy
     )
 
 
-def to_stats(table: pl.DataFrame, keys: list[str], values: list[str],
-             buckets: int = 0) -> dict[str, Any]:
+def to_stats(
+    table: pl.DataFrame, keys: list[str], values: list[str], buckets: int = 0
+) -> dict[str, Any]:
     """Statistics dict from a grouped table: key arrays and value totals per key row.
 
     With ``buckets``, ``table`` has one row per (key, bucket); the totals sum
@@ -124,22 +136,31 @@ def to_stats(table: pl.DataFrame, keys: list[str], values: list[str],
     t = table.join(uniq, on=keys, how="left", nulls_equal=True)
     rows, cols = t["_row"].to_numpy(), t[BUCKET].to_numpy()
     out: dict[str, Any] = {k: uniq[k].to_numpy() for k in keys}
-    mats = {v: sparse.csr_matrix((t[v].to_numpy().astype(np.float64), (rows, cols)),
-                                 shape=(uniq.height, buckets)) for v in values}
+    mats = {
+        v: sparse.csr_matrix(
+            (t[v].to_numpy().astype(np.float64), (rows, cols)), shape=(uniq.height, buckets)
+        )
+        for v in values
+    }
     out.update({v: np.asarray(m.sum(axis=1)).ravel() for v, m in mats.items()})
     out[BY_BUCKET] = mats
     return out
 
 
-def add_bucketed_total(stats: dict[str, Any], name: str, table: pl.DataFrame, value: str,
-                       buckets: int) -> None:
+def add_bucketed_total(
+    stats: dict[str, Any], name: str, table: pl.DataFrame, value: str, buckets: int
+) -> None:
     """Add a scalar statistic (e.g. sessions) and, with buckets, its per-bucket sums."""
     if not buckets:
         stats[name] = float(table[value].sum()) if table.height else 0.0
         return
-    m = sparse.csr_matrix((table[value].to_numpy().astype(np.float64),
-                           (np.zeros(table.height, dtype=np.int64), table[BUCKET].to_numpy())),
-                          shape=(1, buckets))
+    m = sparse.csr_matrix(
+        (
+            table[value].to_numpy().astype(np.float64),
+            (np.zeros(table.height, dtype=np.int64), table[BUCKET].to_numpy()),
+        ),
+        shape=(1, buckets),
+    )
     stats[name] = float(m.sum())
     stats[BY_BUCKET][name] = m
 
@@ -162,8 +183,10 @@ def resolve_K(K: Any, deepest: int, method: str) -> int:  # noqa: N802 - the pap
     if K is None:
         return int(deepest)
     if int(K) > deepest:
-        raise InputError(f"{method}: K={int(K)} exceeds the deepest position in the data it "
-                         f"uses ({deepest}); use K <= {deepest}")
+        raise InputError(
+            f"{method}: K={int(K)} exceeds the deepest position in the data it "
+            f"uses ({deepest}); use K <= {deepest}"
+        )
     return int(K)
 
 
@@ -175,7 +198,10 @@ def intervention_is(schema: pl.Schema, value: str) -> pl.Expr:
 
 
 def log_ratio_se(
-    c_num: np.ndarray, n_num: np.ndarray, c_den: np.ndarray, n_den: np.ndarray,
+    c_num: np.ndarray,
+    n_num: np.ndarray,
+    c_den: np.ndarray,
+    n_den: np.ndarray,
     cov: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Ratio of two click-through rates and the delta-method SE of its log.
@@ -235,12 +261,20 @@ def finish(
             warns.append(f"position {p}: not identified (the estimate is not finite)")
         elif t == 0:
             se[p - 1] = np.inf
-            warns.append(f"position {p}: no clicks in the data it is estimated from; "
-                         "theta = 0 and its interval is [0, inf)")
+            warns.append(
+                f"position {p}: no clicks in the data it is estimated from; "
+                "theta = 0 and its interval is [0, inf)"
+            )
     if theta.size > 1 and not np.isfinite(theta[1:]).any():
         detail = "; ".join(w for w in warns if w.startswith("position")) or "no data"
         raise EstimationError(f"{method}: no position beyond 1 is identified ({detail})")
     return Propensities(
-        theta=theta, se=se, method=method, n_sessions=n_sessions, n=n,
-        warnings=tuple(warns), absolute=absolute, info=dict(info or {}),
+        theta=theta,
+        se=se,
+        method=method,
+        n_sessions=n_sessions,
+        n=n,
+        warnings=tuple(warns),
+        absolute=absolute,
+        info=dict(info or {}),
     )

@@ -79,8 +79,12 @@ def pair_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dic
         )
     has_k = "swap_k" in schema
     has_pivot = "swap_pivot" in schema
-    keys = ["intervention"] + (["swap_pivot"] if has_pivot else []) + (
-        ["swap_k"] if has_k else []) + ["position"]
+    keys = (
+        ["intervention"]
+        + (["swap_pivot"] if has_pivot else [])
+        + (["swap_k"] if has_k else [])
+        + ["position"]
+    )
     # group on the raw (categorical) columns over the whole log, map labels on the small result
     iv = pl.col("intervention").cast(pl.String).fill_null("none").replace("", "none")
     kind = iv.replace_strict(_KINDS, default=-1, return_dtype=pl.Int8)
@@ -122,15 +126,16 @@ def pair_from_counts(
     """θ_k/θ_1 from the counts of :func:`pair_statistics` (see the module docstring)."""
     design = check_choice(design, ("swap", "randpair"), name="design")
     route = check_choice(route, ("auto", "top", "bottom"), name="route")
-    kind, a, b, pos, n, c = (
-        np.asarray(stats[x]) for x in ("kind", "a", "b", "position", "n", "c")
-    )
+    kind, a, b, pos, n, c = (np.asarray(stats[x]) for x in ("kind", "a", "b", "position", "n", "c"))
     code = _KINDS[design]
     mine = (kind == code) & (a == 1) & (b >= 2)
     ks = np.unique(b[mine])
     if ks.size == 0:
-        what = "swap sessions (intervention 'swap')" if design == "swap" else (
-            "randpair sessions (intervention 'randpair') whose pair contains rank 1")
+        what = (
+            "swap sessions (intervention 'swap')"
+            if design == "swap"
+            else ("randpair sessions (intervention 'randpair') whose pair contains rank 1")
+        )
         raise EstimationError(
             f"{design} estimator: the log has no {what}; use another method "
             "(randomized, harvest-allpairs, em)"
@@ -175,10 +180,18 @@ def pair_from_counts(
             np.float64(cn), np.float64(nn), np.float64(cd), np.float64(nd)
         )
     n_sessions = int(round(float(n[(pos == 1) & ((kind == 0) | (kind == code))].sum())))
-    ref = ("Joachims, Swaminathan & Schnabel, WSDM 2017, sec. 5.3" if design == "swap"
-           else "Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018, sec. 4")
+    ref = (
+        "Joachims, Swaminathan & Schnabel, WSDM 2017, sec. 5.3"
+        if design == "swap"
+        else "Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018, sec. 4"
+    )
     return finish(
-        theta, se, used, method=design, n_sessions=n_sessions, reasons=reasons,
+        theta,
+        se,
+        used,
+        method=design,
+        n_sessions=n_sessions,
+        reasons=reasons,
         info={"route": route, "reference": ref, "interval": "delta method on log ratio"},
     )
 

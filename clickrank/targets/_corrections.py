@@ -53,27 +53,33 @@ def affine_parameters_of(parameters: Any, K: int) -> tuple[np.ndarray, np.ndarra
         try:
             alpha, beta = parameters
         except (TypeError, ValueError):
-            raise InputError("parameters must be a TrustBias model, a fitted trust model or a "
-                             f"pair (alpha, beta) of arrays; got {type(parameters).__name__}"
-                             ) from None
+            raise InputError(
+                "parameters must be a TrustBias model, a fitted trust model or a "
+                f"pair (alpha, beta) of arrays; got {type(parameters).__name__}"
+            ) from None
     alpha = np.asarray(alpha, dtype=np.float64).ravel()
     beta = np.asarray(beta, dtype=np.float64).ravel()
     if alpha.size < K or beta.size < K:
-        raise InputError(f"the affine parameters cover {min(alpha.size, beta.size)} positions; "
-                         f"the log shows results at position {K}")
+        raise InputError(
+            f"the affine parameters cover {min(alpha.size, beta.size)} positions; "
+            f"the log shows results at position {K}"
+        )
     alpha, beta = alpha[:K], beta[:K]
     if not (np.isfinite(alpha).all() and np.isfinite(beta).all()):
         bad = int(np.flatnonzero(~(np.isfinite(alpha) & np.isfinite(beta)))[0]) + 1
         raise InputError(f"affine parameters at position {bad} are not finite (not identified)")
     if np.any(alpha <= 0):
         bad = int(np.flatnonzero(alpha <= 0)[0]) + 1
-        raise InputError(f"alpha at position {bad} is {alpha[bad - 1]:g}; the affine correction "
-                         "divides by alpha and needs alpha > 0")
+        raise InputError(
+            f"alpha at position {bad} is {alpha[bad - 1]:g}; the affine correction "
+            "divides by alpha and needs alpha > 0"
+        )
     return alpha, beta
 
 
-def _non_negative(gains: np.ndarray, mask: np.ndarray | None, data: RankingData,
-                  negative: str) -> tuple[np.ndarray, int]:
+def _non_negative(
+    gains: np.ndarray, mask: np.ndarray | None, data: RankingData, negative: str
+) -> tuple[np.ndarray, int]:
     """Make gains non-negative: shift each query's candidates by its minimum, or clip at 0."""
     cand = np.ones(gains.size, dtype=bool) if mask is None else mask
     n_neg = int((gains[cand] < 0).sum())
@@ -132,9 +138,13 @@ def affine(
     check_choice(negative, ("shift", "clip"), name="negative")
     check_choice(candidates, ("shown", "all"), name="candidates")
     lf, keys = prepare_log(data, log, ("query", "doc", "position", "click"))
-    agg = per_doc(lf, keys, [pl.col("click").cast(pl.Int64).sum().alias("clicks"),
-                             pl.len().alias("shown")], "click log", by=("position",)
-                  ).sort("row", "position")
+    agg = per_doc(
+        lf,
+        keys,
+        [pl.col("click").cast(pl.Int64).sum().alias("clicks"), pl.len().alias("shown")],
+        "click log",
+        by=("position",),
+    ).sort("row", "position")
     pos = agg["position"].to_numpy().astype(np.int64)
     alpha, beta = affine_parameters_of(parameters, int(pos.max()))
     shown = agg["shown"].to_numpy().astype(np.float64)
@@ -144,11 +154,21 @@ def affine(
     rows = np.unique(rows_all)
     mask = candidate_mask(data.n_docs, rows, candidates)
     gains, n_neg = _non_negative(raw, mask, data, negative)
-    return Target("affine", gains=gains, candidates=mask, metadata={
-        "impressions": int(shown.sum()), "clicks": int(agg["clicks"].sum()),
-        "positions": int(pos.max()), "negative": negative, "negative_sums": n_neg,
-        "alpha": np.round(alpha, 4).tolist(), "beta": np.round(beta, 4).tolist(),
-        "reference": "Vardasbi, Oosterhuis & de Rijke, CIKM 2020"})
+    return Target(
+        "affine",
+        gains=gains,
+        candidates=mask,
+        metadata={
+            "impressions": int(shown.sum()),
+            "clicks": int(agg["clicks"].sum()),
+            "positions": int(pos.max()),
+            "negative": negative,
+            "negative_sums": n_neg,
+            "alpha": np.round(alpha, 4).tolist(),
+            "beta": np.round(beta, 4).tolist(),
+            "reference": "Vardasbi, Oosterhuis & de Rijke, CIKM 2020",
+        },
+    )
 
 
 def _true_examination(model: Any, sessions: Any, labels: np.ndarray) -> np.ndarray:
@@ -173,8 +193,10 @@ def _true_examination(model: Any, sessions: Any, labels: np.ndarray) -> np.ndarr
         return np.where(shown, gamma[r, d - 1], 0.0)
     if isinstance(model, PBM):
         return np.where(shown, model.propensities(K), 0.0)
-    raise InputError(f"cascade_ips needs a fitted click model or a Cascade, DCM, DBN, SDBN, UBM "
-                     f"or PBM simulation model; got {type(model).__name__}")
+    raise InputError(
+        f"cascade_ips needs a fitted click model or a Cascade, DCM, DBN, SDBN, UBM "
+        f"or PBM simulation model; got {type(model).__name__}"
+    )
 
 
 def cascade_ips(
@@ -237,9 +259,11 @@ def cascade_ips(
     else:
         lf = log.lazy() if isinstance(log, pl.DataFrame) else log
         if "label" not in lf.collect_schema():
-            raise InputError("a simulation model needs the log's true labels (column 'label'); "
-                             "pass a fitted model (fit_click_model) for a real log")
-        lab = (lf.group_by("query", "doc").agg(pl.col("label").first()).collect())
+            raise InputError(
+                "a simulation model needs the log's true labels (column 'label'); "
+                "pass a fitted model (fit_click_model) for a real log"
+            )
+        lab = lf.group_by("query", "doc").agg(pl.col("label").first()).collect()
         lab = sessions.pairs.join(lab, on=["query", "doc"], how="left")["label"].to_numpy()
         labels = np.where(sessions.shown, lab[np.maximum(sessions.pair, 0)], np.nan)
         rho = _true_examination(model, sessions, labels)
@@ -256,25 +280,33 @@ def cascade_ips(
     pair_gain = np.bincount(g, weights=per_slot[shown], minlength=G)
     pair_shown = np.bincount(g, weights=w[shown], minlength=G)
     pair_clicks = np.bincount(g, weights=(w * c)[shown], minlength=G)
-    frame = sessions.pairs.with_columns(gain=pl.Series(pair_gain), shown=pl.Series(pair_shown),
-                                        click=pl.Series(np.rint(pair_clicks).astype(np.int64)))
+    frame = sessions.pairs.with_columns(
+        gain=pl.Series(pair_gain),
+        shown=pl.Series(pair_shown),
+        click=pl.Series(np.rint(pair_clicks).astype(np.int64)),
+    )
     lf2, keys = prepare_log(data, frame, ("query", "doc", "click"))
     agg = per_doc(lf2, keys, [pl.col("gain").sum(), pl.col("shown").sum()], "click log")
     rows = agg["row"].to_numpy()
     name = getattr(model, "name", type(model).__name__.lower())
     lowest = rho[c & ~impossible]
-    return Target("cascade-ips", gains=scatter(data.n_docs, rows, agg["gain"].to_numpy()),
-                  candidates=candidate_mask(data.n_docs, rows, candidates), metadata={
-                      "model": name, "impressions": int(round(pair_shown.sum())),
-                      "clicks": int(round(pair_clicks.sum())), "clip": clip,
-                      "impossible_clicks": int(round(float(w[impossible].sum()))),
-                      "min_propensity": float(lowest.min()) if lowest.size else None,
-                      "reference": "Vardasbi, de Rijke & Markov, SIGIR 2020"})
+    return Target(
+        "cascade-ips",
+        gains=scatter(data.n_docs, rows, agg["gain"].to_numpy()),
+        candidates=candidate_mask(data.n_docs, rows, candidates),
+        metadata={
+            "model": name,
+            "impressions": int(round(pair_shown.sum())),
+            "clicks": int(round(pair_clicks.sum())),
+            "clip": clip,
+            "impossible_clicks": int(round(float(w[impossible].sum()))),
+            "min_propensity": float(lowest.min()) if lowest.size else None,
+            "reference": "Vardasbi, de Rijke & Markov, SIGIR 2020",
+        },
+    )
 
 
-def fitted_relevance(
-    data: RankingData, model: Any, *, candidates: str = "shown"
-) -> Target:
+def fitted_relevance(data: RankingData, model: Any, *, candidates: str = "shown") -> Target:
     r"""A fitted click model's relevance estimates as gains.
 
     The per-(query, doc) relevance of :meth:`FittedClickModel.relevance`
@@ -290,7 +322,9 @@ def fitted_relevance(
     lf, keys = prepare_log(data, frame, ("query", "doc", "click"))
     agg = per_doc(lf, keys, [pl.col("relevance").max()], "fitted model")
     rows = agg["row"].to_numpy()
-    return Target(f"{model.name}-relevance",
-                  gains=scatter(data.n_docs, rows, np.clip(agg["relevance"].to_numpy(), 0, None)),
-                  candidates=candidate_mask(data.n_docs, rows, candidates),
-                  metadata={"model": model.name, "pairs": int(rel.height)})
+    return Target(
+        f"{model.name}-relevance",
+        gains=scatter(data.n_docs, rows, np.clip(agg["relevance"].to_numpy(), 0, None)),
+        candidates=candidate_mask(data.n_docs, rows, candidates),
+        metadata={"model": model.name, "pairs": int(rel.height)},
+    )

@@ -172,5 +172,6 @@ def dr(
         "clipped_at_zero": negative, "shown_fraction": round(stats.shown_fraction, 4),
         "candidates": "shown" if candidates == "shown" else "all",
     }  # fmt: skip
-    return Target("dr", gains=gains, candidates=stats.shown if candidates == "shown" else None,
-                  metadata=meta)
+    return Target(
+        "dr", gains=gains, candidates=stats.shown if candidates == "shown" else None, metadata=meta
+    )

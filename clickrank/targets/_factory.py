@@ -22,9 +22,20 @@ from ._target import Target
 __all__ = ["TARGET_NAMES", "MODEL_AWARE", "make_target", "needs_propensities"]
 
 #: Target names (plus ``"pairs:<strategy>"`` for any click-preference strategy).
-TARGET_NAMES = ("naive", "ips", "dr", "unbiased-lambdamart", "ips-pairs", "prs-pairs",
-                "affine", "cascade-ips", "fitted-relevance", "skip-above", "skip-above-ips",
-                "oracle")
+TARGET_NAMES = (
+    "naive",
+    "ips",
+    "dr",
+    "unbiased-lambdamart",
+    "ips-pairs",
+    "prs-pairs",
+    "affine",
+    "cascade-ips",
+    "fitted-relevance",
+    "skip-above",
+    "skip-above-ips",
+    "oracle",
+)
 #: The click model each model-aware target fits to the log (clickmodels.fit_click_model).
 MODEL_AWARE = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
 
@@ -79,8 +90,12 @@ def make_target(
     if needs_propensities(name) and propensities is None:
         raise InputError(f"target {name!r} needs propensities")
     if name in ("naive", "ips", "dr") and stats is None:
-        stats = click_stats(data, log, None if name == "naive" else propensities,
-                            clip=None if name == "naive" else clip)
+        stats = click_stats(
+            data,
+            log,
+            None if name == "naive" else propensities,
+            clip=None if name == "naive" else clip,
+        )
     if name == "naive":
         return naive(data, None, kind=naive_kind, candidates=candidates, stats=stats)
     if name == "ips":
@@ -113,7 +128,7 @@ def make_target(
                                candidates=pair_candidates)  # fmt: skip
         return fitted_relevance(data, fit, candidates=pair_candidates)
     if name.startswith("pairs:"):
-        strategy = name[len("pairs:"):]
+        strategy = name[len("pairs:") :]
         parse_strategy(strategy)  # a clear error for an unknown strategy
         return click_preferences(data, log, strategy=strategy, candidates=pair_candidates)
     raise InputError(

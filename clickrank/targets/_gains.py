@@ -26,6 +26,7 @@ AUTO_HYBRID_BELOW = 0.2
 #: Normalisations of the IPS gains.
 NORMALIZATIONS = ("none", "exposure", "query")
 
+
 def oracle(data: RankingData) -> Target:
     r"""Oracle target: the true graded labels as exponential gains :math:`2^y - 1`.
 
@@ -136,9 +137,11 @@ def apply_candidates(
     meta = {**metadata, "shown_fraction": round(stats.shown_fraction, 4)}
     if candidates == "auto":
         candidates = auto_candidates(stats)
-        meta["candidates_rule"] = (f"auto: {stats.shown_fraction:.1%} of the documents shown "
-                                   f"({'<' if candidates == 'hybrid' else '>='} "
-                                   f"{AUTO_HYBRID_BELOW:.0%}) -> {candidates}")
+        meta["candidates_rule"] = (
+            f"auto: {stats.shown_fraction:.1%} of the documents shown "
+            f"({'<' if candidates == 'hybrid' else '>='} "
+            f"{AUTO_HYBRID_BELOW:.0%}) -> {candidates}"
+        )
     meta["candidates"] = candidates
     if candidates == "shown":
         return Target(name, gains=gains, candidates=shown, metadata=meta)

@@ -52,12 +52,17 @@ def _session_log(
     with the ids cast to the data's; every ``(query, doc)`` must be in ``data``.
     """
     lf, keys = prepare_log(data, log, _SESSION_COLUMNS, n_theta)
-    shown = per_doc(lf, keys, [pl.len().alias("shown"), pl.col("position").max().alias("top")],
-                    "click log")
-    base = lf.select("session", "query", "doc", pl.col("position").cast(pl.Int64),
-                     pl.col("click").cast(pl.Boolean))
-    return (base, keys, shown["row"].to_numpy(), int(shown["shown"].sum()),
-            int(shown["top"].max()))
+    shown = per_doc(
+        lf, keys, [pl.len().alias("shown"), pl.col("position").max().alias("top")], "click log"
+    )
+    base = lf.select(
+        "session",
+        "query",
+        "doc",
+        pl.col("position").cast(pl.Int64),
+        pl.col("click").cast(pl.Boolean),
+    )
+    return (base, keys, shown["row"].to_numpy(), int(shown["shown"].sum()), int(shown["top"].max()))
 
 
 def _theta(propensities: Any, clip: float | None) -> tuple[np.ndarray, float | None]:
@@ -296,8 +301,9 @@ def ips_rank_pairs(
     """
     gains = ips(data, log, propensities, clip=clip, candidates=candidates)
     cand = np.ones(data.n_docs, bool) if gains.candidates is None else gains.candidates
-    rows = pl.DataFrame({"q": data.query_index, "row": np.arange(data.n_docs, dtype=np.int64),
-                         "gain": gains.gains}).filter(pl.Series(cand))
+    rows = pl.DataFrame(
+        {"q": data.query_index, "row": np.arange(data.n_docs, dtype=np.int64), "gain": gains.gains}
+    ).filter(pl.Series(cand))
     clicked = rows.filter(pl.col("gain") > 0)
     pairs = (
         clicked.join(rows.select("q", pl.col("row").alias("other")), on="q", how="inner")
@@ -306,9 +312,9 @@ def ips_rank_pairs(
     )
     return Target(
         "ips-pairs",
-        pairs=np.column_stack([pairs["row"].to_numpy(), pairs["other"].to_numpy()]).astype(
-            np.int64
-        ).reshape(-1, 2),
+        pairs=np.column_stack([pairs["row"].to_numpy(), pairs["other"].to_numpy()])
+        .astype(np.int64)
+        .reshape(-1, 2),
         pair_weights=pairs["gain"].to_numpy().astype(np.float64),
         candidates=gains.candidates,
         metadata={

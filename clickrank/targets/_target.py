@@ -77,13 +77,16 @@ class SessionLists:
         counts = _array(self.counts, np.float64, "counts")
         n = rows.shape[0]
         if sptr.size < 1 or sptr[0] != 0 or sptr[-1] != n or np.any(np.diff(sptr) < 1):
-            raise InputError(f"sptr must run from 0 to {n} (the number of entries), "
-                             "increasing (no empty session)")
+            raise InputError(
+                f"sptr must run from 0 to {n} (the number of entries), "
+                "increasing (no empty session)"
+            )
         if pos.shape[0] != n or clicks.shape[0] != n:
             raise InputError(f"positions and clicks need one value per entry ({n})")
         if counts.shape[0] != sptr.size - 1:
-            raise InputError(f"counts needs one value per session ({sptr.size - 1}), "
-                             f"got {counts.shape[0]}")
+            raise InputError(
+                f"counts needs one value per session ({sptr.size - 1}), got {counts.shape[0]}"
+            )
         if n and (rows.min() < 0 or pos.min() < 1):
             raise InputError("rows must be >= 0 and positions 1-based (>= 1)")
         if not np.all(np.isfinite(counts)) or np.any(counts <= 0):
@@ -93,8 +96,7 @@ class SessionLists:
         if not np.isfinite(self.bias_norm) or float(self.bias_norm) < 0:
             raise InputError(f"bias_norm must be finite and >= 0, got {self.bias_norm!r}")
         check_choice(self.cost, ("ranknet", "xgboost"), name="cost")
-        for name, value in (("rows", rows), ("sptr", sptr), ("positions", pos),
-                            ("counts", counts)):
+        for name, value in (("rows", rows), ("sptr", sptr), ("positions", pos), ("counts", counts)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "n_positions", int(self.n_positions))
         object.__setattr__(self, "bias_norm", float(self.bias_norm))
@@ -121,8 +123,15 @@ class SessionLists:
         per = np.bincount(owner, minlength=self.n_sessions)
         alive = per > 0
         sptr = np.concatenate([[0], np.cumsum(per[alive])]).astype(np.int64)
-        return replace(self, rows=mapped[keep], sptr=sptr, positions=self.positions[keep],
-                       clicks=self.clicks[keep], counts=self.counts[alive])
+        return replace(
+            self,
+            rows=mapped[keep],
+            sptr=sptr,
+            positions=self.positions[keep],
+            clicks=self.clicks[keep],
+            counts=self.counts[alive],
+        )
+
 
 @dataclass(frozen=True, eq=False)  # array fields: identity equality
 class Target:
@@ -168,8 +177,9 @@ class Target:
     def __post_init__(self) -> None:
         held = [x is not None for x in (self.gains, self.pairs, self.sessions)]
         if sum(held) != 1:
-            raise InputError("a Target holds gains, preference pairs or session lists "
-                             "(exactly one)")
+            raise InputError(
+                "a Target holds gains, preference pairs or session lists (exactly one)"
+            )
         if self.sessions is not None and not isinstance(self.sessions, SessionLists):
             raise InputError(f"sessions must be a SessionLists, got {type(self.sessions).__name__}")
         if self.gains is not None:
@@ -270,11 +280,11 @@ class Target:
             raise InputError(f"queries must be integer query indices, got dtype {q.dtype}")
         q = q.astype(np.int64)
         if q.size and (q.min() < 0 or q.max() >= data.n_queries):
-            raise InputError(f"queries must lie in [0, {data.n_queries}), got "
-                             f"{q.min()}..{q.max()}")
+            raise InputError(f"queries must lie in [0, {data.n_queries}), got {q.min()}..{q.max()}")
         if np.unique(q).size != q.size:
-            raise InputError("queries must be distinct (a repeated query would repeat its "
-                             "pairs and sessions)")
+            raise InputError(
+                "queries must be distinct (a repeated query would repeat its pairs and sessions)"
+            )
         rows, _ = gather(data.qptr, q)
         new_row = np.full(data.n_docs, -1, dtype=np.int64)
         new_row[rows] = np.arange(rows.size)
@@ -310,9 +320,11 @@ class Target:
             lines.append(f"  pairs: {len(self.pairs)} (total weight {self.pair_weights.sum():.4g})")
         else:
             s = self.sessions
-            lines.append(f"  sessions: {s.n_sessions} distinct lists standing for "
-                         f"{s.n_logged:.0f} logged sessions, {s.rows.size} entries, "
-                         f"{s.n_positions} positions with biases")
+            lines.append(
+                f"  sessions: {s.n_sessions} distinct lists standing for "
+                f"{s.n_logged:.0f} logged sessions, {s.rows.size} entries, "
+                f"{s.n_positions} positions with biases"
+            )
         cand = (
             "all documents" if self.candidates is None else f"{self.n_candidates} documents shown"
         )

@@ -29,8 +29,14 @@ from clickrank.lambdamart import LambdaMART  # noqa: E402
 from clickrank.lambdas import lambdas, ranknet_loss  # noqa: E402
 
 NAME = "benchmark"
-ORDER = ("random", "linear pointwise", "linear RankNet", "boosted trees pointwise",
-         "clickrank LambdaMART", "LightGBM lambdarank")
+ORDER = (
+    "random",
+    "linear pointwise",
+    "linear RankNet",
+    "boosted trees pointwise",
+    "clickrank LambdaMART",
+    "LightGBM lambdarank",
+)
 
 
 class Standardized:
@@ -58,8 +64,9 @@ def linear_pointwise(train: cr.RankingData) -> Standardized:
     return Standardized(mu, sd, coef[:-1])
 
 
-def linear_ranknet(train: cr.RankingData, *, sigma: float, l2: float,
-                   max_iter: int) -> Standardized:
+def linear_ranknet(
+    train: cr.RankingData, *, sigma: float, l2: float, max_iter: int
+) -> Standardized:
     """Linear RankNet (Burges et al. 2005): minimize Σ_q RankNet loss(Zw) + l2·|w|² by L-BFGS.
 
     The loss is :func:`clickrank.lambdas.ranknet_loss` with gains 2^y − 1
@@ -75,12 +82,14 @@ def linear_ranknet(train: cr.RankingData, *, sigma: float, l2: float,
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
         s = Z @ w
         loss = ranknet_loss(s, gains, qptr, sigma=sigma).sum() / n_pairs + l2 * w @ w
-        lam = lambdas(s, gains, qptr, sigma=sigma, weighting="none", truncation=None,
-                      normalize=False)
+        lam = lambdas(
+            s, gains, qptr, sigma=sigma, weighting="none", truncation=None, normalize=False
+        )
         return float(loss), -(Z.T @ lam.forces) / n_pairs + 2 * l2 * w
 
-    res = minimize(fun, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter})
+    res = minimize(
+        fun, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": max_iter}
+    )
     return Standardized(mu, sd, res.x)
 
 
@@ -90,26 +99,40 @@ def fit_all(train: cr.RankingData, cfg: dict, seed: int) -> dict:
 
     t = cfg["trees"]
     # LightGBM's plain API (its scikit-learn wrappers would need scikit-learn)
-    common = dict(num_leaves=t["num_leaves"], max_depth=t["max_depth"],
-                  learning_rate=t["learning_rate"], seed=seed, deterministic=True,
-                  force_row_wise=True, num_threads=1, verbose=-1)
+    common = dict(
+        num_leaves=t["num_leaves"],
+        max_depth=t["max_depth"],
+        learning_rate=t["learning_rate"],
+        seed=seed,
+        deterministic=True,
+        force_row_wise=True,
+        num_threads=1,
+        verbose=-1,
+    )
     rounds = t["n_estimators"]
-    boosted = lgb.train({"objective": "regression", **common},
-                        lgb.Dataset(train.X, train.y), num_boost_round=rounds)
-    lgb_rank = lgb.train({"objective": "lambdarank", **common},
-                         lgb.Dataset(train.X, train.y.astype(np.int64), group=train.lengths),
-                         num_boost_round=rounds)
+    boosted = lgb.train(
+        {"objective": "regression", **common}, lgb.Dataset(train.X, train.y), num_boost_round=rounds
+    )
+    lgb_rank = lgb.train(
+        {"objective": "lambdarank", **common},
+        lgb.Dataset(train.X, train.y.astype(np.int64), group=train.lengths),
+        num_boost_round=rounds,
+    )
     rn = cfg["ranknet"]
     return {
         "random": None,  # scores drawn per test set below
         "linear pointwise": linear_pointwise(train),
-        "linear RankNet": linear_ranknet(train, sigma=rn["sigma"], l2=rn["l2"],
-                                         max_iter=rn["max_iter"]),
+        "linear RankNet": linear_ranknet(
+            train, sigma=rn["sigma"], l2=rn["l2"], max_iter=rn["max_iter"]
+        ),
         "boosted trees pointwise": boosted,
-        "clickrank LambdaMART": LambdaMART(n_estimators=t["n_estimators"],
-                                           num_leaves=t["num_leaves"], max_depth=t["max_depth"],
-                                           learning_rate=t["learning_rate"], seed=seed
-                                           ).fit(train),
+        "clickrank LambdaMART": LambdaMART(
+            n_estimators=t["n_estimators"],
+            num_leaves=t["num_leaves"],
+            max_depth=t["max_depth"],
+            learning_rate=t["learning_rate"],
+            seed=seed,
+        ).fit(train),
         "LightGBM lambdarank": lgb_rank,
     }
 
@@ -146,18 +169,31 @@ def main(argv: list[str] | None = None) -> dict:
         gaps[f"synthetic seed {seed}"] = score_gap(models, test)
         res = evaluate_all(models, test, cfg["synthetic_metrics"], nb, seed)
         f = res.to_frame()
-        rows.append(pl.DataFrame({"method": f["ranker"], "metric": f["metric"], "seed": seed,
-                                  "mean": f["mean"], "ci_low": f["ci_low"],
-                                  "ci_high": f["ci_high"]}))
+        rows.append(
+            pl.DataFrame(
+                {
+                    "method": f["ranker"],
+                    "metric": f["metric"],
+                    "seed": seed,
+                    "mean": f["mean"],
+                    "ci_low": f["ci_low"],
+                    "ci_high": f["ci_high"],
+                }
+            )
+        )
         if first is None:
             first = res
     runs = pl.concat(rows)
     syn = C.over_seeds(runs, ["method", "metric"])
     m0 = cfg["synthetic_metrics"][0]
-    paired = {(a, b): first.compare(a, b, m0) for a, b in (
-        ("linear pointwise", "linear RankNet"),
-        ("clickrank LambdaMART", "boosted trees pointwise"),
-        ("LightGBM lambdarank", "clickrank LambdaMART"))}
+    paired = {
+        (a, b): first.compare(a, b, m0)
+        for a, b in (
+            ("linear pointwise", "linear RankNet"),
+            ("clickrank LambdaMART", "boosted trees pointwise"),
+            ("LightGBM lambdarank", "clickrank LambdaMART"),
+        )
+    }
 
     mq = None
     fold = shared_data_dir() / cfg["mq2008"]
@@ -175,13 +211,18 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     seconds = clock.seconds()
     report = render(cfg, args, syn, first, paired, mq, mq_sizes, fold, gaps, seconds)
-    results = {"config": cfg, "seconds": seconds, "synthetic": C.frame_records(syn),
-               "synthetic_seed_first": C.frame_records(first.to_frame()),
-               "paired": {f"{a} vs {b}": c.to_dict() for (a, b), c in paired.items()},
-               "mq2008": C.frame_records(mq.to_frame()) if mq is not None else None,
-               "mq2008_path": str(fold), "ordering": ordering(syn, m0),
-               "lambdamart_vs_lightgbm_max_score_difference": gaps,
-               "runs": C.frame_records(runs)}
+    results = {
+        "config": cfg,
+        "seconds": seconds,
+        "synthetic": C.frame_records(syn),
+        "synthetic_seed_first": C.frame_records(first.to_frame()),
+        "paired": {f"{a} vs {b}": c.to_dict() for (a, b), c in paired.items()},
+        "mq2008": C.frame_records(mq.to_frame()) if mq is not None else None,
+        "mq2008_path": str(fold),
+        "ordering": ordering(syn, m0),
+        "lambdamart_vs_lightgbm_max_score_difference": gaps,
+        "runs": C.frame_records(runs),
+    }
     C.write_outputs(out, NAME, report, results)
     return results
 
@@ -202,23 +243,32 @@ def gap_text(gaps: dict[str, float], v: dict[str, float]) -> str:
     """How closely clickrank's LambdaMART reproduces LightGBM's lambdarank, from the numbers."""
     close = [k for k, g in gaps.items() if g < 1e-3]
     far = {k: g for k, g in gaps.items() if g >= 1e-3}
-    txt = (f"Their test scores agree within 1e-3 on {len(close)} of {len(gaps)} data sets "
-           f"(largest |difference| {max((gaps[k] for k in close), default=float('nan')):.1g})")
+    txt = (
+        f"Their test scores agree within 1e-3 on {len(close)} of {len(gaps)} data sets "
+        f"(largest |difference| {max((gaps[k] for k in close), default=float('nan')):.1g})"
+    )
     if far:
-        txt += ("; on " + ", ".join(f"{k} ({g:.2g})" for k, g in far.items())
-                + " they differ more, presumably because a rounding difference in the "
-                "gradients flipped a near-tied split and the trees diverged from there")
+        txt += (
+            "; on "
+            + ", ".join(f"{k} ({g:.2g})" for k, g in far.items())
+            + " they differ more, presumably because a rounding difference in the "
+            "gradients flipped a near-tied split and the trees diverged from there"
+        )
     same = abs(v["clickrank LambdaMART"] - v["LightGBM lambdarank"]) < 5e-4
-    return txt + (". The metric means agree to three decimals." if same else
-                  ". The metric means differ; see the paired comparison above.")
+    return txt + (
+        ". The metric means agree to three decimals."
+        if same
+        else ". The metric means differ; see the paired comparison above."
+    )
 
 
 def render(cfg, args, syn, first, paired, mq, mq_sizes, fold, gaps, seconds) -> str:
     metrics = cfg["synthetic_metrics"]
     m0 = metrics[0]
     notes = cfg["notes"]
-    tab = pl.DataFrame({"ranker": list(ORDER),
-                        "notes " + m0.upper(): [notes.get(m) for m in ORDER]})
+    tab = pl.DataFrame(
+        {"ranker": list(ORDER), "notes " + m0.upper(): [notes.get(m) for m in ORDER]}
+    )
     for m in metrics:
         cells = []
         for r in ORDER:
@@ -226,11 +276,20 @@ def render(cfg, args, syn, first, paired, mq, mq_sizes, fold, gaps, seconds) -> 
         tab = tab.with_columns(pl.Series(f"{m.upper()} (mean over seeds [95% CI])", cells))
     order = ordering(syn, m0)
     v = order["means"]
-    ok = all(order[k] for k in ("random_below_linear", "linear_below_boosted",
-                                "boosted_below_lambdamart"))
+    ok = all(
+        order[k]
+        for k in ("random_below_linear", "linear_below_boosted", "boosted_below_lambdamart")
+    )
     d = cfg["data"]
-    lines = [C.header("Benchmark table of the course notes: synthetic data and MQ2008", NAME,
-                      args.quick, args.config, seconds)]
+    lines = [
+        C.header(
+            "Benchmark table of the course notes: synthetic data and MQ2008",
+            NAME,
+            args.quick,
+            args.config,
+            seconds,
+        )
+    ]
     lines += [
         f"Synthetic data: `clickrank.synthetic({d['n_queries']}, {d['docs_per_query']}, "
         f"seed=s)` split {d['n_train']}/{d['n_test']} queries by `split_queries(seed=s)` for "
@@ -260,14 +319,16 @@ def render(cfg, args, syn, first, paired, mq, mq_sizes, fold, gaps, seconds) -> 
         "",
         f"* The notes' ordering random < linear < boosted pointwise < LambdaMART "
         f"{'is reproduced' if ok else 'is NOT fully reproduced'} on {m0.upper()}: "
-        + " < ".join(f"{m} {v[m]:.3f}" for m in sorted(v, key=v.get)) + ".",
+        + " < ".join(f"{m} {v[m]:.3f}" for m in sorted(v, key=v.get))
+        + ".",
         f"* Linear pointwise and linear RankNet: {v['linear pointwise']:.3f} vs "
         f"{v['linear RankNet']:.3f} (notes 0.647 vs 0.646). The true score has an "
         "interaction x2·x3 that no linear model can represent, which caps both.",
         f"* clickrank's LambdaMART {v['clickrank LambdaMART']:.3f} against LightGBM's "
         f"lambdarank {v['LightGBM lambdarank']:.3f} with the same trees: the same algorithm "
         "(clickrank's lambdas with LightGBM's normalization, LightGBM's tree growing). "
-        + gap_text(gaps, v) + " The notes' own LambdaMART (0.814) was below LightGBM's "
+        + gap_text(gaps, v)
+        + " The notes' own LambdaMART (0.814) was below LightGBM's "
         "(0.84); clickrank's matches LightGBM's.",
         f"* Differences to the notes' absolute values (e.g. random {v['random']:.3f} vs 0.19) "
         "may come from the data draw (the notes used one draw of the generator, the table "
@@ -285,17 +346,23 @@ def render(cfg, args, syn, first, paired, mq, mq_sizes, fold, gaps, seconds) -> 
             cells = []
             for r in ORDER:
                 row = mf.filter((pl.col("ranker") == r) & (pl.col("metric") == m)).row(
-                    0, named=True)
+                    0, named=True
+                )
                 cells.append(f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]")
             mtab = mtab.with_columns(pl.Series(f"{m.upper()} [95% bootstrap CI]", cells))
         empty = int(mf["n_empty"][0])
-        mv = {r: float(mf.filter((pl.col("ranker") == r)
-                                 & (pl.col("metric") == cfg["mq2008_metrics"][0]))["mean"][0])
-              for r in ORDER}
+        mv = {
+            r: float(
+                mf.filter((pl.col("ranker") == r) & (pl.col("metric") == cfg["mq2008_metrics"][0]))[
+                    "mean"
+                ][0]
+            )
+            for r in ORDER
+        }
         lines += [
             f"Trained on `train.txt` ({ntr} queries, {nf} features), evaluated on `test.txt` "
             f"({nte} queries; {empty} have no relevant document and are skipped, the "
-            "`empty=\"skip\"` convention — LightGBM and XGBoost would score them 1, which "
+            '`empty="skip"` convention — LightGBM and XGBoost would score them 1, which '
             "raises every number). Same models and settings; one run (the tree models are "
             "deterministic), test-query bootstrap intervals.",
             "",

@@ -44,40 +44,68 @@ def main(argv: list[str] | None = None) -> dict:
     probe = simulate(s.train, policy=s.policy, click_model=model, n_sessions=2000, top_k=K, seed=0)
     shown = naive(s.train, probe).candidates
     limit = Target("click limit", gains=model.attractiveness(s.train.y), candidates=shown)
-    refs = {"oracle": C.ranker(cfg).fit(s.train, oracle(s.train)),
-            "production": s.production,
-            "click limit": C.ranker(cfg).fit(s.train, limit)}
+    refs = {
+        "oracle": C.ranker(cfg).fit(s.train, oracle(s.train)),
+        "production": s.production,
+        "click limit": C.ranker(cfg).fit(s.train, limit),
+    }
     ref_rows = C.eval_rows(refs, s.test, metric, nb, sessions=None, seed=0)
 
     rows, fills, capacity = [], [], []
     for seed in cfg["seeds"]:
-        full = simulate(s.train, policy=s.policy, click_model=model, n_sessions=sizes[-1],
-                        interventions=Swap(cfg["swap_fraction"]), top_k=K, seed=int(seed))
+        full = simulate(
+            s.train,
+            policy=s.policy,
+            click_model=model,
+            n_sessions=sizes[-1],
+            interventions=Swap(cfg["swap_fraction"]),
+            top_k=K,
+            seed=int(seed),
+        )
         if seed == cfg["seeds"][0]:  # the prefix design rests on this (docs/simulation.md)
-            small = simulate(s.train, policy=s.policy, click_model=model, n_sessions=sizes[0],
-                             interventions=Swap(cfg["swap_fraction"]), top_k=K, seed=int(seed))
+            small = simulate(
+                s.train,
+                policy=s.policy,
+                click_model=model,
+                n_sessions=sizes[0],
+                interventions=Swap(cfg["swap_fraction"]),
+                top_k=K,
+                seed=int(seed),
+            )
             if not small.equals(full.filter(pl.col("session") < sizes[0])):
-                raise RuntimeError("a short log is not the prefix of a longer one with the "
-                                   "same seed; the learning-curve design is invalid")
+                raise RuntimeError(
+                    "a short log is not the prefix of a longer one with the "
+                    "same seed; the learning-curve design is invalid"
+                )
         for n in sizes:
             log = full.filter(pl.col("session") < n)
             theta_hat, n_filled = C.usable_theta(estimate_propensities(log, "swap").theta)
-            fills.append({"seed": seed, "sessions": n, "filled_positions": n_filled,
-                          "theta_hat": theta_hat.round(4).tolist()})
-            targets = {"naive": naive(s.train, log),
-                       "ips (true θ)": ips(s.train, log, true_theta),
-                       "ips (swap θ̂)": ips(s.train, log, theta_hat),
-                       "skip-above": skip_above(s.train, log)}
+            fills.append(
+                {
+                    "seed": seed,
+                    "sessions": n,
+                    "filled_positions": n_filled,
+                    "theta_hat": theta_hat.round(4).tolist(),
+                }
+            )
+            targets = {
+                "naive": naive(s.train, log),
+                "ips (true θ)": ips(s.train, log, true_theta),
+                "ips (swap θ̂)": ips(s.train, log, theta_hat),
+                "skip-above": skip_above(s.train, log),
+            }
             models = {k: C.ranker(cfg, seed).fit(s.train, t) for k, t in targets.items()}
             rows.append(C.eval_rows(models, s.test, metric, nb, sessions=n, seed=seed))
             if n == sizes[-1] and cfg["capacity_check"]["enabled"]:
                 big = cfg["capacity_check"]["lambdamart"]
                 from clickrank.lambdamart import LambdaMART
 
-                cap = {f"{k} (31 leaves)": LambdaMART(seed=seed, **big).fit(s.train, t)
-                       for k, t in targets.items() if k in ("naive", "ips (true θ)")}
-                cap["click limit (31 leaves)"] = LambdaMART(seed=seed, **big).fit(
-                    s.train, limit)
+                cap = {
+                    f"{k} (31 leaves)": LambdaMART(seed=seed, **big).fit(s.train, t)
+                    for k, t in targets.items()
+                    if k in ("naive", "ips (true θ)")
+                }
+                cap["click limit (31 leaves)"] = LambdaMART(seed=seed, **big).fit(s.train, limit)
                 capacity.append(C.eval_rows(cap, s.test, metric, nb, sessions=n, seed=seed))
         del full
     runs = pl.concat(rows)
@@ -89,24 +117,36 @@ def main(argv: list[str] | None = None) -> dict:
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    frame = pl.concat([curves.select("method", pl.col("sessions").cast(pl.Float64), "mean",
-                                     "lower", "upper"),
-                       refs_agg.select("method", pl.col("sessions").cast(pl.Float64), "mean",
-                                       "lower", "upper")])
+    frame = pl.concat(
+        [
+            curves.select("method", pl.col("sessions").cast(pl.Float64), "mean", "lower", "upper"),
+            refs_agg.select(
+                "method", pl.col("sessions").cast(pl.Float64), "mean", "lower", "upper"
+            ),
+        ]
+    )
     fig = plots.learning_curves(frame, metric=metric.upper(), reference=REFERENCES)
-    fig.axes[0].set_title(f"PBM η={cfg['click_model']['eta']}, binarized relevance; "
-                          f"{len(cfg['seeds'])} log seed(s), 95% CI", fontsize=10)
+    fig.axes[0].set_title(
+        f"PBM η={cfg['click_model']['eta']}, binarized relevance; "
+        f"{len(cfg['seeds'])} log seed(s), 95% CI",
+        fontsize=10,
+    )
     C.save_figure(fig, out / "learning_curves.png")
 
     seconds = clock.seconds()
     report = render(cfg, args, curves, refs_agg, diff, diff_est, cap_agg, fills, sizes, seconds)
-    results = {"config": cfg, "seconds": seconds, "curves": C.frame_records(curves),
-               "references": C.frame_records(refs_agg),
-               "ips_minus_naive": C.frame_records(diff),
-               "ips_estimated_minus_naive": C.frame_records(diff_est),
-               "capacity_check": C.frame_records(cap_agg) if cap_agg is not None else None,
-               "theta_estimates": fills, "runs": C.frame_records(runs),
-               "true_theta": true_theta.tolist()}
+    results = {
+        "config": cfg,
+        "seconds": seconds,
+        "curves": C.frame_records(curves),
+        "references": C.frame_records(refs_agg),
+        "ips_minus_naive": C.frame_records(diff),
+        "ips_estimated_minus_naive": C.frame_records(diff_est),
+        "capacity_check": C.frame_records(cap_agg) if cap_agg is not None else None,
+        "theta_estimates": fills,
+        "runs": C.frame_records(runs),
+        "true_theta": true_theta.tolist(),
+    }
     C.write_outputs(out, NAME, report, results)
     return results
 
@@ -124,8 +164,15 @@ def render(cfg, args, curves, refs, diff, diff_est, cap, fills, sizes, seconds) 
     naive_lo = curves.filter(pl.col("method") == "naive")["mean"]
     tested, first_sig = C.significant_from(diff, "sessions")
     gap_closed = (ips_max - naive_max) / (orc - naive_max) if orc > naive_max else float("nan")
-    lines = [C.header("Learning curves: naive vs IPS vs skip-above vs oracle", NAME, args.quick,
-                      args.config, seconds)]
+    lines = [
+        C.header(
+            "Learning curves: naive vs IPS vs skip-above vs oracle",
+            NAME,
+            args.quick,
+            args.config,
+            seconds,
+        )
+    ]
     lines += [
         f"Synthetic data ({cfg['data']['n_train']} train / {cfg['data']['n_test']} test queries), "
         f"production ranker on {cfg['data']['production_fraction']:.0%} of the training queries "
@@ -164,10 +211,16 @@ def render(cfg, args, curves, refs, diff, diff_est, cap, fills, sizes, seconds) 
         f"{prod:.3f}.",
         f"* IPS with the true θ reaches {ips_max:.3f} at {n_max:,} sessions, closing "
         f"{gap_closed:.0%} of the naive-to-oracle gap; "
-        + (("it is above naive with a paired seed interval excluding 0 from "
-            f"{first_sig:,} sessions on." if first_sig else
-            "its paired seed interval against naive never excludes 0 here.")
-           if tested else "(one seed: no paired interval)."),
+        + (
+            (
+                "it is above naive with a paired seed interval excluding 0 from "
+                f"{first_sig:,} sessions on."
+                if first_sig
+                else "its paired seed interval against naive never excludes 0 here."
+            )
+            if tested
+            else "(one seed: no paired interval)."
+        ),
         f"* IPS with swap-estimated θ̂ ends at {est_max:.3f}. At small sizes θ̂ is noisy: "
         f"{sum(f['filled_positions'] for f in fills if f['sessions'] == sizes[0])} position "
         f"estimates over all seeds had no click at {sizes[0]:,} sessions and were replaced by the "

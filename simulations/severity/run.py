@@ -40,8 +40,11 @@ def main(argv: list[str] | None = None) -> dict:
     probe = simulate(s.train, policy=s.policy, click_model=base, n_sessions=2000, top_k=K, seed=0)
     shown = naive(s.train, probe).candidates
     limit = Target("click limit", gains=base.attractiveness(s.train.y), candidates=shown)
-    refs = {"oracle": C.ranker(cfg).fit(s.train, oracle(s.train)), "production": s.production,
-            "click limit": C.ranker(cfg).fit(s.train, limit)}
+    refs = {
+        "oracle": C.ranker(cfg).fit(s.train, oracle(s.train)),
+        "production": s.production,
+        "click limit": C.ranker(cfg).fit(s.train, limit),
+    }
     ref_rows = C.eval_rows(refs, s.test, metric, nb, eta=None, seed=0)
 
     rows, thetas = [], []
@@ -49,14 +52,30 @@ def main(argv: list[str] | None = None) -> dict:
         model = C.click_model({**cfg["click_model"], "eta": eta})
         truth = model.propensities(K)
         for seed in cfg["seeds"]:
-            log = simulate(s.train, policy=s.policy, click_model=model, n_sessions=n,
-                           interventions=Swap(cfg["swap_fraction"]), top_k=K, seed=int(seed))
+            log = simulate(
+                s.train,
+                policy=s.policy,
+                click_model=model,
+                n_sessions=n,
+                interventions=Swap(cfg["swap_fraction"]),
+                top_k=K,
+                seed=int(seed),
+            )
             theta_hat, filled = C.usable_theta(estimate_propensities(log, "swap"))
-            thetas.append({"eta": eta, "seed": seed, "filled_positions": filled,
-                           "theta_hat": theta_hat.round(4).tolist(),
-                           "true_theta": truth.round(4).tolist()})
-            targets = {"naive": naive(s.train, log), "ips (true θ)": ips(s.train, log, truth),
-                       "ips (swap θ̂)": ips(s.train, log, theta_hat)}
+            thetas.append(
+                {
+                    "eta": eta,
+                    "seed": seed,
+                    "filled_positions": filled,
+                    "theta_hat": theta_hat.round(4).tolist(),
+                    "true_theta": truth.round(4).tolist(),
+                }
+            )
+            targets = {
+                "naive": naive(s.train, log),
+                "ips (true θ)": ips(s.train, log, truth),
+                "ips (swap θ̂)": ips(s.train, log, theta_hat),
+            }
             models = {k: C.ranker(cfg, seed).fit(s.train, t) for k, t in targets.items()}
             rows.append(C.eval_rows(models, s.test, metric, nb, eta=eta, seed=seed))
     runs = pl.concat(rows)
@@ -66,18 +85,30 @@ def main(argv: list[str] | None = None) -> dict:
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    frame = pl.concat([f.select("method", pl.col("eta").cast(pl.Float64), "mean", "lower", "upper")
-                       for f in (curves, refs_agg)])
+    frame = pl.concat(
+        [
+            f.select("method", pl.col("eta").cast(pl.Float64), "mean", "lower", "upper")
+            for f in (curves, refs_agg)
+        ]
+    )
     fig = plots.severity_curves(frame, metric=metric.upper(), reference=REFERENCES)
-    fig.axes[0].set_title(f"PBM, binarized relevance, {n:,} sessions per η; "
-                          f"{len(cfg['seeds'])} log seed(s), 95% CI", fontsize=10)
+    fig.axes[0].set_title(
+        f"PBM, binarized relevance, {n:,} sessions per η; {len(cfg['seeds'])} log seed(s), 95% CI",
+        fontsize=10,
+    )
     C.save_figure(fig, out / "severity_curves.png")
 
     seconds = clock.seconds()
     report = render(cfg, args, curves, refs_agg, diff, thetas, etas, n, seconds)
-    results = {"config": cfg, "seconds": seconds, "curves": C.frame_records(curves),
-               "references": C.frame_records(refs_agg), "ips_minus_naive": C.frame_records(diff),
-               "theta_estimates": thetas, "runs": C.frame_records(runs)}
+    results = {
+        "config": cfg,
+        "seconds": seconds,
+        "curves": C.frame_records(curves),
+        "references": C.frame_records(refs_agg),
+        "ips_minus_naive": C.frame_records(diff),
+        "theta_estimates": thetas,
+        "runs": C.frame_records(runs),
+    }
     C.write_outputs(out, NAME, report, results)
     return results
 
@@ -90,8 +121,15 @@ def render(cfg, args, curves, refs, diff, thetas, etas, n, seconds) -> str:
     filled = sum(t["filled_positions"] for t in thetas)
     naive_drop = v[("naive", lo_eta)] - v[("naive", hi_eta)]
     ips_drop = v[("ips (true θ)", lo_eta)] - v[("ips (true θ)", hi_eta)]
-    lines = [C.header("Severity of position bias: naive vs IPS vs oracle", NAME, args.quick,
-                      args.config, seconds)]
+    lines = [
+        C.header(
+            "Severity of position bias: naive vs IPS vs oracle",
+            NAME,
+            args.quick,
+            args.config,
+            seconds,
+        )
+    ]
     lines += [
         f"Same set-up as the learning curves (synthetic data, production ranker top "
         f"{cfg['top_k']}, PBM with binarized relevance, {cfg['swap_fraction']:.0%} swap "
@@ -114,20 +152,30 @@ def render(cfg, args, curves, refs, diff, thetas, etas, n, seconds) -> str:
         "",
         f"* At η = {lo_eta:g} naive gives {v[('naive', lo_eta)]:.3f} and IPS (true θ) "
         f"{v[('ips (true θ)', lo_eta)]:.3f}"
-        + (" — the same model, since every θ is 1 and the IPS gains are the click counts."
-           if lo_eta == 0 else "."),
+        + (
+            " — the same model, since every θ is 1 and the IPS gains are the click counts."
+            if lo_eta == 0
+            else "."
+        ),
         f"* From η = {lo_eta:g} to {hi_eta:g} naive loses {naive_drop:.3f} and IPS (true θ) "
         f"loses {ips_drop:.3f} (to {v[('ips (true θ)', hi_eta)]:.3f}); the oracle is "
         f"{orc:.3f} and the click limit {lim:.3f}. "
-        + ((f"IPS is above naive with a paired seed interval excluding 0 from η = {first:g} on."
-            if first is not None else "IPS is never above naive with a paired interval "
-            "excluding 0.") if tested else "(One seed: no paired interval.)"),
+        + (
+            (
+                f"IPS is above naive with a paired seed interval excluding 0 from η = {first:g} on."
+                if first is not None
+                else "IPS is never above naive with a paired interval excluding 0."
+            )
+            if tested
+            else "(One seed: no paired interval.)"
+        ),
         "* IPS stays unbiased at every η, but its variance grows: at η = 2 position 10 is "
         "examined with probability 0.01, so its rare clicks are weighted 100×, and a relevant "
         "document shown there gets its gain from a handful of clicks.",
         "* IPS with swap-estimated θ̂ against IPS with the true θ: "
-        + ", ".join(f"η={e:g}: {v[('ips (swap θ̂)', e)]:.3f} vs {v[('ips (true θ)', e)]:.3f}"
-                    for e in etas)
+        + ", ".join(
+            f"η={e:g}: {v[('ips (swap θ̂)', e)]:.3f} vs {v[('ips (true θ)', e)]:.3f}" for e in etas
+        )
         + f". {filled} position estimates over all runs had no click and were carried forward "
         "from the position above.",
     ]

@@ -113,11 +113,14 @@ class ClickModelEvaluation:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready values."""
         return {
-            "model": self.model, "n_sessions": self.n_sessions,
+            "model": self.model,
+            "n_sessions": self.n_sessions,
             "log_likelihood": self.log_likelihood,
             "log_likelihood_per_session": self.log_likelihood_per_session,
-            "perplexity": self.perplexity, "conditional_perplexity": self.conditional_perplexity,
-            "ctr_rmse": self.ctr_rmse, "unseen_share": self.unseen_share,
+            "perplexity": self.perplexity,
+            "conditional_perplexity": self.conditional_perplexity,
+            "ctr_rmse": self.ctr_rmse,
+            "unseen_share": self.unseen_share,
             "perplexity_by_rank": self.perplexity_by_rank.tolist(),
             "conditional_perplexity_by_rank": self.conditional_perplexity_by_rank.tolist(),
             "sessions_by_rank": self.sessions_by_rank.tolist(),
@@ -126,19 +129,25 @@ class ClickModelEvaluation:
     def to_frame(self) -> pl.DataFrame:
         """One row per rank: sessions, perplexity, conditional perplexity."""
         K = self.perplexity_by_rank.size
-        return pl.DataFrame({
-            "model": [self.model] * K, "rank": np.arange(1, K + 1),
-            "sessions": self.sessions_by_rank, "perplexity": self.perplexity_by_rank,
-            "conditional_perplexity": self.conditional_perplexity_by_rank,
-        })
+        return pl.DataFrame(
+            {
+                "model": [self.model] * K,
+                "rank": np.arange(1, K + 1),
+                "sessions": self.sessions_by_rank,
+                "perplexity": self.perplexity_by_rank,
+                "conditional_perplexity": self.conditional_perplexity_by_rank,
+            }
+        )
 
     def summary(self) -> str:
         """A short readable description."""
-        return (f"{self.model}: perplexity {self.perplexity:.4f}, conditional perplexity "
-                f"{self.conditional_perplexity:.4f}, log-likelihood/session "
-                f"{self.log_likelihood_per_session:.4f}, CTR RMSE {self.ctr_rmse:.4f} "
-                f"({self.n_sessions:,} sessions; {self.unseen_share:.1%} of impressions of "
-                "unseen pairs)")
+        return (
+            f"{self.model}: perplexity {self.perplexity:.4f}, conditional perplexity "
+            f"{self.conditional_perplexity:.4f}, log-likelihood/session "
+            f"{self.log_likelihood_per_session:.4f}, CTR RMSE {self.ctr_rmse:.4f} "
+            f"({self.n_sessions:,} sessions; {self.unseen_share:.1%} of impressions of "
+            "unseen pairs)"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,8 +244,10 @@ class FittedClickModel:
         a = self.attractiveness[:-1]
         rel = a if self.satisfaction is None else a * self.satisfaction[:-1]
         return self.pairs.with_columns(
-            impressions=pl.Series(self.impressions), clicks=pl.Series(self.clicks),
-            relevance=pl.Series(rel))
+            impressions=pl.Series(self.impressions),
+            clicks=pl.Series(self.clicks),
+            relevance=pl.Series(rel),
+        )
 
     # -- shared machinery ---------------------------------------------------------------
     @property
@@ -258,8 +269,10 @@ class FittedClickModel:
         if sessions.pairs is not self.pairs:
             sessions = sessions.align(self.pairs)
         if sessions.K > self.K:
-            raise InputError(f"the sessions show {sessions.K} ranks; the {self.name} model was "
-                             f"fitted on lists of at most {self.K}")
+            raise InputError(
+                f"the sessions show {sessions.K} ranks; the {self.name} model was "
+                f"fitted on lists of at most {self.K}"
+            )
         return sessions
 
     def _lookup(self, values: np.ndarray, sessions: Sessions) -> np.ndarray:
@@ -312,12 +325,19 @@ class FittedClickModel:
             unseen = float(ww[(g >= self.n_pairs) | ~seen_train].sum() / ww.sum())
         has = n_rank > 0
         return ClickModelEvaluation(
-            model=self.name, n_sessions=s.n_sessions, log_likelihood=ll,
-            perplexity=float(ppl[has].mean()), perplexity_by_rank=ppl,
+            model=self.name,
+            n_sessions=s.n_sessions,
+            log_likelihood=ll,
+            perplexity=float(ppl[has].mean()),
+            perplexity_by_rank=ppl,
             conditional_perplexity=float(cppl[has].mean()),
-            conditional_perplexity_by_rank=cppl, ctr_rmse=rmse,
-            sessions_by_rank=n_rank, unseen_share=unseen, session_log_likelihood=sess_ll,
-            session_weight=w)
+            conditional_perplexity_by_rank=cppl,
+            ctr_rmse=rmse,
+            sessions_by_rank=n_rank,
+            unseen_share=unseen,
+            session_log_likelihood=sess_ll,
+            session_weight=w,
+        )
 
     def sample(self, log: Any, *, seed: int = 0, chunk_size: int = 200_000) -> pl.DataFrame:
         """Simulate clicks on the lists of ``log`` from the fitted model.
@@ -349,14 +369,14 @@ class FittedClickModel:
         out = np.empty(df.height, dtype=bool)
         pos = 0
         for a in range(0, first.size, int(chunk_size)):
-            idx = s.inverse[a:a + int(chunk_size)]
+            idx = s.inverse[a : a + int(chunk_size)]
             pair = s.pair[idx]
             labels = np.where(pair >= 0, pair, np.nan).astype(np.float64)
-            u = session_uniforms(seed, sid[first[a:a + int(chunk_size)]], K * nu, STREAM_SAMPLE)
+            u = session_uniforms(seed, sid[first[a : a + int(chunk_size)]], K * nu, STREAM_SAMPLE)
             clicks = model.sample(labels, u.reshape(len(idx), K, nu))
             shown = pair >= 0
             block = clicks[shown]
-            out[pos:pos + block.size] = block
+            out[pos : pos + block.size] = block
             pos += block.size
         return df.with_columns(click=pl.Series(out))
 
@@ -372,8 +392,9 @@ class FittedClickModel:
             else:  # UBM gamma[r, d]
                 for r in range(v.shape[0]):
                     for d in range(r + 1):
-                        rows.append((f"{name}[{r + 1},{d + 1}]", None, float(v[r, d]),
-                                     float(e[r, d])))
+                        rows.append(
+                            (f"{name}[{r + 1},{d + 1}]", None, float(v[r, d]), float(e[r, d]))
+                        )
         return rows
 
     def parameters(self, alpha: float = 0.05) -> pl.DataFrame:
@@ -381,11 +402,23 @@ class FittedClickModel:
         z = float(norm.isf(alpha / 2))
         rows = self._parameter_rows()
         return pl.DataFrame(
-            {"parameter": [r[0] for r in rows], "rank": [r[1] for r in rows],
-             "estimate": [r[2] for r in rows], "se": [r[3] for r in rows],
-             "lower": [r[2] - z * r[3] for r in rows], "upper": [r[2] + z * r[3] for r in rows]},
-            schema={"parameter": pl.String, "rank": pl.Int64, "estimate": pl.Float64,
-                    "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64})
+            {
+                "parameter": [r[0] for r in rows],
+                "rank": [r[1] for r in rows],
+                "estimate": [r[2] for r in rows],
+                "se": [r[3] for r in rows],
+                "lower": [r[2] - z * r[3] for r in rows],
+                "upper": [r[2] + z * r[3] for r in rows],
+            },
+            schema={
+                "parameter": pl.String,
+                "rank": pl.Int64,
+                "estimate": pl.Float64,
+                "se": pl.Float64,
+                "lower": pl.Float64,
+                "upper": pl.Float64,
+            },
+        )
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """``[G, 2]`` normal intervals of the attractiveness, clipped to [0, 1]."""
@@ -395,9 +428,12 @@ class FittedClickModel:
 
     def to_frame(self) -> pl.DataFrame:
         """One row per (query, doc): impressions, clicks, parameters and standard errors."""
-        cols = {"impressions": self.impressions, "clicks": self.clicks,
-                "attractiveness": self.attractiveness[:-1],
-                "attractiveness_se": self.attractiveness_se}
+        cols = {
+            "impressions": self.impressions,
+            "clicks": self.clicks,
+            "attractiveness": self.attractiveness[:-1],
+            "attractiveness_se": self.attractiveness_se,
+        }
         if self.satisfaction is not None:
             cols["satisfaction"] = self.satisfaction[:-1]
             cols["satisfaction_se"] = self.satisfaction_se
@@ -415,23 +451,29 @@ class FittedClickModel:
             f"{self.iterations} iteration(s), converged: {self.converged}",
         ]
         if self.shrinkage:
-            lines.append(f"  per-pair prior: {self.shrinkage:g} pseudo-observations at the "
-                         "pooled estimate")
+            lines.append(
+                f"  per-pair prior: {self.shrinkage:g} pseudo-observations at the pooled estimate"
+            )
         frame = self.parameters(alpha)
         if frame.height:
             lines.append(f"  global parameters ({1 - alpha:.0%} Wald intervals):")
             for r in frame.iter_rows(named=True):
                 name = r["parameter"] + (f"[{r['rank']}]" if r["rank"] is not None else "")
-                lines.append(f"    {name:<18} {r['estimate']:.4f}  (se {r['se']:.4f})  "
-                             f"[{r['lower']:.4f}, {r['upper']:.4f}]")
+                lines.append(
+                    f"    {name:<18} {r['estimate']:.4f}  (se {r['se']:.4f})  "
+                    f"[{r['lower']:.4f}, {r['upper']:.4f}]"
+                )
         a = self.attractiveness[:-1][self.impressions > 0]
         if a.size:
-            lines.append(f"  attractiveness: median {np.median(a):.3f}, "
-                         f"range [{a.min():.3f}, {a.max():.3f}]")
+            lines.append(
+                f"  attractiveness: median {np.median(a):.3f}, range [{a.min():.3f}, {a.max():.3f}]"
+            )
         for w in self.info.get("warnings", []):
             lines.append(f"  warning: {w}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"FittedClickModel({self.name!r}, pairs={self.n_pairs}, K={self.K}, "
-                f"sessions={self.n_sessions}, log_likelihood={self.log_likelihood:.2f})")
+        return (
+            f"FittedClickModel({self.name!r}, pairs={self.n_pairs}, K={self.K}, "
+            f"sessions={self.n_sessions}, log_likelihood={self.log_likelihood:.2f})"
+        )

@@ -148,8 +148,26 @@ def _fill_params(pr, alpha, sigma, use_sigma, a, s, clip):  # pragma: no cover -
 
 
 @njit(cache=True, nogil=True)
-def _em_block(pair, click, weight, alpha, sigma, use_sigma, lam, kap, lo, hi,
-              a_num, a_den, s_num, s_den, ct_t, ct_s, st_t, st_s):  # pragma: no cover
+def _em_block(
+    pair,
+    click,
+    weight,
+    alpha,
+    sigma,
+    use_sigma,
+    lam,
+    kap,
+    lo,
+    hi,
+    a_num,
+    a_den,
+    s_num,
+    s_den,
+    ct_t,
+    ct_s,
+    st_t,
+    st_s,
+):  # pragma: no cover
     """E-step sums of sessions ``lo:hi``: the posteriors of :func:`_posteriors`, fused.
 
     Returns the log-likelihood of the block. (The same posteriors as
@@ -228,8 +246,9 @@ def _em_block(pair, click, weight, alpha, sigma, use_sigma, lam, kap, lo, hi,
     return total
 
 
-def _em_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, n_blocks,
-             per_pair, per_rank) -> float:
+def _em_pass(
+    pair, click, weight, alpha, sigma, use_sigma, lam, kap, n_blocks, per_pair, per_rank
+) -> float:
     """E-step over all sessions in ``n_blocks`` fixed blocks, run on up to two threads.
 
     ``per_pair`` is ``[n_blocks, 4, G]`` (alpha num/den, sigma num/den) and
@@ -241,8 +260,20 @@ def _em_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, n_blocks,
 
     def block(b: int) -> float:
         lo, hi = U * b // n_blocks, U * (b + 1) // n_blocks
-        return _em_block(pair, click, weight, alpha, sigma, use_sigma, lam, kap, lo, hi,
-                         *per_pair[b], *per_rank[b])
+        return _em_block(
+            pair,
+            click,
+            weight,
+            alpha,
+            sigma,
+            use_sigma,
+            lam,
+            kap,
+            lo,
+            hi,
+            *per_pair[b],
+            *per_rank[b],
+        )
 
     if n_blocks == 1:
         return block(0)
@@ -257,14 +288,18 @@ def _pool():
     if not _POOL:
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL.append(ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1),
-                                        thread_name_prefix="clickrank-em"))
+        _POOL.append(
+            ThreadPoolExecutor(
+                max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="clickrank-em"
+            )
+        )
     return _POOL[0]
 
 
 @njit(cache=True)
-def _score_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, kind,
-                A, B, D):  # pragma: no cover - numba
+def _score_pass(
+    pair, click, weight, alpha, sigma, use_sigma, lam, kap, kind, A, B, D
+):  # pragma: no cover - numba
     """Outer products of per-session scores: global (A), global x pair (B), pair (D)."""
     U, K = pair.shape
     P = A.shape[0]
@@ -295,8 +330,7 @@ def _score_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, kind,
                 ss[j] = ps[j] / s[j] - (1.0 - ps[j]) / (1.0 - s[j])
             if kind == 1:  # DBN gamma: every coin
                 g_ = lam[0]
-                sg[0] += ((cts[j] + sts[j]) / g_
-                          - (ctt[j] - cts[j] + stt[j] - sts[j]) / (1.0 - g_))
+                sg[0] += (cts[j] + sts[j]) / g_ - (ctt[j] - cts[j] + stt[j] - sts[j]) / (1.0 - g_)
             elif kind == 2 and j < P:  # DCM lambda_j: coins after clicks
                 lj = lam[j]
                 sg[j] += cts[j] / lj - (ctt[j] - cts[j]) / (1.0 - lj)
@@ -361,8 +395,16 @@ class CascadeFamilyFit(FittedClickModel):
     def _conditional_examination(self, s: Sessions) -> np.ndarray:
         lam, kap = self._rates(s.K)
         out = np.empty(s.pair.shape)
-        _filter(s.pair, s.click, self.attractiveness, self._sigma(), self.satisfaction is not None,
-                lam, kap, out)
+        _filter(
+            s.pair,
+            s.click,
+            self.attractiveness,
+            self._sigma(),
+            self.satisfaction is not None,
+            lam,
+            kap,
+            out,
+        )
         return out
 
     def marginal_probabilities(self, sessions: Sessions) -> np.ndarray:
@@ -423,8 +465,15 @@ def _init(sessions: Sessions) -> tuple[np.ndarray, np.ndarray]:
     return a, s
 
 
-def _fit_family(sessions: Sessions, name: str, shrinkage: float, max_iter: int, tol: float,
-                rel_tol: float, accelerate: bool = True) -> CascadeFamilyFit:
+def _fit_family(
+    sessions: Sessions,
+    name: str,
+    shrinkage: float,
+    max_iter: int,
+    tol: float,
+    rel_tol: float,
+    accelerate: bool = True,
+) -> CascadeFamilyFit:
     kind, use_sigma = _MODELS[name]
     G, K = sessions.n_pairs, sessions.K
     pair, click, weight = sessions.pair, sessions.click, sessions.weight
@@ -437,11 +486,11 @@ def _fit_family(sessions: Sessions, name: str, shrinkage: float, max_iter: int, 
 
     def unpack(x: np.ndarray):
         alpha = x[:G]
-        sigma = x[G:2 * G] if use_sigma else np.zeros(1)
+        sigma = x[G : 2 * G] if use_sigma else np.zeros(1)
         if kind == 1:
             lam = kap = np.full(K, x[nG])
         elif kind == 2:
-            lam, kap = x[nG:nG + K], np.ones(K)
+            lam, kap = x[nG : nG + K], np.ones(K)
         else:
             lam, kap = np.ones(K), np.ones(K)
         return alpha, sigma, lam, kap
@@ -450,25 +499,34 @@ def _fit_family(sessions: Sessions, name: str, shrinkage: float, max_iter: int, 
         alpha, sigma, lam, kap = unpack(x)
         per_pair = np.zeros((n_blocks, 4, G))
         per_rank = np.zeros((n_blocks, 4, K))
-        ll = _em_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, n_blocks,
-                      per_pair, per_rank)
+        ll = _em_pass(
+            pair, click, weight, alpha, sigma, use_sigma, lam, kap, n_blocks, per_pair, per_rank
+        )
         a_num, a_den, s_num, s_den = per_pair.sum(axis=0)
         ct_t, ct_s, st_t, st_s = per_rank.sum(axis=0)
         new = [_shrunk(a_num, a_den, m, x[:G])]
         if use_sigma:
-            new.append(_shrunk(s_num, s_den, m, x[G:2 * G]))
+            new.append(_shrunk(s_num, s_den, m, x[G : 2 * G]))
         if kind == 1:
             tot = ct_t.sum() + st_t.sum()
             new.append([(ct_s.sum() + st_s.sum()) / tot if tot > 0 else x[nG]])
         elif kind == 2:
-            new.append(np.where(ct_t > 0, ct_s / np.maximum(ct_t, 1e-300), x[nG:nG + K]))
+            new.append(np.where(ct_t > 0, ct_s / np.maximum(ct_t, 1e-300), x[nG : nG + K]))
         if m > 0:
-            ll += _penalty(x[:G], a_den, m) + (_penalty(x[G:2 * G], s_den, m) if use_sigma else 0)
+            ll += _penalty(x[:G], a_den, m) + (_penalty(x[G : 2 * G], s_den, m) if use_sigma else 0)
         return np.clip(np.concatenate([np.asarray(v, float) for v in new]), _CLIP, 1 - _CLIP), ll
 
     x0 = np.r_[a0, s0, g0] if use_sigma else np.r_[a0, g0]
-    x, it, conv, ll = squarem(step, x0, lower=_CLIP, upper=1 - _CLIP, max_iter=max_iter, tol=tol,
-                              rel_tol=rel_tol, accelerate=accelerate)
+    x, it, conv, ll = squarem(
+        step,
+        x0,
+        lower=_CLIP,
+        upper=1 - _CLIP,
+        max_iter=max_iter,
+        tol=tol,
+        rel_tol=rel_tol,
+        accelerate=accelerate,
+    )
     _, ll = step(x)
     alpha, sigma, lam, kap = unpack(x)
     # unseen pairs / pairs without clicks for sigma: the pooled estimates
@@ -503,20 +561,37 @@ def _fit_family(sessions: Sessions, name: str, shrinkage: float, max_iter: int, 
     kw = {}
     if use_sigma:
         sclick = n_clk > 0
-        s_prior = (float(np.average(sigma[sclick], weights=n_clk[sclick]))
-                   if sclick.any() else 0.5)
+        s_prior = float(np.average(sigma[sclick], weights=n_clk[sclick])) if sclick.any() else 0.5
         boundary_s = (sigma <= 10 * _CLIP) | (sigma >= 1 - 10 * _CLIP)
         se_s = np.where(sclick & ~boundary_s, np.sqrt(np.maximum(Vp[:, 1, 1], 0.0)), np.nan)
-        kw = {"satisfaction": np.r_[np.where(sclick, sigma, s_prior), s_prior],
-              "satisfaction_se": se_s}
-    refs = {"dcm": "Guo, Liu & Wang 2009", "sdbn": "Chapelle & Zhang 2009 §5",
-            "dbn": "Chapelle & Zhang 2009"}
+        kw = {
+            "satisfaction": np.r_[np.where(sclick, sigma, s_prior), s_prior],
+            "satisfaction_se": se_s,
+        }
+    refs = {
+        "dcm": "Guo, Liu & Wang 2009",
+        "sdbn": "Chapelle & Zhang 2009 §5",
+        "dbn": "Chapelle & Zhang 2009",
+    }
     return CascadeFamilyFit(
-        name=name, pairs=sessions.pairs, K=K, attractiveness=np.r_[alpha, a_prior],
-        attractiveness_se=se_a, globals=globals_, globals_se=globals_se, impressions=n_imp,
-        clicks=n_clk, n_sessions=sessions.n_sessions, n_unique=sessions.n_unique, iterations=it,
-        converged=conv, log_likelihood=ll, shrinkage=m,
-        info={"method": "EM (SQUAREM)" if accelerate else "EM", "reference": refs[name]}, **kw)
+        name=name,
+        pairs=sessions.pairs,
+        K=K,
+        attractiveness=np.r_[alpha, a_prior],
+        attractiveness_se=se_a,
+        globals=globals_,
+        globals_se=globals_se,
+        impressions=n_imp,
+        clicks=n_clk,
+        n_sessions=sessions.n_sessions,
+        n_unique=sessions.n_unique,
+        iterations=it,
+        converged=conv,
+        log_likelihood=ll,
+        shrinkage=m,
+        info={"method": "EM (SQUAREM)" if accelerate else "EM", "reference": refs[name]},
+        **kw,
+    )
 
 
 def _n_blocks(U: int, G: int) -> int:
@@ -540,26 +615,45 @@ def _penalty(x: np.ndarray, den: np.ndarray, m: float) -> float:
     return m * float((mu * np.log(xs) + (1 - mu) * np.log1p(-xs)).sum())
 
 
-def fit_dcm(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 500,
-            tol: float = 1e-6, rel_tol: float = 1e-10) -> CascadeFamilyFit:
+def fit_dcm(
+    sessions: Sessions,
+    *,
+    shrinkage: float = 0.0,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    rel_tol: float = 1e-10,
+) -> CascadeFamilyFit:
     """Fit the dependent click model (Guo, Liu & Wang 2009) by exact EM."""
     return _fit_family(sessions, "dcm", shrinkage, max_iter, tol, rel_tol)
 
 
-def fit_sdbn(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 500,
-            tol: float = 1e-6, rel_tol: float = 1e-10) -> CascadeFamilyFit:
+def fit_sdbn(
+    sessions: Sessions,
+    *,
+    shrinkage: float = 0.0,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    rel_tol: float = 1e-10,
+) -> CascadeFamilyFit:
     """Fit the simplified DBN (Chapelle & Zhang 2009 §5, :math:`\\gamma = 1`) by exact EM."""
     return _fit_family(sessions, "sdbn", shrinkage, max_iter, tol, rel_tol)
 
 
-def fit_dbn(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 500,
-            tol: float = 1e-6, rel_tol: float = 1e-10) -> CascadeFamilyFit:
+def fit_dbn(
+    sessions: Sessions,
+    *,
+    shrinkage: float = 0.0,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    rel_tol: float = 1e-10,
+) -> CascadeFamilyFit:
     """Fit the dynamic Bayesian network model (Chapelle & Zhang 2009) by EM."""
     return _fit_family(sessions, "dbn", shrinkage, max_iter, tol, rel_tol)
 
 
-def fit_cascade(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1,
-                tol: float = 0.0) -> CascadeFamilyFit:
+def fit_cascade(
+    sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1, tol: float = 0.0
+) -> CascadeFamilyFit:
     """Fit the cascade model (Craswell et al. 2008) in closed form (module docstring)."""
     G, K = sessions.n_pairs, sessions.K
     shown, c, w = sessions.shown, sessions.click, sessions.weight
@@ -585,14 +679,31 @@ def fit_cascade(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1
     n_imp, n_clk = sessions.pair_counts()
     warns = []
     if multi:
-        warns.append(f"{int(multi):,} sessions ({multi / w.sum():.1%}) have more than one click, "
-                     "which the cascade model cannot produce; they were fitted up to their "
-                     "first click")
+        warns.append(
+            f"{int(multi):,} sessions ({multi / w.sum():.1%}) have more than one click, "
+            "which the cascade model cannot produce; they were fitted up to their "
+            "first click"
+        )
     return CascadeFamilyFit(
-        name="cascade", pairs=sessions.pairs, K=K, attractiveness=np.r_[alpha, mu],
-        attractiveness_se=se, globals={}, globals_se={}, impressions=n_imp, clicks=n_clk,
-        n_sessions=sessions.n_sessions, n_unique=sessions.n_unique, iterations=1,
-        converged=True, log_likelihood=ll, shrinkage=m,
-        info={"method": "closed form (maximum likelihood up to the first click)",
-              "reference": "Craswell, Zoeter, Taylor & Ramsey 2008", "warnings": warns,
-              "sessions_with_several_clicks": multi})
+        name="cascade",
+        pairs=sessions.pairs,
+        K=K,
+        attractiveness=np.r_[alpha, mu],
+        attractiveness_se=se,
+        globals={},
+        globals_se={},
+        impressions=n_imp,
+        clicks=n_clk,
+        n_sessions=sessions.n_sessions,
+        n_unique=sessions.n_unique,
+        iterations=1,
+        converged=True,
+        log_likelihood=ll,
+        shrinkage=m,
+        info={
+            "method": "closed form (maximum likelihood up to the first click)",
+            "reference": "Craswell, Zoeter, Taylor & Ramsey 2008",
+            "warnings": warns,
+            "sessions_with_several_clicks": multi,
+        },
+    )

@@ -42,25 +42,44 @@ from ..._validation import EstimationError, InputError, check_choice
 from ._base import ClickModelEvaluation, FittedClickModel
 from ._sessions import Sessions, sessions_from_log
 
-__all__ = ["compare_click_models", "ClickModelComparison", "fit_click_model", "FIT_MODELS",
-           "DEFAULT_MODELS", "CORRECTIONS"]
+__all__ = [
+    "compare_click_models",
+    "ClickModelComparison",
+    "fit_click_model",
+    "FIT_MODELS",
+    "DEFAULT_MODELS",
+    "CORRECTIONS",
+]
 
 #: Names accepted by :func:`fit_click_model`.
 FIT_MODELS = ("pbm", "ubm", "cascade", "dcm", "sdbn", "dbn", "trust")
 #: Models compared by default (the trust-bias fit is opt-in).
 DEFAULT_MODELS = ("pbm", "ubm", "cascade", "dcm", "sdbn", "dbn")
 #: The correction each best-fitting model calls for.
-CORRECTIONS = {"pbm": "ips", "ubm": "cascade_ips", "cascade": "fitted_relevance",
-               "dcm": "cascade_ips", "sdbn": "cascade_ips", "dbn": "cascade_ips",
-               "trust": "affine"}
+CORRECTIONS = {
+    "pbm": "ips",
+    "ubm": "cascade_ips",
+    "cascade": "fitted_relevance",
+    "dcm": "cascade_ips",
+    "sdbn": "cascade_ips",
+    "dbn": "cascade_ips",
+    "trust": "affine",
+}
 
 
 def _fitter(name: str):
     from ._cascade import fit_cascade, fit_dbn, fit_dcm, fit_sdbn
     from ._position import fit_pbm, fit_trust, fit_ubm
 
-    return {"pbm": fit_pbm, "ubm": fit_ubm, "cascade": fit_cascade, "dcm": fit_dcm,
-            "sdbn": fit_sdbn, "dbn": fit_dbn, "trust": fit_trust}[name]
+    return {
+        "pbm": fit_pbm,
+        "ubm": fit_ubm,
+        "cascade": fit_cascade,
+        "dcm": fit_dcm,
+        "sdbn": fit_sdbn,
+        "dbn": fit_dbn,
+        "trust": fit_trust,
+    }[name]
 
 
 def fit_click_model(
@@ -162,8 +181,9 @@ class ClickModelComparison:
         with the fewest parameters wins the tie.
         """
         low = min(e.conditional_perplexity for e in self.evaluations.values())
-        tied = [m for m, e in self.evaluations.items()
-                if e.conditional_perplexity <= low * (1 + 1e-7)]
+        tied = [
+            m for m, e in self.evaluations.items() if e.conditional_perplexity <= low * (1 + 1e-7)
+        ]
         return min(tied, key=lambda m: self.fits[m].n_params)
 
     def recommend(self) -> dict[str, str]:
@@ -171,16 +191,23 @@ class ClickModelComparison:
         best = self.best
         corr = CORRECTIONS[best]
         ev = self.evaluations[best]
-        others = sorted((e.conditional_perplexity, m) for m, e in self.evaluations.items()
-                        if m != best)
+        others = sorted(
+            (e.conditional_perplexity, m) for m, e in self.evaluations.items() if m != best
+        )
         runner = f"; next {others[0][1]} {others[0][0]:.4f}" if others else ""
-        how = {"ips": "clickrank.targets.ips(data, log, fit.globals['theta'])",
-               "cascade_ips": "clickrank.targets.cascade_ips(data, log, fit)",
-               "fitted_relevance": "clickrank.targets.fitted_relevance(data, fit)",
-               "affine": "clickrank.targets.affine(data, log, fit)"}[corr]
-        return {"model": best, "correction": corr, "call": how,
-                "reason": f"lowest {'in-sample' if self.in_sample else 'test'} conditional "
-                          f"perplexity: {best} {ev.conditional_perplexity:.4f}{runner}"}
+        how = {
+            "ips": "clickrank.targets.ips(data, log, fit.globals['theta'])",
+            "cascade_ips": "clickrank.targets.cascade_ips(data, log, fit)",
+            "fitted_relevance": "clickrank.targets.fitted_relevance(data, fit)",
+            "affine": "clickrank.targets.affine(data, log, fit)",
+        }[corr]
+        return {
+            "model": best,
+            "correction": corr,
+            "call": how,
+            "reason": f"lowest {'in-sample' if self.in_sample else 'test'} conditional "
+            f"perplexity: {best} {ev.conditional_perplexity:.4f}{runner}",
+        }
 
     def difference(self, a: str, b: str) -> tuple[float, float]:
         r"""Mean log-likelihood per test session of model ``a`` minus model ``b``, and its SE.
@@ -203,13 +230,20 @@ class ClickModelComparison:
         rows = []
         for name, fit in self.fits.items():
             ev = self.evaluations[name]
-            rows.append({
-                "model": name, "parameters": fit.n_params, "iterations": fit.iterations,
-                "converged": fit.converged, "seconds": self.seconds.get(name, np.nan),
-                "train_log_likelihood": fit.log_likelihood,
-                "log_likelihood_per_session": ev.log_likelihood_per_session,
-                "perplexity": ev.perplexity, "conditional_perplexity": ev.conditional_perplexity,
-                "ctr_rmse": ev.ctr_rmse})
+            rows.append(
+                {
+                    "model": name,
+                    "parameters": fit.n_params,
+                    "iterations": fit.iterations,
+                    "converged": fit.converged,
+                    "seconds": self.seconds.get(name, np.nan),
+                    "train_log_likelihood": fit.log_likelihood,
+                    "log_likelihood_per_session": ev.log_likelihood_per_session,
+                    "perplexity": ev.perplexity,
+                    "conditional_perplexity": ev.conditional_perplexity,
+                    "ctr_rmse": ev.ctr_rmse,
+                }
+            )
         return pl.DataFrame(rows)
 
     def by_rank(self) -> pl.DataFrame:
@@ -218,29 +252,41 @@ class ClickModelComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready values (no per-pair parameters)."""
-        return {"n_train": self.n_train, "n_test": self.n_test,
-                "test_fraction": self.test_fraction, "seed": self.seed,
-                "in_sample": self.in_sample, "best": self.best, "recommendation": self.recommend(),
-                "models": self.to_frame().to_dicts(),
-                "evaluations": {m: e.to_dict() for m, e in self.evaluations.items()},
-                "parameters": {m: f.parameters().to_dicts() for m, f in self.fits.items()}}
+        return {
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "test_fraction": self.test_fraction,
+            "seed": self.seed,
+            "in_sample": self.in_sample,
+            "best": self.best,
+            "recommendation": self.recommend(),
+            "models": self.to_frame().to_dicts(),
+            "evaluations": {m: e.to_dict() for m, e in self.evaluations.items()},
+            "parameters": {m: f.parameters().to_dicts() for m, f in self.fits.items()},
+        }
 
     def summary(self) -> str:
         """The comparison table and the recommended correction, as text."""
         where = "training sessions (in-sample)" if self.in_sample else "test sessions"
-        lines = [f"Click models fitted on {self.n_train:,} sessions, evaluated on "
-                 f"{max(self.n_test, self.n_train) if self.in_sample else self.n_test:,} "
-                 f"{where}:",
-                 f"  {'model':<8} {'params':>8} {'LL/session':>11} {'perplexity':>11} "
-                 f"{'cond. ppl':>10} {'CTR RMSE':>9} {'seconds':>8}"]
+        lines = [
+            f"Click models fitted on {self.n_train:,} sessions, evaluated on "
+            f"{max(self.n_test, self.n_train) if self.in_sample else self.n_test:,} "
+            f"{where}:",
+            f"  {'model':<8} {'params':>8} {'LL/session':>11} {'perplexity':>11} "
+            f"{'cond. ppl':>10} {'CTR RMSE':>9} {'seconds':>8}",
+        ]
         for r in self.to_frame().iter_rows(named=True):
-            lines.append(f"  {r['model']:<8} {r['parameters']:>8,} "
-                         f"{r['log_likelihood_per_session']:>11.4f} {r['perplexity']:>11.4f} "
-                         f"{r['conditional_perplexity']:>10.4f} {r['ctr_rmse']:>9.4f} "
-                         f"{r['seconds']:>8.2f}")
+            lines.append(
+                f"  {r['model']:<8} {r['parameters']:>8,} "
+                f"{r['log_likelihood_per_session']:>11.4f} {r['perplexity']:>11.4f} "
+                f"{r['conditional_perplexity']:>10.4f} {r['ctr_rmse']:>9.4f} "
+                f"{r['seconds']:>8.2f}"
+            )
         rec = self.recommend()
-        lines.append(f"Best: {rec['model']} ({rec['reason']}); correction: {rec['correction']} "
-                     f"-> {rec['call']}")
+        lines.append(
+            f"Best: {rec['model']} ({rec['reason']}); correction: {rec['correction']} "
+            f"-> {rec['call']}"
+        )
         return "\n".join(lines)
 
     def plot(self, *, conditional: bool = False, path: str | Path | None = None, ax: Any = None):
@@ -252,13 +298,23 @@ class ClickModelComparison:
         for i, (name, ev) in enumerate(self.evaluations.items()):
             v = getattr(ev, key)
             mean = ev.conditional_perplexity if conditional else ev.perplexity
-            ax.plot(np.arange(1, v.size + 1), v, marker="o", ms=3, lw=1.4, color=f"C{i}",
-                    label=f"{name} ({mean:.4f})")
+            ax.plot(
+                np.arange(1, v.size + 1),
+                v,
+                marker="o",
+                ms=3,
+                lw=1.4,
+                color=f"C{i}",
+                label=f"{name} ({mean:.4f})",
+            )
         ax.set_xlabel("rank")
         ax.set_ylabel(("conditional " if conditional else "") + "perplexity (1 = perfect)")
         where = "training (in-sample)" if self.in_sample else f"{self.n_test:,} test"
-        ax.set_title(f"Click-model {'conditional ' if conditional else ''}perplexity by rank, "
-                     f"{where} sessions", fontsize=10)
+        ax.set_title(
+            f"Click-model {'conditional ' if conditional else ''}perplexity by rank, "
+            f"{where} sessions",
+            fontsize=10,
+        )
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, title="model (mean over ranks)", title_fontsize=8)
         return _finish(fig, path, own=own)
@@ -317,6 +373,12 @@ def compare_click_models(
         evals[m] = fit.evaluate(target, eps=eps)
         if progress is not None:
             progress(f"{m}: {secs[m]:.1f} s, test perplexity {evals[m].perplexity:.4f}")
-    return ClickModelComparison(fits=fits, evaluations=evals, n_train=train.n_sessions,
-                                n_test=test.n_sessions, test_fraction=float(test_fraction),
-                                seed=int(seed), seconds=secs)
+    return ClickModelComparison(
+        fits=fits,
+        evaluations=evals,
+        n_train=train.n_sessions,
+        n_test=test.n_sessions,
+        test_fraction=float(test_fraction),
+        seed=int(seed),
+        seconds=secs,
+    )

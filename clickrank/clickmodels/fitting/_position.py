@@ -84,13 +84,17 @@ def cells(sessions: Sessions, cell: np.ndarray) -> dict[str, np.ndarray]:
     n_e = int(e.max()) + 1 if e.size else 1
     key = g * n_e + e
     uniq, inv = np.unique(key, return_inverse=True)
-    return {"g": uniq // n_e, "e": uniq % n_e,
-            "n": np.bincount(inv, weights=w, minlength=uniq.size),
-            "c": np.bincount(inv, weights=w * sessions.click[shown], minlength=uniq.size)}
+    return {
+        "g": uniq // n_e,
+        "e": uniq % n_e,
+        "n": np.bincount(inv, weights=w, minlength=uniq.size),
+        "c": np.bincount(inv, weights=w * sessions.click[shown], minlength=uniq.size),
+    }
 
 
-def _product_em(st: dict, G: int, E: int, shrinkage: float, max_iter: int, tol: float,
-                accelerate: bool = True):
+def _product_em(
+    st: dict, G: int, E: int, shrinkage: float, max_iter: int, tol: float, accelerate: bool = True
+):
     """EM of P(C = 1) = theta_e alpha_g on cell counts (module docstring)."""
     g, e, n, c = st["g"], st["e"], st["n"], st["c"]
     nc = n - c
@@ -99,16 +103,22 @@ def _product_em(st: dict, G: int, E: int, shrinkage: float, max_iter: int, tol: 
     has_e, has_g = n_e > 0, n_g > 0
     ctr_e = np.bincount(e, c, minlength=E) / np.maximum(n_e, 1)
     theta0 = np.clip(ctr_e / max(ctr_e[0], 1e-12), 1e-3, 1.0)
-    alpha0 = np.clip(np.bincount(g, c, minlength=G)
-                     / np.maximum(np.bincount(g, n * theta0[e], minlength=G), 1e-12), 1e-6, 0.999)
+    alpha0 = np.clip(
+        np.bincount(g, c, minlength=G)
+        / np.maximum(np.bincount(g, n * theta0[e], minlength=G), 1e-12),
+        1e-6,
+        0.999,
+    )
     m = float(shrinkage)
 
     def step(x: np.ndarray) -> tuple[np.ndarray, float]:
         t, a = x[:E][e], x[E:][g]
         p = t * a
         with np.errstate(divide="ignore", invalid="ignore"):
-            ll = float(np.where(c > 0, c * np.log(p), 0.0).sum()
-                       + np.where(nc > 0, nc * np.log1p(-p), 0.0).sum())
+            ll = float(
+                np.where(c > 0, c * np.log(p), 0.0).sum()
+                + np.where(nc > 0, nc * np.log1p(-p), 0.0).sum()
+            )
         q = np.maximum(1.0 - p, 1e-300)
         new_t = np.bincount(e, c + nc * t * (1 - a) / q, minlength=E) / np.maximum(n_e, 1e-300)
         num_a = np.bincount(g, c + nc * (1 - t) * a / q, minlength=G)
@@ -116,14 +126,24 @@ def _product_em(st: dict, G: int, E: int, shrinkage: float, max_iter: int, tol: 
         new_a = (num_a + m * mu) / (n_g + m) if m > 0 else num_a / np.maximum(n_g, 1e-300)
         if m > 0:
             aa = x[E:][has_g]
-            ll += m * float((mu * np.log(np.maximum(aa, _LO))
-                             + (1 - mu) * np.log(np.maximum(1 - aa, _LO))).sum())
+            ll += m * float(
+                (
+                    mu * np.log(np.maximum(aa, _LO)) + (1 - mu) * np.log(np.maximum(1 - aa, _LO))
+                ).sum()
+            )
         new_t = np.where(has_e, new_t, x[:E])
         new_a = np.where(has_g, new_a, mu)
         return np.clip(np.r_[new_t, new_a], _LO, _HI), ll
 
-    x, it, conv, ll = squarem(step, np.r_[theta0, alpha0], lower=_LO, upper=_HI,
-                              max_iter=max_iter, tol=tol, accelerate=accelerate)
+    x, it, conv, ll = squarem(
+        step,
+        np.r_[theta0, alpha0],
+        lower=_LO,
+        upper=_HI,
+        max_iter=max_iter,
+        tol=tol,
+        accelerate=accelerate,
+    )
     _, ll = step(x)
     theta, alpha = x[:E].copy(), x[E:].copy()
     ref = theta[0]
@@ -183,8 +203,10 @@ class PBMFit(FittedClickModel):
     def click_model(self) -> PBM:
         theta = self._theta(self.K)
         top = max(float(theta.max()), 1e-300)
-        return PBM(examination=theta / top,
-                   attractiveness=PairLookup(np.minimum(self.attractiveness * top, 1.0)))
+        return PBM(
+            examination=theta / top,
+            attractiveness=PairLookup(np.minimum(self.attractiveness * top, 1.0)),
+        )
 
 
 class UBMFit(FittedClickModel):
@@ -211,8 +233,9 @@ class UBMFit(FittedClickModel):
     def click_model(self) -> UBM:
         gamma = self._gamma(self.K)
         top = max(float(gamma.max()), 1e-300)
-        return UBM(gamma=gamma / top,
-                   attractiveness=PairLookup(np.minimum(self.attractiveness * top, 1.0)))
+        return UBM(
+            gamma=gamma / top, attractiveness=PairLookup(np.minimum(self.attractiveness * top, 1.0))
+        )
 
 
 class TrustFit(FittedClickModel):
@@ -235,31 +258,44 @@ class TrustFit(FittedClickModel):
 
     def conditional_probabilities(self, sessions: Sessions) -> np.ndarray:
         s = self._aligned(sessions)
-        a = np.nan_to_num(self.globals["click_relevant"][:s.K])
-        b = np.nan_to_num(self.globals["click_irrelevant"][:s.K])
+        a = np.nan_to_num(self.globals["click_relevant"][: s.K])
+        b = np.nan_to_num(self.globals["click_irrelevant"][: s.K])
         w = self._lookup(self.attractiveness, s)
         return np.where(s.shown, b + (a - b) * w, 0.0)
 
     marginal_probabilities = conditional_probabilities
 
     def examination(self, sessions: Sessions) -> np.ndarray:
-        raise EstimationError("the trust-bias model has no examination propensity; use the "
-                              "affine correction (clickrank.targets.affine)")
+        raise EstimationError(
+            "the trust-bias model has no examination propensity; use the "
+            "affine correction (clickrank.targets.affine)"
+        )
 
     def click_model(self) -> TrustBias:
-        return TrustBias(examination=1.0, relevance=PairLookup(self.attractiveness.copy()),
-                         eps_plus=np.nan_to_num(self.globals["click_relevant"]),
-                         eps_minus=np.nan_to_num(self.globals["click_irrelevant"]))
+        return TrustBias(
+            examination=1.0,
+            relevance=PairLookup(self.attractiveness.copy()),
+            eps_plus=np.nan_to_num(self.globals["click_relevant"]),
+            eps_minus=np.nan_to_num(self.globals["click_irrelevant"]),
+        )
 
 
 def _common(sessions: Sessions, name: str) -> dict:
     n, c = sessions.pair_counts()
-    return {"name": name, "pairs": sessions.pairs, "K": sessions.K, "impressions": n,
-            "clicks": c, "n_sessions": sessions.n_sessions, "n_unique": sessions.n_unique}
+    return {
+        "name": name,
+        "pairs": sessions.pairs,
+        "K": sessions.K,
+        "impressions": n,
+        "clicks": c,
+        "n_sessions": sessions.n_sessions,
+        "n_unique": sessions.n_unique,
+    }
 
 
-def fit_pbm(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000,
-            tol: float = 1e-7) -> PBMFit:
+def fit_pbm(
+    sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000, tol: float = 1e-7
+) -> PBMFit:
     """Fit the PBM by EM on (pair, rank) counts (module docstring)."""
     G, K = sessions.n_pairs, sessions.K
     rank = np.broadcast_to(np.arange(K), sessions.pair.shape)
@@ -267,13 +303,22 @@ def fit_pbm(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000,
     theta, alpha, it, conv, ll, has = _product_em(st, G, K, shrinkage, max_iter, tol)
     se_t, se_a = _product_se(st, theta, alpha, G, K)
     theta[~has] = np.nan
-    return PBMFit(attractiveness=np.r_[alpha, _prior(alpha, st, G)],
-                  attractiveness_se=se_a, globals={"theta": theta}, globals_se={"theta": se_t},
-                  iterations=it, converged=conv, log_likelihood=ll, shrinkage=float(shrinkage),
-                  info={"method": "EM on (pair, rank) counts",
-                        "reference": "Craswell et al. 2008; Chuklin et al. 2015 §4",
-                        "normalization": "theta[1] = 1"},
-                  **_common(sessions, "pbm"))
+    return PBMFit(
+        attractiveness=np.r_[alpha, _prior(alpha, st, G)],
+        attractiveness_se=se_a,
+        globals={"theta": theta},
+        globals_se={"theta": se_t},
+        iterations=it,
+        converged=conv,
+        log_likelihood=ll,
+        shrinkage=float(shrinkage),
+        info={
+            "method": "EM on (pair, rank) counts",
+            "reference": "Craswell et al. 2008; Chuklin et al. 2015 §4",
+            "normalization": "theta[1] = 1",
+        },
+        **_common(sessions, "pbm"),
+    )
 
 
 def _prior(alpha: np.ndarray, st: dict, G: int) -> float:
@@ -293,8 +338,9 @@ def _rank_distance(sessions: Sessions) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_to(pos - 1, last.shape), pos - prev
 
 
-def fit_ubm(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000,
-            tol: float = 1e-7) -> UBMFit:
+def fit_ubm(
+    sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000, tol: float = 1e-7
+) -> UBMFit:
     """Fit the UBM by EM on (pair, rank, distance) counts (module docstring)."""
     G, K = sessions.n_pairs, sessions.K
     r, d = _rank_distance(sessions)
@@ -304,17 +350,27 @@ def fit_ubm(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000,
     se_t, se_a = _product_se(st, theta, alpha, G, K * K)
     theta[~has] = np.nan
     se_t[~has] = np.nan
-    return UBMFit(attractiveness=np.r_[alpha, _prior(alpha, st, G)], attractiveness_se=se_a,
-                  globals={"gamma": theta.reshape(K, K)}, globals_se={"gamma": se_t.reshape(K, K)},
-                  iterations=it, converged=conv, log_likelihood=ll, shrinkage=float(shrinkage),
-                  info={"method": "EM on (pair, rank, distance) counts",
-                        "reference": "Dupret & Piwowarski 2008",
-                        "normalization": "gamma[1, 1] = 1"},
-                  **_common(sessions, "ubm"))
+    return UBMFit(
+        attractiveness=np.r_[alpha, _prior(alpha, st, G)],
+        attractiveness_se=se_a,
+        globals={"gamma": theta.reshape(K, K)},
+        globals_se={"gamma": se_t.reshape(K, K)},
+        iterations=it,
+        converged=conv,
+        log_likelihood=ll,
+        shrinkage=float(shrinkage),
+        info={
+            "method": "EM on (pair, rank, distance) counts",
+            "reference": "Dupret & Piwowarski 2008",
+            "normalization": "gamma[1, 1] = 1",
+        },
+        **_common(sessions, "ubm"),
+    )
 
 
-def fit_trust(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000,
-              tol: float = 1e-7) -> TrustFit:
+def fit_trust(
+    sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000, tol: float = 1e-7
+) -> TrustFit:
     """Fit the two-class trust-bias model by EM on (pair, rank) counts (module docstring).
 
     ``shrinkage`` is accepted for a uniform interface; the per-pair quantity
@@ -328,21 +384,24 @@ def fit_trust(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 100
     seen = np.bincount(g, n, minlength=G) > 0
     n_e = np.bincount(e, n, minlength=K)
     ctr_e = np.bincount(e, c, minlength=K) / np.maximum(n_e, 1)
-    rel = np.bincount(g, c, minlength=G) / np.maximum(np.bincount(g, n * ctr_e[e], minlength=G),
-                                                      1e-12)
+    rel = np.bincount(g, c, minlength=G) / np.maximum(
+        np.bincount(g, n * ctr_e[e], minlength=G), 1e-12
+    )
     w0 = (rel > np.median(rel[seen])).astype(float) if seen.any() else np.zeros(G)
 
     def m_step(w: np.ndarray) -> np.ndarray:
         we = w[g]
-        a = np.bincount(e, we * c, minlength=K) / np.maximum(np.bincount(e, we * n, minlength=K),
-                                                             1e-300)
-        b = (np.bincount(e, (1 - we) * c, minlength=K)
-             / np.maximum(np.bincount(e, (1 - we) * n, minlength=K), 1e-300))
+        a = np.bincount(e, we * c, minlength=K) / np.maximum(
+            np.bincount(e, we * n, minlength=K), 1e-300
+        )
+        b = np.bincount(e, (1 - we) * c, minlength=K) / np.maximum(
+            np.bincount(e, (1 - we) * n, minlength=K), 1e-300
+        )
         pi = w[seen].mean() if seen.any() else 0.5
         return np.clip(np.r_[a, b, pi], 1e-9, 1 - 1e-9)
 
     def loglik_parts(x: np.ndarray):
-        a, b, pi = x[:K], x[K:2 * K], x[2 * K]
+        a, b, pi = x[:K], x[K : 2 * K], x[2 * K]
         la = np.bincount(g, c * np.log(a[e]) + nc * np.log1p(-a[e]), minlength=G) + np.log(pi)
         lb = np.bincount(g, c * np.log(b[e]) + nc * np.log1p(-b[e]), minlength=G) + np.log1p(-pi)
         return la, lb
@@ -353,10 +412,11 @@ def fit_trust(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 100
         ll = float(logsumexp(np.c_[la, lb][seen], axis=1).sum())
         return m_step(w), ll
 
-    x, it, conv, ll = squarem(step, m_step(w0), lower=1e-9, upper=1 - 1e-9,
-                              max_iter=max_iter, tol=tol)
+    x, it, conv, ll = squarem(
+        step, m_step(w0), lower=1e-9, upper=1 - 1e-9, max_iter=max_iter, tol=tol
+    )
     _, ll = step(x)
-    a, b, pi = x[:K].copy(), x[K:2 * K].copy(), float(x[2 * K])
+    a, b, pi = x[:K].copy(), x[K : 2 * K].copy(), float(x[2 * K])
     if a[0] < b[0]:  # label switching: the relevant class clicks more at rank 1
         a, b, pi = b, a, 1 - pi
         x = np.r_[a, b, pi]
@@ -378,12 +438,22 @@ def fit_trust(sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 100
     has = n_e > 0
     a[~has] = np.nan
     b[~has] = np.nan
-    return TrustFit(attractiveness=np.r_[w, pi], attractiveness_se=np.full(G, np.nan),
-                    globals={"click_relevant": a, "click_irrelevant": b,
-                             "prior_relevant": np.array([pi])},
-                    globals_se={"click_relevant": se[:K], "click_irrelevant": se[K:2 * K],
-                                "prior_relevant": se[2 * K:]},
-                    iterations=it, converged=conv, log_likelihood=ll, shrinkage=float(shrinkage),
-                    info={"method": "EM, two-class latent relevance per (query, doc)",
-                          "reference": "Agarwal et al. 2019; Vardasbi et al. 2020"},
-                    **_common(sessions, "trust"))
+    return TrustFit(
+        attractiveness=np.r_[w, pi],
+        attractiveness_se=np.full(G, np.nan),
+        globals={"click_relevant": a, "click_irrelevant": b, "prior_relevant": np.array([pi])},
+        globals_se={
+            "click_relevant": se[:K],
+            "click_irrelevant": se[K : 2 * K],
+            "prior_relevant": se[2 * K :],
+        },
+        iterations=it,
+        converged=conv,
+        log_likelihood=ll,
+        shrinkage=float(shrinkage),
+        info={
+            "method": "EM, two-class latent relevance per (query, doc)",
+            "reference": "Agarwal et al. 2019; Vardasbi et al. 2020",
+        },
+        **_common(sessions, "trust"),
+    )

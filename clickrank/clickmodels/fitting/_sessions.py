@@ -101,8 +101,14 @@ class Sessions:
     def subset(self, mask: np.ndarray) -> Sessions:
         """The distinct sessions where ``mask`` holds (same pair table)."""
         mask = np.asarray(mask, dtype=bool)
-        return replace(self, pair=self.pair[mask], click=self.click[mask],
-                       weight=self.weight[mask], test=self.test[mask], inverse=None)
+        return replace(
+            self,
+            pair=self.pair[mask],
+            click=self.click[mask],
+            weight=self.weight[mask],
+            test=self.test[mask],
+            inverse=None,
+        )
 
     def train(self) -> Sessions:
         """The training sessions."""
@@ -152,8 +158,9 @@ def _cast_like(pairs: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
 def _codes(column: pl.Series, name: str) -> np.ndarray:
     """int64 codes of an id column: the values themselves for integers, else dictionary codes."""
     if column.null_count():
-        raise LogSchemaError(f"{column.null_count()} null value(s); every row needs an id",
-                             column=name)
+        raise LogSchemaError(
+            f"{column.null_count()} null value(s); every row needs an id", column=name
+        )
     if column.dtype == pl.Int64:
         return column.to_numpy()
     if column.dtype.is_integer():
@@ -209,8 +216,9 @@ def _hash_sessions(starts, position, click, qcode, dcode, flag, salt1, salt2):  
 
 def _group_hashes(h1: np.ndarray, h2: np.ndarray):
     """Groups of equal (h1, h2): representative (first) index, inverse, counts."""
-    _, rep, inverse, counts = np.unique(h1, return_index=True, return_inverse=True,
-                                        return_counts=True)
+    _, rep, inverse, counts = np.unique(
+        h1, return_index=True, return_inverse=True, return_counts=True
+    )
     inverse = inverse.ravel()
     if np.array_equal(h2[rep][inverse], h2):
         return rep, inverse, counts
@@ -245,9 +253,7 @@ def _frame(log: Any) -> pl.DataFrame:
     return lf.select(_COLUMNS).collect()
 
 
-def sessions_from_log(
-    log: Any, *, test_fraction: float = 0.0, seed: int = 0
-) -> Sessions:
+def sessions_from_log(log: Any, *, test_fraction: float = 0.0, seed: int = 0) -> Sessions:
     """Reduce a click log to its distinct sessions (see the module docstring).
 
     Parameters
@@ -297,25 +303,33 @@ def _group(df: pl.DataFrame, test_fraction: float, seed: int) -> Sessions:
     first = starts[:-1]
     flag = np.zeros(first.size, dtype=np.uint8)
     if test_fraction > 0:
-        flag = (session_uniforms(seed, sid[first].astype(np.uint64), 1,
-                                 STREAM_SPLIT)[:, 0] < test_fraction).astype(np.uint8)
+        flag = (
+            session_uniforms(seed, sid[first].astype(np.uint64), 1, STREAM_SPLIT)[:, 0]
+            < test_fraction
+        ).astype(np.uint8)
     K = int(position.max())
     if K > 10_000:
         raise InputError(f"sessions with {K} positions; click models need short lists")
-    h1, h2, bad, why = _hash_sessions(starts, position, click, qcode, dcode, flag,
-                                      np.uint64(0x5EED5EED), np.uint64(0xC0FFEE11))
+    h1, h2, bad, why = _hash_sessions(
+        starts, position, click, qcode, dcode, flag, np.uint64(0x5EED5EED), np.uint64(0xC0FFEE11)
+    )
     if bad >= 0:
         s = df["session"][int(bad)]
         seg = np.searchsorted(starts, bad, side="right") - 1
         a, b = starts[seg], starts[seg + 1]
-        if why == 1 and np.unique(position[a:b]).size == b - a and not np.all(
-                np.diff(position[a:b].astype(np.int64)) > 0):
+        if (
+            why == 1
+            and np.unique(position[a:b]).size == b - a
+            and not np.all(np.diff(position[a:b].astype(np.int64)) > 0)
+        ):
             raise _Unsorted
-        what = ("positions must run 1, 2, ..., n within a session (no gaps or repeats); "
-                f"found {position[a:b].tolist()[:12]}"
-                if why == 1 else "a session must show the results of one query")
-        raise LogSchemaError(f"session {s}: {what}",
-                             column="position" if why == 1 else "query")
+        what = (
+            "positions must run 1, 2, ..., n within a session (no gaps or repeats); "
+            f"found {position[a:b].tolist()[:12]}"
+            if why == 1
+            else "a session must show the results of one query"
+        )
+        raise LogSchemaError(f"session {s}: {what}", column="position" if why == 1 else "query")
     rep, inverse, counts = _group_hashes(h1, h2)
     inverse = inverse.astype(np.int64)
     rows, clicks = _fill(starts, rep.astype(np.int64), click, K)
@@ -337,6 +351,11 @@ def _group(df: pl.DataFrame, test_fraction: float, seed: int) -> Sessions:
         remap[perm] = np.arange(perm.size)
         pair = np.where(pair >= 0, remap[np.maximum(pair, 0)], -1)
         pairs = pairs[perm]
-    return Sessions(pair=pair, click=clicks, weight=counts.astype(np.float64), pairs=pairs,
-                    test=flag[rep].astype(bool), inverse=inverse)
-
+    return Sessions(
+        pair=pair,
+        click=clicks,
+        weight=counts.astype(np.float64),
+        pairs=pairs,
+        test=flag[rep].astype(bool),
+        inverse=inverse,
+    )

@@ -78,9 +78,7 @@ def squarem(
     return x, int(max_iter), False, ll
 
 
-def block_covariance(
-    A: np.ndarray, B: np.ndarray, D: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def block_covariance(A: np.ndarray, B: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Covariances from the blocks of an information matrix (module docstring).
 
     Parameters
@@ -116,8 +114,8 @@ def block_covariance(
     if P == 0:
         return np.zeros((0, 0)), Dinv
     Bok = np.where(np.isfinite(B), B, 0.0)[ok]
-    BD = np.einsum("gpm,gmn->gpn", Bok, Dinv[ok])            # B_g D_g^-1
-    schur = A - np.einsum("gpn,gqn->pq", BD, Bok)          # A - sum B D^-1 B^T
+    BD = np.einsum("gpm,gmn->gpn", Bok, Dinv[ok])  # B_g D_g^-1
+    schur = A - np.einsum("gpn,gqn->pq", BD, Bok)  # A - sum B D^-1 B^T
     try:
         Vg = np.linalg.inv(schur)
     except np.linalg.LinAlgError:
