@@ -231,3 +231,17 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(InputError, match="u must"):
         team_draft(ra, rb, u=np.full((ra.shape[0], 10), 1.5))
     assert set(METHODS) == {"balanced", "team-draft", "probabilistic", "optimized"}
+
+
+def test_team_draft_stops_when_one_ranking_runs_out_as_in_algorithm_1():
+    # Radlinski, Kurup & Joachims 2008, Alg. 1: draft while both rankings have a free document
+    a = np.array([[0, -1, -1, -1]])
+    b = np.array([[1, 2, 3, 0]])
+    u = np.array([[0.2, 0.9, 0.9, 0.9], [0.8, 0.9, 0.9, 0.9]])  # A first; B first
+    res = team_draft(a, b, k=4, query=np.zeros(2, np.int64), u=u)
+    assert res.lists.tolist() == [[0, -1, -1, -1], [1, 0, -1, -1]]
+    assert res.team.tolist() == [[0, -1, -1, -1], [1, 0, -1, -1]]
+    # B's later documents 2, 3 never enter the list, so they cannot earn B credit
+    clicks = np.zeros((2, 4), bool)
+    clicks[:, 1] = True
+    assert res.credit(clicks).tolist() == [0.0, 1.0]

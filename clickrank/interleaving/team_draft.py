@@ -40,16 +40,9 @@ def _team_draft_kernel(ra, rb, query, u, k, n_docs):
         while j < k:
             pa = _next_free(ra, q, pa, used)
             pb = _next_free(rb, q, pb, used)
-            a_ok = pa < W
-            b_ok = pb < W
-            if not a_ok and not b_ok:
-                break
-            pick_a = na < nb_ or (na == nb_ and u[s, j] < 0.5)
-            if pick_a and not a_ok:
-                pick_a = False
-            elif not pick_a and not b_ok:
-                pick_a = True
-            if pick_a:
+            if pa >= W or pb >= W:
+                break  # Algorithm 1 drafts only while both rankings have a free document
+            if na < nb_ or (na == nb_ and u[s, j] < 0.5):
                 d = ra[q, pa]
                 na += 1
                 team[s, j] = 0
@@ -85,8 +78,11 @@ def team_draft(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: i
     Like captains picking teams (Radlinski, Kurup & Joachims 2008, Alg. 1): the
     ranker with fewer picks so far picks next; when both have picked equally
     often a fair coin decides; the picker adds its highest-ranked document not
-    yet in the list and that slot joins its team. Outcome: the team with more
-    clicked documents wins; equal clicks (including none) is a tie.
+    yet in the list and that slot joins its team. As in Algorithm 1 the draft
+    stops as soon as either ranking has no document left that is not in the
+    list, so the list can be shorter than ``k`` (padded with -1) when one
+    ranking is shorter than the other. Outcome: the team with more clicked
+    documents wins; equal clicks (including none) is a tie.
 
     Parameters
     ----------
