@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ._io import atomic_write, check_output, json_default
@@ -61,6 +62,13 @@ __all__ = [
     "counts_by_query_doc_position",
     "counts_by_intervention_position",
     "counts_by_ranker_query_doc_position",
+    "lazy_log",
+    "select_intervention",
+    "ctr_by_position_and_label",
+    "mean_by_position",
+    "share_at_least_by_position",
+    "skip_above_pairs",
+    "skip_above_by_distance",
 ]
 
 REQUIRED_COLUMNS = ("session", "query", "position", "doc", "click")
@@ -627,3 +635,153 @@ def counts_by_intervention_position(log: pl.DataFrame | pl.LazyFrame) -> pl.Lazy
 def counts_by_ranker_query_doc_position(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     """Counts per (ranker, query, doc, position): the input of intervention harvesting."""
     return click_counts(log, ["ranker", "query", "doc", "position"])
+
+
+# -- per-position statistics for figures and run summaries -------------------------------
+#
+# Everything a figure or a run summary computes from a log lives here, so that
+# ``clickrank.plots`` only draws. Errors name the caller (``what``) so that a
+# message reads "ctr_by_position needs log column(s) ['label']".
+
+
+def lazy_log(log: Any, needed: Sequence[str], what: str) -> pl.LazyFrame:
+    """The log as a LazyFrame, after checking it is a polars frame with the ``needed`` columns.
+
+    Raises
+    ------
+    InputError
+        If ``log`` is not a polars DataFrame/LazyFrame or lacks a needed column
+        (``what`` names the caller in the message).
+    """
+    if not isinstance(log, (pl.DataFrame, pl.LazyFrame)):
+        raise InputError(
+            f"{what}: log must be a polars DataFrame or LazyFrame (clickrank.clicklog.read_log), "
+            f"got {type(log).__name__}"
+        )
+    lf = log.lazy()
+    schema = lf.collect_schema()
+    missing = [c for c in needed if c not in schema]
+    if missing:
+        hint = (
+            " (true relevance labels exist only in simulated logs; simulate() writes them)"
+            if "label" in missing
+            else ""
+        )
+        raise InputError(f"{what} needs log column(s) {missing}{hint}; log has {schema.names()}")
+    return lf
+
+
+def select_intervention(lf: pl.LazyFrame, intervention: str | None, what: str) -> pl.LazyFrame:
+    """Only the rows of sessions with this ``intervention`` (all rows if None)."""
+    if intervention is None:
+        return lf
+    if "intervention" not in lf.collect_schema():
+        raise InputError(
+            f"{what}: intervention={intervention!r} given but the log has no 'intervention' column"
+        )
+    return lf.filter(pl.col("intervention").cast(pl.String) == intervention)
+
+
+def ctr_by_position_and_label(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Impressions, clicks, CTR and SE per (position, label), rows with a label only.
+
+    The cells of a click heat map: under the PBM each label's row is
+    :math:`\\alpha(y)\\,\\theta_p`.
+    """
+    lf = log.lazy()
+    return click_counts(lf.filter(pl.col("label").is_not_null()), ["position", "label"])
+
+
+def mean_by_position(
+    log: pl.DataFrame | pl.LazyFrame,
+    values: Callable[[np.ndarray], np.ndarray],
+    column: str = "label",
+) -> pl.DataFrame:
+    """Mean of ``values(column)`` over the rows shown at each position.
+
+    ``values`` maps the column (float ``[n, 1]``) to one value per row
+    (``[n, 1]``), e.g. a relevance map giving :math:`P(\\text{click} \\mid
+    \\text{examined})` of the shown documents; the result has ``position`` and
+    ``mean``, sorted by position.
+    """
+    y = log.lazy().select("position", column).collect()
+    a = values(y[column].to_numpy().astype(np.float64)[:, None])[:, 0]
+    return (
+        pl.DataFrame({"position": y["position"], "mean": a})
+        .group_by("position")
+        .agg(pl.col("mean").mean())
+        .sort("position")
+    )
+
+
+def share_at_least_by_position(
+    log: pl.DataFrame | pl.LazyFrame, threshold: float, column: str = "label"
+) -> pl.DataFrame:
+    """Share of the rows at each position whose ``column`` is at least ``threshold``.
+
+    Returns ``position`` and ``share``, sorted by position.
+    """
+    return (
+        log.lazy()
+        .group_by("position")
+        .agg((pl.col(column) >= threshold).mean().alias("share"))
+        .sort("position")
+        .collect()
+    )
+
+
+def skip_above_pairs(
+    log: pl.DataFrame | pl.LazyFrame, what: str = "skip_above_pairs"
+) -> pl.DataFrame:
+    """Skip-above preference counts by (clicked position, skipped position), against the labels.
+
+    The same pairs as :func:`clickrank.targets.skip_above` (a click at ``p``
+    over each unclicked result above ``p``, Joachims et al. 2005 §5.3), kept
+    by position and compared with the true labels of the two documents.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``p_click``, ``p_skip`` (Int64), ``pairs``, ``agree`` (clicked label >
+        skipped label), ``tie``, ``invert`` (clicked label < skipped label),
+        sorted by positions.
+    """
+    lf = lazy_log(log, ("session", "position", "click", "label"), what)
+    base = lf.select(
+        "session",
+        pl.col("position").cast(pl.Int64),
+        pl.col("click").cast(pl.Boolean),
+        pl.col("label").cast(pl.Float64),
+    )
+    clicked = base.filter(pl.col("click")).select(
+        "session", pl.col("position").alias("p_click"), pl.col("label").alias("y_click")
+    )
+    skipped = base.filter(~pl.col("click")).select(
+        "session", pl.col("position").alias("p_skip"), pl.col("label").alias("y_skip")
+    )
+    return (
+        clicked.join(skipped, on="session", how="inner")
+        .filter(pl.col("p_skip") < pl.col("p_click"))
+        .group_by("p_click", "p_skip")
+        .agg(
+            pairs=pl.len(),
+            agree=(pl.col("y_click") > pl.col("y_skip")).sum(),
+            tie=(pl.col("y_click") == pl.col("y_skip")).sum(),
+            invert=(pl.col("y_click") < pl.col("y_skip")).sum(),
+        )
+        .sort("p_click", "p_skip")
+        .collect()
+    )
+
+
+def skip_above_by_distance(pairs: pl.DataFrame) -> pl.DataFrame:
+    """:func:`skip_above_pairs` summed by the distance ``d = p_click - p_skip``.
+
+    Returns ``d``, ``pairs``, ``agree``, ``tie``, ``invert``, sorted by ``d``.
+    """
+    return (
+        pairs.with_columns(d=pl.col("p_click") - pl.col("p_skip"))
+        .group_by("d")
+        .agg(pl.col("pairs", "agree", "tie", "invert").sum())
+        .sort("d")
+    )

@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from scipy.stats import norm
 
 from . import clicklog
-from ._io import atomic_write
+from ._figure import finish, new_axes
 from ._segments import rank_order
 from ._validation import InputError, check_alpha, check_positive
 
@@ -77,61 +75,6 @@ _REFERENCE_METHODS = ("oracle", "production", "logging")
 
 
 # -- shared helpers ---------------------------------------------------------------------
-
-
-def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes, bool]:
-    """``(figure, axes, own)``: a new pyplot-free figure unless ``ax`` is given."""
-    if ax is None:
-        fig = Figure(figsize=figsize, dpi=100)
-        FigureCanvasAgg(fig)
-        return fig, fig.add_subplot(), True
-    if not isinstance(ax, Axes):
-        raise InputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    return ax.figure, ax, False
-
-
-def _finish(fig: Figure, path: str | os.PathLike | None, *, own: bool, dpi: int = 100) -> Figure:
-    """Tight layout (only for figures we created) and an atomic PNG write."""
-    if own:
-        fig.tight_layout()
-    if path is None:
-        return fig
-    out = Path(path)
-    if out.is_dir():
-        raise InputError(f"path {out} is a folder; give a .png file name")
-    if not out.parent.is_dir():
-        raise InputError(f"the folder of {out} does not exist")
-    atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi), mkdir=False)
-    return fig
-
-
-def _lazy_log(log: Any, needed: Sequence[str], what: str) -> pl.LazyFrame:
-    if not isinstance(log, (pl.DataFrame, pl.LazyFrame)):
-        raise InputError(
-            f"{what}: log must be a polars DataFrame or LazyFrame (clickrank.clicklog.read_log), "
-            f"got {type(log).__name__}"
-        )
-    lf = log.lazy()
-    schema = lf.collect_schema()
-    missing = [c for c in needed if c not in schema]
-    if missing:
-        hint = (
-            " (true relevance labels exist only in simulated logs; simulate() writes them)"
-            if "label" in missing
-            else ""
-        )
-        raise InputError(f"{what} needs log column(s) {missing}{hint}; log has {schema.names()}")
-    return lf
-
-
-def _filter_intervention(lf: pl.LazyFrame, intervention: str | None, what: str) -> pl.LazyFrame:
-    if intervention is None:
-        return lf
-    if "intervention" not in lf.collect_schema():
-        raise InputError(
-            f"{what}: intervention={intervention!r} given but the log has no 'intervention' column"
-        )
-    return lf.filter(pl.col("intervention").cast(pl.String) == intervention)
 
 
 def _color(method: str, i: int) -> str:
@@ -259,7 +202,9 @@ def ctr_by_position(
 
     what = "ctr_by_position"
     alpha = check_alpha(alpha)
-    lf = _filter_intervention(_lazy_log(log, ("position", "click"), what), intervention, what)
+    lf = clicklog.select_intervention(
+        clicklog.lazy_log(log, ("position", "click"), what), intervention, what
+    )
     has_label = "label" in lf.collect_schema()
     if relevance is not None and not has_label:
         raise InputError(f"{what}: relevance given but the log has no 'label' column")
@@ -277,7 +222,7 @@ def ctr_by_position(
     z = norm.isf(alpha / 2)
     level = f"{100 * (1 - alpha):g}%"
 
-    fig, ax, own = _new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (6.6, 4.3))
     ax.fill_between(pos, lo, hi, color="#d62728", alpha=0.2, lw=0)
     ax.plot(pos, ctr, "o-", color="#d62728", label="observed CTR")
 
@@ -309,17 +254,9 @@ def ctr_by_position(
             )
     twin = None
     if relevance is not None:
-        f = _relevance_function(relevance)
-        y = lf.select("position", "label").collect()
-        a = f(y["label"].to_numpy().astype(np.float64)[:, None])[:, 0]
-        per = (
-            pl.DataFrame({"position": y["position"], "a": a})
-            .group_by("position")
-            .agg(pl.col("a").mean())
-            .sort("position")
-        )
+        per = clicklog.mean_by_position(lf, _relevance_function(relevance))
         rp = per["position"].to_numpy().astype(np.int64)
-        ra = per["a"].to_numpy()
+        ra = per["mean"].to_numpy()
         if t is not None and not np.isclose(t[0], 1.0):
             ra = t[0] * ra
             lab = "target θ₁ × mean P(click | examined)"
@@ -330,12 +267,7 @@ def ctr_by_position(
         rel_t = t[pos - 1] / t[0]
         ax.plot(pos, ctr / rel_t, "k--", lw=1.6, label="CTR / true θ (oracle correction)")
     elif has_label:
-        share = (
-            lf.group_by("position")
-            .agg((pl.col("label") >= relevant_label).mean().alias("share"))
-            .sort("position")
-            .collect()
-        )
+        share = clicklog.share_at_least_by_position(lf, relevant_label)
         twin = ax.twinx()
         twin.plot(
             share["position"].to_numpy(),
@@ -363,7 +295,7 @@ def ctr_by_position(
         h2, l2 = twin.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     ax.legend(handles, labels, fontsize=8, loc="upper right")
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)
 
 
 # -- 2. propensities vs truth ------------------------------------------------------------
@@ -422,11 +354,11 @@ def propensity_vs_truth(
         t = np.asarray(true_theta, dtype=np.float64)
         if t.ndim != 1 or t.size == 0 or not np.all(t > 0):
             raise InputError("true_theta must be a 1-d array of positive probabilities")
-    fig, ax, own = _new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (6.6, 4.3))
     if len(items) == 1:
         (p,) = items.values()
         p.plot(true_theta=true_theta, ax=ax, alpha=alpha)
-        return _finish(fig, path, own=own)
+        return finish(fig, path, own=own)
 
     m = len(items)
     width = 0.3
@@ -468,7 +400,7 @@ def propensity_vs_truth(
     ax.set_title(f"Position bias by estimator ({level} CI)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)
 
 
 # -- 3. click heat map ----------------------------------------------------------------
@@ -497,12 +429,10 @@ def click_heatmap(
     """
     what = "click_heatmap"
     min_impressions = check_positive(min_impressions, name="min_impressions", integer=True)
-    lf = _filter_intervention(
-        _lazy_log(log, ("position", "click", "label"), what), intervention, what
+    lf = clicklog.select_intervention(
+        clicklog.lazy_log(log, ("position", "click", "label"), what), intervention, what
     )
-    counts = clicklog.click_counts(
-        lf.filter(pl.col("label").is_not_null()), ["position", "label"]
-    ).collect()
+    counts = clicklog.ctr_by_position_and_label(lf).collect()
     _empty_check(counts.height, what, "no labelled impressions")
     positions = np.unique(counts["position"].to_numpy()).astype(np.int64)
     labels = np.unique(counts["label"].to_numpy())
@@ -514,7 +444,7 @@ def click_heatmap(
     grid[li, pi] = counts["ctr"].to_numpy()
     grid[imp < min_impressions] = np.nan
 
-    fig, ax, own = _new_axes(ax, (1.0 + 0.62 * positions.size, 1.4 + 0.5 * labels.size))
+    fig, ax, own = new_axes(ax, (1.0 + 0.62 * positions.size, 1.4 + 0.5 * labels.size))
     top = float(np.nanmax(grid)) if np.isfinite(grid).any() else 1.0
     im = ax.imshow(
         np.ma.masked_invalid(grid),
@@ -554,7 +484,7 @@ def click_heatmap(
     )
     cb = fig.colorbar(im, ax=ax, pad=0.02)
     cb.set_label("click-through rate (clicks / impressions)")
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)
 
 
 # -- 4./5. learning and severity curves -------------------------------------------------
@@ -594,7 +524,7 @@ def _curves(
     if logx and df.filter(pl.col(x) <= 0).height:
         raise InputError(f"{what}: '{x}' must be > 0 (the x axis is logarithmic)")
 
-    fig, ax, own = _new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (6.6, 4.3))
     methods = list(dict.fromkeys(df["method"].to_list()))
     refs = [
         m
@@ -632,7 +562,7 @@ def _curves(
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)
 
 
 def learning_curves(
@@ -732,9 +662,9 @@ def power_curves(
             f"power_curve must be a clickrank.online.PowerCurve, got {type(power_curve).__name__}"
         )
     _empty_check(len(power_curve.power) * len(power_curve.n), "power_curves", "empty curve")
-    fig, ax, own = _new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (6.6, 4.3))
     power_curve.plot(ax=ax)
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)
 
 
 # -- 7. RankNet vs LambdaRank forces ---------------------------------------------------------
@@ -790,7 +720,7 @@ def forces(
     f_lr = lambdas(s, gains, qptr, sigma=sigma, weighting="ndcg").forces[order]
     yr = y[order]
 
-    fig, ax, own = _new_axes(ax, (max(6.0, 0.8 * s.size + 2), 4.3))
+    fig, ax, own = new_axes(ax, (max(6.0, 0.8 * s.size + 2), 4.3))
     x = np.arange(s.size)
     w = 0.38
     scale_rn = np.abs(f_rn).max() if normalize else 1.0
@@ -826,52 +756,18 @@ def forces(
     )
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", ncol=2)
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)
 
 
 # -- 8. skip-above bias ------------------------------------------------------------------
 
 
 def skip_above_pairs(log: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """Skip-above preference counts by (clicked position, skipped position), against the labels.
+    """Skip-above preference counts against the labels: :func:`clickrank.clicklog.skip_above_pairs`.
 
-    The same pairs as :func:`clickrank.targets.skip_above` (a click at ``p``
-    over each unclicked result above ``p``, Joachims et al. 2005 §5.3), kept
-    by position and compared with the true labels of the two documents.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``p_click``, ``p_skip`` (Int64), ``pairs``, ``agree`` (clicked label >
-        skipped label), ``tie``, ``invert`` (clicked label < skipped label),
-        sorted by positions.
+    Kept here for compatibility; the aggregation lives in :mod:`clickrank.clicklog`.
     """
-    lf = _lazy_log(log, ("session", "position", "click", "label"), "skip_above_bias")
-    base = lf.select(
-        "session",
-        pl.col("position").cast(pl.Int64),
-        pl.col("click").cast(pl.Boolean),
-        pl.col("label").cast(pl.Float64),
-    )
-    clicked = base.filter(pl.col("click")).select(
-        "session", pl.col("position").alias("p_click"), pl.col("label").alias("y_click")
-    )
-    skipped = base.filter(~pl.col("click")).select(
-        "session", pl.col("position").alias("p_skip"), pl.col("label").alias("y_skip")
-    )
-    return (
-        clicked.join(skipped, on="session", how="inner")
-        .filter(pl.col("p_skip") < pl.col("p_click"))
-        .group_by("p_click", "p_skip")
-        .agg(
-            pairs=pl.len(),
-            agree=(pl.col("y_click") > pl.col("y_skip")).sum(),
-            tie=(pl.col("y_click") == pl.col("y_skip")).sum(),
-            invert=(pl.col("y_click") < pl.col("y_skip")).sum(),
-        )
-        .sort("p_click", "p_skip")
-        .collect()
-    )
+    return clicklog.skip_above_pairs(log, "skip_above_bias")
 
 
 def skip_above_bias(
@@ -918,7 +814,7 @@ def skip_above_bias(
         raise InputError(f"{what}: kind must be 'matrix' or 'distance', got {kind!r}")
     min_pairs = check_positive(min_pairs, name="min_pairs", integer=True)
     alpha = check_alpha(alpha)
-    pairs = skip_above_pairs(log)
+    pairs = clicklog.skip_above_pairs(log, what)
     _empty_check(pairs.height, what, "the log has no click below an unclicked result")
     total = int(pairs["pairs"].sum())
 
@@ -933,7 +829,7 @@ def skip_above_bias(
         with np.errstate(invalid="ignore", divide="ignore"):
             grid[ps - 1, pc - 2] = pairs["invert"].to_numpy() / informative
         grid[counts < min_pairs] = np.nan
-        fig, ax, own = _new_axes(ax, (2.2 + 0.55 * (k - 1), 1.3 + 0.5 * (k - 1)))
+        fig, ax, own = new_axes(ax, (2.2 + 0.55 * (k - 1), 1.3 + 0.5 * (k - 1)))
         # 0 = every preference right, 0.5 = a coin flip, 1 = every preference wrong
         im = ax.imshow(np.ma.masked_invalid(grid), origin="upper", cmap="RdYlGn_r", vmin=0, vmax=1)
         for i, j in zip(*np.nonzero(np.isfinite(grid)), strict=True):
@@ -962,17 +858,12 @@ def skip_above_bias(
         )
         cb = fig.colorbar(im, ax=ax, pad=0.02)
         cb.set_label("share inverted (0.5 = coin flip)")
-        return _finish(fig, path, own=own)
+        return finish(fig, path, own=own)
 
-    by_d = (
-        pairs.with_columns(d=pl.col("p_click") - pl.col("p_skip"))
-        .group_by("d")
-        .agg(pl.col("pairs", "agree", "tie", "invert").sum())
-        .sort("d")
-    )
+    by_d = clicklog.skip_above_by_distance(pairs)
     d = by_d["d"].to_numpy()
     n = by_d["pairs"].to_numpy().astype(np.float64)
-    fig, ax, own = _new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (6.6, 4.3))
     for col, color, lab in (
         ("agree", "#2ca02c", "agrees (clicked doc more relevant)"),
         ("tie", "#7f7f7f", "tie (same label)"),
@@ -992,4 +883,4 @@ def skip_above_bias(
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _finish(fig, path, own=own)
+    return finish(fig, path, own=own)

@@ -15,8 +15,15 @@ from clickrank.clicklog import (
     counts_by_query_doc_position,
     counts_by_ranker_query_doc_position,
     ctr_by_position,
+    ctr_by_position_and_label,
+    lazy_log,
+    mean_by_position,
     read_log,
     read_log_metadata,
+    select_intervention,
+    share_at_least_by_position,
+    skip_above_by_distance,
+    skip_above_pairs,
     validate_log,
     write_log,
 )
@@ -350,3 +357,62 @@ def test_write_log_keeps_metadata(log, tmp_path, lazy):
     with pytest.raises(InputError, match="not CSV"):
         write_log(log, tmp_path / "log.csv", metadata={"a": 1})
     assert not (tmp_path / "log.csv").exists()
+
+
+# -- per-position statistics (what the figures and run summaries draw) ---------------------
+
+
+def _tiny_log() -> pl.DataFrame:
+    # session 0: click at 3 under skips at 1 (label 2) and 2 (label 0);
+    # session 1: clicks at 2 and 3 under a skip at 1 (label 1); session 2: a tie
+    return pl.DataFrame(
+        {
+            "session": [0, 0, 0, 1, 1, 1, 2, 2],
+            "query": [1, 1, 1, 1, 1, 1, 2, 2],
+            "position": [1, 2, 3, 1, 2, 3, 1, 2],
+            "doc": [10, 11, 12, 12, 10, 11, 20, 21],
+            "click": [False, False, True, False, True, True, False, True],
+            "label": [2.0, 0.0, 1.0, 1.0, 2.0, 0.0, 1.0, 1.0],
+        }
+    )
+
+
+def test_skip_above_pairs_counts_against_the_labels():
+    pairs = skip_above_pairs(_tiny_log())
+    assert pairs.select("p_click", "p_skip").rows() == [(2, 1), (3, 1), (3, 2)]
+    # (2 over 1): session 1 labels 2 vs 1 agrees, session 2 labels 1 vs 1 ties;
+    # (3 over 1): session 0 labels 1 vs 2 and session 1 labels 0 vs 1, both inverted;
+    # (3 over 2): session 0 labels 1 vs 0 agrees (session 1 clicked position 2: no pair)
+    assert pairs["pairs"].to_list() == [2, 2, 1]
+    assert pairs["agree"].to_list() == [1, 0, 1]
+    assert pairs["tie"].to_list() == [1, 0, 0]
+    assert pairs["invert"].to_list() == [0, 2, 0]
+    by_d = skip_above_by_distance(pairs)
+    assert by_d["d"].to_list() == [1, 2]  # (2 over 1) + (3 over 2) at distance 1
+    assert by_d["pairs"].to_list() == [3, 2]
+    assert by_d["agree"].to_list() == [2, 0]
+    assert by_d["invert"].to_list() == [0, 2]
+
+
+def test_per_position_means_and_shares_follow_the_labels():
+    tiny = _tiny_log()
+    means = mean_by_position(tiny, lambda y: 2 * y)
+    assert means["position"].to_list() == [1, 2, 3]
+    assert means["mean"].to_list() == pytest.approx([2 * 4 / 3, 2 * 3 / 3, 2 * 1 / 2])
+    share = share_at_least_by_position(tiny, 1.0)
+    assert share["share"].to_list() == pytest.approx([1.0, 2 / 3, 1 / 2])
+    cells = ctr_by_position_and_label(tiny).collect()
+    row = cells.filter((pl.col("position") == 2) & (pl.col("label") == 1.0)).row(0, named=True)
+    assert (row["impressions"], row["clicks"]) == (1, 1)
+    assert cells["impressions"].sum() == tiny.height
+
+
+def test_log_checks_name_the_caller_and_the_missing_column(log):
+    with pytest.raises(InputError, match="my_figure needs log column"):
+        lazy_log(log.drop("label"), ("position", "label"), "my_figure")
+    with pytest.raises(InputError, match="polars"):
+        lazy_log({"position": [1]}, ("position",), "my_figure")
+    with pytest.raises(InputError, match="no 'intervention' column"):
+        select_intervention(log.drop("intervention").lazy(), "swap", "my_figure")
+    swap = select_intervention(log.lazy(), "swap", "my_figure").collect()
+    assert swap.height and (swap["intervention"].cast(pl.String) == "swap").all()

@@ -9,6 +9,7 @@ import pandas as pd
 import polars as pl
 import pytest
 from matplotlib.figure import Figure
+from polars.testing import assert_frame_equal
 
 from clickrank import plots
 from clickrank._io import LEDGER
@@ -318,31 +319,11 @@ def test_forces_order_documents_by_score_and_can_draw_raw_forces():
 # -- skip-above bias -------------------------------------------------------------------------
 
 
-def _tiny_log() -> pl.DataFrame:
-    # session 0: click at 3 under skips at 1 (label 2) and 2 (label 0);
-    # session 1: clicks at 2 and 3 under a skip at 1 (label 1); session 2: a tie
-    return pl.DataFrame(
-        {
-            "session": [0, 0, 0, 1, 1, 1, 2, 2],
-            "query": [1, 1, 1, 1, 1, 1, 2, 2],
-            "position": [1, 2, 3, 1, 2, 3, 1, 2],
-            "doc": [10, 11, 12, 12, 10, 11, 20, 21],
-            "click": [False, False, True, False, True, True, False, True],
-            "label": [2.0, 0.0, 1.0, 1.0, 2.0, 0.0, 1.0, 1.0],
-        }
-    )
+def test_skip_above_pairs_is_the_click_log_aggregation(log):
+    # the counting itself is tested in test_clicklog; plots only re-exports it
+    from clickrank.clicklog import skip_above_pairs
 
-
-def test_skip_above_pairs_counts_against_the_labels():
-    pairs = plots.skip_above_pairs(_tiny_log())
-    assert pairs.select("p_click", "p_skip").rows() == [(2, 1), (3, 1), (3, 2)]
-    # (2 over 1): session 1 labels 2 vs 1 agrees, session 2 labels 1 vs 1 ties;
-    # (3 over 1): session 0 labels 1 vs 2 and session 1 labels 0 vs 1, both inverted;
-    # (3 over 2): session 0 labels 1 vs 0 agrees (session 1 clicked position 2: no pair)
-    assert pairs["pairs"].to_list() == [2, 2, 1]
-    assert pairs["agree"].to_list() == [1, 0, 1]
-    assert pairs["tie"].to_list() == [1, 0, 0]
-    assert pairs["invert"].to_list() == [0, 2, 0]
+    assert_frame_equal(plots.skip_above_pairs(log), skip_above_pairs(log))
 
 
 def test_skip_above_bias_matrix_and_distance_views(log):

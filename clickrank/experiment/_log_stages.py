@@ -228,9 +228,8 @@ class _LogStages:
     def _log_stats(self) -> dict:
         import polars as pl
 
-        from ..clicklog import click_counts
+        from ..clicklog import click_counts, skip_above_pairs
         from ..clickmodels._relevance import evaluate_map
-        from ..plots import skip_above_pairs
 
         lf = self.log()
         cm = self.click_model()
