@@ -19,14 +19,15 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
-from ._io import atomic_write_json
+from ._result import Result
 from ._segments import ranks as _ranks
 from ._validation import InputError, LogSchemaError, check_alpha, check_positive, check_probability
 from .datasets import RankingData
@@ -103,12 +104,14 @@ def bootstrap_means(values: np.ndarray, *, n_bootstrap: int = 1000, seed: int = 
 # --------------------------------------------------------------------------- paired comparison
 
 
-@dataclass(frozen=True)
-class ComparisonResult:
+@dataclass(frozen=True, eq=False)
+class ComparisonResult(Result):
     """Paired comparison of rankers A and B on one metric over the same queries.
 
     ``diff`` = mean over queries of (A − B); tests are two-sided.
     """
+
+    FORMAT: ClassVar[str] = "clickrank.comparison"
 
     a: str
     b: str
@@ -151,6 +154,44 @@ class ComparisonResult:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ComparisonResult:
+        f = _fields_of(cls, d)
+        f["t_ci"], f["bootstrap_ci"] = tuple(f["t_ci"]), tuple(f["bootstrap_ci"])
+        return cls(**f)
+
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Intervals for the mean difference A − B: the paired t interval and the bootstrap one.
+
+        The t interval is recomputed for any ``alpha`` (from ``sd_diff`` and
+        ``n_queries``); the bootstrap percentile interval exists only at the
+        result's own ``alpha`` (NaN otherwise: the resamples are not kept).
+        Columns ``method``, ``estimate``, ``lower``, ``upper``, ``alpha``.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        h = stats.t.isf(a / 2, self.n_queries - 1) * self.sd_diff / math.sqrt(self.n_queries)
+        boot = self.bootstrap_ci if a == self.alpha else (math.nan, math.nan)
+        return pl.DataFrame(
+            {
+                "method": ["paired t", "bootstrap percentile"],
+                "estimate": [self.diff, self.diff],
+                "lower": [self.diff - h, boot[0]],
+                "upper": [self.diff + h, boot[1]],
+                "alpha": [a, a],
+            }
+        )
+
+
+def _fields_of(cls: type, d: dict) -> dict:
+    """The constructor arguments of dataclass ``cls`` found in ``d`` (derived keys dropped)."""
+    return {f.name: d[f.name] for f in fields(cls) if f.name in d}
+
+
+def _nan_list(values: Any) -> list:
+    return [
+        None if isinstance(x, float) and math.isnan(x) else x for x in np.asarray(values).tolist()
+    ]
 
 
 def paired_test(
@@ -225,7 +266,7 @@ def paired_test(
 
 
 @dataclass(frozen=True, eq=False)
-class EvaluationResult:
+class EvaluationResult(Result):
     """Metric values per query and per ranker, with bootstrap confidence intervals.
 
     Attributes
@@ -250,6 +291,8 @@ class EvaluationResult:
     data_name: str = ""
     notes: tuple[str, ...] = field(default=())
 
+    FORMAT: ClassVar[str] = "clickrank.evaluation"
+
     def to_frame(self) -> pl.DataFrame:
         """The ranker × metric table (means, CIs, counts)."""
         return self.table
@@ -265,13 +308,26 @@ class EvaluationResult:
         ]
         return pl.concat(parts)
 
-    def conf_int(self, alpha: float | None = None) -> np.ndarray:
-        """``[n_rankers * n_metrics, 2]`` bounds (rows in :meth:`to_frame` order)."""
-        if alpha is None or alpha == self.alpha:
-            return self.table.select("ci_low", "ci_high").to_numpy()
-        cols = np.column_stack([self.values[(r, m)] for r in self.rankers for m in self.metrics])
-        boot = bootstrap_means(cols, n_bootstrap=self.n_bootstrap, seed=self.seed)
-        return np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0).T
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Bootstrap percentile intervals of each mean, one row per ranker × metric.
+
+        Columns ``ranker``, ``metric``, ``estimate`` (the mean), ``lower``,
+        ``upper``, ``alpha`` (rows in :meth:`to_frame` order). At another
+        ``alpha`` than the result's, the same seeded query-level resamples are
+        drawn again.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        if a == self.alpha:
+            bounds = self.table.select("ci_low", "ci_high").to_numpy()
+        else:
+            cols = np.column_stack(
+                [self.values[(r, m)] for r in self.rankers for m in self.metrics]
+            )
+            boot = bootstrap_means(cols, n_bootstrap=self.n_bootstrap, seed=self.seed)
+            bounds = np.nanquantile(boot, [a / 2, 1 - a / 2], axis=0).T
+        return self.table.select("ranker", "metric", pl.col("mean").alias("estimate")).with_columns(
+            lower=pl.Series(bounds[:, 0]), upper=pl.Series(bounds[:, 1]), alpha=pl.lit(a)
+        )
 
     def compare(
         self, a: str, b: str, metric: str | None = None, *, n_permutations: int = 10_000
@@ -355,6 +411,7 @@ class EvaluationResult:
         return self.summary()
 
     def to_dict(self) -> dict:
+        """JSON-ready: the table, per-query values (``"ranker|metric"`` -> list, null = skipped)."""
         return {
             "data": self.data_name,
             "alpha": self.alpha,
@@ -363,18 +420,48 @@ class EvaluationResult:
             "empty": self.empty,
             "table": self.table.to_dicts(),
             "per_query": {
-                f"{r}|{m}": self.values[(r, m)] for r in self.rankers for m in self.metrics
+                f"{r}|{m}": _nan_list(self.values[(r, m)].astype(np.float64))
+                for r in self.rankers
+                for m in self.metrics
             },
-            "qid": self.qid,
+            "qid": np.asarray(self.qid).tolist(),
+            "rankers": list(self.rankers),
+            "metrics": list(self.metrics),
+            "notes": list(self.notes),
         }
 
-    def save(self, path) -> None:
-        """Write table and per-query values as JSON (atomic; NaN as null)."""
-        d = self.to_dict()
-        d["per_query"] = {
-            k: [None if np.isnan(x) else float(x) for x in v] for k, v in d["per_query"].items()
+    @classmethod
+    def from_dict(cls, d: dict) -> EvaluationResult:
+        per_query = d["per_query"]
+        if "rankers" in d:
+            rankers, metrics = tuple(d["rankers"]), tuple(d["metrics"])
+        else:  # files of clickrank <= 0.x: the order of the table
+            rankers = tuple(dict.fromkeys(r["ranker"] for r in d["table"]))
+            metrics = tuple(dict.fromkeys(r["metric"] for r in d["table"]))
+        values = {
+            (r, m): np.array(
+                [np.nan if x is None else x for x in per_query[f"{r}|{m}"]], dtype=np.float64
+            )
+            for r in rankers
+            for m in metrics
         }
-        atomic_write_json(path, d)
+        return cls(
+            rankers=rankers,
+            metrics=metrics,
+            values=values,
+            qid=np.asarray(d["qid"]),
+            table=pl.DataFrame(d["table"]),
+            alpha=d["alpha"],
+            n_bootstrap=d["n_bootstrap"],
+            seed=d["seed"],
+            empty=d["empty"],
+            data_name=d.get("data", ""),
+            notes=tuple(d.get("notes", ())),
+        )
+
+    def save(self, path, *, overwrite: bool = True) -> Path:
+        """Write table and per-query values as JSON (atomic; NaN as null)."""
+        return super().save(path, overwrite=overwrite)
 
 
 def evaluate(
@@ -511,9 +598,11 @@ def _utility_fn(utility: str | Callable, k: int | None) -> Callable[[np.ndarray]
     raise InputError(f"utility must be 'dcg', 'rank' or a callable, got {utility!r}")
 
 
-@dataclass(frozen=True)
-class CounterfactualResult:
+@dataclass(frozen=True, eq=False)
+class CounterfactualResult(Result):
     """IPS estimate of a new ranker's click-based utility with a session-level SE."""
+
+    FORMAT: ClassVar[str] = "clickrank.counterfactual"
 
     utility: str
     estimate: float
@@ -523,13 +612,38 @@ class CounterfactualResult:
     alpha: float
     clip: float | None
 
-    def conf_int(self, alpha: float | None = None) -> tuple[float, float]:
-        """Normal interval ``estimate ± z SE`` (CLT over sessions)."""
-        z = stats.norm.isf((self.alpha if alpha is None else alpha) / 2)
+    def _ci(self, alpha: float | None = None) -> tuple[float, float]:
+        z = stats.norm.isf(check_alpha(self.alpha if alpha is None else alpha) / 2)
         return (self.estimate - z * self.se, self.estimate + z * self.se)
 
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Normal interval ``estimate ± z SE`` (CLT over sessions), one row.
+
+        Columns ``utility``, ``estimate``, ``lower``, ``upper``, ``alpha``.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        lo, hi = self._ci(a)
+        return pl.DataFrame(
+            {
+                "utility": [self.utility],
+                "estimate": [self.estimate],
+                "lower": [lo],
+                "upper": [hi],
+                "alpha": [a],
+            }
+        )
+
+    def to_dict(self) -> dict:
+        """The fields, then the interval at ``alpha`` (``ci_low``, ``ci_high``; derived)."""
+        lo, hi = self._ci()
+        return {**asdict(self), "ci_low": lo, "ci_high": hi}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CounterfactualResult:
+        return cls(**_fields_of(cls, d))
+
     def summary(self) -> str:
-        lo, hi = self.conf_int()
+        lo, hi = self._ci()
         return "\n".join(
             [
                 f"Counterfactual (IPS) estimate of {self.utility} per session",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,8 @@ import polars as pl
 from scipy import stats
 
 from . import interleaving as il
-from ._io import atomic_write_json
 from ._random import STREAM_CLICK, STREAM_QUERY, session_integers, session_uniforms
+from ._result import Result
 from ._segments import to_padded
 from ._validation import InputError, check_alpha, check_choice, check_positive
 from .clickmodels import UserMixture
@@ -217,8 +217,23 @@ def _sign_test(wins, losses) -> np.ndarray:
     return np.where(m > 0, np.minimum(p, 1.0), 1.0)
 
 
-@dataclass(frozen=True)
-class InterleavingResult:
+def _z(alpha: float) -> float:
+    return float(stats.norm.isf(check_alpha(alpha) / 2))
+
+
+def _wilson(successes: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a proportion (Wilson 1927), vectorized; NaN where ``n = 0``."""
+    z = _z(alpha)
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.asarray(successes, dtype=np.float64) / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+@dataclass(frozen=True, eq=False)
+class InterleavingResult(Result):
     """Outcome of a simulated interleaving experiment.
 
     Attributes
@@ -251,10 +266,28 @@ class InterleavingResult:
         var = m2 - (self.delta + 0.5) ** 2
         return math.sqrt(max(var, 0.0) / max(n - 1, 1))
 
-    def conf_int(self, alpha: float | None = None) -> tuple[float, float]:
-        """Normal (Wald) interval for Δ at level ``1 - alpha``."""
-        z = stats.norm.isf((self.alpha if alpha is None else alpha) / 2)
+    FORMAT = "clickrank.interleaving"
+
+    def _ci(self, alpha: float | None = None) -> tuple[float, float]:
+        z = _z(self.alpha if alpha is None else alpha)
         return (self.delta - z * self.se, self.delta + z * self.se)
+
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Normal (Wald) interval for Δ at level ``1 - alpha`` (default: the result's ``alpha``).
+
+        One row: ``statistic`` ("delta"), ``estimate``, ``lower``, ``upper``, ``alpha``.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        lo, hi = self._ci(a)
+        return pl.DataFrame(
+            {
+                "statistic": ["delta"],
+                "estimate": [self.delta],
+                "lower": [lo],
+                "upper": [hi],
+                "alpha": [a],
+            }
+        )
 
     @property
     def p_value(self) -> float:
@@ -269,8 +302,9 @@ class InterleavingResult:
         return "A" if self.wins > self.losses else "B"
 
     def to_dict(self) -> dict:
+        """The fields, then Δ, its SE and interval, the sign test and the winner (derived)."""
         d = asdict(self)
-        lo, hi = self.conf_int()
+        lo, hi = self._ci()
         d.update(
             delta=self.delta,
             se=self.se,
@@ -281,15 +315,15 @@ class InterleavingResult:
         )
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> InterleavingResult:
+        return cls(**_fields_of(cls, d))
+
     def to_frame(self) -> pl.DataFrame:
         return pl.DataFrame([self.to_dict()])
 
-    def save(self, path) -> None:
-        """Write the result as JSON (atomically)."""
-        atomic_write_json(path, self.to_dict())
-
     def summary(self) -> str:
-        lo, hi = self.conf_int()
+        lo, hi = self._ci()
         return "\n".join(
             [
                 f"Interleaving experiment ({self.method}, clicks: {self.click_model})",
@@ -386,8 +420,8 @@ def _ab_test(metric: str, mean_a, mean_b, var_a, var_b, n_a, n_b):
     return np.where(np.isfinite(p), p, 1.0)
 
 
-@dataclass(frozen=True)
-class ABResult:
+@dataclass(frozen=True, eq=False)
+class ABResult(Result):
     """A/B test on absolute click metrics (per arm mean, difference, CI, p-value)."""
 
     n_a: int
@@ -396,14 +430,40 @@ class ABResult:
     alpha: float = 0.05
     click_model: str = ""
 
+    FORMAT = "clickrank.ab"
+
     def to_frame(self) -> pl.DataFrame:
         return pl.DataFrame([{"metric": m, **v} for m, v in self.table.items()])
+
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Normal interval for each metric's difference A − B at level ``1 - alpha``.
+
+        The standard error is the one the stored interval was built from
+        (``(ci_high - ci_low) / (2 z)``), so any ``alpha`` is exact. Columns:
+        ``metric``, ``estimate`` (A − B), ``lower``, ``upper``, ``alpha``.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        z0, z = _z(self.alpha), _z(a)
+        rows = []
+        for m, v in self.table.items():
+            se = (v["ci_high"] - v["ci_low"]) / (2 * z0)
+            rows.append(
+                {
+                    "metric": m,
+                    "estimate": v["diff"],
+                    "lower": v["diff"] - z * se,
+                    "upper": v["diff"] + z * se,
+                    "alpha": a,
+                }
+            )
+        return pl.DataFrame(rows)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def save(self, path) -> None:
-        atomic_write_json(path, self.to_dict())
+    @classmethod
+    def from_dict(cls, d: dict) -> ABResult:
+        return cls(**_fields_of(cls, d))
 
     def summary(self) -> str:
         lines = [
@@ -476,7 +536,7 @@ def _default_grid(max_n: int) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class PowerCurve:
+class PowerCurve(Result):
     """Power (P[significant at ``alpha`` in the right direction]) vs number of impressions.
 
     Attributes
@@ -500,6 +560,7 @@ class PowerCurve:
     ndcg_b: float
     click_model: str = ""
     sessions_per_user: int = 1
+    k: int = 10
 
     def n_for_power(self, target: float = 0.8) -> dict:
         """Impressions needed to reach ``target`` power (log-linear interpolation; inf if never)."""
@@ -518,13 +579,47 @@ class PowerCurve:
             out[lab] = float(np.exp(logn[i - 1] + f * (logn[i] - logn[i - 1])))
         return out
 
+    FORMAT = "clickrank.power"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", np.asarray(self.n, dtype=np.int64))
+        object.__setattr__(
+            self, "power", {k: np.asarray(v, dtype=np.float64) for k, v in self.power.items()}
+        )
+
     def to_frame(self) -> pl.DataFrame:
         return pl.DataFrame({"n": self.n, **{k: v for k, v in self.power.items()}})
 
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Wilson interval of each simulated power (a share of ``n_experiments`` experiments).
+
+        Long frame: ``method``, ``n``, ``estimate`` (power), ``lower``, ``upper``, ``alpha``.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        parts = []
+        for lab, p in self.power.items():
+            lo, hi = _wilson(
+                np.round(p * self.n_experiments), np.full(p.size, self.n_experiments), a
+            )
+            parts.append(
+                pl.DataFrame(
+                    {
+                        "method": [lab] * p.size,
+                        "n": self.n,
+                        "estimate": p,
+                        "lower": lo,
+                        "upper": hi,
+                        "alpha": [a] * p.size,
+                    }
+                )
+            )
+        return pl.concat(parts)
+
     def to_dict(self) -> dict:
+        """JSON-ready fields (lists), then ``n_for_80`` (derived)."""
         return {
-            "n": self.n,
-            "power": self.power,
+            "n": self.n.tolist(),
+            "power": {k: v.tolist() for k, v in self.power.items()},
             "n_experiments": self.n_experiments,
             "alpha": self.alpha,
             "pool_size": self.pool_size,
@@ -532,16 +627,23 @@ class PowerCurve:
             "ndcg_b": self.ndcg_b,
             "click_model": self.click_model,
             "sessions_per_user": self.sessions_per_user,
+            "k": self.k,
             "n_for_80": self.n_for_power(0.8),
         }
 
-    def save(self, path) -> None:
-        atomic_write_json(path, self.to_dict())
+    @classmethod
+    def from_dict(cls, d: dict) -> PowerCurve:
+        return cls(**_fields_of(cls, d))
+
+    @property
+    def metric(self) -> str:
+        """The offline metric the power curve detects (NDCG at the list length)."""
+        return f"NDCG@{self.k}"
 
     def summary(self, target: float = 0.8) -> str:
         need = self.n_for_power(target)
         lines = [
-            f"Power curve: NDCG@10 A {self.ndcg_a:.4f} vs B {self.ndcg_b:.4f} "
+            f"Power curve: {self.metric} A {self.ndcg_a:.4f} vs B {self.ndcg_b:.4f} "
             f"(diff {self.ndcg_a - self.ndcg_b:+.4f}); clicks: {self.click_model}",
             f"  {self.n_experiments} experiments per size, resampled from a pool of "
             f"{self.pool_size} impressions; alpha {self.alpha}; detection = significant in "
@@ -568,13 +670,13 @@ class PowerCurve:
         return self.summary()
 
     def plot(self, path: str | os.PathLike | None = None, *, ax=None):
-        """Power vs impressions (log x) per method; returns the Figure, saves a PNG if ``path``."""
-        import matplotlib
+        """Power vs impressions (log x) per method; returns the Figure, saves a PNG if ``path``.
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        A pyplot-free figure (:mod:`clickrank._figure`); the PNG is written atomically.
+        """
+        from ._figure import finish, new_axes
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.2)) if ax is None else (ax.figure, ax)
+        fig, ax, own = new_axes(ax, (6.4, 4.2))
         for lab, p in self.power.items():
             ax.plot(
                 self.n, p, marker="o", ms=3, ls="--" if lab.startswith("A/B") else "-", label=lab
@@ -584,13 +686,12 @@ class PowerCurve:
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("impressions per experiment (log scale)")
         ax.set_ylabel(f"power (P[detect better ranker], α = {self.alpha})")
-        ax.set_title(f"NDCG@10 {self.ndcg_a:.3f} vs {self.ndcg_b:.3f}; {self.click_model} clicks")
+        ax.set_title(
+            f"{self.metric} {self.ndcg_a:.3f} vs {self.ndcg_b:.3f}; {self.click_model} clicks"
+        )
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        if path is not None:
-            fig.savefig(path, dpi=90)
-        return fig
+        return finish(fig, path, own=own, dpi=90)
 
 
 def power_analysis(
@@ -709,7 +810,9 @@ def power_analysis(
                 right = np.sign(ma - mb) == better * _AB_DIRECTION[m]
                 pw[g] = np.mean((pv < alpha) & right)
             power[f"A/B {m}"] = pw
-    return PowerCurve(grid, power, R, alpha, pool_size, nd_a, nd_b, _model_name(st.model), spu)
+    return PowerCurve(
+        grid, power, R, alpha, pool_size, nd_a, nd_b, _model_name(st.model), spu, st.k
+    )
 
 
 def _model_name(model: Any) -> str:
@@ -724,7 +827,7 @@ def _model_name(model: Any) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class FidelityResult:
+class FidelityResult(Result):
     """Agreement of interleaving winners with offline NDCG@k differences over ranker pairs.
 
     ``table`` has one row per pair: a, b (ranker ids), ndcg_a, ndcg_b, diff
@@ -739,6 +842,63 @@ class FidelityResult:
     n_impressions: int
     min_difference: float
     alpha: float
+    k: int = 10
+
+    FORMAT = "clickrank.fidelity"
+
+    def to_dict(self) -> dict:
+        """The fields (``table`` as a list of rows), then the agreement shares (derived)."""
+        frac_sig, agree_sig = self.significant_agreement
+        return {
+            "table": self.table.to_dicts(),
+            "method": self.method,
+            "n_impressions": self.n_impressions,
+            "min_difference": self.min_difference,
+            "alpha": self.alpha,
+            "k": self.k,
+            "agreement": self.agreement,
+            "significant_share": frac_sig,
+            "significant_agreement": agree_sig,
+            "click_agreement": self.click_agreement[1],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FidelityResult:
+        f = _fields_of(cls, d)
+        rows = f.pop("table")
+        table = (
+            pl.DataFrame(rows, schema=_FIDELITY_SCHEMA)
+            if rows
+            else pl.DataFrame(schema=_FIDELITY_SCHEMA)
+        )
+        return cls(table=table, **f)
+
+    def conf_int(self, alpha: float | None = None) -> pl.DataFrame:
+        """Wilson intervals of the agreement shares over the eligible pairs.
+
+        Rows ``statistic``: "agreement" (sign agreement with ΔNDCG), "significant"
+        (share of pairs significant at the result's ``alpha``), "significant
+        agreement" (share of those agreeing); columns ``estimate``, ``lower``,
+        ``upper``, ``n`` (pairs the share is over), ``alpha``.
+        """
+        a = self.alpha if alpha is None else check_alpha(alpha)
+        e = self._eligible()
+        sig = e.filter(pl.col("p_value") < self.alpha)
+        counts = np.array([e["agree"].sum(), sig.height, sig["agree"].sum()], dtype=np.float64)
+        n = np.array([e.height, e.height, sig.height], dtype=np.float64)
+        lo, hi = _wilson(counts, n, a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            est = counts / n
+        return pl.DataFrame(
+            {
+                "statistic": ["agreement", "significant", "significant agreement"],
+                "estimate": est,
+                "lower": lo,
+                "upper": hi,
+                "n": n.astype(np.int64),
+                "alpha": [a] * 3,
+            }
+        )
 
     def _eligible(self) -> pl.DataFrame:
         return self.table.filter(pl.col("diff").abs() >= self.min_difference)
@@ -774,7 +934,7 @@ class FidelityResult:
         _, agree_clicks = self.click_agreement
         return "\n".join(
             [
-                f"Fidelity of {self.method} interleaving vs offline NDCG@10 "
+                f"Fidelity of {self.method} interleaving vs offline NDCG@{self.k} "
                 f"({self.n_impressions} impressions per pair)",
                 f"  pairs {self.table.height}; with |ΔNDCG| >= {self.min_difference}: {e.height}",
                 f"  sign agreement                  {self.agreement:.3f}",
@@ -879,4 +1039,24 @@ def fidelity_study(
                 ),
             }
         )
-    return FidelityResult(pl.DataFrame(rows), method, n_impressions, min_difference, alpha)
+    return FidelityResult(pl.DataFrame(rows), method, n_impressions, min_difference, alpha, k)
+
+
+_FIDELITY_SCHEMA = {
+    "a": pl.Int64,
+    "b": pl.Int64,
+    "ndcg_a": pl.Float64,
+    "ndcg_b": pl.Float64,
+    "diff": pl.Float64,
+    "clicks_a": pl.Float64,
+    "clicks_b": pl.Float64,
+    "delta": pl.Float64,
+    "p_value": pl.Float64,
+    "agree": pl.Float64,
+    "agree_clicks": pl.Float64,
+}
+
+
+def _fields_of(cls: type, d: dict) -> dict:
+    """The constructor arguments of dataclass ``cls`` found in ``d`` (derived keys dropped)."""
+    return {f.name: d[f.name] for f in fields(cls) if f.name in d}

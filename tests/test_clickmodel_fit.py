@@ -255,6 +255,21 @@ def test_the_recommendation_follows_the_best_model(comparisons):
     assert "perplexity" in comparisons["dbn"].summary()
 
 
+def test_the_comparison_follows_the_result_contract(comparisons, tmp_path):
+    cmp = comparisons["pbm"]
+    ci = cmp.conf_int()
+    assert ci["model"].to_list() == list(cmp.evaluations)
+    for r in ci.iter_rows(named=True):
+        ev = cmp.evaluations[r["model"]]
+        assert r["estimate"] == pytest.approx(ev.log_likelihood_per_session, rel=1e-9)
+        assert r["lower"] < r["estimate"] < r["upper"]
+    saved = json.loads(cmp.save(tmp_path / "cmp.json").read_text())
+    assert saved["format"] == "clickrank.click_model_comparison" and saved["best"] == cmp.best
+    assert cmp == cmp and cmp != comparisons["dbn"]
+    fig = cmp.plot(path=tmp_path / "ppl.png")
+    assert fig.axes[0].get_xlabel() == "rank" and (tmp_path / "ppl.png").stat().st_size > 1000
+
+
 def test_perplexity_is_the_per_rank_formula(logs):
     log = logs["dbn"]
     s = sessions_from_log(log, test_fraction=0.3, seed=1)

@@ -12,7 +12,16 @@ from scipy import stats
 from clickrank import InputError
 from clickrank.clickmodels import PBM
 from clickrank.datasets import synthetic
-from clickrank.evaluation import bootstrap_means, compare, counterfactual, evaluate, paired_test
+from clickrank.evaluation import (
+    ComparisonResult,
+    CounterfactualResult,
+    EvaluationResult,
+    bootstrap_means,
+    compare,
+    counterfactual,
+    evaluate,
+    paired_test,
+)
 from clickrank.interleaving import rankings_from_scores
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy
@@ -131,6 +140,22 @@ def test_evaluation_result_save_and_compare(tmp_path, data):
     assert c.metric == "ndcg@5"
     with pytest.raises(InputError):
         res.compare("ranker0", "nope")
+    # the result contract: dict and file round trips, intervals as frames
+    assert d["format"] == "clickrank.evaluation" and d["version"] == 1
+    assert EvaluationResult.load(tmp_path / "e.json") == res
+    assert EvaluationResult.from_dict(res.to_dict()) == res
+    ci = res.conf_int()
+    assert ci.columns == ["ranker", "metric", "estimate", "lower", "upper", "alpha"]
+    assert ci["lower"].to_list() == res.table["ci_low"].to_list()
+    wide = res.conf_int(0.01)
+    assert (wide["lower"] <= ci["lower"]).all() and (wide["upper"] >= ci["upper"]).all()
+    assert ComparisonResult.from_dict(c.to_dict()) == c
+    assert ComparisonResult.load(c.save(tmp_path / "c.json")) == c
+    cc = c.conf_int()
+    assert cc["method"].to_list() == ["paired t", "bootstrap percentile"]
+    assert (cc["lower"][0], cc["upper"][0]) == pytest.approx(c.t_ci)
+    assert (cc["lower"][1], cc["upper"][1]) == pytest.approx(c.bootstrap_ci)
+    assert math.isnan(c.conf_int(0.2)["lower"][1])  # bootstrap bounds only at the result's alpha
 
 
 def _truth(data, scores, model, k, shown_mask=None):
@@ -160,8 +185,9 @@ def test_counterfactual_ips_matches_the_truth_within_se():
     est = counterfactual(log, data, new, model.propensities(10))
     truth = _truth(data, new, model, 10)
     assert abs(est.estimate - truth) <= 4 * est.se
-    lo, hi = est.conf_int(0.0001)
-    assert lo < truth < hi
+    ci = est.conf_int(0.0001)
+    assert ci["lower"][0] < truth < ci["upper"][0]
+    assert CounterfactualResult.from_dict(est.to_dict()) == est
     naive = counterfactual(log, data, new, np.ones(10))
     assert abs(naive.estimate - truth) > 4 * naive.se  # ignoring position bias is biased
 

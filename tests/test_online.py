@@ -6,6 +6,7 @@ import json
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 from scipy import stats
 
@@ -13,6 +14,7 @@ from clickrank import InputError
 from clickrank.clickmodels import PBM, UserMixture, web_search_population
 from clickrank.datasets import synthetic
 from clickrank.online import (
+    ABResult,
     InterleavingResult,
     _sign_test,
     ab_experiment,
@@ -69,12 +71,62 @@ def test_interleaving_result_interval_and_json(tmp_path):
     assert r.delta == pytest.approx((300 + 225) / 1000 - 0.5)
     x = np.r_[np.ones(300), np.zeros(250), np.full(450, 0.5)]
     assert r.se == pytest.approx(x.std(ddof=1) / math.sqrt(1000))
-    lo, hi = r.conf_int()
+    ci = r.conf_int()
+    assert isinstance(ci, pl.DataFrame) and ci.height == 1
+    lo, hi = ci["lower"][0], ci["upper"][0]
     assert lo < r.delta < hi
+    assert hi - lo == pytest.approx(2 * 1.959964 * r.se, rel=1e-6)
+    wide = r.conf_int(0.01)
+    assert wide["lower"][0] < lo and wide["upper"][0] > hi
     r.save(tmp_path / "r.json")
     d = json.loads((tmp_path / "r.json").read_text())
+    assert d["format"] == "clickrank.interleaving" and d["version"] == 1
     assert d["wins"] == 300 and d["p_value"] == pytest.approx(r.p_value)
     assert "sign test" in r.summary()
+    # the result contract: dict and file round trips
+    assert InterleavingResult.from_dict(r.to_dict()) == r
+    assert InterleavingResult.load(tmp_path / "r.json") == r
+    assert InterleavingResult("team-draft", 1000, 301, 249, 450) != r
+
+
+def test_online_results_round_trip_through_dict_and_file(data, tmp_path):
+    from clickrank import DataFormatError
+
+    good, bad = noisy(data, 0.3, 5), noisy(data, 3.0, 6)
+    ab = ab_experiment(data, good, bad, n_impressions=4000, seed=1)
+    pc = power_analysis(
+        data,
+        good,
+        bad,
+        methods=["team-draft"],
+        n_grid=[100, 1000],
+        n_experiments=50,
+        pool_size=3000,
+        k=5,
+        seed=0,
+    )
+    fid = fidelity_study(data, n_pairs=3, n_impressions=1000, seed=0, k=5)
+    for r in (ab, pc, fid):
+        cls = type(r)
+        assert cls.from_dict(r.to_dict()) == r
+        path = r.save(tmp_path / f"{cls.__name__}.json")
+        back = cls.load(path)
+        assert back == r and back.summary() == r.summary()
+        ci = r.conf_int()
+        assert isinstance(ci, pl.DataFrame)
+        ok = ci.filter(pl.col("lower").is_not_nan())
+        assert (ok["lower"] <= ok["estimate"]).all() and (ok["estimate"] <= ok["upper"]).all()
+    with pytest.raises(DataFormatError, match="format"):
+        ABResult.load(tmp_path / "PowerCurve.json")
+    # the ab interval is rebuilt from the stored SE: at the result's alpha it is the stored one
+    ci = ab.conf_int().row(0, named=True)
+    assert ci["lower"] == pytest.approx(ab.table[ci["metric"]]["ci_low"])
+    # power intervals are Wilson intervals over the n_experiments simulated experiments
+    assert pc.conf_int().height == 2 * len(pc.power)
+    assert "NDCG@5" in pc.summary() and "NDCG@10" not in pc.summary()
+    assert "NDCG@5" in fid.summary() and "NDCG@10" not in fid.summary()
+    fig = pc.plot()
+    assert fig.axes[0].get_title().startswith("NDCG@5")
 
 
 def test_ab_experiment_detects_better_ranker_and_counts_arms(data):

@@ -346,6 +346,25 @@ def test_json_roundtrip_keeps_everything(one_log, tmp_path):
         result.save(path, overwrite=False)
 
 
+def test_propensities_follow_the_result_contract(one_log, tmp_path):
+    from clickrank._result import Result
+
+    result = bootstrap("randomized", one_log.head(200_000), n=5, seed=1)
+    assert isinstance(result, Result)
+    assert Propensities.from_dict(result.to_dict()) == result
+    assert Propensities.load(result.save(tmp_path / "t.json")) == result
+    assert Propensities.from_dict({**result.to_dict(), "method": "other"}) != result
+    # files written before the contract (no format/version keys) still load
+    old = {k: v for k, v in result.to_dict().items() if k not in ("format", "version")}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert Propensities.load(tmp_path / "old.json") == result
+    (tmp_path / "new.json").write_text(
+        json.dumps({**old, "format": "clickrank.propensities", "version": 99})
+    )
+    with pytest.raises(Exception, match="version 99 is newer"):
+        Propensities.load(tmp_path / "new.json")
+
+
 def test_json_with_nan_positions_roundtrips(tmp_path):
     p = Propensities(
         theta=[1.0, np.nan, 0.3], se=[0.0, np.nan, 0.1], method="swap", n_sessions=10, n=[5, 0, 5]
@@ -375,8 +394,6 @@ def test_to_frame_and_summary_agree(one_log):
 
 
 def test_plot_returns_a_figure_with_finite_data(one_log, tmp_path):
-    import matplotlib.pyplot as plt
-
     result = randomized(one_log)
     fig = result.plot(true_theta=power_law(K, 1.0), path=tmp_path / "theta.png")
     ax = fig.axes[0]
@@ -385,7 +402,9 @@ def test_plot_returns_a_figure_with_finite_data(one_log, tmp_path):
     for line in ax.get_lines():
         assert np.all(np.isfinite(line.get_ydata()))
     assert (tmp_path / "theta.png").stat().st_size > 1000
-    plt.close(fig)
+    import matplotlib.pyplot as plt
+
+    assert not plt.get_fignums()  # drawn without pyplot: nothing left open
 
 
 def test_bootstrap_is_reproducible_and_brackets_the_estimate(one_log):

@@ -6,13 +6,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 from scipy.stats import norm
 
-from .._io import atomic_write, atomic_write_text, check_output, read_json
+from .._io import atomic_write_text, check_output, read_json
+from .._result import Result, check_format
 from .._validation import (
     DataFormatError,
     InputError,
@@ -36,7 +37,7 @@ def _as_float_array(values: Any, name: str, size: int | None = None) -> np.ndarr
 
 
 @dataclass(frozen=True, eq=False)
-class Propensities:
+class Propensities(Result):
     r"""Estimated examination propensities :math:`\theta_p`, p = 1..K (DESIGN §2).
 
     Parameters
@@ -68,7 +69,17 @@ class Propensities:
         bootstrap SE); ``percentile``: quantiles of ``replicates``.
     info : dict
         Method-specific details (JSON-serializable), e.g. ``{"route": "top"}``.
+
+    Notes
+    -----
+    The first user of the result contract (:class:`clickrank._result.Result`),
+    with one documented difference kept for compatibility: :meth:`conf_int`
+    returns a ``[K, 2]`` array (the frame is :meth:`to_frame`, whose ``lower``
+    and ``upper`` columns hold the same bounds).
     """
+
+    FORMAT: ClassVar[str] = "clickrank.propensities"
+    VERSION: ClassVar[int] = _FORMAT_VERSION
 
     theta: np.ndarray
     se: np.ndarray
@@ -266,6 +277,21 @@ class Propensities:
         obj = read_json(path)
         if not isinstance(obj, dict) or not isinstance(obj.get("theta"), list):
             raise DataFormatError("expected a JSON object with a 'theta' list", path=path)
+        check_format(obj, cls.FORMAT, cls.VERSION, path=path)
+        try:
+            return cls.from_dict(obj)
+        except InputError as err:
+            raise DataFormatError(str(err), path=path) from None
+
+    @classmethod
+    def from_dict(cls, obj: dict) -> Propensities:
+        """Rebuild from :meth:`to_dict` (or any dict with a ``theta`` list; null = NaN).
+
+        ``lower``/``upper``/``alpha`` are derived and ignored: the intervals
+        follow from ``se`` (or ``replicates``) and ``ci_method``.
+        """
+        if not isinstance(obj.get("theta"), list):
+            raise InputError("expected a dict with a 'theta' list")
 
         def arr(key: str, default: Any) -> np.ndarray:
             vals = obj.get(key, default)
@@ -277,25 +303,22 @@ class Propensities:
         k = theta.size
         se = arr("se", [np.nan] * k)
         if obj.get("se_scale", "log") != "log":
-            raise DataFormatError("only se_scale 'log' is supported", path=path, column="se_scale")
+            raise InputError("only se_scale 'log' is supported (key se_scale)")
         rep = obj.get("replicates")
-        try:
-            return cls(
-                theta=theta,
-                se=se,
-                method=str(obj.get("method", "unknown")),
-                n_sessions=int(obj.get("n_sessions", 0)),
-                n=arr("n", [np.nan] * k),
-                warnings=tuple(obj.get("warnings", ())),
-                absolute=bool(obj.get("absolute", False)),
-                replicates=None
-                if rep is None
-                else np.array([[np.nan if v is None else v for v in r] for r in rep], dtype=float),
-                info=dict(obj.get("info", {})),
-                ci_method=str(obj.get("ci_method", "normal")),
-            )
-        except InputError as err:
-            raise DataFormatError(str(err), path=path) from None
+        return cls(
+            theta=theta,
+            se=se,
+            method=str(obj.get("method", "unknown")),
+            n_sessions=int(obj.get("n_sessions", 0)),
+            n=arr("n", [np.nan] * k),
+            warnings=tuple(obj.get("warnings", ())),
+            absolute=bool(obj.get("absolute", False)),
+            replicates=None
+            if rep is None
+            else np.array([[np.nan if v is None else v for v in r] for r in rep], dtype=float),
+            info=dict(obj.get("info", {})),
+            ci_method=str(obj.get("ci_method", "normal")),
+        )
 
     # ------------------------------------------------------------------ plot
     def plot(
@@ -321,15 +344,9 @@ class Propensities:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
+        from .._figure import finish, new_axes
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-        else:
-            fig = ax.figure
+        fig, ax, own = new_axes(ax, (6, 4))
         pos = self.positions
         ci = self.conf_int(alpha)
         ok = self.identified
@@ -356,7 +373,4 @@ class Propensities:
         ax.set_title(f"Position bias: {self.method}, {self.n_sessions:,} sessions")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-        fig.tight_layout()
-        if path is not None:
-            atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
-        return fig
+        return finish(fig, path, own=own)

@@ -29,16 +29,18 @@ probabilities score. The marginal perplexity is reported next to it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 
-from ..._validation import EstimationError, InputError, check_choice
+from ..._result import Result
+from ..._validation import EstimationError, InputError, check_alpha, check_choice
 from ._base import ClickModelEvaluation, FittedClickModel
 from ._sessions import Sessions, sessions_from_log
 
@@ -142,7 +144,7 @@ def fit_click_model(
 
 
 @dataclass(frozen=True, eq=False)
-class ClickModelComparison:
+class ClickModelComparison(Result):
     """Click models fitted on training sessions and evaluated on test sessions.
 
     Attributes
@@ -166,6 +168,46 @@ class ClickModelComparison:
     test_fraction: float
     seed: int
     seconds: dict[str, float] = field(default_factory=dict)
+
+    FORMAT: ClassVar[str] = "clickrank.click_model_comparison"
+
+    def conf_int(self, alpha: float = 0.05) -> pl.DataFrame:
+        r"""Normal interval of each model's mean log-likelihood per (test) session.
+
+        :math:`\bar\ell \pm z_{1-\alpha/2}\,\mathrm{sd}(\ell)/\sqrt{n}` over the
+        (weighted) sessions; columns ``model``, ``estimate``, ``lower``,
+        ``upper``, ``alpha``. For the difference of two models use
+        :meth:`difference` (paired, much narrower).
+        """
+        from scipy.stats import norm
+
+        a = check_alpha(alpha)
+        z = float(norm.isf(a / 2))
+        rows = []
+        for m, ev in self.evaluations.items():
+            w, ll = ev.session_weight, ev.session_log_likelihood
+            n = float(w.sum())
+            mean = float((w * ll).sum() / n) if n else math.nan
+            var = float((w * (ll - mean) ** 2).sum() / max(n - 1, 1)) if n else math.nan
+            se = math.sqrt(var / n) if n else math.nan
+            rows.append(
+                {
+                    "model": m,
+                    "estimate": mean,
+                    "lower": mean - z * se,
+                    "upper": mean + z * se,
+                    "alpha": a,
+                }
+            )
+        return pl.DataFrame(rows)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ClickModelComparison:
+        """Not available: the dict keeps the fitted parameters' tables, not the fitted models."""
+        raise NotImplementedError(
+            "a ClickModelComparison cannot be rebuilt from its dict (the fitted models are "
+            "not serialized); refit with compare_click_models"
+        )
 
     @property
     def in_sample(self) -> bool:
@@ -291,7 +333,8 @@ class ClickModelComparison:
 
     def plot(self, *, conditional: bool = False, path: str | Path | None = None, ax: Any = None):
         """Perplexity by rank, one line per model (a matplotlib Figure; PNG written atomically)."""
-        from ...plots import _finish, _new_axes
+        from ..._figure import finish as _finish
+        from ..._figure import new_axes as _new_axes
 
         fig, ax, own = _new_axes(ax, (6.4, 4.0))
         key = "conditional_perplexity_by_rank" if conditional else "perplexity_by_rank"
