@@ -41,6 +41,7 @@ from ._segments import to_padded
 from ._validation import InputError, check_alpha, check_choice, check_positive
 from .clickmodels import UserMixture
 from .datasets import RankingData
+from .simulation import STREAM_USER, sample_clicks  # noqa: F401  (STREAM_USER: public name)
 
 __all__ = [
     "InterleavingResult",
@@ -58,7 +59,6 @@ __all__ = [
 STREAM_INTERLEAVE = 220
 STREAM_ARM = 221
 STREAM_CLICK_B = 222  # second, independent click draw for the A/B pool (arm B)
-STREAM_USER = 223  # user-type uniform shared by the sessions of one user
 AB_METRICS = ("clicks", "ctr@1", "abandonment")
 #: +1 if a better ranker should raise the metric, -1 if it should lower it.
 _AB_DIRECTION = {"clicks": 1, "ctr@1": 1, "abandonment": -1}
@@ -106,14 +106,11 @@ class _Setup:
         return lab
 
     def clicks(self, lists, query, sessions, seed, stream=STREAM_CLICK):
-        lab = self.shown_labels(lists, query)
-        nu = self.model.n_uniforms
-        u = session_uniforms(seed, sessions, self.k * nu, stream).reshape(len(sessions), self.k, nu)
-        if self.sessions_per_user > 1 and isinstance(self.model, UserMixture):
-            # a user keeps her type: the type slot (UserMixture.user_types) is drawn per user
-            users = sessions // self.sessions_per_user
-            u[:, 0, -1] = session_uniforms(seed, users, 1, STREAM_USER)[:, 0]
-        return self.model.sample(lab, u)
+        """Clicks on the shown lists: simulation's sampler (users keep their type)."""
+        users = sessions // self.sessions_per_user if self.sessions_per_user > 1 else None
+        return sample_clicks(
+            self.model, self.shown_labels(lists, query), sessions, seed, stream=stream, users=users
+        )
 
 
 def _setup(data: RankingData, a, b, click_model, k, sessions_per_user: int = 1) -> _Setup:

@@ -75,6 +75,7 @@ from ._random import (
     STREAM_INTERVENTION_DETAIL,
     STREAM_POLICY,
     STREAM_QUERY,
+    _as_sessions,
     _check_seed,
     session_bernoulli,
     session_state,
@@ -96,10 +97,14 @@ __all__ = [
     "FairPairs",
     "simulate",
     "estimate_log_bytes",
+    "sample_clicks",
     "INTERVENTION_CATEGORIES",
+    "STREAM_USER",
 ]
 
 INTERVENTION_CATEGORIES = ("none", "swap", "randpair", "randomized", "fairpairs")
+#: Draw stream of the user-type uniform shared by the sessions of one user (:func:`sample_clicks`).
+STREAM_USER = 223
 
 
 @dataclass(frozen=True)
@@ -403,7 +408,7 @@ def _grade_table(model: Any, y: np.ndarray, K: int) -> np.ndarray | None:
 
 
 def _click_sampler(
-    model: Any, y: np.ndarray, K: int
+    model: Any, y: np.ndarray, K: int, stream: int = STREAM_CLICK
 ) -> Callable[[int, np.ndarray, np.ndarray], np.ndarray]:
     """``clicks(seed, sessions, labels) -> bool [S, K]`` for ``model``.
 
@@ -418,7 +423,7 @@ def _click_sampler(
     if not (getattr(model, "independent_clicks", False) is True and n_u >= 1):
 
         def generic(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-            u = session_uniforms(seed, sessions, K * n_u, STREAM_CLICK)
+            u = session_uniforms(seed, sessions, K * n_u, stream)
             return np.asarray(model.sample(labels, u.reshape(len(sessions), K, n_u)))
 
         return generic
@@ -427,11 +432,61 @@ def _click_sampler(
     def fused(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
         if table is None:
             p = model.click_probabilities(labels)
-            return session_bernoulli(seed, sessions, p, STREAM_CLICK, step=n_u)
-        key = stream_key(seed, STREAM_CLICK)
-        return _grade_bernoulli(key, sessions, labels, table, n_u)
+            return session_bernoulli(seed, sessions, p, stream, step=n_u)
+        key = stream_key(seed, stream)
+        # the counters are uint64 (as in _random): an int64 array would hash differently
+        return _grade_bernoulli(key, _as_sessions(sessions), labels, table, n_u)
 
     return fused
+
+
+def sample_clicks(
+    model: Any,
+    labels: np.ndarray,
+    sessions: np.ndarray,
+    seed: int,
+    *,
+    stream: int = STREAM_CLICK,
+    users: np.ndarray | None = None,
+) -> np.ndarray:
+    """Clicks of ``model`` on displayed lists: the draws :func:`simulate` makes.
+
+    Session ``sessions[i]`` sees the true labels ``labels[i]`` (NaN: empty
+    slot) at positions ``1..K``; its clicks use the counter-based uniforms of
+    ``(seed, stream, sessions[i])`` only (:mod:`clickrank._random`), so the
+    same session gets the same clicks in any batch, here, in :func:`simulate`
+    (``stream`` = ``STREAM_CLICK``) and in :mod:`clickrank.online`, which
+    draws its A/B arms from two streams.
+
+    Parameters
+    ----------
+    model : click model
+        With ``n_uniforms`` and ``sample(labels, u)``.
+    labels : float array ``[S, K]``
+    sessions : int array ``[S]``
+        Session (impression) indices: the counters of the draws.
+    seed, stream : int
+        Seed and draw stream.
+    users : int array ``[S]``, optional
+        The user of each session. A model with users of several types
+        (:class:`~clickrank.clickmodels.UserMixture`: ``user_types`` reads the
+        type from the uniform ``u[:, 0, -1]``) then draws that uniform once per
+        user (stream :data:`STREAM_USER`), so a user keeps her type across her
+        sessions; other models ignore ``users``.
+
+    Returns
+    -------
+    bool array ``[S, K]``
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    S, K = labels.shape
+    if users is not None and hasattr(model, "user_types"):
+        n_u = int(model.n_uniforms)
+        u = session_uniforms(seed, sessions, K * n_u, stream).reshape(S, K, n_u)
+        u[:, 0, -1] = session_uniforms(seed, users, 1, STREAM_USER)[:, 0]
+        return np.asarray(model.sample(labels, u))
+    y = labels[np.isfinite(labels)]
+    return _click_sampler(model, y, K, stream)(seed, sessions, labels)
 
 
 # -- the click-log table ---------------------------------------------------------------

@@ -28,6 +28,7 @@ from clickrank.simulation import (
     _grade_table,
     _query_sampler,
     _sample_queries,
+    sample_clicks,
     simulate,
 )
 
@@ -874,3 +875,31 @@ def test_cli_dbn_satisfaction_follows_the_label_range(cli, tmp_path):
     model = read_log_metadata(out)["click_model"]
     assert "satisfaction=ERRSatisfaction(max_label=2.0)" in model
     assert "attractiveness=Graded(eps=0.1, max_label=2.0)" in model
+
+
+@pytest.mark.parametrize("model", ["pbm", "dbn", "mixture"])
+def test_sample_clicks_are_the_clicks_simulate_draws(model):
+    # online experiments and simulate() share this sampler: same session, same clicks
+    from clickrank.clickmodels import web_search_population
+
+    data = synthetic(30, 8, seed=1)
+    cm = web_search_population() if model == "mixture" else make_click_model(model)
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=cm,
+        n_sessions=500,
+        top_k=6,
+        seed=7,
+    ).sort("session", "position")
+    labels = log["label"].to_numpy().reshape(-1, 6)
+    sessions = log["session"].to_numpy()[::6]
+    clicks = sample_clicks(cm, labels, sessions, 7)
+    np.testing.assert_array_equal(clicks, log["click"].to_numpy().reshape(-1, 6))
+    # the counters are the session indices whatever their integer dtype (online uses int64)
+    signed = sample_clicks(cm, labels, sessions.astype(np.int64), 7)
+    np.testing.assert_array_equal(signed, clicks)
+    # other streams are other draws; users share their type only for typed populations
+    assert not np.array_equal(sample_clicks(cm, labels, sessions, 7, stream=222), clicks)
+    users = sample_clicks(cm, labels, sessions, 7, users=sessions // 50)
+    assert np.array_equal(users, clicks) == (model != "mixture")
