@@ -614,10 +614,10 @@ def test_streamed_log_equals_the_in_memory_log(data, tmp_path):
 
 def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkeypatch):
     """What the docs promise: same seed, same bytes, whatever ``chunk_size``."""
-    from clickrank import simulation
+    from clickrank.simulation import writer
 
-    monkeypatch.setattr(simulation, "PART_SESSIONS", 1000)  # several part files
-    monkeypatch.setattr(simulation, "ROW_GROUP_ROWS", 2500)  # several row groups
+    monkeypatch.setattr(writer, "PART_SESSIONS", 1000)  # several part files
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 2500)  # several row groups
     kw = dict(
         policy=PlackettLuce(data.X[:, 0]),
         click_model=_pbm(),

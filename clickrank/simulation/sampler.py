@@ -1,0 +1,207 @@
+"""The draws of a session: its query and its clicks (counter-based, :mod:`clickrank._random`).
+
+:func:`sample_clicks` is the one click sampler of clickrank: :func:`~clickrank.simulation.simulate`
+and the online experiments (:mod:`clickrank.online`) both draw clicks through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from .._random import (
+    STREAM_CLICK,
+    STREAM_QUERY,
+    _as_sessions,
+    session_bernoulli,
+    session_state,
+    session_uniforms,
+    stream_key,
+    uniform_at,
+)
+from .._validation import InputError
+from ..datasets import RankingData
+
+#: Draw stream of the user-type uniform shared by the sessions of one user (:func:`sample_clicks`).
+STREAM_USER = 223
+# -- the steps on dense arrays -------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _uniform_pick(key: np.uint64, sessions: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``table[min(floor(u * n), n - 1)]`` with ``u`` the session's first draw."""
+    n = table.shape[0]
+    out = np.empty(sessions.shape[0], dtype=np.int64)
+    for i in range(sessions.shape[0]):
+        j = np.int64(uniform_at(session_state(key, sessions[i]), 0) * n)
+        out[i] = table[min(j, n - 1)]
+    return out
+
+
+def _sample_queries(seed: int, sessions: np.ndarray, sampler: tuple) -> np.ndarray:
+    """Query index per session: uniform over ``sampler[1]`` or inverse CDF ``sampler[1]``."""
+    kind, table = sampler
+    if kind == "uniform":
+        key = stream_key(seed, STREAM_QUERY)
+        return _uniform_pick(key, np.ascontiguousarray(sessions, dtype=np.uint64), table)
+    u = session_uniforms(seed, sessions, 1, STREAM_QUERY)[:, 0]
+    q = np.searchsorted(table, u, side="right")
+    return np.minimum(q, len(table)).astype(np.int64)
+
+
+# -- clicks ------------------------------------------------------------------------------
+
+_MAX_GRADE = 1023  # larger or non-integer labels: click probabilities per chunk
+
+
+@nb.njit(cache=True)
+def _grade_bernoulli(
+    key: np.uint64, sessions: np.ndarray, labels: np.ndarray, table: np.ndarray, step: int
+) -> np.ndarray:
+    """Clicks ``u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
+
+    ``u`` is draw ``k * step`` of the session, as in
+    :func:`clickrank._random.session_bernoulli`; the row's probabilities are
+    looked up first so that the hashing loop stays vectorized.
+    """
+    S, K = labels.shape
+    empty = table.shape[0] - 1
+    out = np.empty((S, K), dtype=np.bool_)
+    p = np.empty(K, dtype=np.float64)
+    for i in range(S):
+        for k in range(K):
+            y = labels[i, k]
+            p[k] = table[empty if np.isnan(y) else np.int64(y), k]
+        st = session_state(key, sessions[i])
+        for k in range(K):
+            out[i, k] = uniform_at(st, k * step) < p[k]
+    return out
+
+
+def _grade_table(model: Any, y: np.ndarray, K: int) -> np.ndarray | None:
+    """``P(click | grade g, position k)`` for grades ``0..max(y)`` plus a row for empty slots.
+
+    None when the labels are not small whole grades or the model rejects one
+    of the grades (then the probabilities are computed chunk by chunk, so an
+    error is raised only if such a label is displayed, as in the generic path).
+    """
+    if y.size == 0:
+        return None
+    lo, hi = float(y.min()), float(y.max())
+    if lo < 0 or hi > _MAX_GRADE or not np.array_equal(y, np.floor(y)):
+        return None
+    grid = np.empty((int(hi) + 2, K))
+    grid[:-1] = np.arange(int(hi) + 1, dtype=np.float64)[:, None]
+    grid[-1] = np.nan
+    try:
+        table = np.asarray(model.click_probabilities(grid), dtype=np.float64)
+    except InputError:
+        return None
+    return np.ascontiguousarray(table) if table.shape == grid.shape else None
+
+
+def _click_sampler(
+    model: Any, y: np.ndarray, K: int, stream: int = STREAM_CLICK
+) -> Callable[[int, np.ndarray, np.ndarray], np.ndarray]:
+    """``clicks(seed, sessions, labels) -> bool [S, K]`` for ``model``.
+
+    The generic path materializes the session uniforms ``[S, K, n_uniforms]``
+    and calls ``model.sample``. A model with ``independent_clicks`` clicks
+    cell by cell iff ``u[..., 0] < click_probabilities(labels)``, so the
+    comparison is fused with the hashing (:func:`clickrank._random.session_bernoulli`,
+    same draws, same bits) and, for whole-grade labels, the probabilities are
+    read from a ``[grades + 1, K]`` table evaluated once by the model.
+    """
+    n_u = int(model.n_uniforms)
+    if not (getattr(model, "independent_clicks", False) is True and n_u >= 1):
+
+        def generic(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            u = session_uniforms(seed, sessions, K * n_u, stream)
+            return np.asarray(model.sample(labels, u.reshape(len(sessions), K, n_u)))
+
+        return generic
+    table = _grade_table(model, y, K)
+
+    def fused(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        if table is None:
+            p = model.click_probabilities(labels)
+            return session_bernoulli(seed, sessions, p, stream, step=n_u)
+        key = stream_key(seed, stream)
+        # the counters are uint64 (as in _random): an int64 array would hash differently
+        return _grade_bernoulli(key, _as_sessions(sessions), labels, table, n_u)
+
+    return fused
+
+
+def sample_clicks(
+    model: Any,
+    labels: np.ndarray,
+    sessions: np.ndarray,
+    seed: int,
+    *,
+    stream: int = STREAM_CLICK,
+    users: np.ndarray | None = None,
+) -> np.ndarray:
+    """Clicks of ``model`` on displayed lists: the draws :func:`simulate` makes.
+
+    Session ``sessions[i]`` sees the true labels ``labels[i]`` (NaN: empty
+    slot) at positions ``1..K``; its clicks use the counter-based uniforms of
+    ``(seed, stream, sessions[i])`` only (:mod:`clickrank._random`), so the
+    same session gets the same clicks in any batch, here, in :func:`simulate`
+    (``stream`` = ``STREAM_CLICK``) and in :mod:`clickrank.online`, which
+    draws its A/B arms from two streams.
+
+    Parameters
+    ----------
+    model : click model
+        With ``n_uniforms`` and ``sample(labels, u)``.
+    labels : float array ``[S, K]``
+    sessions : int array ``[S]``
+        Session (impression) indices: the counters of the draws.
+    seed, stream : int
+        Seed and draw stream.
+    users : int array ``[S]``, optional
+        The user of each session. A model with users of several types
+        (:class:`~clickrank.clickmodels.UserMixture`: ``user_types`` reads the
+        type from the uniform ``u[:, 0, -1]``) then draws that uniform once per
+        user (stream :data:`STREAM_USER`), so a user keeps her type across her
+        sessions; other models ignore ``users``.
+
+    Returns
+    -------
+    bool array ``[S, K]``
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    S, K = labels.shape
+    if users is not None and hasattr(model, "user_types"):
+        n_u = int(model.n_uniforms)
+        u = session_uniforms(seed, sessions, K * n_u, stream).reshape(S, K, n_u)
+        u[:, 0, -1] = session_uniforms(seed, users, 1, STREAM_USER)[:, 0]
+        return np.asarray(model.sample(labels, u))
+    y = labels[np.isfinite(labels)]
+    return _click_sampler(model, y, K, stream)(seed, sessions, labels)
+
+
+def _query_sampler(data: RankingData, query_frequency: Any) -> tuple[str, np.ndarray]:
+    """("uniform", query indices with documents) or ("cdf", cumulative weights)."""
+    nonempty = (data.lengths > 0).astype(np.float64)
+    if query_frequency is None:
+        return "uniform", np.flatnonzero(nonempty).astype(np.int64)
+    else:
+        w = np.asarray(query_frequency, dtype=np.float64)
+        if w.shape != (data.n_queries,):
+            raise InputError(
+                f"query_frequency must have one weight per query ({data.n_queries}), "
+                f"got shape {w.shape}"
+            )
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise InputError("query_frequency must hold finite non-negative weights")
+        w = w * nonempty
+    total = w.sum()
+    if total <= 0:
+        raise InputError("query_frequency gives no weight to any query with documents")
+    cdf = np.cumsum(w) / total
+    return "cdf", cdf[:-1]
