@@ -903,3 +903,26 @@ def test_sample_clicks_are_the_clicks_simulate_draws(model):
     assert not np.array_equal(sample_clicks(cm, labels, sessions, 7, stream=222), clicks)
     users = sample_clicks(cm, labels, sessions, 7, users=sessions // 50)
     assert np.array_equal(users, clicks) == (model != "mixture")
+
+
+def test_a_simulation_spec_gives_the_log_of_the_same_keywords(data, tmp_path):
+    from clickrank.simulation import SimulationSpec
+
+    kw = dict(
+        policy=PlackettLuce(data.X[:, 0]),
+        click_model="pbm",
+        n_sessions=700,
+        interventions=Swap(0.3),
+        top_k=5,
+        seed=11,
+        first_session=3,
+    )
+    by_keywords = simulate(data, **kw, chunk_size=200)
+    by_spec = simulate(data, SimulationSpec(**kw), chunk_size=300)
+    assert_frame_equal(by_spec, by_keywords)
+    with pytest.raises(InputError, match="seed in the SimulationSpec"):
+        simulate(data, SimulationSpec(**kw), seed=4)
+    with pytest.raises(InputError, match="needs policy"):
+        simulate(data, click_model="pbm", n_sessions=10)
+    with pytest.raises(InputError, match="SimulationSpec"):
+        simulate(data, {"policy": kw["policy"]})

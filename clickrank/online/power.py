@@ -251,64 +251,96 @@ def power_analysis(
     nd_b = float(ndcg(sb, data.y, data.qptr, k=st.k))
     better = 1 if nd_a > nd_b else -1
     grid = _default_grid(pool_size) if n_grid is None else np.asarray(n_grid, dtype=np.int64)
-    n_users = pool_size // spu
+    design = _Design(grid, R, alpha, spu, pool_size // spu, better)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
     power: dict[str, np.ndarray] = {}
-
-    def per_user(x: np.ndarray) -> np.ndarray:
-        return x[: n_users * spu].reshape(n_users, spu).sum(axis=1)
-
-    for m in methods:
+    for m in methods:  # one rng, drawn in this order: methods, then A/B metrics
         o = _interleaving_outcomes(st, m, pool_size, seed, chunk_size)
-        pw = np.empty(len(grid))
-        if spu == 1:
-            p = np.array([(o > 0).mean(), (o < 0).mean(), (o == 0).mean()])
-            for g, n in enumerate(grid):  # loop over grid points only
-                cnt = rng.multinomial(int(n), p, size=R)
-                sig = _sign_test(cnt[:, 0], cnt[:, 1]) < alpha
-                pw[g] = np.mean(sig & (np.sign(cnt[:, 0] - cnt[:, 1]) == better))
-        else:
-            levels = np.arange(-spu, spu + 1, dtype=np.float64)
-            d = per_user(o.astype(np.int64)) + spu
-            p = np.bincount(d, minlength=levels.size) / n_users
-            for g, n in enumerate(grid):
-                nu = max(int(n) // spu, 2)
-                cnt = rng.multinomial(nu, p, size=R)
-                mean = cnt @ levels / nu
-                var = np.maximum(cnt @ levels**2 - nu * mean**2, 0) / (nu - 1)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    pv = 2 * stats.t.sf(np.abs(mean) / np.sqrt(var / nu), nu - 1)
-                pv = np.where(np.isfinite(pv), pv, 1.0)
-                pw[g] = np.mean((pv < alpha) & (np.sign(mean) == better))
-        power[m] = pw
+        power[m] = _interleaving_power(o, design, rng)
     if ab_metrics:
         pool = _ab_pool(st, pool_size, seed, chunk_size)
         for m in ab_metrics:
-            xa, xb = pool[m]
-            top = st.k if m == "clicks" else 1
-            levels = np.arange(top * spu + 1, dtype=np.float64)
-            if spu == 1:
-                pa = np.array([(xa == v).mean() for v in levels])
-                pb = np.array([(xb == v).mean() for v in levels])
-            else:
-                pa = np.bincount(per_user(xa).astype(np.int64), minlength=levels.size) / n_users
-                pb = np.bincount(per_user(xb).astype(np.int64), minlength=levels.size) / n_users
-            test = m if spu == 1 else "clicks"  # user sums are not binary: Welch t
-            pw = np.empty(len(grid))
-            for g, n in enumerate(grid):
-                nu = max(int(n) // spu, 2)
-                na = rng.binomial(nu, 0.5, size=R)
-                na = np.clip(na, 1, nu - 1)
-                nb_ = nu - na
-                ca = rng.multinomial(na, pa)
-                cb = rng.multinomial(nb_, pb)
-                ma, mb = ca @ levels / na, cb @ levels / nb_
-                va = np.maximum(ca @ levels**2 - na * ma**2, 0) / np.maximum(na - 1, 1)
-                vb = np.maximum(cb @ levels**2 - nb_ * mb**2, 0) / np.maximum(nb_ - 1, 1)
-                pv = _ab_test(test, ma, mb, va, vb, na, nb_)
-                right = np.sign(ma - mb) == better * _AB_DIRECTION[m]
-                pw[g] = np.mean((pv < alpha) & right)
-            power[f"A/B {m}"] = pw
+            power[f"A/B {m}"] = _ab_power(*pool[m], m, st.k, design, rng)
     return PowerCurve(
         grid, power, R, alpha, pool_size, nd_a, nd_b, _model_name(st.model), spu, st.k
     )
+
+
+@dataclass(frozen=True)
+class _Design:
+    """The simulated experiments: sizes, repetitions, level, users, the direction to detect."""
+
+    grid: np.ndarray  # impressions per experiment
+    n_experiments: int
+    alpha: float
+    spu: int  # sessions per user
+    n_users: int  # users in the pool
+    better: int  # +1 if A has the higher offline metric, else -1
+
+    def per_user(self, x: np.ndarray) -> np.ndarray:
+        """Per-user sums of a per-impression value (consecutive impressions form a user)."""
+        return x[: self.n_users * self.spu].reshape(self.n_users, self.spu).sum(axis=1)
+
+
+def _interleaving_power(o: np.ndarray, d: _Design, rng: np.random.Generator) -> np.ndarray:
+    """Power per grid point of interleaving with pool outcomes ``o`` (+1/0/-1).
+
+    Per impression (``spu = 1``): outcome counts of an experiment of ``n``
+    impressions are ``Multinomial(n, (p_win, p_loss, p_tie))`` and the test is
+    the exact sign test. Per user: the per-user sums of the outcomes are
+    resampled and tested with a one-sample t-test.
+    """
+    pw = np.empty(len(d.grid))
+    if d.spu == 1:
+        p = np.array([(o > 0).mean(), (o < 0).mean(), (o == 0).mean()])
+        for g, n in enumerate(d.grid):  # loop over grid points only
+            cnt = rng.multinomial(int(n), p, size=d.n_experiments)
+            sig = _sign_test(cnt[:, 0], cnt[:, 1]) < d.alpha
+            pw[g] = np.mean(sig & (np.sign(cnt[:, 0] - cnt[:, 1]) == d.better))
+        return pw
+    levels = np.arange(-d.spu, d.spu + 1, dtype=np.float64)
+    p = np.bincount(d.per_user(o.astype(np.int64)) + d.spu, minlength=levels.size) / d.n_users
+    for g, n in enumerate(d.grid):
+        nu = max(int(n) // d.spu, 2)
+        cnt = rng.multinomial(nu, p, size=d.n_experiments)
+        mean = cnt @ levels / nu
+        var = np.maximum(cnt @ levels**2 - nu * mean**2, 0) / (nu - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pv = 2 * stats.t.sf(np.abs(mean) / np.sqrt(var / nu), nu - 1)
+        pv = np.where(np.isfinite(pv), pv, 1.0)
+        pw[g] = np.mean((pv < d.alpha) & (np.sign(mean) == d.better))
+    return pw
+
+
+def _ab_power(
+    xa: np.ndarray, xb: np.ndarray, metric: str, k: int, d: _Design, rng: np.random.Generator
+) -> np.ndarray:
+    """Power per grid point of an A/B test on ``metric`` with pool values ``xa``, ``xb``.
+
+    Arms get ``Binomial(n, 1/2)`` impressions (users) and their metric values
+    are multinomial over the observed levels; Welch t (clicks, per-user sums)
+    or the pooled two-proportion z-test (binary per-impression metrics).
+    """
+    top = k if metric == "clicks" else 1
+    levels = np.arange(top * d.spu + 1, dtype=np.float64)
+    if d.spu == 1:
+        pa = np.array([(xa == v).mean() for v in levels])
+        pb = np.array([(xb == v).mean() for v in levels])
+    else:
+        pa = np.bincount(d.per_user(xa).astype(np.int64), minlength=levels.size) / d.n_users
+        pb = np.bincount(d.per_user(xb).astype(np.int64), minlength=levels.size) / d.n_users
+    test = metric if d.spu == 1 else "clicks"  # user sums are not binary: Welch t
+    pw = np.empty(len(d.grid))
+    for g, n in enumerate(d.grid):
+        nu = max(int(n) // d.spu, 2)
+        na = np.clip(rng.binomial(nu, 0.5, size=d.n_experiments), 1, nu - 1)
+        nb_ = nu - na
+        ca = rng.multinomial(na, pa)
+        cb = rng.multinomial(nb_, pb)
+        ma, mb = ca @ levels / na, cb @ levels / nb_
+        va = np.maximum(ca @ levels**2 - na * ma**2, 0) / np.maximum(na - 1, 1)
+        vb = np.maximum(cb @ levels**2 - nb_ * mb**2, 0) / np.maximum(nb_ - 1, 1)
+        pv = _ab_test(test, ma, mb, va, vb, na, nb_)
+        right = np.sign(ma - mb) == d.better * _AB_DIRECTION[metric]
+        pw[g] = np.mean((pv < d.alpha) & right)
+    return pw

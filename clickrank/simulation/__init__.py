@@ -66,7 +66,7 @@ from .sampler import (  # noqa: F401
     _sample_queries,
     sample_clicks,
 )
-from .simulate import simulate
+from .simulate import OutputOptions, SimulationSpec, simulate
 from .writer import (  # noqa: F401
     DISK_BYTES_PER_ROW,
     MEMORY_BYTES_PER_ROW,
@@ -84,6 +84,8 @@ __all__ = [
     "Randomize",
     "FairPairs",
     "simulate",
+    "SimulationSpec",
+    "OutputOptions",
     "estimate_log_bytes",
     "sample_clicks",
     "INTERVENTION_CATEGORIES",

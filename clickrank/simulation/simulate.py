@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,12 +44,48 @@ def _resolve_click_model(click_model: Any) -> Any:
     return click_model
 
 
+@dataclass(frozen=True)
+class SimulationSpec:
+    """What to simulate: the sessions of a click log (same spec, same log).
+
+    The fields are those of :func:`simulate` (see there): ``policy``,
+    ``click_model``, ``n_sessions``, ``interventions``, ``top_k``,
+    ``query_frequency``, ``seed`` and ``first_session``.
+    """
+
+    policy: Any
+    click_model: Any
+    n_sessions: int
+    interventions: Intervention | Sequence[Intervention] | None = None
+    top_k: int = 10
+    query_frequency: np.ndarray | None = None
+    seed: int = 0
+    first_session: int = 0
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """How a simulation runs and where its log goes; none of these change the log.
+
+    The fields are those of :func:`simulate`: ``out``, ``overwrite``,
+    ``chunk_size``, ``progress``, ``check_space`` and ``metadata``.
+    """
+
+    out: str | os.PathLike | None = None
+    overwrite: bool = False
+    chunk_size: int = 200_000
+    progress: bool | Callable[[int], None] = False
+    check_space: bool = True
+    metadata: Mapping[str, Any] | None = None
+
+
 def simulate(
     data: RankingData,
+    spec: SimulationSpec | None = None,
     *,
-    policy: LoggingPolicy,
-    click_model: Any,
-    n_sessions: int,
+    policy: LoggingPolicy | None = None,
+    click_model: Any = None,
+    n_sessions: int | None = None,
     interventions: Intervention | Sequence[Intervention] | None = None,
     top_k: int = 10,
     query_frequency: np.ndarray | None = None,
@@ -70,10 +107,17 @@ def simulate(
     ``interventions`` (the fractions partition the sessions); draw clicks
     from ``click_model`` given the true labels of the displayed documents.
 
+    The sessions are described by a :class:`SimulationSpec` (what to simulate:
+    same spec, same log) and the run by :class:`OutputOptions` (where and how:
+    they never change the log). Pass a ``spec``, or the same fields as
+    keywords (``simulate(data, policy=..., click_model=..., n_sessions=...)``).
+
     Parameters
     ----------
     data : RankingData
         Labelled data; the labels drive the clicks and are logged in ``label``.
+    spec : SimulationSpec, optional
+        The sessions; then the keywords ``policy`` to ``first_session`` are not given.
     policy : LoggingPolicy, ranker or scores
         See :mod:`clickrank.policies`. A ranker with ``predict(X)`` or an array
         of per-row scores is shown deterministically (``DeterministicPolicy``).
@@ -144,10 +188,55 @@ def simulate(
     >>> log.shape
     (500, 10)
     """
+    given = dict(
+        policy=policy,
+        click_model=click_model,
+        n_sessions=n_sessions,
+        interventions=interventions,
+        top_k=top_k,
+        query_frequency=query_frequency,
+        seed=seed,
+        first_session=first_session,
+    )
+    if spec is None:
+        missing = [k for k in ("policy", "click_model", "n_sessions") if given[k] is None]
+        if missing:
+            raise InputError(f"simulate needs {', '.join(missing)} (or a SimulationSpec)")
+        spec = SimulationSpec(**given)
+    else:
+        if not isinstance(spec, SimulationSpec):
+            raise InputError(f"spec must be a SimulationSpec, got {type(spec).__name__}")
+        defaults = {"top_k": 10, "seed": 0, "first_session": 0}  # the keywords' defaults
+        clash = [
+            k for k, v in given.items() if (v != defaults[k] if k in defaults else v is not None)
+        ]
+        if clash:
+            raise InputError(f"give {', '.join(clash)} in the SimulationSpec, not as keywords too")
+    options = OutputOptions(out, overwrite, chunk_size, progress, check_space, metadata)
+    return _run(data, spec, options)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A checked :class:`SimulationSpec`: the values the chunks are drawn from."""
+
+    policy: LoggingPolicy
+    model: Any
+    n_sessions: int
+    items: list
+    top_k: int
+    seed: int
+    first_session: int
+    query_frequency: Any
+
+
+def _check_spec(data: RankingData, spec: SimulationSpec) -> _Plan:
+    """Validate ``data`` and ``spec`` (errors name the argument)."""
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
     if data.y is None:
         raise InputError("data has no labels (data.y is None); clicks are simulated from labels")
+    policy = spec.policy
     if not isinstance(policy, LoggingPolicy):
         if not (hasattr(policy, "predict") or isinstance(policy, (np.ndarray, list, tuple))):
             raise InputError(
@@ -155,13 +244,12 @@ def simulate(
                 f"predict(X), or an array of scores; got {type(policy).__name__}"
             )
         policy = DeterministicPolicy(policy)  # a plain ranker or scores: show its top k
-    seed = _check_seed(seed)
-    n_sessions = check_positive(n_sessions, name="n_sessions", integer=True)
-    chunk_size = check_positive(chunk_size, name="chunk_size", integer=True)
-    first_session = int(first_session)
+    seed = _check_seed(spec.seed)
+    n_sessions = check_positive(spec.n_sessions, name="n_sessions", integer=True)
+    first_session = int(spec.first_session)
     if first_session < 0:
         raise InputError(f"first_session must be >= 0, got {first_session}")
-    top_k = check_positive(top_k, name="top_k", integer=True)
+    top_k = check_positive(spec.top_k, name="top_k", integer=True)
     longest = int(data.lengths.max()) if data.n_queries else 0
     if top_k > longest:
         raise InputError(
@@ -170,87 +258,111 @@ def simulate(
         )
     if top_k > 65535:
         raise InputError(f"top_k must fit a UInt16 position, got {top_k}")
-    items = _as_interventions(interventions, top_k)
-    if out is None and metadata is not None:
+    items = _as_interventions(spec.interventions, top_k)
+    return _Plan(
+        policy,
+        spec.click_model,
+        n_sessions,
+        items,
+        top_k,
+        seed,
+        first_session,
+        spec.query_frequency,
+    )
+
+
+def _writer(plan: _Plan, options: OutputOptions):
+    """The parquet writer of ``options.out`` with the log's description (None: in memory)."""
+    if options.out is None and options.metadata is not None:
         raise InputError("metadata is stored with the log on disk: give out=... too")
-    writer = None
-    if out is not None:
-        need = estimate_log_bytes(n_sessions, top_k) if check_space else 0
-        writer = _Writer(out, overwrite, need)
-    elif check_space:
-        _check_memory(n_sessions, top_k)
-    model = _resolve_click_model(click_model)
-    if writer is not None:
-        writer.metadata = _parquet_metadata(
-            {
-                "format": "clickrank.log",
-                "clickrank": __version__,
-                "data": data.name,
-                "n_queries": data.n_queries,
-                "sessions": n_sessions,
-                "first_session": first_session,
-                "top_k": top_k,
-                "seed": seed,
-                "policy": list(policy.names),
-                "click_model": repr(model),
-                "interventions": [repr(i) for i in items],
-                **({} if "logger_quality" in (metadata or {}) else _logger_quality(policy, data)),
-                **dict(metadata or {}),
-            }
-        )
-    sampler = _query_sampler(data, query_frequency)
-    prepared = policy.prepare(data, top_k)
+    if options.out is None:
+        if options.check_space:
+            _check_memory(plan.n_sessions, plan.top_k)
+        return None
+    need = estimate_log_bytes(plan.n_sessions, plan.top_k) if options.check_space else 0
+    return _Writer(options.out, options.overwrite, need)
+
+
+def _description(data: RankingData, plan: _Plan, model: Any, metadata) -> dict[str, Any]:
+    """The JSON description every parquet file of the log carries."""
+    return {
+        "format": "clickrank.log",
+        "clickrank": __version__,
+        "data": data.name,
+        "n_queries": data.n_queries,
+        "sessions": plan.n_sessions,
+        "first_session": plan.first_session,
+        "top_k": plan.top_k,
+        "seed": plan.seed,
+        "policy": list(plan.policy.names),
+        "click_model": repr(model),
+        "interventions": [repr(i) for i in plan.items],
+        **({} if "logger_quality" in (metadata or {}) else _logger_quality(plan.policy, data)),
+        **dict(metadata or {}),
+    }
+
+
+def _chunks(
+    data: RankingData, plan: _Plan, model: Any, chunk_size: int, report
+) -> Iterator[pl.DataFrame]:
+    """The log, ``chunk_size`` sessions at a time (each chunk one vectorized pass)."""
+    sampler = _query_sampler(data, plan.query_frequency)
+    prepared = plan.policy.prepare(data, plan.top_k)
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
-    clicks_of = _click_sampler(model, data.y, top_k)
+    clicks_of = _click_sampler(model, data.y, plan.top_k)
+    positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
+    seed, end = plan.seed, plan.first_session + plan.n_sessions
+    for start in range(plan.first_session, end, chunk_size):
+        stop = min(start + chunk_size, end)
+        sessions = np.arange(start, stop, dtype=np.uint64)
+        queries = _sample_queries(seed, sessions, sampler)
+        rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
+        rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
+        labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
+        clicks = clicks_of(seed, sessions, labels)
+        yield _to_table(
+            sessions=sessions,
+            queries=queries,
+            rows=rows,
+            clicks=clicks,
+            labels=labels,
+            icode=icode,
+            rcode=rcode,
+            pivot=pivot,
+            swap_k=swap_k,
+            qids=qids,
+            docs=docs,
+            ranker_names=names,
+            positions=positions,
+        )
+        if report is not None:
+            report(stop - start)
 
+
+def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
+    """Check, then simulate in chunks into memory or through the parquet writer."""
+    plan = _check_spec(data, spec)
+    chunk_size = check_positive(options.chunk_size, name="chunk_size", integer=True)
+    writer = _writer(plan, options)
+    model = _resolve_click_model(plan.model)
+    if writer is not None:
+        writer.metadata = _parquet_metadata(_description(data, plan, model, options.metadata))
     bar = None
-    if progress is True:
+    report = options.progress if callable(options.progress) else None
+    if options.progress is True:
         import click
 
-        bar = click.progressbar(length=n_sessions, label="simulating", file=sys.stderr)
+        bar = click.progressbar(length=plan.n_sessions, label="simulating", file=sys.stderr)
         bar.__enter__()
         report = bar.update
-    elif callable(progress):
-        report = progress
-    else:
-        report = None
-
-    positions = _positions(min(chunk_size, n_sessions), top_k)
-
-    def chunks() -> Iterator[pl.DataFrame]:
-        for start in range(first_session, first_session + n_sessions, chunk_size):
-            stop = min(start + chunk_size, first_session + n_sessions)
-            sessions = np.arange(start, stop, dtype=np.uint64)
-            queries = _sample_queries(seed, sessions, sampler)
-            rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
-            rows, icode, pivot, swap_k = _apply_interventions(items, rows, seed, sessions)
-            labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
-            clicks = clicks_of(seed, sessions, labels)
-            yield _to_table(
-                sessions=sessions,
-                queries=queries,
-                rows=rows,
-                clicks=clicks,
-                labels=labels,
-                icode=icode,
-                rcode=rcode,
-                pivot=pivot,
-                swap_k=swap_k,
-                qids=qids,
-                docs=docs,
-                ranker_names=names,
-                positions=positions,
-            )
-            if report is not None:
-                report(stop - start)
-
+    chunks = _chunks(data, plan, model, chunk_size, report)
     try:
         if writer is None:
-            frames = list(chunks())
+            frames = list(chunks)
             return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
-        path = writer.run(chunks(), first_session)
+        path = writer.run(chunks, plan.first_session)
         return pl.scan_parquet(path if path.is_file() else path / "*.parquet")
     finally:
         if bar is not None:
