@@ -1,0 +1,158 @@
+"""Propensities and fitted click models: their reading and sections."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ._format import _f, _level, _pct, _table
+
+
+def _coverage(est: dict, truth: list[float]) -> tuple[int, int, float, int] | None:
+    theta, lo, hi = est["theta"], est["lower"], est["upper"]
+    k = min(len(theta), len(truth))
+    t1 = truth[0]
+    covered = n = 0
+    worst, worst_p = -1.0, 0
+    for i in range(k):
+        if theta[i] is None or lo[i] is None or hi[i] is None:
+            continue
+        t = truth[i] if est.get("absolute") else truth[i] / t1
+        if i == 0 and not est.get("absolute"):
+            continue  # the reference position is 1 by construction
+        n += 1
+        covered += lo[i] <= t <= hi[i]
+        err = abs(theta[i] - t) / t
+        if err > worst:
+            worst, worst_p = err, i + 1
+    return (covered, n, worst, worst_p) if n else None
+
+
+def _reading_propensities(results: dict) -> list[str]:
+    prop = results["propensities"]
+    out = []
+    truth = prop.get("truth")
+    level = _level(prop["alpha"])
+    for method, est in prop["estimates"].items():
+        head = f"The {method} estimate of θ ({est['n_sessions']:,} sessions)"
+        if truth is None:
+            out.append(f"{head} cannot be checked: the click model has no true θ.")
+            continue
+        cov = _coverage(est, truth)
+        if cov is None:
+            out.append(f"{head} identifies no position beyond the reference.")
+            continue
+        covered, n, worst, worst_p = cov
+        text = (
+            f"{head} covers the true θ with its {level} CI at {covered} of {n} estimated "
+            f"positions; the largest relative error is {_pct(worst)} (position {worst_p})"
+        )
+        expected = n * prop["alpha"]
+        misses = n - covered
+        if misses > max(1.0, expected + 2 * math.sqrt(expected * (1 - prop["alpha"]))):
+            text += "; that is more misses than an interval at this level should give."
+        else:
+            text += "."
+        out.append(text)
+    return out
+
+
+def _section_propensities(results: dict) -> list[str]:
+    prop = results["propensities"]
+    if not prop["estimates"]:
+        return []
+    level = _level(prop["alpha"])
+    truth = prop.get("truth")
+    methods = list(prop["estimates"])
+    k = max(len(e["theta"]) for e in prop["estimates"].values())
+    rows = []
+    for i in range(k):
+        row: list[Any] = [i + 1]
+        if truth is not None:
+            row.append(_f(truth[i] / truth[0]) if i < len(truth) else "–")
+        for m in methods:
+            e = prop["estimates"][m]
+            if i >= len(e["theta"]) or e["theta"][i] is None:
+                row.append("not identified")
+                continue
+            cell = f"{_f(e['theta'][i])} [{_f(e['lower'][i])}, {_f(e['upper'][i])}]"
+            if truth is not None and i < len(truth) and i > 0:
+                t = truth[i] if e.get("absolute") else truth[i] / truth[0]
+                cell += " ✓" if e["lower"][i] <= t <= e["upper"][i] else " ✗"
+            row.append(cell)
+        rows.append(row)
+    headers = [
+        "position",
+        *(["true θ/θ₁"] if truth is not None else []),
+        *[f"{m} θ̂ [{level} CI]" for m in methods],
+    ]
+    out = [
+        "## Position bias: estimated vs true propensities",
+        "",
+        f"θ relative to position 1; ✓ = the {level} interval covers the truth. The `ips` "
+        f"target uses the **{prop['use']}** estimate.",
+        "",
+        _table(headers, rows),
+        "",
+    ]
+    for m, e in prop["estimates"].items():
+        for w in e.get("warnings", []):
+            out.append(f"- {m}: {w}")
+    if "propensities" in results["figures"]:
+        out += [
+            "",
+            f"![Estimated vs true propensities]({results['figures']['propensities']})",
+            "",
+        ]
+    return out
+
+
+def _section_click_fit(results: dict) -> list[str]:
+    cf = results.get("click_fit") or {}
+    if not cf.get("models"):
+        return []
+    where = (
+        "training sessions (in-sample)"
+        if cf["in_sample"]
+        else f"{cf['n_test']:,} held-out sessions"
+    )
+    rows = [
+        [
+            ("**" + m["model"] + "**") if m["model"] == cf["best"] else m["model"],
+            f"{m['parameters']:,}",
+            _f(m["log_likelihood_per_session"], 4),
+            _f(m["perplexity"], 4),
+            _f(m["conditional_perplexity"], 4),
+            _f(m["ctr_rmse"], 4),
+            f"{m['seconds']:.2f}",
+        ]
+        for m in cf["models"]
+    ]
+    rec = cf["recommendation"]
+    out = [
+        "## Which click model describes the users?",
+        "",
+        f"Click models fitted by EM on {cf['n_train']:,} sessions of the log and evaluated on "
+        f"{where} (perplexity: 1 = perfect, 2 = a coin flip; conditional perplexity scores "
+        "each click given the clicks above it).",
+        "",
+        _table(
+            [
+                "model",
+                "parameters",
+                "log-likelihood / session",
+                "perplexity",
+                "conditional perplexity",
+                "CTR RMSE",
+                "seconds",
+            ],
+            rows,
+        ),
+        "",
+        f"Best: **{rec['model']}** ({rec['reason']}); the correction it calls for: "
+        f"`{rec['correction']}` (`{rec['call']}`).",
+        "",
+    ]
+    if cf.get("figure"):
+        out += [f"![Perplexity by rank]({cf['figure']})", ""]
+    return out

@@ -1,0 +1,198 @@
+"""Trained rankers, offline evaluation and paired comparisons: reading and section."""
+
+from __future__ import annotations
+
+from ._format import (
+    _DETERMINISTIC,
+    _f,
+    _headline,
+    _level,
+    _metric_rows,
+    _name,
+    _p,
+    _pct,
+    _peq,
+    _table,
+)
+
+
+def _reading_rankers(results: dict) -> list[str]:
+    ev = results["evaluation"]
+    m = _headline(results)
+    rows = _metric_rows(results)
+    level = _level(ev["alpha"])
+    out = []
+
+    def val(r: str) -> float | None:
+        return rows[(r, m)]["mean"] if (r, m) in rows else None
+
+    naive, ips, oracle = val("naive"), val("ips"), val("oracle")
+    if naive is not None and oracle is not None and ips is not None:
+        gap = oracle - naive
+        r = rows[("ips", m)]
+        ci = f"{_f(ips)} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
+        if gap > 0:
+            closed = (ips - naive) / gap
+            if closed >= 1:
+                out.append(
+                    f"On {m}, IPS ({ci}) reaches the oracle ({_f(oracle)}): it closes the "
+                    f"whole gap from naive ({_f(naive)})."
+                )
+            elif closed > 0:
+                out.append(
+                    f"IPS closes {_pct(closed)} of the gap between naive ({_f(naive)}) and "
+                    f"oracle ({_f(oracle)}) on {m}: {ci} ({level} CI)."
+                )
+            else:
+                out.append(
+                    f"IPS ({ci}) does not improve on naive ({_f(naive)}) on {m}; the "
+                    f"oracle reaches {_f(oracle)}."
+                )
+        else:
+            out.append(
+                f"Naive ({_f(naive)}) already matches or beats the oracle ({_f(oracle)}) "
+                f"on {m}: there is no gap for IPS ({ci}) to close."
+            )
+    for c in ev["comparisons"]:
+        if c["metric"] != m:
+            continue
+        sig = c["t_p_value"] < c["alpha"] and c["randomization_p_value"] < c["alpha"]
+        better = _name(c["a"]) if c["diff"] > 0 else _name(c["b"])
+        verdict = f"significant: {better} is better" if sig else "not significant at this level"
+        out.append(
+            f"Paired test on {m}, {_name(c['a'])} − {_name(c['b'])}: {c['diff']:+.3f} "
+            f"({level} CI [{c['t_ci'][0]:+.3f}, {c['t_ci'][1]:+.3f}]; t-test "
+            f"{_peq(c['t_p_value'])}, randomization {_peq(c['randomization_p_value'])}, "
+            f"{c['n_queries']} queries): {verdict}."
+        )
+    out += _reading_skip_above(results, val)
+    return out
+
+
+def _reading_skip_above(results: dict, val) -> list[str]:
+    m = _headline(results)
+    out = []
+    sa = results["log"]["skip_above"]
+    policy = results["production"]["policy"]
+    untied = sa["agree"] + sa["invert"]
+    inv = f"{_pct(sa['invert'] / untied)} of the {untied:,} untied preferences" if untied else ""
+    for name in ("skip-above", "skip-above-ips"):
+        s, prod = val(name), val("production")
+        if s is None or prod is None:
+            continue
+        if s < prod:
+            why = (
+                "with a deterministic logger every skip-above preference puts a lower-ranked "
+                "result over a higher-ranked one, so a learner fitted to them learns to "
+                "reverse the logging ranker (a known bias of click > skip-above, Joachims et "
+                "al. 2005)"
+                if policy in _DETERMINISTIC
+                else "its preferences are biased towards results the logger ranked low"
+            )
+            out.append(
+                f"{_name(name).capitalize()} scores {_f(s)} on {m}, below even the "
+                f"logging ranker ({_f(prod)}): {why}"
+                + (f"; {inv} contradict the true labels." if inv else ".")
+            )
+        else:
+            out.append(
+                f"{_name(name).capitalize()} scores {_f(s)} on {m}, above the logging "
+                f"ranker ({_f(prod)})" + (f"; {inv} contradict the true labels." if inv else ".")
+            )
+    return out
+
+
+def _offline_significant(results: dict, a: str, b: str, metric: str) -> bool | None:
+    """Whether the paired offline test of a vs b (either order) rejects; None if not run."""
+    for c in results["evaluation"]["comparisons"]:
+        if c["metric"] == metric and {c["a"], c["b"]} == {a, b}:
+            return c["t_p_value"] < c["alpha"] and c["randomization_p_value"] < c["alpha"]
+    return None
+
+
+def _model_cell(model: dict) -> str:
+    """Trees and their shape (chosen by the selection when it ran) and the candidate set."""
+    shape = ""
+    if model.get("num_leaves") is not None:
+        depth = model.get("max_depth")
+        shape = f" of {model['num_leaves']} leaves" + (
+            f", depth {depth}" if depth and depth > 0 else ""
+        )
+    cand = (model.get("metadata") or {}).get("candidates")
+    trees = f"{model['trees']} tree" + ("" if model["trees"] == 1 else "s")
+    return f"{trees}{shape}, {model['kind']}" + (f", {cand} candidates" if cand else "")
+
+
+def _section_rankers(results: dict) -> list[str]:
+    ev = results["evaluation"]
+    level = _level(ev["alpha"])
+    rows = _metric_rows(results)
+    body = []
+    for r in ev["rankers"]:
+        cells = [f"**{r}**" if r == "ips" else r]
+        for m in ev["metrics"]:
+            x = rows[(r, m)]
+            cells.append(f"{_f(x['mean'])} [{_f(x['ci_low'])}, {_f(x['ci_high'])}]")
+        model = results["models"].get(r)
+        cells.append("logging ranker" if r == "production" else _model_cell(model) if model else "")
+        body.append(cells)
+    any_row = ev["table"][0]
+    out = [
+        "## Rankers",
+        "",
+        f"Test metrics on {ev['n_queries']:,} queries with {level} CIs from "
+        f"{ev['n_bootstrap']:,} query-level bootstrap resamples (percentile). Queries without "
+        f"a relevant document: empty = `{ev['empty']}` ({any_row['n_empty']} queries"
+        + (", excluded)." if ev["empty"] == "skip" else ")."),
+        "",
+        _table(["ranker", *ev["metrics"], "model"], body),
+        "",
+    ]
+    lm = results.get("config", {}).get("lambdamart", {})
+    if lm.get("select"):
+        out += [
+            f"Every model's tree shape and number of trees were chosen without labels: "
+            f"{lm['folds']}-fold cross-validation by query on a counterfactual "
+            f"({lm['validation']}) estimate of DCG from held-out clicks, then a refit on "
+            "all training queries (the oracle's on its labels' NDCG). See "
+            'docs/lambdamart.md, "Model selection without labels".',
+            "",
+        ]
+    if ev["comparisons"]:
+        crow = [
+            [
+                c["a"],
+                c["b"],
+                c["metric"],
+                f"{c['diff']:+.4f}",
+                f"[{c['t_ci'][0]:+.4f}, {c['t_ci'][1]:+.4f}]",
+                f"[{c['bootstrap_ci'][0]:+.4f}, {c['bootstrap_ci'][1]:+.4f}]",
+                _p(c["t_p_value"]),
+                _p(c["randomization_p_value"]),
+                f"{c['cohen_dz']:+.2f}",
+            ]
+            for c in ev["comparisons"]
+        ]
+        out += [
+            "### Paired comparisons",
+            "",
+            "Difference A − B over the same queries: paired t interval, bootstrap interval, "
+            "paired t-test, sign-flip randomization test, Cohen's d_z.",
+            "",
+            _table(
+                [
+                    "A",
+                    "B",
+                    "metric",
+                    "A − B",
+                    f"t {level} CI",
+                    f"bootstrap {level} CI",
+                    "t-test p",
+                    "randomization p",
+                    "d_z",
+                ],
+                crow,
+            ),
+            "",
+        ]
+    return out
