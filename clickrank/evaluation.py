@@ -659,6 +659,44 @@ class CounterfactualResult(Result):
         return self.summary()
 
 
+def _check_theta(propensities: Any, clip: float | None) -> np.ndarray:
+    """``theta[p - 1]`` of a Propensities or an array: positive, finite, clipped below."""
+    theta = np.asarray(getattr(propensities, "theta", propensities), dtype=np.float64)
+    if theta.ndim != 1 or theta.size == 0 or np.any(~np.isfinite(theta)) or np.any(theta <= 0):
+        raise InputError("propensities must be positive and finite for every logged position")
+    if clip is not None:
+        theta = np.maximum(theta, check_probability(clip, name="clip"))
+    return theta
+
+
+def _clicked_with_new_ranks(lf: pl.LazyFrame, data: RankingData, ranker: Any) -> pl.DataFrame:
+    """The clicked rows (session, query, doc, position) with ``_rank``, the new ranker's rank."""
+    from .policies import policy_scores
+
+    schema = lf.collect_schema()
+    s = policy_scores(ranker, data, name="ranker")
+    ref = pl.DataFrame(
+        {
+            "query": np.repeat(np.asarray(data.qid), data.lengths),
+            "doc": np.asarray(data.doc),
+            "_rank": _ranks(s, data.qptr),
+        }
+    ).with_columns(pl.col("query").cast(schema["query"]), pl.col("doc").cast(schema["doc"]))
+    clicked = (
+        lf.filter(pl.col("click"))
+        .select("session", "query", "doc", "position")
+        .join(ref.lazy(), on=["query", "doc"], how="left")
+        .collect()
+    )
+    if clicked["_rank"].null_count():
+        bad = clicked.filter(pl.col("_rank").is_null()).row(0, named=True)
+        raise InputError(
+            f"clicked document {bad['doc']!r} of query {bad['query']!r} is not in "
+            "data (qid/doc must identify the logged documents)"
+        )
+    return clicked
+
+
 def counterfactual(
     log: pl.DataFrame | pl.LazyFrame,
     data: RankingData,
@@ -702,44 +740,17 @@ def counterfactual(
     clip : float, optional
         Use :math:`\max(\theta_p, \mathrm{clip})` (biased, lower variance).
     """
-    from .policies import policy_scores
-
-    theta = np.asarray(getattr(propensities, "theta", propensities), dtype=np.float64)
-    if theta.ndim != 1 or theta.size == 0 or np.any(~np.isfinite(theta)) or np.any(theta <= 0):
-        raise InputError("propensities must be positive and finite for every logged position")
-    if clip is not None:
-        theta = np.maximum(theta, check_probability(clip, name="clip"))
+    theta = _check_theta(propensities, clip)
     lam = _utility_fn(utility, k)
     lf = log.lazy() if isinstance(log, pl.DataFrame) else log
     need = {"session", "query", "position", "doc", "click"}
     missing = need - set(lf.collect_schema().names())
     if missing:
         raise LogSchemaError(f"click log lacks column(s) {sorted(missing)}")
-    schema = lf.collect_schema()
-    s = policy_scores(ranker, data, name="ranker")
-    ref = pl.DataFrame(
-        {
-            "query": np.repeat(np.asarray(data.qid), data.lengths),
-            "doc": np.asarray(data.doc),
-            "_rank": _ranks(s, data.qptr),
-        }
-    ).with_columns(pl.col("query").cast(schema["query"]), pl.col("doc").cast(schema["doc"]))
-    totals = lf.select(pl.col("session").n_unique().alias("n")).collect()
-    n = int(totals["n"][0])
+    n = int(lf.select(pl.col("session").n_unique().alias("n")).collect()["n"][0])
     if n == 0:
         raise InputError("the click log has no sessions")
-    clicked = (
-        lf.filter(pl.col("click"))
-        .select("session", "query", "doc", "position")
-        .join(ref.lazy(), on=["query", "doc"], how="left")
-        .collect()
-    )
-    if clicked["_rank"].null_count():
-        bad = clicked.filter(pl.col("_rank").is_null()).row(0, named=True)
-        raise InputError(
-            f"clicked document {bad['doc']!r} of query {bad['query']!r} is not in "
-            "data (qid/doc must identify the logged documents)"
-        )
+    clicked = _clicked_with_new_ranks(lf, data, ranker)
     pos = clicked["position"].to_numpy().astype(np.int64)
     if pos.size and (pos.min() < 1 or pos.max() > theta.size):
         raise InputError(

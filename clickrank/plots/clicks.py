@@ -21,6 +21,61 @@ from .._validation import InputError, check_alpha, check_positive
 from ._common import _empty_check, _propensity_arrays, _relevance_function
 
 
+def _draw_corrected_ctr(ax, propensities, pos, ctr, lo, hi, z: float, what: str) -> None:
+    """CTR / θ̂ with the Wilson bounds widened by the propensity's interval (log scale)."""
+    theta, se, method = _propensity_arrays(propensities, "propensities")
+    ok = (pos <= theta.size) & np.isfinite(
+        np.pad(theta, (0, max(0, pos.max() - theta.size)), constant_values=np.nan)[pos - 1]
+    )
+    if not ok.any():
+        raise InputError(f"{what}: the propensities cover none of the logged positions")
+    p = pos[ok]
+    th, s = theta[p - 1], se[p - 1]
+    ax.fill_between(
+        p,
+        lo[ok] / th * np.exp(-z * s),
+        hi[ok] / th * np.exp(z * s),
+        color="#1f77b4",
+        alpha=0.2,
+        lw=0,
+    )
+    ax.plot(p, ctr[ok] / th, "s-", color="#1f77b4", label=f"IPS-corrected CTR / θ̂ ({method})")
+
+
+def _check_true_theta(true_theta: Any, k: int, what: str) -> np.ndarray:
+    t = np.asarray(true_theta, dtype=np.float64)
+    if t.ndim != 1 or t.size < k or not np.all(t[:k] > 0):
+        raise InputError(f"{what}: true_theta must hold a positive θ for each of the {k} positions")
+    return t
+
+
+def _draw_relevance(ax, per: pl.DataFrame, t: np.ndarray | None) -> None:
+    """Mean P(click | examined) per position (times θ₁ when the truth is not relative)."""
+    rp = per["position"].to_numpy().astype(np.int64)
+    ra = per["mean"].to_numpy()
+    if t is not None and not np.isclose(t[0], 1.0):
+        ra = t[0] * ra
+        lab = "target θ₁ × mean P(click | examined)"
+    else:
+        lab = "true mean P(click | examined)"
+    ax.plot(rp, ra, "k--", lw=1.6, label=lab)
+
+
+def _draw_share_relevant(ax, share: pl.DataFrame, relevant_label: float):
+    """The share of relevant shown documents per position, on a right-hand axis."""
+    twin = ax.twinx()
+    twin.plot(
+        share["position"].to_numpy(),
+        share["share"].to_numpy(),
+        "k--",
+        lw=1.4,
+        label=f"share relevant (label ≥ {relevant_label:g}), right axis",
+    )
+    twin.set_ylabel(f"share of shown docs with label ≥ {relevant_label:g}")
+    twin.set_ylim(0, max(1e-9, float(share["share"].max())) * 1.15)
+    return twin
+
+
 def ctr_by_position(
     log: pl.DataFrame | pl.LazyFrame,
     propensities: Any = None,
@@ -96,7 +151,6 @@ def ctr_by_position(
     c = counts["clicks"].to_numpy().astype(np.float64)
     ctr = c / n
     lo, hi = proportion_confint(c, n, alpha=alpha, method="wilson")
-    z = norm.isf(alpha / 2)
     level = f"{100 * (1 - alpha):g}%"
 
     fig, ax, own = new_axes(ax, (6.6, 4.3))
@@ -104,57 +158,18 @@ def ctr_by_position(
     ax.plot(pos, ctr, "o-", color="#d62728", label="observed CTR")
 
     if propensities is not None:
-        theta, se, method = _propensity_arrays(propensities, "propensities")
-        ok = (pos <= theta.size) & np.isfinite(
-            np.pad(theta, (0, max(0, pos.max() - theta.size)), constant_values=np.nan)[pos - 1]
-        )
-        if not ok.any():
-            raise InputError(f"{what}: the propensities cover none of the logged positions")
-        p = pos[ok]
-        th, s = theta[p - 1], se[p - 1]
-        ax.fill_between(
-            p,
-            lo[ok] / th * np.exp(-z * s),
-            hi[ok] / th * np.exp(z * s),
-            color="#1f77b4",
-            alpha=0.2,
-            lw=0,
-        )
-        ax.plot(p, ctr[ok] / th, "s-", color="#1f77b4", label=f"IPS-corrected CTR / θ̂ ({method})")
-
-    t = None
-    if true_theta is not None:
-        t = np.asarray(true_theta, dtype=np.float64)
-        if t.ndim != 1 or t.size < pos.max() or not np.all(t[: pos.max()] > 0):
-            raise InputError(
-                f"{what}: true_theta must hold a positive θ for each of the {pos.max()} positions"
-            )
+        _draw_corrected_ctr(ax, propensities, pos, ctr, lo, hi, norm.isf(alpha / 2), what)
+    t = None if true_theta is None else _check_true_theta(true_theta, int(pos.max()), what)
     twin = None
     if relevance is not None:
-        per = clicklog.mean_by_position(lf, _relevance_function(relevance))
-        rp = per["position"].to_numpy().astype(np.int64)
-        ra = per["mean"].to_numpy()
-        if t is not None and not np.isclose(t[0], 1.0):
-            ra = t[0] * ra
-            lab = "target θ₁ × mean P(click | examined)"
-        else:
-            lab = "true mean P(click | examined)"
-        ax.plot(rp, ra, "k--", lw=1.6, label=lab)
+        _draw_relevance(ax, clicklog.mean_by_position(lf, _relevance_function(relevance)), t)
     elif t is not None:
         rel_t = t[pos - 1] / t[0]
         ax.plot(pos, ctr / rel_t, "k--", lw=1.6, label="CTR / true θ (oracle correction)")
     elif has_label:
-        share = clicklog.share_at_least_by_position(lf, relevant_label)
-        twin = ax.twinx()
-        twin.plot(
-            share["position"].to_numpy(),
-            share["share"].to_numpy(),
-            "k--",
-            lw=1.4,
-            label=f"share relevant (label ≥ {relevant_label:g}), right axis",
+        twin = _draw_share_relevant(
+            ax, clicklog.share_at_least_by_position(lf, relevant_label), relevant_label
         )
-        twin.set_ylabel(f"share of shown docs with label ≥ {relevant_label:g}")
-        twin.set_ylim(0, max(1e-9, float(share["share"].max())) * 1.15)
 
     ax.set_xlabel("position (rank)")
     ax.set_ylabel("click-through rate (clicks / impressions)")
@@ -307,7 +322,6 @@ def skip_above_bias(
     InputError
         If the log has no ``label`` column, or yields no preference.
     """
-    from statsmodels.stats.proportion import proportion_confint
 
     what = "skip_above_bias"
     if kind not in ("matrix", "distance"):
@@ -319,46 +333,57 @@ def skip_above_bias(
     total = int(pairs["pairs"].sum())
 
     if kind == "matrix":
-        pc = pairs["p_click"].to_numpy()
-        ps = pairs["p_skip"].to_numpy()
-        k = int(pc.max())  # clicked positions 2..k (columns), skipped 1..k-1 (rows)
-        informative = (pairs["agree"] + pairs["invert"]).to_numpy().astype(np.float64)
-        grid = np.full((k - 1, k - 1), np.nan)
-        counts = np.zeros((k - 1, k - 1))
-        counts[ps - 1, pc - 2] = informative
-        with np.errstate(invalid="ignore", divide="ignore"):
-            grid[ps - 1, pc - 2] = pairs["invert"].to_numpy() / informative
-        grid[counts < min_pairs] = np.nan
-        fig, ax, own = new_axes(ax, (2.2 + 0.55 * (k - 1), 1.3 + 0.5 * (k - 1)))
-        # 0 = every preference right, 0.5 = a coin flip, 1 = every preference wrong
-        im = ax.imshow(np.ma.masked_invalid(grid), origin="upper", cmap="RdYlGn_r", vmin=0, vmax=1)
-        for i, j in zip(*np.nonzero(np.isfinite(grid)), strict=True):
-            v = grid[i, j]
-            r, g, b, _ = to_rgba(im.get_cmap()(im.norm(v)))
-            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-            ax.text(
-                j,
-                i,
-                f"{100 * v:.0f}%",
-                ha="center",
-                va="center",
-                fontsize=7.5,
-                color="white" if dark else "black",
-            )
-        ax.set_xticks(np.arange(k - 1), [str(p) for p in range(2, k + 1)])
-        ax.set_yticks(np.arange(k - 1), [str(p) for p in range(1, k)])
-        ax.set_xlabel("position of the clicked result")
-        ax.set_ylabel("position of the skipped result above it")
-        share = float(pairs["invert"].sum()) / max(1.0, informative.sum())
-        ax.set_title(
-            f"Skip-above preferences contradicting the labels\n"
-            f"(overall {100 * share:.1f}% of {int(informative.sum()):,} untied "
-            f"preferences; blank: < {min_pairs})",
-            fontsize=9,
+        return _skip_matrix(pairs, min_pairs, ax, path)
+    return _skip_distance(pairs, total, alpha, ax, path)
+
+
+def _skip_matrix(pairs: pl.DataFrame, min_pairs: int, ax, path) -> Figure:
+    """Share of inverted preferences per (clicked, skipped) position, annotated."""
+    pc = pairs["p_click"].to_numpy()
+    ps = pairs["p_skip"].to_numpy()
+    k = int(pc.max())  # clicked positions 2..k (columns), skipped 1..k-1 (rows)
+    informative = (pairs["agree"] + pairs["invert"]).to_numpy().astype(np.float64)
+    grid = np.full((k - 1, k - 1), np.nan)
+    counts = np.zeros((k - 1, k - 1))
+    counts[ps - 1, pc - 2] = informative
+    with np.errstate(invalid="ignore", divide="ignore"):
+        grid[ps - 1, pc - 2] = pairs["invert"].to_numpy() / informative
+    grid[counts < min_pairs] = np.nan
+    fig, ax, own = new_axes(ax, (2.2 + 0.55 * (k - 1), 1.3 + 0.5 * (k - 1)))
+    # 0 = every preference right, 0.5 = a coin flip, 1 = every preference wrong
+    im = ax.imshow(np.ma.masked_invalid(grid), origin="upper", cmap="RdYlGn_r", vmin=0, vmax=1)
+    for i, j in zip(*np.nonzero(np.isfinite(grid)), strict=True):
+        v = grid[i, j]
+        r, g, b, _ = to_rgba(im.get_cmap()(im.norm(v)))
+        dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+        ax.text(
+            j,
+            i,
+            f"{100 * v:.0f}%",
+            ha="center",
+            va="center",
+            fontsize=7.5,
+            color="white" if dark else "black",
         )
-        cb = fig.colorbar(im, ax=ax, pad=0.02)
-        cb.set_label("share inverted (0.5 = coin flip)")
-        return finish(fig, path, own=own)
+    ax.set_xticks(np.arange(k - 1), [str(p) for p in range(2, k + 1)])
+    ax.set_yticks(np.arange(k - 1), [str(p) for p in range(1, k)])
+    ax.set_xlabel("position of the clicked result")
+    ax.set_ylabel("position of the skipped result above it")
+    share = float(pairs["invert"].sum()) / max(1.0, informative.sum())
+    ax.set_title(
+        f"Skip-above preferences contradicting the labels\n"
+        f"(overall {100 * share:.1f}% of {int(informative.sum()):,} untied "
+        f"preferences; blank: < {min_pairs})",
+        fontsize=9,
+    )
+    cb = fig.colorbar(im, ax=ax, pad=0.02)
+    cb.set_label("share inverted (0.5 = coin flip)")
+    return finish(fig, path, own=own)
+
+
+def _skip_distance(pairs: pl.DataFrame, total: int, alpha: float, ax, path) -> Figure:
+    """Shares of agreeing, tied and inverted preferences against the distance, Wilson CIs."""
+    from statsmodels.stats.proportion import proportion_confint
 
     by_d = clicklog.skip_above_by_distance(pairs)
     d = by_d["d"].to_numpy()
