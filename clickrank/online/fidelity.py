@@ -14,7 +14,7 @@ from .._result import Result
 from .._validation import InputError, check_alpha, check_positive
 from ..datasets import RankingData
 from ._traffic import _click_model, _fields_of, _scores, _wilson, expected_clicks
-from .interleave import interleaving_experiment
+from .interleave import InterleavingResult, interleaving_experiment
 
 # --------------------------------------------------------------------------- fidelity
 
@@ -142,6 +142,43 @@ class FidelityResult(Result):
         return self.summary()
 
 
+def _ranker_pairs(data: RankingData, rankers, n_pairs: int, noise, rng) -> tuple[list, np.ndarray]:
+    """Scores of the rankers and the pairs ``[P, 2]`` to compare (see :func:`fidelity_study`)."""
+    if rankers is None:
+        sig = rng.uniform(noise[0], noise[1], size=(n_pairs, 2))
+        scores = [
+            data.y + sig[i // 2, i % 2] * rng.standard_normal(data.n_docs)
+            for i in range(2 * n_pairs)
+        ]
+        return scores, np.arange(2 * n_pairs).reshape(n_pairs, 2)
+    scores = [_scores(r, data, f"rankers[{i}]") for i, r in enumerate(rankers)]
+    if len(scores) < 2:
+        raise InputError("fidelity_study needs at least two rankers")
+    ii, jj = np.triu_indices(len(scores), k=1)
+    pairs = np.column_stack([ii, jj])
+    if len(pairs) > n_pairs:
+        pairs = pairs[np.sort(rng.choice(len(pairs), n_pairs, replace=False))]
+    return scores, pairs
+
+
+def _pair_row(ia: int, ib: int, nd: dict, ec: dict, r: InterleavingResult) -> dict:
+    """One row of the fidelity table: offline values of both rankers and the experiment."""
+    diff = nd[ia] - nd[ib]
+    return {
+        "a": ia,
+        "b": ib,
+        "ndcg_a": nd[ia],
+        "ndcg_b": nd[ib],
+        "diff": diff,
+        "clicks_a": ec[ia],
+        "clicks_b": ec[ib],
+        "delta": r.delta,
+        "p_value": r.p_value,
+        "agree": float(np.sign(r.delta) == np.sign(diff) and r.delta != 0),
+        "agree_clicks": float(np.sign(r.delta) == np.sign(ec[ia] - ec[ib]) and r.delta != 0),
+    }
+
+
 def fidelity_study(
     data: RankingData,
     *,
@@ -180,21 +217,7 @@ def fidelity_study(
         raise InputError("fidelity_study needs true labels; data.y is None")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     model = _click_model(click_model)
-    if rankers is None:
-        sig = rng.uniform(noise[0], noise[1], size=(n_pairs, 2))
-        scores = [
-            data.y + sig[i // 2, i % 2] * rng.standard_normal(data.n_docs)
-            for i in range(2 * n_pairs)
-        ]
-        pairs = np.arange(2 * n_pairs).reshape(n_pairs, 2)
-    else:
-        scores = [_scores(r, data, f"rankers[{i}]") for i, r in enumerate(rankers)]
-        if len(scores) < 2:
-            raise InputError("fidelity_study needs at least two rankers")
-        ii, jj = np.triu_indices(len(scores), k=1)
-        pairs = np.column_stack([ii, jj])
-        if len(pairs) > n_pairs:
-            pairs = pairs[np.sort(rng.choice(len(pairs), n_pairs, replace=False))]
+    scores, pairs = _ranker_pairs(data, rankers, n_pairs, noise, rng)
     nd: dict[int, float] = {}
     ec: dict[int, float] = {}
     rows = []
@@ -214,24 +237,7 @@ def fidelity_study(
             alpha=alpha,
             seed=seed * 100_003 + p + 1,
         )
-        diff = nd[ia] - nd[ib]
-        rows.append(
-            {
-                "a": int(ia),
-                "b": int(ib),
-                "ndcg_a": nd[ia],
-                "ndcg_b": nd[ib],
-                "diff": diff,
-                "clicks_a": ec[ia],
-                "clicks_b": ec[ib],
-                "delta": r.delta,
-                "p_value": r.p_value,
-                "agree": float(np.sign(r.delta) == np.sign(diff) and r.delta != 0),
-                "agree_clicks": float(
-                    np.sign(r.delta) == np.sign(ec[ia] - ec[ib]) and r.delta != 0
-                ),
-            }
-        )
+        rows.append(_pair_row(int(ia), int(ib), nd, ec, r))
     return FidelityResult(pl.DataFrame(rows), method, n_impressions, min_difference, alpha, k)
 
 

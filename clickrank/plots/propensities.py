@@ -15,6 +15,50 @@ from .._validation import InputError, check_alpha
 from ._common import _empty_check
 
 
+def _named_estimates(propensities: Any) -> dict:
+    """name -> Propensities from one, a sequence (named by method) or a mapping of them."""
+    from ..propensity import Propensities
+
+    if isinstance(propensities, Propensities):
+        items = {propensities.method: propensities}
+    elif isinstance(propensities, Mapping):
+        items = dict(propensities)
+    elif isinstance(propensities, Sequence) and not isinstance(propensities, str):
+        items = {}
+        for p in propensities:
+            key = getattr(p, "method", str(len(items)))
+            while key in items:
+                key += "'"
+            items[key] = p
+    else:
+        raise InputError(
+            "propensities must be a Propensities, a sequence or a mapping of them, "
+            f"got {type(propensities).__name__}"
+        )
+    return items
+
+
+def _draw_estimate(ax, p: Any, name: str, offset: float, col: str, alpha: float) -> int:
+    """One estimate with its band and error bars, dodged by ``offset``; returns its K."""
+    ok = p.identified
+    x = p.positions[ok] + offset
+    ci = p.conf_int(alpha)[ok]
+    ax.fill_between(x, ci[:, 0], ci[:, 1], color=col, alpha=0.15, lw=0)
+    ax.errorbar(
+        x,
+        p.theta[ok],
+        yerr=[p.theta[ok] - ci[:, 0], ci[:, 1] - p.theta[ok]],
+        fmt="none",
+        lw=1.0,
+        capsize=2,
+        color=col,
+    )
+    ax.plot(
+        x, p.theta[ok], "o-", ms=3.5, lw=1.2, color=col, label=f"{name} ({p.n_sessions:,} sessions)"
+    )
+    return p.K
+
+
 def propensity_vs_truth(
     propensities: Any,
     true_theta: Any = None,
@@ -44,22 +88,7 @@ def propensity_vs_truth(
     from ..propensity import Propensities
 
     alpha = check_alpha(alpha)
-    if isinstance(propensities, Propensities):
-        items = {propensities.method: propensities}
-    elif isinstance(propensities, Mapping):
-        items = dict(propensities)
-    elif isinstance(propensities, Sequence) and not isinstance(propensities, str):
-        items = {}
-        for p in propensities:
-            key = getattr(p, "method", str(len(items)))
-            while key in items:
-                key += "'"
-            items[key] = p
-    else:
-        raise InputError(
-            "propensities must be a Propensities, a sequence or a mapping of them, "
-            f"got {type(propensities).__name__}"
-        )
+    items = _named_estimates(propensities)
     _empty_check(len(items), "propensity_vs_truth", "no estimates given")
     for name, p in items.items():
         if not isinstance(p, Propensities):
@@ -78,32 +107,10 @@ def propensity_vs_truth(
     width = 0.3
     offsets = np.linspace(-width / 2, width / 2, m)
     level = f"{100 * (1 - alpha):g}%"
-    k_max = 0
-    for i, (name, p) in enumerate(items.items()):
-        ok = p.identified
-        x = p.positions[ok] + offsets[i]
-        ci = p.conf_int(alpha)[ok]
-        col = f"C{i}"
-        ax.fill_between(x, ci[:, 0], ci[:, 1], color=col, alpha=0.15, lw=0)
-        ax.errorbar(
-            x,
-            p.theta[ok],
-            yerr=[p.theta[ok] - ci[:, 0], ci[:, 1] - p.theta[ok]],
-            fmt="none",
-            lw=1.0,
-            capsize=2,
-            color=col,
-        )
-        ax.plot(
-            x,
-            p.theta[ok],
-            "o-",
-            ms=3.5,
-            lw=1.2,
-            color=col,
-            label=f"{name} ({p.n_sessions:,} sessions)",
-        )
-        k_max = max(k_max, p.K)
+    k_max = max(
+        _draw_estimate(ax, p, name, offsets[i], f"C{i}", alpha)
+        for i, (name, p) in enumerate(items.items())
+    )
     if true_theta is not None:
         t = np.asarray(true_theta, dtype=np.float64)[:k_max]
         ax.plot(np.arange(1, t.size + 1), t / t[0], "k--", lw=1.5, label="true θ (θ₁ = 1)")
