@@ -1,4 +1,8 @@
-"""Trained rankers, offline evaluation and paired comparisons: reading and section."""
+"""Trained rankers, offline evaluation and paired comparisons: reading and section.
+
+The paired comparisons render from :class:`~clickrank.evaluation.ComparisonResult`
+rebuilt from their dicts (``from_dict``), so the schema is the class.
+"""
 
 from __future__ import annotations
 
@@ -53,17 +57,17 @@ def _reading_rankers(results: dict) -> list[str]:
                 f"Naive ({_f(naive)}) already matches or beats the oracle ({_f(oracle)}) "
                 f"on {m}: there is no gap for IPS ({ci}) to close."
             )
-    for c in ev["comparisons"]:
-        if c["metric"] != m:
+    for c in _comparisons(ev):
+        if c.metric != m:
             continue
-        sig = c["t_p_value"] < c["alpha"] and c["randomization_p_value"] < c["alpha"]
-        better = _name(c["a"]) if c["diff"] > 0 else _name(c["b"])
+        sig = c.t_p_value < c.alpha and c.randomization_p_value < c.alpha
+        better = _name(c.a) if c.diff > 0 else _name(c.b)
         verdict = f"significant: {better} is better" if sig else "not significant at this level"
         out.append(
-            f"Paired test on {m}, {_name(c['a'])} − {_name(c['b'])}: {c['diff']:+.3f} "
-            f"({level} CI [{c['t_ci'][0]:+.3f}, {c['t_ci'][1]:+.3f}]; t-test "
-            f"{_peq(c['t_p_value'])}, randomization {_peq(c['randomization_p_value'])}, "
-            f"{c['n_queries']} queries): {verdict}."
+            f"Paired test on {m}, {_name(c.a)} − {_name(c.b)}: {c.diff:+.3f} "
+            f"({level} CI [{c.t_ci[0]:+.3f}, {c.t_ci[1]:+.3f}]; t-test "
+            f"{_peq(c.t_p_value)}, randomization {_peq(c.randomization_p_value)}, "
+            f"{c.n_queries} queries): {verdict}."
         )
     out += _reading_skip_above(results, val)
     return out
@@ -102,11 +106,18 @@ def _reading_skip_above(results: dict, val) -> list[str]:
     return out
 
 
+def _comparisons(evaluation: dict) -> list:
+    """The paired comparisons of the run as :class:`~clickrank.evaluation.ComparisonResult`."""
+    from ..evaluation import ComparisonResult
+
+    return [ComparisonResult.from_dict(c) for c in evaluation["comparisons"]]
+
+
 def _offline_significant(results: dict, a: str, b: str, metric: str) -> bool | None:
     """Whether the paired offline test of a vs b (either order) rejects; None if not run."""
-    for c in results["evaluation"]["comparisons"]:
-        if c["metric"] == metric and {c["a"], c["b"]} == {a, b}:
-            return c["t_p_value"] < c["alpha"] and c["randomization_p_value"] < c["alpha"]
+    for c in _comparisons(results["evaluation"]):
+        if c.metric == metric and {c.a, c.b} == {a, b}:
+            return c.t_p_value < c.alpha and c.randomization_p_value < c.alpha
     return None
 
 
@@ -161,17 +172,17 @@ def _section_rankers(results: dict) -> list[str]:
     if ev["comparisons"]:
         crow = [
             [
-                c["a"],
-                c["b"],
-                c["metric"],
-                f"{c['diff']:+.4f}",
-                f"[{c['t_ci'][0]:+.4f}, {c['t_ci'][1]:+.4f}]",
-                f"[{c['bootstrap_ci'][0]:+.4f}, {c['bootstrap_ci'][1]:+.4f}]",
-                _p(c["t_p_value"]),
-                _p(c["randomization_p_value"]),
-                f"{c['cohen_dz']:+.2f}",
+                c.a,
+                c.b,
+                c.metric,
+                f"{c.diff:+.4f}",
+                f"[{c.t_ci[0]:+.4f}, {c.t_ci[1]:+.4f}]",
+                f"[{c.bootstrap_ci[0]:+.4f}, {c.bootstrap_ci[1]:+.4f}]",
+                _p(c.t_p_value),
+                _p(c.randomization_p_value),
+                f"{c.cohen_dz:+.2f}",
             ]
-            for c in ev["comparisons"]
+            for c in _comparisons(ev)
         ]
         out += [
             "### Paired comparisons",
