@@ -21,6 +21,7 @@ equal (NaN equals NaN).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -107,6 +108,11 @@ class Result:
         raise NotImplementedError(f"{type(self).__name__} has no figure")
 
     # -- shared ------------------------------------------------------------------------
+    @classmethod
+    def _fields_in(cls, d: dict) -> dict:
+        """The constructor arguments (dataclass fields) found in ``d``; derived keys dropped."""
+        return {f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d}  # type: ignore[arg-type]
+
     def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
         """Write the result as JSON atomically, with its ``format`` and ``version``."""
         path = Path(path)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -149,15 +149,12 @@ class ComparisonResult(Result):
             ]
         )
 
-    def __str__(self) -> str:
-        return self.summary()
-
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
     @classmethod
     def from_dict(cls, d: dict) -> ComparisonResult:
-        f = _fields_of(cls, d)
+        f = cls._fields_in(d)
         f["t_ci"], f["bootstrap_ci"] = tuple(f["t_ci"]), tuple(f["bootstrap_ci"])
         return cls(**f)
 
@@ -181,11 +178,6 @@ class ComparisonResult(Result):
                 "alpha": [a, a],
             }
         )
-
-
-def _fields_of(cls: type, d: dict) -> dict:
-    """The constructor arguments of dataclass ``cls`` found in ``d`` (derived keys dropped)."""
-    return {f.name: d[f.name] for f in fields(cls) if f.name in d}
 
 
 def _nan_list(values: Any) -> list:
@@ -406,9 +398,6 @@ class EvaluationResult(Result):
         lines.append(f"  {self.empty_line(option=option)}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
 
     def to_dict(self) -> dict:
         """JSON-ready: the table, per-query values (``"ranker|metric"`` -> list, null = skipped)."""
@@ -640,7 +629,7 @@ class CounterfactualResult(Result):
 
     @classmethod
     def from_dict(cls, d: dict) -> CounterfactualResult:
-        return cls(**_fields_of(cls, d))
+        return cls(**cls._fields_in(d))
 
     def summary(self) -> str:
         lo, hi = self._ci()
@@ -654,9 +643,6 @@ class CounterfactualResult(Result):
                 "  unbiased only over documents the logging policy could show (θ > 0)",
             ]
         )
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 def _check_theta(propensities: Any, clip: float | None) -> np.ndarray:

@@ -5,7 +5,7 @@ the simulated traffic (queries and clicks per impression), and the statistics he
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -174,8 +174,3 @@ def _model_name(model: Any) -> str:
             return f"UserMixture({len(model.names)} user types)"
         return f"UserMixture({', '.join(model.names)})"
     return type(model).__name__
-
-
-def _fields_of(cls: type, d: dict) -> dict:
-    """The constructor arguments of dataclass ``cls`` found in ``d`` (derived keys dropped)."""
-    return {f.name: d[f.name] for f in fields(cls) if f.name in d}

@@ -18,7 +18,6 @@ from ._traffic import (
     STREAM_ARM,
     STREAM_CLICK_B,
     _chunks,
-    _fields_of,
     _impression_queries,
     _Setup,
     _setup,
@@ -112,7 +111,7 @@ class ABResult(Result):
 
     @classmethod
     def from_dict(cls, d: dict) -> ABResult:
-        return cls(**_fields_of(cls, d))
+        return cls(**cls._fields_in(d))
 
     def summary(self) -> str:
         lines = [
@@ -127,9 +126,6 @@ class ABResult(Result):
                 f"{v['test']}"
             )
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 def ab_experiment(

@@ -13,7 +13,7 @@ import polars as pl
 from .._result import Result
 from .._validation import InputError, check_alpha, check_positive
 from ..datasets import RankingData
-from ._traffic import _click_model, _fields_of, _scores, _wilson, expected_clicks
+from ._traffic import _click_model, _scores, _wilson, expected_clicks
 from .interleave import InterleavingResult, interleaving_experiment
 
 # --------------------------------------------------------------------------- fidelity
@@ -57,7 +57,7 @@ class FidelityResult(Result):
 
     @classmethod
     def from_dict(cls, d: dict) -> FidelityResult:
-        f = _fields_of(cls, d)
+        f = cls._fields_in(d)
         rows = f.pop("table")
         table = (
             pl.DataFrame(rows, schema=_FIDELITY_SCHEMA)
@@ -137,9 +137,6 @@ class FidelityResult(Result):
                 f"click model: {agree_clicks:.3f}",
             ]
         )
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 def _ranker_pairs(data: RankingData, rankers, n_pairs: int, noise, rng) -> tuple[list, np.ndarray]:

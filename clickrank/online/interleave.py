@@ -19,7 +19,6 @@ from ._traffic import (
     _N_UNIFORMS,
     STREAM_INTERLEAVE,
     _chunks,
-    _fields_of,
     _impression_queries,
     _Setup,
     _setup,
@@ -137,7 +136,7 @@ class InterleavingResult(Result):
 
     @classmethod
     def from_dict(cls, d: dict) -> InterleavingResult:
-        return cls(**_fields_of(cls, d))
+        return cls(**cls._fields_in(d))
 
     def to_frame(self) -> pl.DataFrame:
         return pl.DataFrame([self.to_dict()])
@@ -157,9 +156,6 @@ class InterleavingResult(Result):
                 f"  preferred: {self.winner}",
             ]
         )
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 def interleaving_experiment(

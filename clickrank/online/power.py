@@ -16,7 +16,7 @@ from .. import interleaving as il
 from .._result import Result
 from .._validation import InputError, check_alpha, check_choice, check_positive
 from ..datasets import RankingData
-from ._traffic import _fields_of, _model_name, _scores, _setup, _sign_test, _wilson
+from ._traffic import _model_name, _scores, _setup, _sign_test, _wilson
 from .ab import _AB_DIRECTION, AB_METRICS, _ab_pool, _ab_test
 from .interleave import _interleaving_outcomes
 
@@ -127,7 +127,7 @@ class PowerCurve(Result):
 
     @classmethod
     def from_dict(cls, d: dict) -> PowerCurve:
-        return cls(**_fields_of(cls, d))
+        return cls(**cls._fields_in(d))
 
     @property
     def metric(self) -> str:
@@ -159,9 +159,6 @@ class PowerCurve(Result):
         if math.isfinite(il_best) and math.isfinite(ab_best):
             lines.append(f"  best A/B / best interleaving = {ab_best / il_best:.1f}x impressions")
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
 
     def plot(self, path: str | os.PathLike | None = None, *, ax=None):
         """Power vs impressions (log x) per method; returns the Figure, saves a PNG if ``path``.

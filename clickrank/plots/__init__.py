@@ -28,7 +28,7 @@ See ``docs/plots.md`` for how to read each figure.
 
 from __future__ import annotations
 
-from ._common import CURVE_COLUMNS
+from ._common import _METHOD_COLORS, CURVE_COLUMNS  # noqa: F401  (_METHOD_COLORS: simulations/)
 from .clicks import click_heatmap, ctr_by_position, skip_above_bias, skip_above_pairs
 from .curves import learning_curves, power_curves, severity_curves
 from .forces import forces

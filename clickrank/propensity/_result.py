@@ -216,9 +216,6 @@ class Propensities(Result):
             lines += [f"[{j}] {w}" for j, w in enumerate(self.warnings, 1)]
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.summary()
-
     def _repr_html_(self) -> str:
         ci = self.conf_int()
         rows = "".join(
