@@ -8,7 +8,9 @@ import re
 import pytest
 
 from clickrank._io import LEDGER
+from clickrank.evaluation import ComparisonResult
 from clickrank.experiment import load_config
+from clickrank.online import InterleavingResult
 from clickrank.report import reading, render_report, write_report
 
 
@@ -30,46 +32,31 @@ def _row(
 
 
 def _comparison(a: str, b: str, diff: float, p: float) -> dict:
-    return {
-        "a": a,
-        "b": b,
-        "metric": "ndcg@10",
-        "n_queries": 95,
-        "mean_a": 0.5 + diff,
-        "mean_b": 0.5,
-        "diff": diff,
-        "sd_diff": 0.1,
-        "cohen_dz": diff / 0.1,
-        "t_stat": 3.0,
-        "t_p_value": p,
-        "t_ci": [diff - 0.02, diff + 0.02],
-        "randomization_p_value": p,
-        "n_permutations": 1000,
-        "bootstrap_ci": [diff - 0.02, diff + 0.02],
-        "alpha": 0.05,
-    }
+    # built by the result class, so the test does not restate the schema of summary.json
+    return ComparisonResult(
+        a=a,
+        b=b,
+        metric="ndcg@10",
+        n_queries=95,
+        mean_a=0.5 + diff,
+        mean_b=0.5,
+        diff=diff,
+        sd_diff=0.1,
+        cohen_dz=diff / 0.1,
+        t_stat=3.0,
+        t_p_value=p,
+        t_ci=(diff - 0.02, diff + 0.02),
+        randomization_p_value=p,
+        n_permutations=1000,
+        bootstrap_ci=(diff - 0.02, diff + 0.02),
+        alpha=0.05,
+    ).to_dict()
 
 
 def _interleaving(wins: int, losses: int, ties: int, winner: str, p: float) -> dict:
-    n = wins + losses + ties
-    delta = (wins + ties / 2) / n - 0.5
-    return {
-        "a": "ips",
-        "b": "naive",
-        "method": "team-draft",
-        "n": n,
-        "wins": wins,
-        "losses": losses,
-        "ties": ties,
-        "alpha": 0.05,
-        "click_model": "PBM",
-        "delta": delta,
-        "se": 0.001,
-        "ci_low": delta - 0.002,
-        "ci_high": delta + 0.002,
-        "p_value": p,
-        "winner": winner,
-    }
+    r = InterleavingResult("team-draft", wins + losses + ties, wins, losses, ties, 0.05, "PBM")
+    assert r.winner == winner and (r.p_value < 1e-6 if p < 1e-6 else r.p_value > 0.05)
+    return {"a": "ips", "b": "naive", **r.to_dict()}
 
 
 def _results(
