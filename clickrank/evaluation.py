@@ -453,6 +453,40 @@ class EvaluationResult(Result):
         return super().save(path, overwrite=overwrite)
 
 
+def _summary_table(
+    values: dict,
+    keys: list,
+    n_empty: dict,
+    n_queries: int,
+    alpha: float,
+    n_bootstrap: int,
+    seed: int,
+    empty: str,
+) -> pl.DataFrame:
+    """One row per (ranker, metric): mean, SE, bootstrap percentile CI, query counts."""
+    cols = np.column_stack([values[k] for k in keys])
+    boot = bootstrap_means(cols, n_bootstrap=n_bootstrap, seed=seed)
+    lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
+    used = (~np.isnan(cols)).sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(cols, axis=0)
+        se = np.nanstd(cols, axis=0, ddof=1) / np.sqrt(used)
+    return pl.DataFrame(
+        {
+            "ranker": [k[0] for k in keys],
+            "metric": [k[1] for k in keys],
+            "mean": means,
+            "se": se,
+            "ci_low": lo,
+            "ci_high": hi,
+            "n_queries": [n_queries] * len(keys),
+            "n_used": used.astype(np.int64),
+            "n_empty": [n_empty[k[1]] for k in keys],
+            "empty": [empty] * len(keys),
+        }
+    )
+
+
 def evaluate(
     rankers: Any,
     data: RankingData,
@@ -503,27 +537,7 @@ def evaluate(
             values[(r, m)] = np.asarray(res.values, dtype=np.float64)
             n_empty[m] = res.n_empty
     keys = [(r, m) for r in named for m in metrics]
-    cols = np.column_stack([values[k] for k in keys])
-    boot = bootstrap_means(cols, n_bootstrap=n_bootstrap, seed=seed)
-    lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
-    used = (~np.isnan(cols)).sum(axis=0)
-    with np.errstate(invalid="ignore"):
-        means = np.nanmean(cols, axis=0)
-        se = np.nanstd(cols, axis=0, ddof=1) / np.sqrt(used)
-    table = pl.DataFrame(
-        {
-            "ranker": [k[0] for k in keys],
-            "metric": [k[1] for k in keys],
-            "mean": means,
-            "se": se,
-            "ci_low": lo,
-            "ci_high": hi,
-            "n_queries": [data.n_queries] * len(keys),
-            "n_used": used.astype(np.int64),
-            "n_empty": [n_empty[k[1]] for k in keys],
-            "empty": [empty] * len(keys),
-        }
-    )
+    table = _summary_table(values, keys, n_empty, data.n_queries, alpha, n_bootstrap, seed, empty)
     return EvaluationResult(
         tuple(named),
         tuple(metrics),

@@ -14,6 +14,21 @@ from .._segments import rank_order
 from .._validation import InputError
 
 
+def _label_raw_values(ax, bars, raw: np.ndarray) -> None:
+    """Print each bar's raw force above (or below) it."""
+    for bar, v in zip(bars, raw, strict=True):
+        h = bar.get_height()
+        ax.annotate(
+            f"{v:+.3f}",
+            (bar.get_x() + bar.get_width() / 2, h),
+            xytext=(0, 2 if h >= 0 else -2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom" if h >= 0 else "top",
+            fontsize=7,
+        )
+
+
 def forces(
     scores: Any = (2.5, 2.0, 1.5, 1.0, 0.5, 0.0),
     labels: Any = (0, 3, 1, 0, 2, 0),
@@ -74,18 +89,8 @@ def forces(
         x + w / 2, f_lr / scale_lr, w, color="#1f77b4", label="LambdaRank (pairs × |ΔNDCG|)"
     )
     if normalize:
-        for bars, raw in ((b1, f_rn), (b2, f_lr)):
-            for bar, v in zip(bars, raw, strict=True):
-                h = bar.get_height()
-                ax.annotate(
-                    f"{v:+.3f}",
-                    (bar.get_x() + bar.get_width() / 2, h),
-                    xytext=(0, 2 if h >= 0 else -2),
-                    textcoords="offset points",
-                    ha="center",
-                    va="bottom" if h >= 0 else "top",
-                    fontsize=7,
-                )
+        _label_raw_values(ax, b1, f_rn)
+        _label_raw_values(ax, b2, f_lr)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, [f"rank {r + 1}\nlabel {v:g}" for r, v in enumerate(yr)])
     ax.set_xlabel("documents in the current ranking (by score)")
