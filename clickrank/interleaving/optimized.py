@@ -81,6 +81,35 @@ class OptimizedDistribution:
     sensitivity_weights: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
 
 
+def _solve_lp(cum: np.ndarray, sens: np.ndarray, q: int) -> tuple[np.ndarray, bool]:
+    """One query's LP: ``(p over the candidate lists, relaxed)``.
+
+    Maximize the sensitivity under zero bias at every depth; if that is
+    infeasible, minimize the largest bias ``t`` (``-t <= cum p <= t``) instead.
+    """
+    k, n = cum.shape
+    A_eq = np.vstack([np.ones((1, n)), cum])
+    b_eq = np.concatenate([[1.0], np.zeros(k)])
+    res = linprog(-sens, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status == 0:
+        return res.x, False
+    c = np.concatenate([np.zeros(n), [1.0]])
+    ones = -np.ones((k, 1))
+    A_ub = np.vstack([np.hstack([cum, ones]), np.hstack([-cum, ones])])
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=np.zeros(2 * k),
+        A_eq=np.hstack([np.ones((1, n)), [[0.0]]]),
+        b_eq=[1.0],
+        bounds=(0, None),
+        method="highs",
+    )
+    if res.status != 0:
+        raise EstimationError(f"optimized interleaving LP failed for query {q}: {res.message}")
+    return res.x[:n], True
+
+
 def solve_optimized(ranking_a, ranking_b, *, k: int = 10, queries=None) -> OptimizedDistribution:
     r"""Solve Radlinski & Craswell's (2013) LP for every query.
 
@@ -128,38 +157,14 @@ def solve_optimized(ranking_a, ranking_b, *, k: int = 10, queries=None) -> Optim
         delta = _delta(slot_ranks(cand, qq, pos_a), slot_ranks(cand, qq, pos_b))
         cum = np.cumsum(delta, axis=1).T  # [k, n_lists]
         sens = (np.abs(delta) * w).sum(axis=1)
-        n = len(cand)
-        A_eq = np.vstack([np.ones((1, n)), cum])
-        b_eq = np.concatenate([[1.0], np.zeros(k)])
-        res = linprog(-sens, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
-        if res.status == 0:
-            p = res.x
-        else:  # minimize the largest bias t: -t <= cum p <= t
-            c = np.concatenate([np.zeros(n), [1.0]])
-            ones = -np.ones((k, 1))
-            A_ub = np.vstack([np.hstack([cum, ones]), np.hstack([-cum, ones])])
-            res = linprog(
-                c,
-                A_ub=A_ub,
-                b_ub=np.zeros(2 * k),
-                A_eq=np.hstack([np.ones((1, n)), [[0.0]]]),
-                b_eq=[1.0],
-                bounds=(0, None),
-                method="highs",
-            )
-            if res.status != 0:
-                raise EstimationError(
-                    f"optimized interleaving LP failed for query {q}: {res.message}"
-                )
-            p = res.x[:n]
-            relaxed[q] = True
+        p, relaxed[q] = _solve_lp(cum, sens, q)
         p = np.clip(p, 0.0, None)
         p /= p.sum()
         max_bias[q] = float(np.abs(cum @ p).max())
         all_lists.append(cand)
         all_prob.append(p)
         all_delta.append(delta)
-        counts[q] = n
+        counts[q] = len(cand)
     lptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def cat(xs, shape):
