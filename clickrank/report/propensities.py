@@ -1,4 +1,8 @@
-"""Propensities and fitted click models: their reading and sections."""
+"""Propensities and fitted click models: their reading and sections.
+
+The table of estimates renders from :class:`~clickrank.propensity.Propensities`
+rebuilt from the run's dicts (``from_dict``).
+"""
 
 from __future__ import annotations
 
@@ -57,28 +61,37 @@ def _reading_propensities(results: dict) -> list[str]:
     return out
 
 
+def _estimates(prop: dict) -> dict:
+    """The run's estimates as :class:`~clickrank.propensity.Propensities` (``from_dict``)."""
+    from ..propensity import Propensities
+
+    return {m: Propensities.from_dict(e) for m, e in prop["estimates"].items()}
+
+
 def _section_propensities(results: dict) -> list[str]:
     prop = results["propensities"]
     if not prop["estimates"]:
         return []
     level = _level(prop["alpha"])
     truth = prop.get("truth")
-    methods = list(prop["estimates"])
-    k = max(len(e["theta"]) for e in prop["estimates"].values())
+    ests = _estimates(prop)
+    methods = list(ests)
+    cis = {m: p.conf_int(prop["alpha"]) for m, p in ests.items()}
+    k = max(p.K for p in ests.values())
     rows = []
     for i in range(k):
         row: list[Any] = [i + 1]
         if truth is not None:
             row.append(_f(truth[i] / truth[0]) if i < len(truth) else "–")
-        for m in methods:
-            e = prop["estimates"][m]
-            if i >= len(e["theta"]) or e["theta"][i] is None:
+        for m, p in ests.items():
+            if i >= p.K or not p.identified[i]:
                 row.append("not identified")
                 continue
-            cell = f"{_f(e['theta'][i])} [{_f(e['lower'][i])}, {_f(e['upper'][i])}]"
+            lo, hi = (float(x) for x in cis[m][i])
+            cell = f"{_f(float(p.theta[i]))} [{_f(lo)}, {_f(hi)}]"
             if truth is not None and i < len(truth) and i > 0:
-                t = truth[i] if e.get("absolute") else truth[i] / truth[0]
-                cell += " ✓" if e["lower"][i] <= t <= e["upper"][i] else " ✗"
+                t = truth[i] if p.absolute else truth[i] / truth[0]
+                cell += " ✓" if lo <= t <= hi else " ✗"
             row.append(cell)
         rows.append(row)
     headers = [
@@ -95,8 +108,8 @@ def _section_propensities(results: dict) -> list[str]:
         _table(headers, rows),
         "",
     ]
-    for m, e in prop["estimates"].items():
-        for w in e.get("warnings", []):
+    for m, p in ests.items():
+        for w in p.warnings:
             out.append(f"- {m}: {w}")
     if "propensities" in results["figures"]:
         out += [
