@@ -1,0 +1,120 @@
+"""Simulation on Spark executors: session ranges per partition, the same rows as one machine.
+
+:func:`clickrank.simulation.simulate` draws everything about session ``s``
+from counter-based streams keyed by ``(seed, s)`` (:mod:`clickrank._random`),
+so the sessions ``lo..hi-1`` simulated alone (``first_session=lo``) are the
+rows of those sessions in the whole log. :func:`simulate_spark` hands one
+such range to each Spark partition (``mapInArrow``) and writes the parts as
+a parquet folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .._validation import InputError, check_positive
+from ._session import spark_session
+
+__all__ = ["simulate_spark", "spark_ready"]
+
+
+def spark_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """A simulated log with the types Spark has: unsigned integers as signed, categories as
+    strings (:func:`clickrank.clicklog.validate_log` casts them back)."""
+    casts = []
+    for name, dtype in frame.schema.items():
+        if dtype in (pl.UInt64, pl.UInt32):
+            casts.append(pl.col(name).cast(pl.Int64))
+        elif dtype in (pl.UInt16, pl.UInt8):
+            casts.append(pl.col(name).cast(pl.Int32))
+        elif dtype == pl.Categorical or isinstance(dtype, pl.Enum):
+            casts.append(pl.col(name).cast(pl.String))
+    return frame.with_columns(casts)
+
+
+def simulate_spark(
+    data: Any,
+    *,
+    n_sessions: int,
+    out: str | os.PathLike,
+    spark: Any = None,
+    partitions: int | None = None,
+    first_session: int = 0,
+    overwrite: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """Simulate a click log on Spark and write it as a parquet folder.
+
+    Parameters
+    ----------
+    data : RankingData
+    n_sessions : int
+        Sessions in the log.
+    out : path
+        The parquet folder Spark writes (one part file per partition, sessions
+        in order inside each part); a local path or any URI Spark can write.
+    spark : SparkSession, optional
+        Default: :func:`clickrank.engine.spark_session`.
+    partitions : int, optional
+        Session ranges (one Spark task each); default one per
+        :data:`clickrank.simulation.PART_SESSIONS` sessions.
+    first_session : int
+        Index of the first session.
+    overwrite : bool
+        Replace an existing ``out``.
+    **kwargs
+        The other arguments of :func:`clickrank.simulation.simulate`
+        (``policy``, ``click_model``, ``interventions``, ``top_k``, ``seed``,
+        ``query_frequency``, ``chunk_size``).
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        The written log, read back (:func:`clickrank.engine.read_spark_log`).
+
+    Notes
+    -----
+    The rows equal those of ``simulate(data, n_sessions=..., seed=...)`` for
+    any number of partitions; ``session`` and ``position`` are stored as
+    signed integers and the categories as strings (Spark has no unsigned or
+    categorical types).
+    """
+    from ..simulation import PART_SESSIONS, simulate
+    from ._session import read_spark_log
+
+    for bad in ("out", "progress", "overwrite", "check_space", "metadata"):
+        if bad in kwargs:
+            raise InputError(f"simulate_spark does not take {bad}=")
+    n_sessions = int(check_positive(n_sessions, name="n_sessions", integer=True))
+    first_session = int(first_session)
+    if first_session < 0:
+        raise InputError(f"first_session must be >= 0, got {first_session}")
+    if partitions is None:
+        partitions = -(-n_sessions // PART_SESSIONS)
+    partitions = int(check_positive(partitions, name="partitions", integer=True))
+    partitions = min(partitions, n_sessions)
+    target = str(out)
+    if "://" not in target and Path(target).exists() and not overwrite:
+        raise InputError(f"{target} exists; pass overwrite=True (--force) to replace it")
+    bounds = first_session + (np.arange(partitions + 1, dtype=np.int64) * n_sessions) // partitions
+    # the schema from one session simulated here (ids, optional columns)
+    sample = spark_ready(simulate(data, n_sessions=1, first_session=first_session, **kwargs))
+    spark = spark if spark is not None else spark_session()
+    schema = spark.createDataFrame(sample.head(0).to_arrow()).schema
+
+    def generate(batches):  # runs on the executors, one range per id
+        for batch in batches:
+            for i in batch.column("id").to_numpy():
+                lo, hi = int(bounds[i]), int(bounds[i + 1])
+                frame = simulate(data, n_sessions=hi - lo, first_session=lo, **kwargs)
+                yield from spark_ready(frame).to_arrow().to_batches()
+
+    ranges = spark.range(0, partitions, 1, numPartitions=partitions)
+    writer = ranges.mapInArrow(generate, schema).write
+    writer.mode("overwrite" if overwrite else "errorifexists").parquet(target)
+    return read_spark_log(target, spark)
