@@ -123,3 +123,57 @@ def test_bootstrap_equal(log, sdf, method):
     a, b = bootstrap(method, sdf, **kw), bootstrap(method, log, **kw)
     same(a, b)
     np.testing.assert_allclose(a.replicates, b.replicates, rtol=1e-9, equal_nan=True)
+
+
+# -- targets -------------------------------------------------------------------------------
+
+THETA = 1.0 / np.arange(1, 7)
+
+
+def same_target(a, b):
+    """Two targets with equal gains, pairs, weights, session lists and candidates."""
+    assert a.name == b.name and a.kind == b.kind
+    for field in ("gains", "pairs", "pair_weights", "candidates", "doc_weights"):
+        x, y = getattr(a, field), getattr(b, field)
+        assert (x is None) == (y is None), field
+        if x is not None:
+            np.testing.assert_allclose(x, y, rtol=1e-12, err_msg=field)
+    if a.sessions is not None:
+        for field in ("rows", "sptr", "positions", "clicks", "counts"):
+            np.testing.assert_array_equal(
+                getattr(a.sessions, field), getattr(b.sessions, field), err_msg=field
+            )
+    assert a.metadata == b.metadata
+
+
+def test_click_stats_equal(data, log, sdf):
+    from clickrank.targets import click_stats
+
+    for theta, clip in ((None, None), (THETA, None), (THETA, "auto")):
+        a, b = click_stats(data, sdf, theta, clip=clip), click_stats(data, log, theta, clip=clip)
+        for field in ("clicks", "impressions", "exposure", "ips", "sessions"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        assert a.n_sessions == b.n_sessions and a.clip == b.clip
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["naive", "ips", "dr", "ips-pairs", "prs-pairs", "skip-above", "unbiased-lambdamart"],
+)
+def test_targets_equal(data, log, sdf, name):
+    from clickrank.targets import make_target
+
+    theta = THETA if name in ("ips", "dr", "ips-pairs", "prs-pairs") else None
+    same_target(make_target(name, data, sdf, theta), make_target(name, data, log, theta))
+
+
+@pytest.mark.parametrize(
+    "strategy", ["skip-above", "last-click-skip-above", "skip-previous+skip-next"]
+)
+def test_click_preferences_equal(data, log, sdf, strategy):
+    from clickrank.targets import click_preferences
+
+    a = click_preferences(data, sdf, strategy=strategy, propensities=THETA, ips_weighted=True)
+    b = click_preferences(data, log, strategy=strategy, propensities=THETA, ips_weighted=True)
+    same_target(a, b)
+    assert a.metadata["preferences"] > 0

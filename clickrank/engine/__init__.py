@@ -34,6 +34,7 @@ from ._queries import (
     n_unique_by,
     position_range,
     preference_counts,
+    session_patterns,
 )
 from ._session import read_spark_log, spark_session, to_spark
 from ._simulate import simulate_spark
@@ -50,6 +51,7 @@ __all__ = [
     "n_unique_by",
     "position_range",
     "preference_counts",
+    "session_patterns",
     "spark_session",
     "read_spark_log",
     "to_spark",

@@ -27,6 +27,7 @@ __all__ = [
     "position_range",
     "doc_counts",
     "preference_counts",
+    "session_patterns",
 ]
 
 
@@ -123,3 +124,8 @@ def preference_counts(
 ) -> tuple[pl.DataFrame, int]:
     """Spark only: see :func:`._spark.preference_counts`."""
     return _spark.preference_counts(log, rules, adjacent)
+
+
+def session_patterns(log: Any, keys: pl.DataFrame) -> pl.DataFrame:
+    """Spark only: see :func:`._spark.session_patterns`."""
+    return _spark.session_patterns(log, keys)

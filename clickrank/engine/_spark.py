@@ -29,6 +29,7 @@ __all__ = [
     "doc_counts",
     "preference_counts",
     "cast_ids",
+    "session_patterns",
 ]
 
 _TYPES = {
@@ -284,3 +285,32 @@ def preference_counts(
     finally:
         prefs.unpersist()
     return agg, n_sess
+
+
+def session_patterns(df: Any, keys: pl.DataFrame) -> pl.DataFrame:
+    """Distinct session lists (data rows, positions, clicks in position order) with a click
+    and a non-click, and their ``count``: the Spark form of the session lists of
+    ``clickrank.targets.unbiased_lambdamart``, sorted the same way."""
+    from pyspark.sql import functions as F
+
+    spark_keys = df.sparkSession.createDataFrame(keys.to_arrow())
+    click = F.col("click").cast("boolean")
+    rows = df.select(
+        "session", "query", "doc", F.col("position").cast("long").alias("position"), click
+    ).join(F.broadcast(spark_keys), on=["query", "doc"], how="inner")
+    lists = (
+        rows.groupBy("session")
+        .agg(
+            F.sort_array(F.collect_list(F.struct("position", "row", "click"))).alias("l"),
+            F.sum(F.col("click").cast("long")).alias("n_click"),
+            F.count(F.lit(1)).alias("n"),
+        )
+        .filter((F.col("n_click") > 0) & (F.col("n_click") < F.col("n")))
+        .select(
+            F.col("l.row").alias("row"), F.col("l.position").alias("position"),
+            F.col("l.click").alias("click"),
+        )
+        .groupBy("row", "position", "click")
+        .agg(F.count(F.lit(1)).alias("count"))
+    )  # fmt: skip
+    return to_polars(lists).sort("row", "position", "click")
