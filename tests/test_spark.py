@@ -25,6 +25,10 @@ if shutil.which("java") is None:
     pytest.skip("no Java runtime on the PATH (Spark needs Java 17)", allow_module_level=True)
 
 from clickrank import engine  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
 from clickrank.propensity import (  # noqa: E402
     bootstrap,
     em,
@@ -177,3 +181,40 @@ def test_click_preferences_equal(data, log, sdf, strategy):
     b = click_preferences(data, log, strategy=strategy, propensities=THETA, ips_weighted=True)
     same_target(a, b)
     assert a.metadata["preferences"] > 0
+
+
+# -- simulation on executors ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 7])
+def test_simulate_spark_rows_equal(spark, data, tmp_path, partitions):
+    """The parquet folder Spark writes holds simulate()'s rows, whatever the partitions."""
+    from clickrank.clicklog import read_log
+
+    kw = {
+        "policy": DeterministicPolicy(data.X[:, 0]),
+        "click_model": make_click_model("pbm", eta=1.0),
+        "top_k": 5,
+        "interventions": [Swap(0.3), Randomize(0.2)],
+        "seed": 11,
+    }
+    out = tmp_path / "log"
+    df = engine.simulate_spark(
+        data, n_sessions=1000, out=out, spark=spark, partitions=partitions, **kw
+    )
+    assert df.count() == 5000
+    assert len(list(out.glob("*.parquet"))) == partitions
+    got = read_log(out, lazy=False).sort("session", "position")  # validated, canonical dtypes
+    want = simulate(data, n_sessions=1000, **kw)
+    cats = [c for c, t in want.schema.items() if t == pl.Categorical]
+    cast = [pl.col(c).cast(pl.String) for c in cats]
+    assert got.columns == want.columns
+    assert got.with_columns(cast).equals(want.with_columns(cast))
+
+
+def test_simulate_spark_refuses_existing(spark, data, tmp_path):
+    from clickrank._validation import InputError
+
+    kw = {"policy": DeterministicPolicy(data.X[:, 0]), "click_model": "pbm", "top_k": 3}
+    with pytest.raises(InputError, match="exists"):
+        engine.simulate_spark(data, n_sessions=10, out=tmp_path, spark=spark, **kw)
