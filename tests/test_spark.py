@@ -218,3 +218,78 @@ def test_simulate_spark_refuses_existing(spark, data, tmp_path):
     kw = {"policy": DeterministicPolicy(data.X[:, 0]), "click_model": "pbm", "top_k": 3}
     with pytest.raises(InputError, match="exists"):
         engine.simulate_spark(data, n_sessions=10, out=tmp_path, spark=spark, **kw)
+
+
+# -- the CLI -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, data):
+    """A parquet folder with swap sessions, LETOR data and propensities, on disk."""
+    import json
+
+    from clickrank.datasets import save_letor
+
+    root = tmp_path_factory.mktemp("cli")
+    simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=4000,
+        top_k=6,
+        interventions=[Swap(0.4)],
+        seed=8,
+        out=root / "log",
+    )
+    save_letor(data, root / "train.txt")
+    (root / "theta.json").write_text(json.dumps({"theta": THETA.tolist()}))
+    return root
+
+
+def test_cli_propensity_engine_spark(spark, logged):
+    import json
+
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    out = {}
+    for eng in ("polars", "spark"):
+        args = ["propensity", str(logged / "log"), "--out", str(logged / f"{eng}.json")]
+        res = CliRunner().invoke(cli, [*args, "--engine", eng, "--spark-master", "local[2]"])
+        assert res.exit_code == 0, res.output
+        out[eng] = json.loads((logged / f"{eng}.json").read_text())
+    for key in ("theta", "lower", "upper", "n_sessions"):
+        np.testing.assert_allclose(out["spark"][key], out["polars"][key], rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["ips", "skip-above"])
+def test_cli_train_engine_spark(spark, logged, target):
+    """The same target gives the same trees: model.txt is identical for both engines."""
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    models = {}
+    for eng in ("polars", "spark"):
+        out = logged / f"model-{target}-{eng}"
+        args = ["train", "--data", str(logged / "train.txt"), "--log", str(logged / "log")]
+        args += ["--target", target, "--propensities", str(logged / "theta.json")]
+        args += ["--no-select", "--trees", "5", "--leaves", "4", "--out", str(out)]
+        res = CliRunner().invoke(cli, [*args, "--engine", eng])
+        assert res.exit_code == 0, res.output
+        models[eng] = (out / "model.txt").read_text()
+    assert models["spark"] == models["polars"]
+
+
+def test_cli_spark_table_missing_is_one_line(spark, logged):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    res = CliRunner().invoke(
+        cli,
+        ["propensity", "table:nodb.nolog", "--engine", "spark", "--out", str(logged / "x.json")],
+    )
+    assert res.exit_code != 0
+    assert "nolog" in res.output and "Traceback" not in res.output

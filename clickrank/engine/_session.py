@@ -25,7 +25,8 @@ def spark_session(master: str | None = "local[*]", **conf: str) -> Any:
     ----------
     master : str or None
         ``local[*]`` (all cores of this machine), ``local[2]``, ``yarn``,
-        ``spark://host:7077``, ...; None leaves it to ``spark-submit``.
+        ``spark://host:7077``, ...; None, or a driver started by
+        ``spark-submit``, leaves it to ``spark-submit``.
     **conf : str
         Spark settings, e.g. ``spark_sql_shuffle_partitions="8"`` (underscores
         become dots). With a ``local`` master the Python workers run this
@@ -43,7 +44,7 @@ def spark_session(master: str | None = "local[*]", **conf: str) -> Any:
     if active is not None:
         return active
     builder = SparkSession.builder.appName("clickrank")
-    if master:
+    if master and "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit's master wins
         builder = builder.master(master)
     if master and master.startswith("local"):  # the executors are this interpreter's children
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -71,14 +72,20 @@ def read_spark_log(source: str | os.PathLike, spark: Any = None) -> Any:
     from ..clicklog import REQUIRED_COLUMNS
 
     spark = spark if spark is not None else spark_session()
+    from pyspark.errors import AnalysisException
+
     src = str(source)
-    if src.startswith(TABLE_PREFIX):
-        df = spark.table(src[len(TABLE_PREFIX) :])
-    else:
-        if "://" not in src and not os.path.exists(src):
-            raise LogSchemaError("no such file or folder", path=src)
-        df = spark.read.option("recursiveFileLookup", "true").parquet(src)
-    df = normalize(df)
+    if not src.startswith(TABLE_PREFIX) and "://" not in src and not os.path.exists(src):
+        raise LogSchemaError("no such file or folder", path=src)
+    try:
+        if src.startswith(TABLE_PREFIX):
+            df = spark.table(src[len(TABLE_PREFIX) :])
+        else:
+            df = spark.read.option("recursiveFileLookup", "true").parquet(src)
+        df = normalize(df)
+    except AnalysisException as err:
+        first = (str(err).strip().splitlines() or ["?"])[0]
+        raise LogSchemaError(f"Spark cannot read a click log here: {first}", path=src) from None
     missing = [c for c in REQUIRED_COLUMNS if c not in spark_schema(df)]
     if missing:
         raise LogSchemaError(
