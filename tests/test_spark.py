@@ -25,6 +25,7 @@ if shutil.which("java") is None:
     pytest.skip("no Java runtime on the PATH (Spark needs Java 17)", allow_module_level=True)
 
 from clickrank import engine  # noqa: E402
+from clickrank.engine.simulate import simulate_spark  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:PySpark does not yet fully support pandas:FutureWarning"
@@ -199,9 +200,7 @@ def test_simulate_spark_rows_equal(spark, data, tmp_path, partitions):
         "seed": 11,
     }
     out = tmp_path / "log"
-    df = engine.simulate_spark(
-        data, n_sessions=1000, out=out, spark=spark, partitions=partitions, **kw
-    )
+    df = simulate_spark(data, n_sessions=1000, out=out, spark=spark, partitions=partitions, **kw)
     assert df.count() == 5000
     assert len(list(out.glob("*.parquet"))) == partitions
     got = read_log(out, lazy=False).sort("session", "position")  # validated, canonical dtypes
@@ -217,7 +216,7 @@ def test_simulate_spark_refuses_existing(spark, data, tmp_path):
 
     kw = {"policy": DeterministicPolicy(data.X[:, 0]), "click_model": "pbm", "top_k": 3}
     with pytest.raises(InputError, match="exists"):
-        engine.simulate_spark(data, n_sessions=10, out=tmp_path, spark=spark, **kw)
+        simulate_spark(data, n_sessions=10, out=tmp_path, spark=spark, **kw)
 
 
 # -- the CLI -------------------------------------------------------------------------------

@@ -18,8 +18,10 @@ importing pyspark, so ``import clickrank`` never needs it; pyspark is the
 optional extra ``clickrank[spark]``. :func:`spark_session` starts (or reuses)
 a session, :func:`read_spark_log` reads a parquet folder or a Hive table
 into a log DataFrame, :func:`to_spark` turns a polars log into one, and
-:func:`simulate_spark` simulates a log on Spark executors, session ranges
-per partition, with the same rows as :func:`clickrank.simulation.simulate`.
+:func:`clickrank.engine.simulate.simulate_spark` simulates a log on Spark
+executors, session ranges per partition, with the same rows as
+:func:`clickrank.simulation.simulate` (a module of its own: it imports the
+simulation, which the estimators do not need).
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from ._queries import (
     session_patterns,
 )
 from ._session import read_spark_log, spark_session, to_spark
-from ._simulate import simulate_spark
 
 __all__ = [
     "is_spark",
@@ -55,5 +56,4 @@ __all__ = [
     "spark_session",
     "read_spark_log",
     "to_spark",
-    "simulate_spark",
 ]

@@ -12,7 +12,7 @@ from .._validation import LogSchemaError
 from ._detect import require_spark
 from ._spark import normalize, spark_schema
 
-__all__ = ["spark_session", "read_spark_log", "to_spark", "TABLE_PREFIX"]
+__all__ = ["spark_session", "read_spark_log", "to_spark", "spark_ready", "TABLE_PREFIX"]
 
 #: ``table:db.name`` names a Hive/metastore table instead of a path.
 TABLE_PREFIX = "table:"
@@ -95,17 +95,23 @@ def read_spark_log(source: str | os.PathLike, spark: Any = None) -> Any:
     return df
 
 
-def to_spark(log: pl.DataFrame | pl.LazyFrame, spark: Any = None) -> Any:
-    """A polars click log as a Spark DataFrame (unsigned integers as signed, categories as
-    strings), for tests and small logs; large logs go through parquet."""
-    spark = spark if spark is not None else spark_session()
-    df = log.collect() if isinstance(log, pl.LazyFrame) else log
+def spark_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """A polars log with the types Spark has: unsigned integers as signed, categories as
+    strings (:func:`clickrank.clicklog.validate_log` casts them back)."""
     casts = []
-    for name, dtype in df.schema.items():
+    for name, dtype in frame.schema.items():
         if dtype in (pl.UInt64, pl.UInt32):
             casts.append(pl.col(name).cast(pl.Int64))
         elif dtype in (pl.UInt16, pl.UInt8):
             casts.append(pl.col(name).cast(pl.Int32))
         elif dtype == pl.Categorical or isinstance(dtype, pl.Enum):
             casts.append(pl.col(name).cast(pl.String))
-    return spark.createDataFrame(df.with_columns(casts).to_arrow())
+    return frame.with_columns(casts)
+
+
+def to_spark(log: pl.DataFrame | pl.LazyFrame, spark: Any = None) -> Any:
+    """A polars click log as a Spark DataFrame (:func:`spark_ready` types), for tests and
+    small logs; large logs go through parquet."""
+    spark = spark if spark is not None else spark_session()
+    df = log.collect() if isinstance(log, pl.LazyFrame) else log
+    return spark.createDataFrame(spark_ready(df).to_arrow())

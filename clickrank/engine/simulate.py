@@ -15,26 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from .._validation import InputError, check_positive
-from ._session import spark_session
+from ._session import spark_ready, spark_session
 
-__all__ = ["simulate_spark", "spark_ready"]
-
-
-def spark_ready(frame: pl.DataFrame) -> pl.DataFrame:
-    """A simulated log with the types Spark has: unsigned integers as signed, categories as
-    strings (:func:`clickrank.clicklog.validate_log` casts them back)."""
-    casts = []
-    for name, dtype in frame.schema.items():
-        if dtype in (pl.UInt64, pl.UInt32):
-            casts.append(pl.col(name).cast(pl.Int64))
-        elif dtype in (pl.UInt16, pl.UInt8):
-            casts.append(pl.col(name).cast(pl.Int32))
-        elif dtype == pl.Categorical or isinstance(dtype, pl.Enum):
-            casts.append(pl.col(name).cast(pl.String))
-    return frame.with_columns(casts)
+__all__ = ["simulate_spark"]
 
 
 def simulate_spark(
@@ -87,17 +72,14 @@ def simulate_spark(
     from ..simulation import PART_SESSIONS, simulate
     from ._session import read_spark_log
 
-    for bad in ("out", "progress", "overwrite", "check_space", "metadata"):
-        if bad in kwargs:
-            raise InputError(f"simulate_spark does not take {bad}=")
+    if bad := {"progress", "check_space", "metadata"} & set(kwargs):
+        raise InputError(f"simulate_spark does not take {', '.join(sorted(bad))}")
     n_sessions = int(check_positive(n_sessions, name="n_sessions", integer=True))
     first_session = int(first_session)
     if first_session < 0:
         raise InputError(f"first_session must be >= 0, got {first_session}")
-    if partitions is None:
-        partitions = -(-n_sessions // PART_SESSIONS)
-    partitions = int(check_positive(partitions, name="partitions", integer=True))
-    partitions = min(partitions, n_sessions)
+    parts = -(-n_sessions // PART_SESSIONS) if partitions is None else partitions
+    partitions = min(int(check_positive(parts, name="partitions", integer=True)), n_sessions)
     target = str(out)
     if "://" not in target and Path(target).exists() and not overwrite:
         raise InputError(f"{target} exists; pass overwrite=True (--force) to replace it")
