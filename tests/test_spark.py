@@ -292,3 +292,41 @@ def test_cli_spark_table_missing_is_one_line(spark, logged):
     )
     assert res.exit_code != 0
     assert "nolog" in res.output and "Traceback" not in res.output
+
+
+# -- the boundary --------------------------------------------------------------------------
+
+
+def test_base_package_never_imports_pyspark():
+    """``import clickrank`` and a polars estimate work where pyspark cannot be imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "import clickrank, clickrank.engine, clickrank.cli\n"
+        "from clickrank.propensity import swap\n"
+        "from clickrank.datasets import synthetic\n"
+        "data = synthetic(20, 8, seed=0)\n"
+        "log = clickrank.simulate(data, policy=data.X[:, 0], click_model='pbm', n_sessions=500,\n"
+        "                         top_k=4, interventions=clickrank.Swap(0.5), seed=1)\n"
+        "print(swap(log).K)\n"
+        "try:\n"
+        "    clickrank.engine.spark_session()\n"
+        "except clickrank.InputError as err:\n"
+        "    print(err)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "4"
+    assert "pip install 'clickrank[spark]'" in res.stdout
+
+
+def test_missing_java_is_a_clear_error(monkeypatch):
+    from clickrank._validation import InputError
+    from clickrank.engine import _detect
+
+    monkeypatch.setattr(_detect.shutil, "which", lambda name: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(InputError, match="Java runtime"):
+        _detect.require_spark()
