@@ -2,8 +2,8 @@
 
 Run ``nice python benchmarks/bench_spark.py`` (the full size: 10^8 sessions x
 10 positions = 10^9 rows, about 1.7 GB of parquet; simulating it takes about
-4 minutes on 2 cores, each estimate a few minutes), or smaller for a quick
-look::
+4 minutes on 2 cores, the estimates about 20 s with polars and 90 s with
+Spark; figures in docs/scale.md), or smaller for a quick look::
 
     python benchmarks/bench_spark.py --sessions 1000000
 
