@@ -330,3 +330,21 @@ def test_missing_java_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(InputError, match="Java runtime"):
         _detect.require_spark()
+
+
+def test_fair_pairs_equal(spark, data):
+    from clickrank.simulation import FairPairs
+    from clickrank.targets import fair_pairs
+
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 1]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=2000,
+        top_k=6,
+        interventions=FairPairs(0.6),
+        seed=9,
+    )
+    a, b = fair_pairs(data, engine.to_spark(log, spark)), fair_pairs(data, log)
+    same_target(a, b)
+    assert a.metadata["fairpairs_sessions"] > 1000 and a.metadata["preferences"] > 0

@@ -28,6 +28,7 @@ __all__ = [
     "doc_counts",
     "preference_counts",
     "session_patterns",
+    "fairpairs_sessions",
 ]
 
 
@@ -129,3 +130,8 @@ def preference_counts(
 def session_patterns(log: Any, keys: pl.DataFrame) -> pl.DataFrame:
     """Spark only: see :func:`._spark.session_patterns`."""
     return _spark.session_patterns(log, keys)
+
+
+def fairpairs_sessions(log: Any) -> tuple[Any, int, Any, Any]:
+    """Spark only: see :func:`._spark.fairpairs_sessions`."""
+    return _spark.fairpairs_sessions(log)

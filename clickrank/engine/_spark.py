@@ -30,6 +30,7 @@ __all__ = [
     "preference_counts",
     "cast_ids",
     "session_patterns",
+    "fairpairs_sessions",
 ]
 
 _TYPES = {
@@ -234,6 +235,14 @@ def _rule(rule: str, adjacent: Mapping[str, int]) -> Any:
         return p_lose < p_win
     if rule == "last-click-skip-above":
         return (p_win == F.col("last_click")) & (p_lose < p_win)
+    if rule == "fairpairs":
+        start, last = F.col("swap_pivot"), F.col("swap_k")
+        return (
+            (p_lose == p_win - 1)
+            & (p_lose >= start)
+            & ((p_lose - start) % 2 == 0)
+            & (p_win <= last)
+        )
     if rule in adjacent:
         return p_lose == p_win + adjacent[rule]
     raise InputError(f"the click preferences {rule!r} are not available on the Spark engine")
@@ -252,15 +261,17 @@ def preference_counts(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    extra = ["swap_pivot", "swap_k"] if "fairpairs" in rules else []
     base = df.select(
         "session",
         "query",
         "doc",
         F.col("position").cast("long").alias("position"),
         F.col("click").cast("boolean").alias("click"),
+        *[F.col(c).cast("long").alias(c) for c in extra],
     )
     clicked = base.filter(F.col("click")).select(
-        "session", "query", F.col("doc").alias("win"), F.col("position").alias("p_win")
+        "session", "query", F.col("doc").alias("win"), F.col("position").alias("p_win"), *extra
     )
     if "last-click-skip-above" in rules:
         clicked = clicked.withColumn(
@@ -314,3 +325,17 @@ def session_patterns(df: Any, keys: pl.DataFrame) -> pl.DataFrame:
         .agg(F.count(F.lit(1)).alias("count"))
     )  # fmt: skip
     return to_polars(lists).sort("row", "position", "click")
+
+
+def fairpairs_sessions(df: Any) -> tuple[Any, int, Any, Any]:
+    """The rows of FairPairs sessions, their number and the range of their first paired rank."""
+    from pyspark.sql import functions as F
+
+    fair = df.filter(F.col("intervention").cast("string") == "fairpairs")
+    row = (
+        fair.groupBy("session")
+        .agg(F.first("swap_pivot").alias("sp"))
+        .agg(F.count(F.lit(1)), F.min("sp"), F.max("sp"))
+        .first()
+    )
+    return fair, int(row[0]), row[1], row[2]

@@ -16,7 +16,7 @@ import polars as pl
 
 from .._validation import InputError, LogSchemaError
 from ..datasets import RankingData
-from ..engine import is_spark, preference_counts
+from ..engine import fairpairs_sessions, is_spark, preference_counts
 from ._join import candidate_mask, per_doc, prepare_log
 from ._target import Target
 from ._theta import as_theta
@@ -287,8 +287,6 @@ def click_preferences(
     lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
     shown = per_doc(lf, keys, [pl.len().alias("shown")], "click log")
     rows_shown = shown["row"].to_numpy()
-    if is_spark(lf) and fair:
-        raise InputError("the 'fairpairs' preferences are not available on the Spark engine yet")
     base = (
         lf
         if is_spark(lf)
@@ -310,7 +308,9 @@ def click_preferences(
         )
     )
     metadata: dict[str, Any] = {"strategy": "+".join(rules)}
-    if fair:
+    if fair and is_spark(base):
+        base, n_fair, lo, hi = fairpairs_sessions(base)
+    elif fair:
         base = base.filter(pl.col("intervention") == "fairpairs")
         n_fair, lo, hi = (
             base.group_by("session")
@@ -319,6 +319,7 @@ def click_preferences(
             .collect()
             .row(0)
         )
+    if fair:
         if n_fair == 0:
             raise InputError(
                 "the log has no FairPairs sessions (intervention 'fairpairs'); simulate with "
