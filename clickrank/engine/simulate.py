@@ -30,7 +30,6 @@ def simulate_spark(
     spark: Any = None,
     partitions: int | None = None,
     first_session: int = 0,
-    overwrite: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Simulate a click log on Spark and write it as a parquet folder.
@@ -43,6 +42,8 @@ def simulate_spark(
     out : path
         The parquet folder Spark writes (one part file per partition, sessions
         in order inside each part); a local path or any URI Spark can write.
+        It must not exist: nothing is ever replaced (Spark commits the folder
+        when every task has finished).
     spark : SparkSession, optional
         Default: :func:`clickrank.engine.spark_session`.
     partitions : int, optional
@@ -50,8 +51,6 @@ def simulate_spark(
         :data:`clickrank.simulation.PART_SESSIONS` sessions.
     first_session : int
         Index of the first session.
-    overwrite : bool
-        Replace an existing ``out``.
     **kwargs
         The other arguments of :func:`clickrank.simulation.simulate`
         (``policy``, ``click_model``, ``interventions``, ``top_k``, ``seed``,
@@ -72,7 +71,7 @@ def simulate_spark(
     from ..simulation import PART_SESSIONS, simulate
     from ._session import read_spark_log
 
-    if bad := {"progress", "check_space", "metadata"} & set(kwargs):
+    if bad := {"progress", "check_space", "metadata", "overwrite"} & set(kwargs):
         raise InputError(f"simulate_spark does not take {', '.join(sorted(bad))}")
     n_sessions = int(check_positive(n_sessions, name="n_sessions", integer=True))
     first_session = int(first_session)
@@ -81,8 +80,8 @@ def simulate_spark(
     parts = -(-n_sessions // PART_SESSIONS) if partitions is None else partitions
     partitions = min(int(check_positive(parts, name="partitions", integer=True)), n_sessions)
     target = str(out)
-    if "://" not in target and Path(target).exists() and not overwrite:
-        raise InputError(f"{target} exists; pass overwrite=True (--force) to replace it")
+    if "://" not in target and Path(target).exists():
+        raise InputError(f"{target} exists; simulate_spark writes a new folder")
     bounds = first_session + (np.arange(partitions + 1, dtype=np.int64) * n_sessions) // partitions
     # the schema from one session simulated here (ids, optional columns)
     sample = spark_ready(simulate(data, n_sessions=1, first_session=first_session, **kwargs))
@@ -97,6 +96,5 @@ def simulate_spark(
                 yield from spark_ready(frame).to_arrow().to_batches()
 
     ranges = spark.range(0, partitions, 1, numPartitions=partitions)
-    writer = ranges.mapInArrow(generate, schema).write
-    writer.mode("overwrite" if overwrite else "errorifexists").parquet(target)
+    ranges.mapInArrow(generate, schema).write.mode("errorifexists").parquet(target)
     return read_spark_log(target, spark)
