@@ -57,8 +57,8 @@ def test() -> None:
 
 
 def bench() -> None:
-    """Set up with the baseline libraries, then run every benchmark script."""
-    setup("test,bench")
+    """Set up with the baseline libraries and pyspark, then run every benchmark script."""
+    setup("test,bench,spark")
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         run(PY, script)
 

@@ -11,9 +11,9 @@ What it does
 ------------
 1. Streams the log of ``benchmarks/bench_scale.py`` (synthetic data, three
    logging rankers, 20% swap and 20% randomized sessions, PBM clicks with
-   θ_p = 1/p) to a parquet folder under ``--tmp`` (default
-   ``/work/scratch/spark_bench`` when it exists, else the system's temporary
-   folder; check ``df -h`` first), or reuses ``--log``.
+   θ_p = 1/p) to a parquet folder under ``--tmp`` (default: the folder that
+   holds this checkout, as ``bench_scale.py``; check ``df -h`` first), or
+   reuses ``--log``.
 2. Estimates swap propensities in a child process per engine: polars
    (``swap(pl.scan_parquet(folder))``: the streaming engine; no value check
    of the log, as on Spark) and Spark (``swap(read_spark_log(folder))`` on a
@@ -139,8 +139,11 @@ def main() -> None:
     )
     ap.add_argument("--sessions", type=int, default=100_000_000)
     ap.add_argument("--log", help="reuse this parquet folder (bench_scale's layout)")
-    default_tmp = Path("/work/scratch/spark_bench")
-    ap.add_argument("--tmp", default=str(default_tmp if default_tmp.is_dir() else "/tmp"))
+    ap.add_argument(
+        "--tmp",
+        default=str(HERE.parents[1]),
+        help="folder for the temporary log (needs ~18 bytes per session; check df -h)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
     ap.add_argument("--engines", nargs="+", default=["polars", "spark"])
     args = ap.parse_args()
@@ -211,7 +214,8 @@ def print_table(result: dict) -> None:
             f"cores at {p['rows_per_core_second']:,.0f} rows/s/core (measured): "
             f"scan {p['scan_seconds']:.0f} s + {p['overhead_seconds']:.0f} s overhead, "
             f"{p['parquet_tb']:.2f} TB parquet ({p['parquet_gb_per_node']:.1f} GB per node), "
-            f"about ${p['usd']:.2f} at ${p['usd_node_hour']}/node-hour",
+            f"about ${p['usd']:.2f} at ${p['usd_node_hour']}/node-hour"
+            + ("" if result["log"]["rows"] >= 1e8 else " (small log: the rate is start-up bound)"),
             file=sys.stderr,
         )
 
