@@ -44,8 +44,9 @@ def demo() -> None:
 
 
 def test() -> None:
-    """Set up, then run ruff (lint and format), a strict docs build and the whole test suite."""
-    setup("test,docs")
+    """Set up, then run ruff (lint and format), a strict docs build and the whole test suite
+    (with pyspark: tests/test_spark.py runs Spark in local mode where Java is installed)."""
+    setup("test,docs,spark")
     sources = ("clickrank", "tests", "benchmarks", "simulations", "tasks.py", "docs/_ext")
     run(PY, "-m", "ruff", "check", *sources)
     run(PY, "-m", "ruff", "format", "--check", *sources)
@@ -56,8 +57,8 @@ def test() -> None:
 
 
 def bench() -> None:
-    """Set up with the baseline libraries, then run every benchmark script."""
-    setup("test,bench")
+    """Set up with the baseline libraries and pyspark, then run every benchmark script."""
+    setup("test,bench,spark")
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         run(PY, script)
 

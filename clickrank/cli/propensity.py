@@ -8,6 +8,7 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
+from ..engine._cli import check_log_source, engine_options, is_table, open_log
 from ._root import cli
 
 _METHODS = (
@@ -57,7 +58,7 @@ def _read(log: str):
 
 
 @cli.command()
-@click.argument("log", type=click.Path(exists=True))
+@click.argument("log", callback=check_log_source)
 @click.option(
     "--method",
     type=click.Choice(_METHODS),
@@ -108,17 +109,20 @@ def _read(log: str):
     is_flag=True,
     help="Replace OUT (and the plot) if clickrank wrote them (never anything else).",
 )
-def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force):
-    """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV)."""
+@engine_options
+def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, engine, spark_master):
+    """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV;
+    with --engine spark, what Spark reads: a parquet folder, a URI or table:db.name)."""
     from ..propensity import bootstrap, estimate_propensities
 
     check_alpha(alpha, name="--alpha")
-    check_output(out, force=force, what="--out", inputs=[log])
+    inputs = [] if is_table(log) else [log]
+    check_output(out, force=force, what="--out", inputs=inputs)
     if plot_path is not None:
-        check_output(plot_path, force=force, what="--plot", inputs=[log, out])
+        check_output(plot_path, force=force, what="--plot", inputs=[*inputs, out])
     kw = {} if K is None else {"K": K}
-    lf = _read(log)
-    for line in describe_log(log):
+    lf = open_log(log, spark_master) if engine == "spark" else _read(log)
+    for line in [] if is_table(log) else describe_log(log):
         click.echo(line, err=True)
     if method == "em" or n_boot:
         n = (100 if n_boot is None else n_boot) if method == "em" else n_boot

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .._validation import InputError
+from ..engine._cli import check_log_source, engine_options, local_path, open_log
 from ._root import cli
 
 # the defaults of clickrank.selection.LambdaMARTCV and clickrank.LambdaMART, without
@@ -26,9 +27,10 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 @click.option(
     "--log",
     "log_path",
-    type=click.Path(exists=True),
+    callback=check_log_source,
     default=None,
-    help="Click log (parquet file or folder, or CSV); needed by every target but oracle.",
+    help="Click log (parquet file or folder, or CSV; with --engine spark, what Spark reads: "
+    "a parquet folder, a URI or table:db.name); needed by every target but oracle.",
 )
 @click.option(
     "--target",
@@ -196,10 +198,11 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
     is_flag=True,
     help="Replace a model clickrank wrote in --out (never other files).",
 )
+@engine_options
 def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, folds,
           validation, trees, learning_rate, leaves, max_depth, min_data_in_leaf, truncation,
           early_stopping, eval_at, clip, normalize, candidates, naive_kind, strategy,
-          ips_weighted, seed, jobs, force):  # fmt: skip
+          ips_weighted, seed, jobs, force, engine, spark_master):  # fmt: skip
     """Train LambdaMART on DATA from a click log (or the labels), choosing its size from clicks.
 
     By default the tree shape and the number of trees are chosen by
@@ -244,8 +247,9 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     files = [Path(out_dir) / name for name in ("model.txt", "meta.json", "selection.json")]
     for f in files:  # files clickrank did not write are refused, even with --force
         check_output(
-            f, force=True, what="--out", inputs=[data_path, log_path, theta_path, valid_path]
-        )
+            f, force=True, what="--out",
+            inputs=[data_path, local_path(log_path), theta_path, valid_path],
+        )  # fmt: skip
     if any(f.exists() for f in files[:2]) and not force:
         raise InputError(
             f"--out {out_dir} already holds a model (written by clickrank); pass "
@@ -253,7 +257,10 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         )
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
-    log = read_log(log_path) if log_path is not None else None
+    if log_path is None:
+        log = None
+    else:
+        log = open_log(log_path, spark_master) if engine == "spark" else read_log(log_path)
     stats = None
     if log is not None:
         stats = T.click_stats(data, log, theta, clip=clip_value if theta is not None else None)

@@ -93,8 +93,9 @@ def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensi
 
     Parameters
     ----------
-    log : polars DataFrame, LazyFrame or parquet path
-        The click log (DESIGN §2).
+    log : polars DataFrame, LazyFrame, parquet path or Spark DataFrame
+        The click log (DESIGN §2); a Spark DataFrame is aggregated on Spark
+        (:mod:`clickrank.engine`), the fit runs here.
     method : str
         One of :data:`METHODS`.
     **kw

@@ -63,6 +63,7 @@ from scipy import optimize, sparse
 from scipy.sparse.csgraph import connected_components
 
 from .._validation import EstimationError, InputError, check_choice
+from ..engine import counts, is_spark
 from ._result import Propensities
 from ._stats import (
     BUCKET,
@@ -88,7 +89,7 @@ __all__ = [
 ]
 
 
-def cell_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
+def cell_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
     """Clicks and impressions per (query, doc, position) cell, with a (query, doc) index.
 
     One streaming aggregation; memory grows with the number of cells, not
@@ -100,16 +101,25 @@ def cell_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dic
     """
     require_columns(lf, ("session", "query", "doc", "position", "click"), what="harvesting/EM")
     keys = ["query", "doc", "position"]
-    first = lf.filter(pl.col("position") == 1)
-    n_sess = pl.len().cast(pl.Float64).alias("n_sessions")
-    sess = (
-        with_buckets(first, buckets, seed).group_by(BUCKET).agg(n_sess)
-        if buckets
-        else first.select(n_sess)
-    )
-    cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
+    if is_spark(lf):  # the same counts from two aggregations on the cluster
+        cells = counts(lf, keys)
+        sess = counts(lf, [], where={"position": 1}, buckets=buckets, seed=seed)
+        sess = sess.select(*([BUCKET] if buckets else []), n_sessions=pl.col("n"))
+    else:
+        first = lf.filter(pl.col("position") == 1)
+        n_sess = pl.len().cast(pl.Float64).alias("n_sessions")
+        sess = (
+            with_buckets(first, buckets, seed).group_by(BUCKET).agg(n_sess)
+            if buckets
+            else first.select(n_sess)
+        )
+        cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
     out = to_stats(cells, keys, ["n", "c"])
-    if buckets:
+    if buckets and is_spark(lf):
+        out[BY_BUCKET] = to_stats(
+            counts(lf, keys, buckets=buckets, seed=seed), keys, ["n", "c"], buckets
+        )[BY_BUCKET]
+    elif buckets:
         out[BY_BUCKET] = _cells_by_bucket(lf, cells.select(keys), buckets, seed)
     add_bucketed_total(out, "n_sessions", sess, "n_sessions", buckets)
     q, d = out.pop("query"), out.pop("doc")

@@ -33,12 +33,12 @@ import numpy as np
 import polars as pl
 
 from .._validation import EstimationError, InputError
+from ..engine import co_clicks, counts, is_spark
 from ._result import Propensities
 from ._stats import (
     BUCKET,
     as_lazy,
     finish,
-    grouped_counts,
     intervention_is,
     log_ratio_se,
     require_columns,
@@ -91,7 +91,7 @@ def _co_clicks_in_order(clicked: pl.LazyFrame, buckets: int) -> pl.DataFrame | N
 
 
 def randomized_statistics(
-    lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0, intervention: str = "randomized"
+    lf: Any, *, buckets: int = 0, seed: int = 0, intervention: str = "randomized"
 ) -> dict[str, Any]:
     """Per position: impressions ``n``, clicks ``c`` and co-clicks with slot 1 ``cc``.
 
@@ -106,11 +106,15 @@ def randomized_statistics(
             "randomized estimator: the log has no 'intervention' column, so no session is "
             "known to be randomized"
         )
-    rand = with_buckets(lf.filter(intervention_is(schema, intervention)), buckets, seed)
     keys = ["position", *([BUCKET] if buckets else [])]
-    per_pos = grouped_counts(rand, ["position"], buckets).collect(engine="streaming")
-    clicked = rand.filter(pl.col("click").cast(pl.Boolean))
-    co = _co_clicks_in_order(clicked, buckets)
+    where = {"intervention": intervention}
+    per_pos = counts(lf, ["position"], where=where, buckets=buckets, seed=seed)
+    if is_spark(lf):  # a semi-join on the cluster
+        co = co_clicks(lf, where=where, buckets=buckets, seed=seed)
+    else:
+        rand = with_buckets(lf.filter(intervention_is(schema, intervention)), buckets, seed)
+        clicked = rand.filter(pl.col("click").cast(pl.Boolean))
+        co = _co_clicks_in_order(clicked, buckets)
     if co is None:  # not in session order: join the (sparse) clicks instead
         first = clicked.filter(pl.col("position") == 1).select("session")
         co = (

@@ -24,12 +24,15 @@ import polars as pl
 from scipy import sparse
 
 from .._validation import InputError, LogSchemaError
+from ..engine import is_spark, log_schema
+from ..engine._polars import BUCKET, bucket_expr, grouped_counts, with_buckets
 
 __all__ = [
     "as_lazy",
     "require_columns",
     "BUCKET",
     "bucket_expr",
+    "with_buckets",
     "grouped_counts",
     "to_stats",
     "reweight",
@@ -39,8 +42,6 @@ __all__ = [
     "resolve_K",
 ]
 
-#: Name of the session-bucket column added for the bootstrap.
-BUCKET = "_b"
 #: Key of the per-bucket sums in a statistics dict (value name -> sparse [rows, buckets]).
 BY_BUCKET = "_by_bucket"
 
@@ -48,25 +49,31 @@ LogLike = pl.DataFrame | pl.LazyFrame | str | os.PathLike
 
 
 def as_lazy(log: Any) -> pl.LazyFrame:
-    """Return ``log`` as a LazyFrame; paths (parquet file/folder/glob, CSV) go through
-    :func:`clickrank.clicklog.read_log`, which validates the schema and values."""
+    """Return ``log`` as a LazyFrame (a Spark DataFrame stays one, see :mod:`clickrank.engine`);
+    paths (parquet file/folder/glob, CSV) go through :func:`clickrank.clicklog.read_log`, which
+    validates the schema and values."""
     if isinstance(log, pl.LazyFrame):
         return log
     if isinstance(log, pl.DataFrame):
         return log.lazy()
+    if is_spark(log):  # aggregated by clickrank.engine on Spark
+        from ..engine._spark import normalize
+
+        return normalize(log)
     if isinstance(log, str | os.PathLike):
         p = str(log)
         from ..clicklog import read_log
 
         return read_log(p, lazy=True, validate=True)
     raise InputError(
-        f"log must be a polars DataFrame, LazyFrame or a parquet path, got {type(log).__name__}"
+        "log must be a polars DataFrame, LazyFrame, Spark DataFrame or a parquet path, "
+        f"got {type(log).__name__}"
     )
 
 
-def require_columns(lf: pl.LazyFrame, columns: tuple[str, ...], *, what: str) -> pl.Schema:
-    """Check that the log has ``columns`` (schema only, no data read)."""
-    schema = lf.collect_schema()
+def require_columns(lf: Any, columns: tuple[str, ...], *, what: str) -> pl.Schema:
+    """Check that the log (polars or Spark) has ``columns`` (schema only, no data read)."""
+    schema = log_schema(lf)
     missing = [c for c in columns if c not in schema]
     if missing:
         raise LogSchemaError(
@@ -78,45 +85,6 @@ def require_columns(lf: pl.LazyFrame, columns: tuple[str, ...], *, what: str) ->
     if schema["click"] != pl.Boolean and not schema["click"].is_integer():
         raise LogSchemaError(f"click must be Boolean (or 0/1 integers), got {schema['click']}")
     return schema
-
-
-def bucket_expr(buckets: int, seed: int) -> pl.Expr:
-    """Bucket ``0..buckets-1`` of each row's session (:func:`clickrank._random.session_buckets`).
-
-    Every row of a session gets the same bucket, and sessions fall into
-    buckets independently and uniformly. An elementwise expression, so it
-    runs inside polars' streaming engine, batch by batch.
-    """
-    from .._random import STREAM_BOOTSTRAP, session_buckets
-
-    def apply(s: pl.Series) -> pl.Series:
-        ids = s.cast(pl.UInt64).to_numpy()
-        return pl.Series(BUCKET, session_buckets(int(seed), ids, int(buckets), STREAM_BOOTSTRAP))
-
-    return (
-        pl.col("session")
-        .map_batches(apply, return_dtype=pl.UInt32, is_elementwise=True)
-        .alias(BUCKET)
-    )
-
-
-def with_buckets(lf: pl.LazyFrame, buckets: int, seed: int) -> pl.LazyFrame:
-    """``lf`` with the bucket column when ``buckets > 0`` (else unchanged)."""
-    return lf.with_columns(bucket_expr(buckets, seed)) if buckets else lf
-
-
-def grouped_counts(lf: pl.LazyFrame, by: list[str], buckets: int = 0) -> pl.LazyFrame:
-    """Impressions ``n`` and clicks ``c`` (Float64) per group of ``by`` (and bucket), sorted.
-
-    ``lf`` must already carry the bucket column when ``buckets > 0``
-    (:func:`with_buckets`).
-    """
-    keys = [*by, BUCKET] if buckets else list(by)
-    return (
-        lf.group_by(keys)
-        .agg(n=pl.len().cast(pl.Float64), c=pl.col("click").cast(pl.Float64).sum())
-        .sort(keys)
-    )
 
 
 def to_stats(

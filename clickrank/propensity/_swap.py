@@ -46,17 +46,16 @@ import numpy as np
 import polars as pl
 
 from .._validation import EstimationError, InputError, LogSchemaError, check_choice
+from ..engine import counts
 from ._result import Propensities
 from ._stats import (
     BUCKET,
     as_lazy,
     finish,
-    grouped_counts,
     log_ratio_se,
     require_columns,
     resolve_K,
     to_stats,
-    with_buckets,
 )
 
 __all__ = ["swap", "randpair", "pair_statistics", "pair_from_counts"]
@@ -64,7 +63,7 @@ __all__ = ["swap", "randpair", "pair_statistics", "pair_from_counts"]
 _KINDS = {"none": 0, "swap": 1, "randpair": 2}
 
 
-def pair_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
+def pair_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
     """Clicks and impressions per (arm, swapped pair a<b, position), in one streaming pass.
 
     Uses sessions with intervention ``none`` (or null), ``swap`` and
@@ -93,8 +92,7 @@ def pair_statistics(lf: pl.LazyFrame, *, buckets: int = 0, seed: int = 0) -> dic
     a = pl.col("swap_pivot").cast(pl.Int64).fill_null(0) if has_pivot else pl.lit(1)
     out_keys = ["kind", "a", "b", "position"] + ([BUCKET] if buckets else [])
     agg = (
-        grouped_counts(with_buckets(lf, buckets, seed), keys, buckets)
-        .collect(engine="streaming")
+        counts(lf, keys, buckets=buckets, seed=seed)  # the pass over the log, on its engine
         .lazy()
         .with_columns(kind=kind)
         .filter(pl.col("kind") >= 0)

@@ -12,6 +12,7 @@ import polars as pl
 
 from .._validation import InputError
 from ..datasets import RankingData
+from ..engine import n_unique
 from ._direct import dr
 from ._gains import ips, naive, oracle
 from ._pairwise import ips_rank_pairs, propensity_ratio_pairs, unbiased_lambdamart
@@ -44,8 +45,7 @@ def _resolve(clip: float | str | None, log: pl.DataFrame | pl.LazyFrame) -> floa
     """``clip="auto"`` as :func:`auto_clip` of the log's sessions."""
     if clip != "auto":
         return clip
-    lf = log.lazy() if isinstance(log, pl.DataFrame) else log
-    return auto_clip(int(lf.select(pl.col("session").n_unique()).collect().item()))
+    return auto_clip(n_unique(log, "session"))
 
 
 def needs_propensities(name: str) -> bool:

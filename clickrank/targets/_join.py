@@ -9,25 +9,32 @@ done by polars aggregations (the log may be a DataFrame or a LazyFrame).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 
 from .._validation import InputError, LogSchemaError, check_choice
 from ..datasets import RankingData
+from ..engine import _spark, doc_counts, is_spark, log_schema, position_range
 
 __all__ = ["prepare_log", "per_doc", "scatter", "candidate_mask"]
 
 
-def _lazy(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+def _lazy(log: Any) -> Any:
     if isinstance(log, pl.DataFrame):
         return log.lazy()
     if isinstance(log, pl.LazyFrame):
         return log
-    raise InputError(f"log must be a polars DataFrame or LazyFrame, got {type(log).__name__}")
+    if is_spark(log):  # aggregated on Spark by clickrank.engine
+        return _spark.normalize(log)
+    raise InputError(
+        f"log must be a polars DataFrame/LazyFrame or a Spark DataFrame, got {type(log).__name__}"
+    )
 
 
-def _check_columns(lf: pl.LazyFrame, needed: tuple[str, ...]) -> dict[str, pl.DataType]:
-    schema = lf.collect_schema()
+def _check_columns(lf: Any, needed: tuple[str, ...]) -> dict[str, pl.DataType]:
+    schema = log_schema(lf)
     missing = [c for c in needed if c not in schema]
     if missing:
         raise LogSchemaError(f"click log lacks column(s) {missing}; it has {list(schema.names())}")
@@ -41,11 +48,8 @@ def _check_columns(lf: pl.LazyFrame, needed: tuple[str, ...]) -> dict[str, pl.Da
     return dict(schema)
 
 
-def _check_positions(lf: pl.LazyFrame, n_theta: int | None) -> None:
-    stats = lf.select(
-        pl.col("position").min().alias("lo"), pl.col("position").max().alias("hi")
-    ).collect()
-    lo, hi = stats.row(0)
+def _check_positions(lf: Any, n_theta: int | None) -> None:
+    lo, hi = position_range(lf)
     if lo is None:
         raise LogSchemaError("the click log is empty")
     if lo < 1:
@@ -74,7 +78,9 @@ def _keys(data: RankingData) -> pl.DataFrame:
     )
 
 
-def _cast_ids(lf: pl.LazyFrame, keys: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+def _cast_ids(lf: Any, keys: pl.DataFrame, schema: dict[str, pl.DataType]) -> Any:
+    if is_spark(lf):
+        return _spark.cast_ids(lf, keys.schema)
     out = []
     for col in ("query", "doc"):
         want = keys.schema[col]
@@ -104,10 +110,10 @@ def _attach_rows(agg: pl.DataFrame, keys: pl.DataFrame, what: str) -> pl.DataFra
 
 def prepare_log(
     data: RankingData,
-    log: pl.DataFrame | pl.LazyFrame,
+    log: Any,
     needed: tuple[str, ...],
     n_theta: int | None = None,
-) -> tuple[pl.LazyFrame, pl.DataFrame]:
+) -> tuple[Any, pl.DataFrame]:
     """Check a click log and cast its ids to the data's: ``(log, keys)``.
 
     ``log`` must have the columns ``needed`` and Boolean (or 0/1 integer)
@@ -115,6 +121,7 @@ def prepare_log(
     1-based integer positions, at most ``n_theta`` when given (the number of
     propensities). ``keys`` holds ``(query, doc, row)`` of every data row, the
     ids as Int64 or String, and the returned log has its ids cast to match.
+    A Spark DataFrame stays one (aggregated by :mod:`clickrank.engine`).
     """
     lf = _lazy(log)
     schema = _check_columns(lf, needed)
@@ -125,7 +132,7 @@ def prepare_log(
 
 
 def per_doc(
-    lf: pl.LazyFrame,
+    lf: Any,
     keys: pl.DataFrame,
     value_exprs: list[pl.Expr],
     what: str = "click log",
@@ -135,7 +142,7 @@ def per_doc(
 
     ``lf`` and ``keys`` come from :func:`prepare_log`.
     """
-    agg = lf.group_by(["query", "doc", *by]).agg(value_exprs).collect()
+    agg = doc_counts(lf, value_exprs, by)
     return _attach_rows(agg, keys, what)
 
 

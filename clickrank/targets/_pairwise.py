@@ -32,9 +32,10 @@ import polars as pl
 
 from .._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
+from ..engine import is_spark, preference_counts, session_patterns
 from ._gains import ips
 from ._join import candidate_mask, per_doc, prepare_log
-from ._preferences import _preference_rows, aggregate_pairs
+from ._preferences import _ADJACENT, _preference_rows, aggregate_pairs
 from ._target import SessionLists, Target
 from ._theta import as_theta
 
@@ -55,12 +56,16 @@ def _session_log(
     shown = per_doc(
         lf, keys, [pl.len().alias("shown"), pl.col("position").max().alias("top")], "click log"
     )
-    base = lf.select(
-        "session",
-        "query",
-        "doc",
-        pl.col("position").cast(pl.Int64),
-        pl.col("click").cast(pl.Boolean),
+    base = (
+        lf
+        if is_spark(lf)
+        else lf.select(
+            "session",
+            "query",
+            "doc",
+            pl.col("position").cast(pl.Int64),
+            pl.col("click").cast(pl.Boolean),
+        )
     )
     return (base, keys, shown["row"].to_numpy(), int(shown["shown"].sum()), int(shown["top"].max()))
 
@@ -143,20 +148,24 @@ def unbiased_lambdamart(
     if positions is not None:
         top = int(check_positive(positions, name="positions", integer=True))
     lists = (
-        base.join(keys.lazy(), on=["query", "doc"], how="inner")
-        .group_by("session")
-        .agg(
-            pl.col("row").sort_by("position"),
-            pl.col("position").sort(),
-            pl.col("click").sort_by("position"),
-            pl.col("click").sum().alias("n_click"),
-            pl.len().alias("n"),
+        session_patterns(base, keys)
+        if is_spark(base)
+        else (
+            base.join(keys.lazy(), on=["query", "doc"], how="inner")
+            .group_by("session")
+            .agg(
+                pl.col("row").sort_by("position"),
+                pl.col("position").sort(),
+                pl.col("click").sort_by("position"),
+                pl.col("click").sum().alias("n_click"),
+                pl.len().alias("n"),
+            )
+            .filter((pl.col("n_click") > 0) & (pl.col("n_click") < pl.col("n")))
+            .group_by("row", "position", "click")
+            .agg(pl.len().alias("count"))
+            .sort("row", "position", "click")  # a fixed order whatever polars' threading
+            .collect()
         )
-        .filter((pl.col("n_click") > 0) & (pl.col("n_click") < pl.col("n")))
-        .group_by("row", "position", "click")
-        .agg(pl.len().alias("count"))
-        .sort("row", "position", "click")  # a fixed order whatever polars' threading
-        .collect()
     )
     sizes = lists["row"].list.len().to_numpy()
     sessions = SessionLists(
@@ -234,7 +243,11 @@ def propensity_ratio_pairs(
     theta, clip = _theta(propensities, clip)
     check_choice(candidates, ("shown", "all"), name="candidates")
     base, keys, shown, impressions, _ = _session_log(data, log, len(theta))
-    prefs = _preference_rows(base, ("all",))
+    prefs = (
+        preference_counts(base, ("all",), _ADJACENT)
+        if is_spark(base)
+        else _preference_rows(base, ("all",))
+    )
 
     def weight(count: np.ndarray, p_win: np.ndarray, p_lose: np.ndarray) -> np.ndarray:
         return count * theta[p_lose - 1] / theta[p_win - 1]

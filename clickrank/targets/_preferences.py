@@ -16,6 +16,7 @@ import polars as pl
 
 from .._validation import InputError, LogSchemaError
 from ..datasets import RankingData
+from ..engine import fairpairs_sessions, is_spark, preference_counts
 from ._join import candidate_mask, per_doc, prepare_log
 from ._target import Target
 from ._theta import as_theta
@@ -129,7 +130,7 @@ def _preference_rows(base: pl.LazyFrame, rules: tuple[str, ...]) -> pl.LazyFrame
 
 
 def aggregate_pairs(
-    prefs: pl.LazyFrame,
+    prefs: pl.LazyFrame | tuple[pl.DataFrame, int],
     keys: pl.DataFrame,
     weight: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
@@ -141,15 +142,21 @@ def aggregate_pairs(
     in numpy in a fixed order, so the weights are the same bytes whatever
     polars' threading. Returns ``(pairs [n, 2], weights [n], counts)`` with the
     number of preferences, distinct pairs and sessions with a preference.
+    ``prefs`` may also be those counts and sessions, already aggregated
+    (:func:`clickrank.engine.preference_counts` on Spark).
     """
-    agg, n_sess = pl.collect_all(
-        [
-            prefs.group_by(["query", "win", "lose", "p_win", "p_lose"]).agg(
-                pl.len().alias("count")
-            ),
-            prefs.select(pl.col("session").n_unique().alias("n")),
-        ]
-    )
+    if isinstance(prefs, tuple):
+        agg, sessions = prefs
+    else:
+        agg, n_sess = pl.collect_all(
+            [
+                prefs.group_by(["query", "win", "lose", "p_win", "p_lose"]).agg(
+                    pl.len().alias("count")
+                ),
+                prefs.select(pl.col("session").n_unique().alias("n")),
+            ]
+        )
+        sessions = int(n_sess.item())
     for side in ("win", "lose"):  # the data row of the preferred and of the other document
         agg = agg.join(
             keys.rename({"doc": side, "row": f"row_{side}"}), on=["query", side], how="left"
@@ -168,7 +175,7 @@ def aggregate_pairs(
     counts = {
         "preferences": int(agg["count"].sum()) if agg.height else 0,
         "distinct_pairs": len(pair_rows),
-        "sessions_with_preferences": int(n_sess.item()),
+        "sessions_with_preferences": sessions,
     }
     return pair_rows.reshape(-1, 2), weights, counts
 
@@ -280,24 +287,30 @@ def click_preferences(
     lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
     shown = per_doc(lf, keys, [pl.len().alias("shown")], "click log")
     rows_shown = shown["row"].to_numpy()
-    base = lf.select(
-        "session",
-        "query",
-        "doc",
-        pl.col("position").cast(pl.Int64),
-        pl.col("click").cast(pl.Boolean),
-        *(
-            [
-                pl.col("intervention").cast(pl.String),
-                pl.col("swap_pivot").cast(pl.Int64),
-                pl.col("swap_k").cast(pl.Int64),
-            ]
-            if fair
-            else []
-        ),
+    base = (
+        lf
+        if is_spark(lf)
+        else lf.select(
+            "session",
+            "query",
+            "doc",
+            pl.col("position").cast(pl.Int64),
+            pl.col("click").cast(pl.Boolean),
+            *(
+                [
+                    pl.col("intervention").cast(pl.String),
+                    pl.col("swap_pivot").cast(pl.Int64),
+                    pl.col("swap_k").cast(pl.Int64),
+                ]
+                if fair
+                else []
+            ),
+        )
     )
     metadata: dict[str, Any] = {"strategy": "+".join(rules)}
-    if fair:
+    if fair and is_spark(base):
+        base, n_fair, lo, hi = fairpairs_sessions(base)
+    elif fair:
         base = base.filter(pl.col("intervention") == "fairpairs")
         n_fair, lo, hi = (
             base.group_by("session")
@@ -306,6 +319,7 @@ def click_preferences(
             .collect()
             .row(0)
         )
+    if fair:
         if n_fair == 0:
             raise InputError(
                 "the log has no FairPairs sessions (intervention 'fairpairs'); simulate with "
@@ -317,7 +331,11 @@ def click_preferences(
                 column="swap_pivot",
             )
         metadata["fairpairs_sessions"] = int(n_fair)
-    prefs = _preference_rows(base, rules)
+    prefs = (
+        preference_counts(base, rules, _ADJACENT)
+        if is_spark(base)
+        else _preference_rows(base, rules)
+    )
 
     def weight(count: np.ndarray, p_win: np.ndarray, _p_lose: np.ndarray) -> np.ndarray:
         return count if theta is None else count / theta[p_win - 1]

@@ -24,6 +24,7 @@ import polars as pl
 
 from .._validation import InputError
 from ..datasets import RankingData
+from ..engine import n_unique, n_unique_by
 from ._join import per_doc, prepare_log
 from ._theta import as_theta
 
@@ -136,9 +137,9 @@ class ClickStats:
         return np.divide(self.clicks, e, out=np.zeros_like(e), where=e > 0)
 
 
-def _sessions_per_row(data: RankingData, lf: pl.LazyFrame, keys: pl.DataFrame) -> np.ndarray:
+def _sessions_per_row(data: RankingData, lf: Any, keys: pl.DataFrame) -> np.ndarray:
     """Sessions of each row's query (0 for queries absent from the log)."""
-    per_query = lf.group_by("query").agg(pl.col("session").n_unique().alias("n")).collect()
+    per_query = n_unique_by(lf, "query", "session")
     first = pl.DataFrame(
         {"query": keys["query"].gather(data.qptr[:-1]), "q": range(data.n_queries)}
     )
@@ -149,7 +150,7 @@ def _sessions_per_row(data: RankingData, lf: pl.LazyFrame, keys: pl.DataFrame) -
 
 def click_stats(
     data: RankingData,
-    log: pl.DataFrame | pl.LazyFrame,
+    log: Any,
     propensities: Any = None,
     *,
     clip: float | str | None = None,
@@ -160,8 +161,9 @@ def click_stats(
     ----------
     data : RankingData
         The documents; every logged ``(query, doc)`` must be one of its rows.
-    log : polars DataFrame or LazyFrame
-        Click log with ``session``, ``query``, ``doc``, ``position``, ``click``.
+    log : polars DataFrame or LazyFrame, or Spark DataFrame
+        Click log with ``session``, ``query``, ``doc``, ``position``, ``click``
+        (a Spark DataFrame is aggregated on Spark, :mod:`clickrank.engine`).
     propensities : array-like or object with ``.theta``, optional
         ``theta[p - 1]``; without them ``exposure`` and ``ips`` use
         :math:`\theta = 1` (no correction).
@@ -174,7 +176,7 @@ def click_stats(
     # a zero propensity (a swap estimate without clicks at a position) is usable once clipped
     theta = None if propensities is None else as_theta(propensities, allow_zero=clip is not None)
     lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
-    n_sessions = int(lf.select(pl.col("session").n_unique()).collect().item())
+    n_sessions = n_unique(lf, "session")
     tau = None
     if theta is not None and clip is not None:
         tau = _level(clip, n_sessions)

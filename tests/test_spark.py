@@ -1,0 +1,350 @@
+"""The Spark engine gives the polars results: every estimator, every target, the simulation.
+
+A local SparkSession (``local[2]``) runs the same aggregations as polars on
+the same simulated logs. Skipped, with the reason, where pyspark or a Java
+runtime is missing (``pip install 'clickrank[spark]'``; Java 17).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+
+from clickrank.clickmodels import make_click_model
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy, MixturePolicy
+from clickrank.simulation import Randomize, RandPair, Swap, simulate
+
+pyspark = pytest.importorskip(
+    "pyspark", reason="pyspark is not installed (pip install 'clickrank[spark]')"
+)
+if shutil.which("java") is None:
+    pytest.skip("no Java runtime on the PATH (Spark needs Java 17)", allow_module_level=True)
+
+from clickrank import engine  # noqa: E402
+from clickrank.engine.simulate import simulate_spark  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
+from clickrank.propensity import (  # noqa: E402
+    bootstrap,
+    em,
+    harvest_allpairs,
+    harvest_pivot,
+    randomized,
+    randpair,
+    swap,
+)
+from clickrank.propensity._harvest import cell_statistics  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = engine.spark_session(
+        "local[2]",
+        spark_sql_shuffle_partitions="2",
+        spark_default_parallelism="2",
+        spark_ui_enabled="false",
+        spark_driver_memory="1g",
+    )
+    yield s
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic(40, 12, seed=3)
+
+
+@pytest.fixture(scope="module")
+def log(data):
+    mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(3)])
+    return simulate(
+        data,
+        policy=mix,
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=4000,
+        top_k=6,
+        interventions=[Swap(0.25), RandPair(0.2), Randomize(0.25)],
+        seed=5,
+    )
+
+
+@pytest.fixture(scope="module")
+def sdf(spark, log):
+    return engine.to_spark(log, spark).cache()
+
+
+def same(a, b):
+    """Two Propensities with equal estimates and intervals (to rounding)."""
+    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(a.se, b.se, rtol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(a.n, b.n, rtol=1e-12)
+    assert a.n_sessions == b.n_sessions
+    assert a.method == b.method
+
+
+def test_detection_without_import(log, sdf):
+    assert engine.is_spark(sdf) and not engine.is_spark(log)
+    assert engine.engine_of(sdf) == "spark"
+    schema = engine.log_schema(sdf)
+    assert schema["position"].is_integer() and schema["click"] == pl.Boolean
+
+
+@pytest.mark.parametrize(
+    "estimate",
+    [
+        swap,
+        lambda lg: swap(lg, route="bottom"),
+        randpair,
+        randomized,
+        harvest_allpairs,
+        harvest_pivot,
+        lambda lg: em(lg, n_boot=0),
+    ],
+    ids=["swap", "swap-bottom", "randpair", "randomized", "allpairs", "pivot", "em"],
+)
+def test_estimators_equal(log, sdf, estimate):
+    same(estimate(sdf), estimate(log))
+
+
+def test_cell_statistics_with_buckets_equal(log, sdf):
+    a = cell_statistics(sdf, buckets=7, seed=2)
+    b = cell_statistics(log.lazy(), buckets=7, seed=2)
+    for k in ("g", "position", "n", "c"):
+        np.testing.assert_array_equal(a[k], b[k])
+    for k in ("n", "c"):
+        np.testing.assert_array_equal(a["_by_bucket"][k].toarray(), b["_by_bucket"][k].toarray())
+    assert a["n_sessions"] == b["n_sessions"]
+
+
+@pytest.mark.parametrize("method", ["swap", "randomized", "em"])
+def test_bootstrap_equal(log, sdf, method):
+    """The session buckets are computed by the same numpy code on the executors."""
+    kw = {"n": 20, "buckets": 16, "seed": 4}
+    a, b = bootstrap(method, sdf, **kw), bootstrap(method, log, **kw)
+    same(a, b)
+    np.testing.assert_allclose(a.replicates, b.replicates, rtol=1e-9, equal_nan=True)
+
+
+# -- targets -------------------------------------------------------------------------------
+
+THETA = 1.0 / np.arange(1, 7)
+
+
+def same_target(a, b):
+    """Two targets with equal gains, pairs, weights, session lists and candidates."""
+    assert a.name == b.name and a.kind == b.kind
+    for field in ("gains", "pairs", "pair_weights", "candidates", "doc_weights"):
+        x, y = getattr(a, field), getattr(b, field)
+        assert (x is None) == (y is None), field
+        if x is not None:
+            np.testing.assert_allclose(x, y, rtol=1e-12, err_msg=field)
+    if a.sessions is not None:
+        for field in ("rows", "sptr", "positions", "clicks", "counts"):
+            np.testing.assert_array_equal(
+                getattr(a.sessions, field), getattr(b.sessions, field), err_msg=field
+            )
+    assert a.metadata == b.metadata
+
+
+def test_click_stats_equal(data, log, sdf):
+    from clickrank.targets import click_stats
+
+    for theta, clip in ((None, None), (THETA, None), (THETA, "auto")):
+        a, b = click_stats(data, sdf, theta, clip=clip), click_stats(data, log, theta, clip=clip)
+        for field in ("clicks", "impressions", "exposure", "ips", "sessions"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        assert a.n_sessions == b.n_sessions and a.clip == b.clip
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["naive", "ips", "dr", "ips-pairs", "prs-pairs", "skip-above", "unbiased-lambdamart"],
+)
+def test_targets_equal(data, log, sdf, name):
+    from clickrank.targets import make_target
+
+    theta = THETA if name in ("ips", "dr", "ips-pairs", "prs-pairs") else None
+    same_target(make_target(name, data, sdf, theta), make_target(name, data, log, theta))
+
+
+@pytest.mark.parametrize(
+    "strategy", ["skip-above", "last-click-skip-above", "skip-previous+skip-next"]
+)
+def test_click_preferences_equal(data, log, sdf, strategy):
+    from clickrank.targets import click_preferences
+
+    a = click_preferences(data, sdf, strategy=strategy, propensities=THETA, ips_weighted=True)
+    b = click_preferences(data, log, strategy=strategy, propensities=THETA, ips_weighted=True)
+    same_target(a, b)
+    assert a.metadata["preferences"] > 0
+
+
+# -- simulation on executors ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("partitions", [1, 7])
+def test_simulate_spark_rows_equal(spark, data, tmp_path, partitions):
+    """The parquet folder Spark writes holds simulate()'s rows, whatever the partitions."""
+    from clickrank.clicklog import read_log
+
+    kw = {
+        "policy": DeterministicPolicy(data.X[:, 0]),
+        "click_model": make_click_model("pbm", eta=1.0),
+        "top_k": 5,
+        "interventions": [Swap(0.3), Randomize(0.2)],
+        "seed": 11,
+    }
+    out = tmp_path / "log"
+    df = simulate_spark(data, n_sessions=1000, out=out, spark=spark, partitions=partitions, **kw)
+    assert df.count() == 5000
+    assert len(list(out.glob("*.parquet"))) == partitions
+    got = read_log(out, lazy=False).sort("session", "position")  # validated, canonical dtypes
+    want = simulate(data, n_sessions=1000, **kw)
+    cats = [c for c, t in want.schema.items() if t == pl.Categorical]
+    cast = [pl.col(c).cast(pl.String) for c in cats]
+    assert got.columns == want.columns
+    assert got.with_columns(cast).equals(want.with_columns(cast))
+
+
+def test_simulate_spark_refuses_existing(spark, data, tmp_path):
+    from clickrank._validation import InputError
+
+    kw = {"policy": DeterministicPolicy(data.X[:, 0]), "click_model": "pbm", "top_k": 3}
+    with pytest.raises(InputError, match="exists"):
+        simulate_spark(data, n_sessions=10, out=tmp_path, spark=spark, **kw)
+
+
+# -- the CLI -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, data):
+    """A parquet folder with swap sessions, LETOR data and propensities, on disk."""
+    import json
+
+    from clickrank.datasets import save_letor
+
+    root = tmp_path_factory.mktemp("cli")
+    simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=4000,
+        top_k=6,
+        interventions=[Swap(0.4)],
+        seed=8,
+        out=root / "log",
+    )
+    save_letor(data, root / "train.txt")
+    (root / "theta.json").write_text(json.dumps({"theta": THETA.tolist()}))
+    return root
+
+
+def test_cli_propensity_engine_spark(spark, logged):
+    import json
+
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    out = {}
+    for eng in ("polars", "spark"):
+        args = ["propensity", str(logged / "log"), "--out", str(logged / f"{eng}.json")]
+        res = CliRunner().invoke(cli, [*args, "--engine", eng, "--spark-master", "local[2]"])
+        assert res.exit_code == 0, res.output
+        out[eng] = json.loads((logged / f"{eng}.json").read_text())
+    for key in ("theta", "lower", "upper", "n_sessions"):
+        np.testing.assert_allclose(out["spark"][key], out["polars"][key], rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["ips", "skip-above"])
+def test_cli_train_engine_spark(spark, logged, target):
+    """The same target gives the same trees: model.txt is identical for both engines."""
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    models = {}
+    for eng in ("polars", "spark"):
+        out = logged / f"model-{target}-{eng}"
+        args = ["train", "--data", str(logged / "train.txt"), "--log", str(logged / "log")]
+        args += ["--target", target, "--propensities", str(logged / "theta.json")]
+        args += ["--no-select", "--trees", "5", "--leaves", "4", "--out", str(out)]
+        res = CliRunner().invoke(cli, [*args, "--engine", eng])
+        assert res.exit_code == 0, res.output
+        models[eng] = (out / "model.txt").read_text()
+    assert models["spark"] == models["polars"]
+
+
+def test_cli_spark_table_missing_is_one_line(spark, logged):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    res = CliRunner().invoke(
+        cli,
+        ["propensity", "table:nodb.nolog", "--engine", "spark", "--out", str(logged / "x.json")],
+    )
+    assert res.exit_code != 0
+    assert "nolog" in res.output and "Traceback" not in res.output
+
+
+# -- the boundary --------------------------------------------------------------------------
+
+
+def test_base_package_never_imports_pyspark():
+    """``import clickrank`` and a polars estimate work where pyspark cannot be imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "import clickrank, clickrank.engine, clickrank.cli\n"
+        "from clickrank.propensity import swap\n"
+        "from clickrank.datasets import synthetic\n"
+        "data = synthetic(20, 8, seed=0)\n"
+        "log = clickrank.simulate(data, policy=data.X[:, 0], click_model='pbm', n_sessions=500,\n"
+        "                         top_k=4, interventions=clickrank.Swap(0.5), seed=1)\n"
+        "print(swap(log).K)\n"
+        "try:\n"
+        "    clickrank.engine.spark_session()\n"
+        "except clickrank.InputError as err:\n"
+        "    print(err)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "4"
+    assert "pip install 'clickrank[spark]'" in res.stdout
+
+
+def test_missing_java_is_a_clear_error(monkeypatch):
+    from clickrank._validation import InputError
+    from clickrank.engine import _detect
+
+    monkeypatch.setattr(_detect.shutil, "which", lambda name: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(InputError, match="Java runtime"):
+        _detect.require_spark()
+
+
+def test_fair_pairs_equal(spark, data):
+    from clickrank.simulation import FairPairs
+    from clickrank.targets import fair_pairs
+
+    log = simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 1]),
+        click_model=make_click_model("pbm", eta=1.0),
+        n_sessions=2000,
+        top_k=6,
+        interventions=FairPairs(0.6),
+        seed=9,
+    )
+    a, b = fair_pairs(data, engine.to_spark(log, spark)), fair_pairs(data, log)
+    same_target(a, b)
+    assert a.metadata["fairpairs_sessions"] > 1000 and a.metadata["preferences"] > 0
