@@ -24,7 +24,7 @@ _METHODS = (
 def describe_log(log: str) -> list[str]:
     """What a simulated log's metadata says about it (none for other logs), for stderr."""
     from ..clicklog import read_log_metadata
-    from ..policies import describe_quality
+    from ..production import describe_quality
 
     meta = read_log_metadata(log)
     if not meta or meta.get("format") != "clickrank.log":

@@ -205,9 +205,10 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     from ..clicklog import ctr_by_position
     from ..clickmodels import make_click_model, relevance_for_labels
     from ..datasets import load_letor, synthetic
-    from ..policies import ProductionRanker, describe_quality, make_policy
+    from ..production import ProductionRanker, describe_quality
     from ..simulation import FairPairs, Randomize, RandPair, Swap, estimate_log_bytes
     from ..simulation import simulate as run
+    from ..specs import make_policy
 
     out = Path(opts["out"])
     if (opts["data_path"] is None) == (opts["synthetic_queries"] is None):

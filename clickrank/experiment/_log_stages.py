@@ -87,7 +87,7 @@ class _LogStages:
 
     @staticmethod
     def _production_detail(meta: dict) -> str:
-        from ..policies import describe_quality
+        from ..production import describe_quality
 
         q = meta.get("quality")
         return f"{meta['policy']} policy" + (f"; {describe_quality(q)}" if q else "")
@@ -99,7 +99,7 @@ class _LogStages:
 
     # -- production ranker ----------------------------------------------------------------
     def _production(self) -> tuple[dict, list[str]]:
-        from ..policies import production_ranker
+        from ..production import production_ranker
 
         pc, seed = self.cfg["production"], self.cfg.seed("production")
         train, test = self.parts["train"], self.parts["test"]
@@ -229,7 +229,7 @@ class _LogStages:
         import polars as pl
 
         from ..clicklog import click_counts
-        from ..clickmodels._relevance import evaluate_map
+        from ..clickmodels import evaluate_map
         from ..plots import skip_above_pairs
 
         lf = self.log()

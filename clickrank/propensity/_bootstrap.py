@@ -32,6 +32,7 @@ from .._validation import (
     check_non_negative,
     check_positive,
 )
+from ._registry import ESTIMATORS
 from ._result import Propensities
 from ._stats import as_lazy, reweight
 
@@ -42,8 +43,6 @@ BUCKETS = 128
 
 
 def _resolve(estimator: Any):
-    from . import ESTIMATORS
-
     if isinstance(estimator, str):
         if estimator not in ESTIMATORS:
             raise InputError(
