@@ -29,6 +29,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_io",
             "_modelfile",
             "_figures",
+            "specs._names",
+            "specs._toml",
             "_progress",
             "datasets",
             "metrics",

@@ -9,20 +9,11 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
+from ..specs._names import CLICK_MODELS, POPULATION_MODELS
 from ._root import cli
 from .evaluate import load_data, load_rankers
 
-_MODELS = (
-    "pbm",
-    "trust",
-    "cascade",
-    "dcm",
-    "dbn",
-    "sdbn",
-    "ubm",
-    "pbm-population",
-    "web-population",
-)
+_MODELS = (*CLICK_MODELS, *POPULATION_MODELS)
 
 
 def _ranker(data, path: str):
@@ -132,8 +123,8 @@ def interleave(
     force,
 ):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
-    from ..clickmodels import make_click_model, relevance_for_labels
     from ..online import ab_experiment, interleaving_experiment, power_analysis
+    from ..specs import make_click_model
 
     check_alpha(alpha, name="--alpha")
     for path, what in ((output, "--output"), (plot, "--plot")):
@@ -144,16 +135,12 @@ def interleave(
     # graded attractiveness (and DBN satisfaction) scaled to the data's top label, as
     # `clickrank simulate` does
     top = max(float(data.y.max()), 1.0)
-    if click_model == "pbm-population":
-        params: dict = {"eta_mean": eta, "max_label": top}
-    elif click_model == "web-population":
-        params = {"max_label": top}
+    if click_model in POPULATION_MODELS:
+        extra = {"eta_mean": eta} if click_model == "pbm-population" else {}
+        model, _ = make_click_model({"name": click_model, "max_label": top, **extra})
     else:
-        params, line = relevance_for_labels(click_model, data.y)
+        model, line = make_click_model({"name": click_model, "eta": eta}, data.y)
         click.echo(line, err=True)
-        if click_model in ("pbm", "trust", "ubm"):
-            params["eta"] = eta
-    model = make_click_model(click_model, **params)
     results: dict = {}
     with click.progressbar(
         length=impressions, label=f"{method} impressions", file=sys.stderr

@@ -18,10 +18,8 @@ from .._validation import (
     check_non_negative,
     check_probability,
 )
+from ..specs._names import CLICK_MODELS, ETA_MODELS, POLICY_KINDS, RELEVANCE_MAPS
 from ._root import cli
-
-_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
-_ETA_MODELS = ("pbm", "trust", "ubm")
 
 
 def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -82,7 +80,7 @@ def _given(ctx: click.Context, name: str) -> bool:
     help="Use the synthetic data with this many queries instead of --data.",
 )
 @click.option("--docs-per-query", type=int, default=30, help="Documents per synthetic query.")
-@click.option("--click-model", type=click.Choice(_MODELS), default="pbm", help="Click model.")
+@click.option("--click-model", type=click.Choice(CLICK_MODELS), default="pbm", help="Click model.")
 @click.option(
     "--eta",
     type=float,
@@ -91,7 +89,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option(
     "--relevance",
-    type=click.Choice(["graded", "binarized"]),
+    type=click.Choice(RELEVANCE_MAPS),
     default="graded",
     help="Label-to-click map: graded eps+(1-eps)(2^y-1)/(2^ymax-1), or binarized.",
 )
@@ -117,7 +115,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option(
     "--policy",
-    type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
+    type=click.Choice(POLICY_KINDS),
     default="production",
     help="Logging policy.",
 )
@@ -203,19 +201,18 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
           --out log.parquet --force
     """
     from ..clicklog import ctr_by_position
-    from ..clickmodels import make_click_model, relevance_for_labels
     from ..datasets import load_letor, synthetic
     from ..production import ProductionRanker, describe_quality
-    from ..simulation import FairPairs, Randomize, RandPair, Swap, estimate_log_bytes
+    from ..simulation import estimate_log_bytes
     from ..simulation import simulate as run
-    from ..specs import make_policy
+    from ..specs import make_click_model, make_interventions, make_policy
 
     out = Path(opts["out"])
     if (opts["data_path"] is None) == (opts["synthetic_queries"] is None):
         raise click.UsageError("give exactly one of --data PATH or --synthetic N_QUERIES")
     model_name = opts["click_model"]
-    if _given(ctx, "eta") and model_name not in _ETA_MODELS:
-        raise click.UsageError(f"--eta applies to {', '.join(_ETA_MODELS)}, not {model_name}")
+    if _given(ctx, "eta") and model_name not in ETA_MODELS:
+        raise click.UsageError(f"--eta applies to {', '.join(ETA_MODELS)}, not {model_name}")
     if (
         opts["max_label"] is not None
         and opts["relevance"] != "graded"
@@ -254,28 +251,12 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     if data.y is None:
         raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
 
-    params, rel_line = relevance_for_labels(
-        model_name,
-        data.y,
-        relevance=opts["relevance"],
-        eps=eps,
-        max_label=opts["max_label"],
-        threshold=opts["threshold"],
-        names=("--max-label", "--threshold"),
+    spec = {"name": model_name, "relevance": opts["relevance"], "eps": eps, "eta": opts["eta"]}
+    spec.update(max_label=opts["max_label"], threshold=opts["threshold"])
+    model, rel_line = make_click_model(spec, data.y, names=("--max-label", "--threshold"))
+    interventions = make_interventions(
+        {**fractions, "swap_k": opts["swap_k"], "randomize_k": opts["randomize_k"]}
     )
-    if model_name in _ETA_MODELS:
-        params["eta"] = opts["eta"]
-    model = make_click_model(model_name, **params)
-
-    interventions = []
-    if fractions["swap_fraction"] > 0:
-        interventions.append(Swap(fractions["swap_fraction"], k=opts["swap_k"]))
-    if fractions["randpair_fraction"] > 0:
-        interventions.append(RandPair(fractions["randpair_fraction"]))
-    if fractions["randomize_fraction"] > 0:
-        interventions.append(Randomize(fractions["randomize_fraction"], k=opts["randomize_k"]))
-    if fractions["fairpairs_fraction"] > 0:
-        interventions.append(FairPairs(fractions["fairpairs_fraction"]))
 
     policy = make_policy(
         opts["policy"],

@@ -5,14 +5,13 @@ from __future__ import annotations
 import click
 
 from .._validation import InputError
+from ..specs._names import LAMBDAMART_SELECTION, LAMBDAMART_SHAPE
 from ._root import cli
 
-# the defaults of clickrank.selection.LambdaMARTCV and clickrank.LambdaMART, without
-# importing them (the CLI starts without LightGBM); tests check they agree
-SELECTION = {"folds": 5, "n_estimators": 500, "learning_rate": 0.1, "early_stopping_rounds": 50,
-             "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
-                      {"num_leaves": 31, "max_depth": -1})}  # fmt: skip
-FIXED = {"num_leaves": 8, "max_depth": 3}
+# the defaults of LambdaMARTCV and LambdaMART (defined once in clickrank.specs, which
+# the CLI reads without importing LightGBM; tests check they agree with the library)
+SELECTION = LAMBDAMART_SELECTION
+FIXED = LAMBDAMART_SHAPE
 
 
 @cli.command()
@@ -212,6 +211,7 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     from .._io import check_output
     from ..clicklog import read_log
     from ..datasets import load_letor
+    from ..specs import make_learner
 
     if target != "oracle" and log_path is None:
         raise click.UsageError(f"--target {target} needs --log")
@@ -265,25 +265,23 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
                         normalize=normalize, naive_kind=naive_kind, seed=seed,
                         stats=stats if same_stats else None)  # fmt: skip
     click.echo(tgt.summary(), err=True)
-    common = dict(
+    spec = dict(
+        n_estimators=trees,
+        early_stopping_rounds=early_stopping,
         learning_rate=learning_rate,
         min_data_in_leaf=min_data_in_leaf,
-        truncation_level=truncation or None,
+        truncation_level=truncation,
         eval_at=eval_at,
         seed=seed,
         n_jobs=jobs,
     )
     shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
     if valid_path is not None or not select:
-        from ..lambdamart import LambdaMART
-
         valid = load_letor(valid_path) if valid_path is not None else None
-        model = LambdaMART(
-            n_estimators=trees, **{**FIXED, **shape},
-            early_stopping_rounds=early_stopping if valid is not None else None, **common,
-        ).fit(data, tgt, valid=valid)  # fmt: skip
+        learner = make_learner({**spec, **shape}, select=False, early_stopping=valid is not None)
+        model = learner.fit(data, tgt, valid=valid)
     else:
-        from ..selection import ClickValidation, LambdaMARTCV
+        from ..selection import ClickValidation
 
         val = None
         if target != "oracle":
@@ -296,16 +294,11 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
                 )
             val = ClickValidation.from_log(data, log, theta, estimator=est,
                                            stats=stats, seed=seed)  # fmt: skip
-        grid = [shape] if shape else SELECTION["grid"]
-        if shape and "max_depth" not in shape:
-            grid = [{**shape, "max_depth": -1}]
-        model = LambdaMARTCV(
-            grid=grid,
-            folds=folds,
-            n_estimators=trees,
-            early_stopping_rounds=early_stopping,
-            **common,
-        ).fit(data, tgt, validation=val, progress=lambda m: click.echo(m, err=True))
+        if shape:  # a given shape is the whole grid (no depth limit unless given)
+            spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+        model = make_learner({**spec, "folds": folds}, select=True).fit(
+            data, tgt, validation=val, progress=lambda m: click.echo(m, err=True)
+        )
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"model written to {path}")

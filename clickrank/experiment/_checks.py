@@ -11,20 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import ClickRankError, ConfigError, InputError
-from ._schema import (
-    _CLICK_MODELS,
-    _CURVE_MODELS,
-    _ETA_MODELS,
-    _FRACTIONS,
-    _POLICIES,
-    _PROPENSITY_DESIGN,
-    NEEDS_THETA,
-    PRODUCTION,
-    SCHEMA,
-    TARGETS,
-    _click_model_params,
-    _where,
-)
+from ..specs._names import CLICK_MODELS as _CLICK_MODELS
+from ..specs._names import CURVE_MODELS as _CURVE_MODELS
+from ..specs._names import ETA_MODELS as _ETA_MODELS
+from ..specs._names import INTERVENTION_FRACTIONS as _FRACTIONS
+from ..specs._names import NEEDS_THETA
+from ..specs._names import POLICY_KINDS as _POLICIES
+from ..specs._names import PROPENSITY_DESIGN as _PROPENSITY_DESIGN
+from ._schema import PRODUCTION, SCHEMA, TARGETS, _where
 
 
 class _Checker:
@@ -223,9 +217,10 @@ def _check_values(c: _Checker, base_dir: Path) -> None:
 
     # trial click model: surfaces bad model parameters (and eye-tracking K > 10) now
     from ..clickmodels import make_click_model
+    from ..specs import click_model_params
 
     try:
-        trial = make_click_model(cm["name"], **_click_model_params(cm, (0.0, 4.0))[0])
+        trial = make_click_model(cm["name"], **click_model_params(cm, (0.0, 4.0))[0])
         if hasattr(trial, "propensities"):
             trial.propensities(top_k)
     except InputError as err:

@@ -7,8 +7,9 @@ from typing import Any
 
 from .._io import atomic_write_json, clear_owned
 from .._validation import ClickRankError
+from ..specs._names import NEEDS_THETA
 from ._files import _clean, _folder
-from ._schema import NEEDS_THETA, PRODUCTION
+from ._schema import PRODUCTION
 
 
 class _RankerStages:
@@ -39,29 +40,15 @@ class _RankerStages:
 
     def _lambdamart(self):
         """The configured learner: LambdaMARTCV (select = true) or a fixed LambdaMART."""
-        from ..lambdamart import LambdaMART
-        from ..selection import LambdaMARTCV
+        from ..specs import make_learner
 
         lm = self.cfg["lambdamart"]
-        common = dict(learning_rate=lm["learning_rate"], min_data_in_leaf=lm["min_data_in_leaf"],
-                      truncation_level=lm["truncation_level"] or None, eval_at=self._eval_at(),
-                      seed=self.cfg.seed("lambdamart"), n_jobs=lm["n_jobs"])  # fmt: skip
-        if lm["select"]:
-            return LambdaMARTCV(
-                grid=[dict(g) for g in lm["grid"]],
-                folds=lm["folds"],
-                n_estimators=lm["n_estimators"],
-                early_stopping_rounds=lm["early_stopping_rounds"],
-                **common,
-            )
-        return LambdaMART(
-            n_estimators=lm["n_estimators"],
-            num_leaves=lm["num_leaves"],
-            max_depth=lm["max_depth"],
-            early_stopping_rounds=lm.get("early_stopping_rounds")
-            if self.parts.get("valid") is not None
-            else None,
-            **common,
+        return make_learner(
+            lm,
+            select=lm["select"],
+            early_stopping=self.parts.get("valid") is not None,
+            eval_at=self._eval_at(),
+            seed=self.cfg.seed("lambdamart"),
         )
 
     def _fit(self, name: str, tgt: Any, log: Any, theta_est: Any):

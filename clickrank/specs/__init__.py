@@ -16,12 +16,55 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._names import POLICY_KINDS
+from ._names import (
+    CLICK_MODELS,
+    CURVE_MODELS,
+    ETA_MODELS,
+    INTERVENTION_FRACTIONS,
+    LAMBDAMART_SELECTION,
+    LAMBDAMART_SHAPE,
+    MODEL_AWARE,
+    NEEDS_THETA,
+    POLICY_KINDS,
+    POPULATION_MODELS,
+    PROPENSITY_DESIGN,
+    RELEVANCE_MAPS,
+    RUN_TARGETS,
+    TARGET_NAMES,
+)
 from ._toml import dumps_toml
 
-_BUILDERS = ("make_policy",)
+_BUILDERS = (
+    "click_model_params",
+    "make_click_model",
+    "make_interventions",
+    "make_policy",
+    "policy_from_scores",
+    "lambdamart_params",
+    "make_lambdamart",
+    "make_target",
+    "make_learner",
+    "SELECTION_KEYS",
+)
 
-__all__ = ["POLICY_KINDS", "dumps_toml", *_BUILDERS]
+__all__ = [
+    "CLICK_MODELS",
+    "CURVE_MODELS",
+    "ETA_MODELS",
+    "INTERVENTION_FRACTIONS",
+    "LAMBDAMART_SELECTION",
+    "LAMBDAMART_SHAPE",
+    "MODEL_AWARE",
+    "NEEDS_THETA",
+    "POLICY_KINDS",
+    "POPULATION_MODELS",
+    "PROPENSITY_DESIGN",
+    "RELEVANCE_MAPS",
+    "RUN_TARGETS",
+    "TARGET_NAMES",
+    "dumps_toml",
+    *_BUILDERS,
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -33,4 +76,15 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from ._build import make_policy  # noqa: F401
+    from ._build import (  # noqa: F401
+        SELECTION_KEYS,
+        click_model_params,
+        lambdamart_params,
+        make_click_model,
+        make_interventions,
+        make_lambdamart,
+        make_learner,
+        make_policy,
+        make_target,
+        policy_from_scores,
+    )
