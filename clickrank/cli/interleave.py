@@ -10,7 +10,7 @@ import click
 from .._io import check_output
 from .._validation import check_alpha
 from ..specs._names import CLICK_MODELS, POPULATION_MODELS
-from ._root import cli
+from ._root import cli, out_option, top_k_option
 from .evaluate import load_data, load_rankers
 
 _MODELS = (*CLICK_MODELS, *POPULATION_MODELS)
@@ -70,7 +70,7 @@ def _ranker(data, path: str):
     "is graded, eps + (1 - eps)(2^y - 1)/(2^ymax - 1), eps = 0.1, ymax = top label.",
 )
 @click.option("--impressions", type=int, default=100_000, help="Simulated impressions.")
-@click.option("--k", "k", type=int, default=10, help="Length of the shown lists.")
+@top_k_option("k", deprecated=("--k",), type=int, default=10, help="Length of the shown lists.")
 @click.option("--alpha", type=float, default=0.05, help="Test level.")
 @click.option(
     "--seed", type=click.IntRange(min=0), default=0, help="Seed (same seed, same result)."
@@ -96,12 +96,17 @@ def _ranker(data, path: str):
     "of randomization and analysis.",
 )
 @click.option("--plot", type=click.Path(dir_okay=False), help="With --power: write a PNG.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write results as JSON.")
+@out_option(
+    "output",
+    deprecated=("--output",),
+    type=click.Path(dir_okay=False),
+    help="Write results as JSON.",
+)
 @click.option(
     "-f",
     "--force",
     is_flag=True,
-    help="Replace OUTPUT / PLOT if clickrank wrote them (never anything else).",
+    help="Replace --out / --plot if clickrank wrote them (never anything else).",
 )
 def interleave(
     a_path,
@@ -127,7 +132,7 @@ def interleave(
     from ..specs import make_click_model
 
     check_alpha(alpha, name="--alpha")
-    for path, what in ((output, "--output"), (plot, "--plot")):
+    for path, what in ((output, "--out"), (plot, "--plot")):
         if path:
             check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
     data = load_data(data_path)

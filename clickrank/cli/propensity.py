@@ -8,7 +8,7 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
-from ._root import cli
+from ._root import cli, out_option, top_k_option
 
 _METHODS = (
     "swap",
@@ -64,8 +64,7 @@ def _read(log: str):
     default="swap",
     help="Propensity estimator (see docs/propensity.md).",
 )
-@click.option(
-    "--out",
+@out_option(
     "out",
     type=click.Path(dir_okay=False),
     required=True,
@@ -84,10 +83,9 @@ def _read(log: str):
     default=0.05,
     help="Intervals have level 1 - alpha (in the printed table and the JSON).",
 )
-@click.option(
-    "-K",
-    "--positions",
+@top_k_option(
     "K",
+    deprecated=("-K", "--positions"),
     type=int,
     default=None,
     help="Positions to estimate (randomized: the shuffled depth k, needed when only "

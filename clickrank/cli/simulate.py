@@ -19,7 +19,7 @@ from .._validation import (
     check_probability,
 )
 from ..specs._names import CLICK_MODELS, ETA_MODELS, POLICY_KINDS, RELEVANCE_MAPS
-from ._root import cli
+from ._root import cli, out_option, top_k_option
 
 
 def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -133,7 +133,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option("--temperature", type=float, default=1.0, help="Plackett-Luce temperature.")
 @click.option("--sessions", type=int, default=1_000_000, help="Number of sessions.")
-@click.option("--top-k", type=int, default=10, help="Results shown per session.")
+@top_k_option(type=int, default=10, help="Results shown per session.")
 @click.option(
     "--swap-fraction",
     type=float,
@@ -172,8 +172,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
 @click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
-@click.option(
-    "--out",
+@out_option(
     "out",
     type=click.Path(dir_okay=True),
     required=True,

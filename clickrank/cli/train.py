@@ -6,7 +6,7 @@ import click
 
 from .._validation import InputError
 from ..specs._names import LAMBDAMART_SELECTION, LAMBDAMART_SHAPE
-from ._root import cli
+from ._root import cli, out_option
 
 # the defaults of LambdaMARTCV and LambdaMART (defined once in clickrank.specs, which
 # the CLI reads without importing LightGBM; tests check they agree with the library)
@@ -62,8 +62,7 @@ FIXED = LAMBDAMART_SHAPE
     help='JSON propensities ({"theta": [...]} or a plain list); '
     "required by --target ips and dr and by --ips-weighted skip-above.",
 )
-@click.option(
-    "--out",
+@out_option(
     "out_dir",
     type=click.Path(file_okay=False),
     required=True,
