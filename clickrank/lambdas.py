@@ -62,9 +62,9 @@ _NO_TRUNCATION = np.iinfo(np.int64).max
 
 
 class Lambdas(NamedTuple):
-    """Forces and Newton weights, float64 ``[n_docs]`` each.
+    r"""Forces and Newton weights, float64 ``[n_docs]`` each.
 
-    ``forces`` is :math:`\\lambda` (= minus the gradient); ``weights`` is the
+    ``forces`` is :math:`\lambda` (= minus the gradient); ``weights`` is the
     Newton weight :math:`w` (the hessian). Unpacks as ``forces, weights``.
     """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -128,8 +129,7 @@ def interleave(
     force,
 ):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
-    from ..online import ab_experiment, interleaving_experiment, power_analysis
-    from ..specs import make_click_model
+    from ..online import ab_experiment, interleaving_experiment
 
     check_alpha(alpha, name="--alpha")
     for path, what in ((output, "--out"), (plot, "--plot")):
@@ -137,15 +137,7 @@ def interleave(
             check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
-    # graded attractiveness (and DBN satisfaction) scaled to the data's top label, as
-    # `clickrank simulate` does
-    top = max(float(data.y.max()), 1.0)
-    if click_model in POPULATION_MODELS:
-        extra = {"eta_mean": eta} if click_model == "pbm-population" else {}
-        model, _ = make_click_model({"name": click_model, "max_label": top, **extra})
-    else:
-        model, line = make_click_model({"name": click_model, "eta": eta}, data.y)
-        click.echo(line, err=True)
+    model = _click_model(click_model, eta, data)
     results: dict = {}
     with click.progressbar(
         length=impressions, label=f"{method} impressions", file=sys.stderr
@@ -172,29 +164,43 @@ def interleave(
         click.echo(r_ab.summary())
         results["ab"] = r_ab.to_dict()
     if power:
-        click.echo("computing power curves ...", err=True)
-        pc = power_analysis(
-            data,
-            a,
-            b,
-            click_model=model,
-            pool_size=impressions,
-            k=k,
-            alpha=alpha,
-            seed=seed,
-            n_experiments=experiments,
-            sessions_per_user=sessions_per_user,
-        )
-        click.echo("")
-        click.echo(pc.summary())
-        results["power"] = pc.to_dict()
-        if plot:
-            from ..plots import power_curves
-
-            power_curves(pc, path=plot)  # atomic PNG write
-            click.echo(f"wrote {plot}", err=True)
+        results["power"] = _power(data, a, b, model, impressions, k, alpha, seed, experiments,
+                                  sessions_per_user, plot)  # fmt: skip
     if output:
         from .._io import atomic_write_json
 
         atomic_write_json(output, results)
         click.echo(f"wrote {output}", err=True)
+
+
+def _click_model(name: str, eta: float, data: Any) -> Any:
+    """The simulated users: graded attractiveness (and DBN satisfaction) scaled to the
+    data's top label, as ``clickrank simulate`` does; populations get it as ``max_label``."""
+    from ..specs import make_click_model
+
+    if name in POPULATION_MODELS:
+        top = max(float(data.y.max()), 1.0)
+        extra = {"eta_mean": eta} if name == "pbm-population" else {}
+        return make_click_model({"name": name, "max_label": top, **extra})[0]
+    model, line = make_click_model({"name": name, "eta": eta}, data.y)
+    click.echo(line, err=True)
+    return model
+
+
+def _power(data, a, b, model, impressions, k, alpha, seed, experiments, sessions_per_user,
+           plot) -> dict:  # fmt: skip
+    """Power curves of interleaving and A/B (printed, drawn to ``plot`` if given)."""
+    from ..online import power_analysis
+
+    click.echo("computing power curves ...", err=True)
+    pc = power_analysis(data, a, b, click_model=model, pool_size=impressions, k=k, alpha=alpha,
+                        seed=seed, n_experiments=experiments,
+                        sessions_per_user=sessions_per_user)  # fmt: skip
+    click.echo("")
+    click.echo(pc.summary())
+    if plot:
+        from ..plots import power_curves
+
+        power_curves(pc, path=plot)  # atomic PNG write
+        click.echo(f"wrote {plot}", err=True)
+    return pc.to_dict()

@@ -207,49 +207,15 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     from pathlib import Path
 
     from .. import targets as T
-    from .._io import check_output
     from ..clicklog import read_log
     from ..datasets import load_letor
     from ..specs import make_learner
 
-    if target != "oracle" and log_path is None:
-        raise click.UsageError(f"--target {target} needs --log")
-    if target == "oracle" and log_path is not None:
-        raise click.UsageError("--target oracle uses the labels of --data; drop --log")
-    if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
-        raise click.UsageError(
-            f"--propensities is required by --target {target}"
-            + (" with --ips-weighted" if ips_weighted else "")
-        )
-    if validation in ("ips", "dr") and theta_path is None:
-        raise click.UsageError(f"--validation {validation} needs --propensities")
-    if truncation < 0:
-        raise InputError(f"--truncation must be >= 0, got {truncation}")
-    for name, value in (
-        ("--folds", folds),
-        ("--trees", trees),
-        ("--early-stopping", early_stopping),
-    ):
-        if value < 1:
-            raise click.UsageError(f"{name} must be >= 1, got {value}")
-    if select and folds < 2:
-        raise click.UsageError(f"--folds must be >= 2, got {folds}")
+    _check_options(target, log_path, theta_path, validation, ips_weighted, select,
+                   folds=folds, trees=trees, early_stopping=early_stopping,
+                   truncation=truncation, seed=seed)  # fmt: skip
     clip_value = _clip(clip)
-    if seed < 0:
-        raise click.UsageError(f"--seed must be >= 0, got {seed}")
-
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
-    files = [Path(out_dir) / name for name in ("model.txt", "meta.json", "selection.json")]
-    for f in files:  # files clickrank did not write are refused, even with --force
-        check_output(
-            f, force=True, what="--out", inputs=[data_path, log_path, theta_path, valid_path]
-        )
-    if any(f.exists() for f in files[:2]) and not force:
-        raise InputError(
-            f"--out {out_dir} already holds a model (written by clickrank); pass "
-            "--force to replace it"
-        )
+    _check_model_folder(Path(out_dir), force, [data_path, log_path, theta_path, valid_path])
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     log = read_log(log_path) if log_path is not None else None
@@ -334,3 +300,48 @@ def _say_candidates(stats, candidates: str) -> None:
             "'Candidate sets')"
         )
     click.echo(("warning: " if share < 0.2 else "") + line, err=True)
+
+
+def _check_options(target, log_path, theta_path, validation, ips_weighted, select, *,
+                   folds, trees, early_stopping, truncation, seed) -> None:  # fmt: skip
+    """The option checks that need no file (one line each)."""
+    if target != "oracle" and log_path is None:
+        raise click.UsageError(f"--target {target} needs --log")
+    if target == "oracle" and log_path is not None:
+        raise click.UsageError("--target oracle uses the labels of --data; drop --log")
+    if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
+        raise click.UsageError(
+            f"--propensities is required by --target {target}"
+            + (" with --ips-weighted" if ips_weighted else "")
+        )
+    if validation in ("ips", "dr") and theta_path is None:
+        raise click.UsageError(f"--validation {validation} needs --propensities")
+    if truncation < 0:
+        raise InputError(f"--truncation must be >= 0, got {truncation}")
+    for name, value in (
+        ("--folds", folds),
+        ("--trees", trees),
+        ("--early-stopping", early_stopping),
+    ):
+        if value < 1:
+            raise click.UsageError(f"{name} must be >= 1, got {value}")
+    if select and folds < 2:
+        raise click.UsageError(f"--folds must be >= 2, got {folds}")
+    if seed < 0:
+        raise click.UsageError(f"--seed must be >= 0, got {seed}")
+
+
+def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
+    """``--out`` is a folder whose model files clickrank may replace (with ``--force``)."""
+    from .._io import check_output
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
+    files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json")]
+    for f in files:  # files clickrank did not write are refused, even with --force
+        check_output(f, force=True, what="--out", inputs=inputs)
+    if any(f.exists() for f in files[:2]) and not force:
+        raise InputError(
+            f"--out {out_dir} already holds a model (written by clickrank); pass "
+            "--force to replace it"
+        )

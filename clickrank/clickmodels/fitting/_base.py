@@ -68,14 +68,14 @@ class PairLookup:
 
 @dataclass(frozen=True, eq=False)
 class ClickModelEvaluation:
-    """How well a fitted click model predicts the clicks of a set of sessions.
+    r"""How well a fitted click model predicts the clicks of a set of sessions.
 
     Attributes
     ----------
     model : str
     n_sessions : int
     log_likelihood : float
-        :math:`\\sum_s \\ln P(\\text{clicks of } s)` (natural log).
+        :math:`\sum_s \ln P(\text{clicks of } s)` (natural log).
     perplexity, conditional_perplexity : float
         Means over ranks of the per-rank values.
     perplexity_by_rank, conditional_perplexity_by_rank : numpy.ndarray
@@ -152,7 +152,7 @@ class ClickModelEvaluation:
 
 @dataclass(frozen=True, eq=False)
 class FittedClickModel:
-    """A click model fitted to a log: per-(query, doc) and global parameters.
+    r"""A click model fitted to a log: per-(query, doc) and global parameters.
 
     Build one with :func:`~clickrank.clickmodels.fit_click_model`. Per-pair
     arrays have one entry per row of ``pairs`` (the last entry of
@@ -167,9 +167,9 @@ class FittedClickModel:
         ``query``, ``doc``.
     K : int
     attractiveness, attractiveness_se : numpy.ndarray
-        :math:`\\alpha_{qd}` ``[G + 1]`` (prior last) and its standard error ``[G]``.
+        :math:`\alpha_{qd}` ``[G + 1]`` (prior last) and its standard error ``[G]``.
     satisfaction, satisfaction_se : numpy.ndarray or None
-        :math:`\\sigma_{qd}` (DBN, SDBN), else None.
+        :math:`\sigma_{qd}` (DBN, SDBN), else None.
     globals, globals_se : dict of numpy.ndarray
         Global parameters by name (``theta``, ``gamma``, ``continuation``, ...).
     impressions, clicks : numpy.ndarray

@@ -371,10 +371,10 @@ def fit_ubm(
 def fit_trust(
     sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000, tol: float = 1e-7
 ) -> TrustFit:
-    """Fit the two-class trust-bias model by EM on (pair, rank) counts (module docstring).
+    r"""Fit the two-class trust-bias model by EM on (pair, rank) counts (module docstring).
 
     ``shrinkage`` is accepted for a uniform interface; the per-pair quantity
-    here is a posterior probability, which needs no prior beyond :math:`\\pi`.
+    here is a posterior probability, which needs no prior beyond :math:`\pi`.
     """
     G, K = sessions.n_pairs, sessions.K
     rank = np.broadcast_to(np.arange(K), sessions.pair.shape)
