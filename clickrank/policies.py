@@ -18,7 +18,7 @@ Policies
     Every order equally likely (Plackett–Luce with equal scores).
 :class:`MixturePolicy`
     Each session picks one of several policies (e.g. several production
-    rankers, the setting of intervention harvesting, Agarwal et al. WSDM 2019).
+    rankers, the setting of intervention harvesting, Agarwal et al. (2019a)).
 
 The production ranker that usually drives these policies (a small LambdaMART
 trained on a few labelled queries) is in :mod:`clickrank.production`.
@@ -273,7 +273,7 @@ class MixturePolicy(LoggingPolicy):
 
     The chosen component is recorded in the ``ranker`` column, so the same
     (query, document) is seen at different positions under different rankers:
-    the data intervention harvesting needs (Agarwal et al., WSDM 2019).
+    the data intervention harvesting needs (Agarwal et al. (2019a)).
 
     Parameters
     ----------
