@@ -122,3 +122,26 @@ def test_dumps_toml_lives_in_the_spec_layer_and_report_uses_it():
 
     assert experiment.dumps_toml is specs.dumps_toml
     assert "from .specs import dumps_toml" in (ROOT / "clickrank" / "report.py").read_text()
+
+
+def test_the_library_accepts_exactly_the_names_of_the_spec_layer():
+    from clickrank import interleaving, metrics, propensity, targets
+    from clickrank.targets import _gains
+
+    assert propensity.METHODS == specs.PROPENSITY_METHODS
+    assert set(interleaving.METHODS) == set(specs.INTERLEAVING_METHODS)
+    assert metrics.EMPTY_CONVENTIONS == specs.EMPTY_CONVENTIONS
+    assert targets.CANDIDATE_SETS == specs.CANDIDATE_SETS == _gains.CANDIDATE_SETS
+    assert targets.NORMALIZATIONS == specs.NORMALIZATIONS
+    assert set(specs.TRAIN_TARGETS) == (set(specs.TARGET_NAMES) - {"skip-above-ips"}) | {"pairs"}
+
+
+def test_the_cli_reads_every_fixed_choice_from_the_spec_layer():
+    assert _choices("train", "--target") == specs.TRAIN_TARGETS
+    assert _choices("train", "--validation") == specs.VALIDATION_ESTIMATES
+    assert _choices("train", "--candidates") == specs.CANDIDATE_SETS
+    assert _choices("train", "--normalize") == specs.NORMALIZATIONS
+    assert _choices("train", "--naive-kind") == specs.NAIVE_KINDS
+    assert _choices("evaluate", "--empty") == specs.EMPTY_CONVENTIONS
+    assert _choices("interleave", "--method") == specs.INTERLEAVING_METHODS
+    assert _choices("propensity", "--method") == specs.PROPENSITY_METHODS

@@ -8,6 +8,7 @@ import click
 
 from .._io import check_output
 from .._validation import InputError, check_alpha
+from ..specs._names import EMPTY_CONVENTIONS
 from ._root import cli, out_option
 
 
@@ -73,7 +74,7 @@ def load_data(path: str):
 )
 @click.option(
     "--empty",
-    type=click.Choice(["skip", "zero", "one"]),
+    type=click.Choice(EMPTY_CONVENTIONS),
     default="skip",
     show_default=True,
     help="Queries without a relevant document: left out of the means (skip, as "

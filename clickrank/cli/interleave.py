@@ -10,7 +10,7 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
-from ..specs._names import CLICK_MODELS, POPULATION_MODELS
+from ..specs._names import CLICK_MODELS, INTERLEAVING_METHODS, POPULATION_MODELS
 from ._root import cli, out_option, top_k_option
 from .evaluate import load_data, load_rankers
 
@@ -52,7 +52,7 @@ def _ranker(data, path: str):
 )
 @click.option(
     "--method",
-    type=click.Choice(["team-draft", "balanced", "probabilistic", "optimized"]),
+    type=click.Choice(INTERLEAVING_METHODS),
     default="team-draft",
     help="Interleaving method.",
 )

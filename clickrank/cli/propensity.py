@@ -8,17 +8,10 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
+from ..specs._names import PROPENSITY_METHODS
 from ._root import cli, out_option, top_k_option
 
-_METHODS = (
-    "swap",
-    "randomized",
-    "randpair",
-    "harvest-allpairs",
-    "harvest-pivot",
-    "harvest-adjacent",
-    "em",
-)
+_METHODS = PROPENSITY_METHODS
 
 
 def describe_log(log: str) -> list[str]:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from .._validation import InputError
-from ..specs._names import LAMBDAMART_SELECTION, LAMBDAMART_SHAPE
+from ..specs._names import (
+    CANDIDATE_SETS,
+    LAMBDAMART_SELECTION,
+    LAMBDAMART_SHAPE,
+    NAIVE_KINDS,
+    NORMALIZATIONS,
+    TRAIN_TARGETS,
+    VALIDATION_ESTIMATES,
+)
 from ._root import cli, out_option
 
 # the defaults of LambdaMARTCV and LambdaMART (defined once in clickrank.specs, which
@@ -31,22 +39,7 @@ FIXED = LAMBDAMART_SHAPE
 )
 @click.option(
     "--target",
-    type=click.Choice(
-        [
-            "ips",
-            "dr",
-            "naive",
-            "unbiased-lambdamart",
-            "ips-pairs",
-            "prs-pairs",
-            "affine",
-            "cascade-ips",
-            "fitted-relevance",
-            "skip-above",
-            "pairs",
-            "oracle",
-        ]
-    ),
+    type=click.Choice(TRAIN_TARGETS),
     default="ips",
     show_default=True,
     help="Training target built from the log (dr: doubly robust gains; unbiased-lambdamart, "
@@ -93,7 +86,7 @@ FIXED = LAMBDAMART_SHAPE
 )
 @click.option(
     "--validation",
-    type=click.Choice(["ips", "dr", "clicks"]),
+    type=click.Choice(VALIDATION_ESTIMATES),
     default=None,
     help="Click estimate of DCG@k the selection maximises: ips (default with "
     "--propensities), dr (doubly robust), clicks (biased; default without).",
@@ -160,14 +153,14 @@ FIXED = LAMBDAMART_SHAPE
 )
 @click.option(
     "--normalize",
-    type=click.Choice(["none", "exposure", "query"]),
+    type=click.Choice(NORMALIZATIONS),
     default="none",
     show_default=True,
     help="IPS gains: plain, per-exposure (policy-aware) or self-normalised per query.",
 )
 @click.option(
     "--candidates",
-    type=click.Choice(["auto", "shown", "all", "hybrid"]),
+    type=click.Choice(CANDIDATE_SETS),
     default="auto",
     show_default=True,
     help="Documents in each training list: shown at least once, all (never-shown as gain 0), "
@@ -175,7 +168,7 @@ FIXED = LAMBDAMART_SHAPE
 )
 @click.option(
     "--naive-kind",
-    type=click.Choice(["clicks", "ctr"]),
+    type=click.Choice(NAIVE_KINDS),
     default="clicks",
     help="Naive target gains: click counts or click-through rates.",
 )

@@ -16,14 +16,21 @@ from typing import Any
 
 from .._validation import ClickRankError, ConfigError, InputError
 from ..specs._names import (
+    CANDIDATE_SETS,
     CLICK_MODELS,
     CURVE_MODELS,
+    EMPTY_CONVENTIONS,
     ETA_MODELS,
+    INTERLEAVING_METHODS,
     INTERVENTION_FRACTIONS,
+    NAIVE_KINDS,
     NEEDS_THETA,
+    NORMALIZATIONS,
     POLICY_KINDS,
     PROPENSITY_DESIGN,
+    PROPENSITY_METHODS,
     RELEVANCE_MAPS,
+    VALIDATION_ESTIMATES,
 )
 from ._schema import PRODUCTION, SCHEMA, TARGETS, _where
 
@@ -118,30 +125,6 @@ def _clip_is_a_number(v: dict) -> bool:
     return v["targets"].get("clip") not in ("auto", "none")
 
 
-def _propensity_methods() -> tuple[str, ...]:
-    from ..propensity import METHODS
-
-    return tuple(METHODS)
-
-
-def _candidate_sets() -> tuple[str, ...]:
-    from ..targets import CANDIDATE_SETS
-
-    return tuple(CANDIDATE_SETS)
-
-
-def _normalizations() -> tuple[str, ...]:
-    from ..targets import NORMALIZATIONS
-
-    return tuple(NORMALIZATIONS)
-
-
-def _interleaving_methods() -> tuple[str, ...]:
-    from ..interleaving import METHODS
-
-    return tuple(METHODS)
-
-
 #: The allowed values of every key with a range or a fixed set of names (section ""
 #: is the top level). Keys of :data:`SCHEMA` not listed here are checked by type only,
 #: or by the cross-key rules. Every ``seed`` is >= 0.
@@ -171,9 +154,9 @@ RULES: dict[str, dict[str, Rule]] = {
     "interventions": {k: unit() for k in INTERVENTION_FRACTIONS},
     "propensity": {"bootstrap": at_least(0), "alpha": unit(open_low=True, open_high=True)},
     "targets": {
-        "candidates": one_of(_candidate_sets),
-        "naive_kind": one_of(("clicks", "ctr")),
-        "normalize": one_of(_normalizations),
+        "candidates": one_of(CANDIDATE_SETS),
+        "naive_kind": one_of(NAIVE_KINDS),
+        "normalize": one_of(NORMALIZATIONS),
         "clip": unit(open_low=True, when=_clip_is_a_number),
     },
     "lambdamart": {
@@ -184,16 +167,16 @@ RULES: dict[str, dict[str, Rule]] = {
         "truncation_level": at_least(0),
         "early_stopping_rounds": at_least(1),
         "folds": at_least(2),
-        "validation": one_of(("ips", "dr", "clicks")),
+        "validation": one_of(VALIDATION_ESTIMATES),
         "learning_rate": above(0),
     },
     "evaluation": {
-        "empty": one_of(("skip", "zero", "one")),
+        "empty": one_of(EMPTY_CONVENTIONS),
         "bootstrap": at_least(1),
         "permutations": at_least(1),
         "alpha": unit(open_low=True, open_high=True),
     },
-    "interleaving": {"method": one_of(_interleaving_methods), "impressions": at_least(1)},
+    "interleaving": {"method": one_of(INTERLEAVING_METHODS), "impressions": at_least(1)},
     "click_fit": {
         "sessions": at_least(0),
         "test_fraction": unit(open_high=True),
@@ -367,7 +350,7 @@ def _propensity(c: _Checker, base_dir: Path) -> None:
     p, iv = c.v["propensity"], c.v["interventions"]
     _unique(c, "propensity", "methods")
     for m in p["methods"]:
-        _known(c, "propensity", "methods", m, _propensity_methods(), "method")
+        _known(c, "propensity", "methods", m, PROPENSITY_METHODS, "method")
         need = PROPENSITY_DESIGN.get(m)
         if need is not None and iv[need] <= 0:
             c.fail("propensity", "methods", f"method {m!r} needs [interventions] {need} > 0")

@@ -23,6 +23,14 @@ __all__ = [
     "MODEL_AWARE",
     "LAMBDAMART_SELECTION",
     "LAMBDAMART_SHAPE",
+    "PROPENSITY_METHODS",
+    "INTERLEAVING_METHODS",
+    "EMPTY_CONVENTIONS",
+    "CANDIDATE_SETS",
+    "NORMALIZATIONS",
+    "NAIVE_KINDS",
+    "VALIDATION_ESTIMATES",
+    "TRAIN_TARGETS",
 ]
 
 #: Logging policies by name (:func:`clickrank.specs.make_policy`).
@@ -105,3 +113,35 @@ LAMBDAMART_SELECTION = {
 }
 #: The tree shape of :class:`~clickrank.lambdamart.LambdaMART` without selection.
 LAMBDAMART_SHAPE = {"num_leaves": 8, "max_depth": 3}
+
+#: Propensity estimators by name (:func:`clickrank.propensity.estimate_propensities`).
+PROPENSITY_METHODS = (
+    "swap",
+    "randpair",
+    "randomized",
+    "harvest-allpairs",
+    "harvest-pivot",
+    "harvest-adjacent",
+    "em",
+)
+#: Interleaving methods of a simulated comparison (:mod:`clickrank.interleaving`).
+INTERLEAVING_METHODS = ("team-draft", "balanced", "probabilistic", "optimized")
+#: What a query without a relevant document scores (:mod:`clickrank.metrics`).
+EMPTY_CONVENTIONS = ("skip", "zero", "one")
+#: Documents in each training list of a click-based gain target (:mod:`clickrank.targets`).
+CANDIDATE_SETS = ("auto", "shown", "all", "hybrid")
+#: Normalisations of IPS gains.
+NORMALIZATIONS = ("none", "exposure", "query")
+#: The naive target's gains: click counts or click-through rates.
+NAIVE_KINDS = ("clicks", "ctr")
+#: The click estimate of DCG@k a model selection maximises
+#: (:class:`~clickrank.selection.ClickValidation`).
+VALIDATION_ESTIMATES = ("ips", "dr", "clicks")
+#: ``clickrank train --target``: the targets above, with ``skip-above-ips`` spelled
+#: ``skip-above --ips-weighted`` and ``pairs`` for the preferences of ``--strategy``.
+TRAIN_TARGETS = (
+    "ips",
+    *(n for n in TARGET_NAMES if n not in ("ips", "skip-above-ips", "oracle")),
+    "pairs",
+    "oracle",
+)
