@@ -1,4 +1,4 @@
-r"""LambdaMART: clickrank's lambdas, LightGBM's trees (Burges 2010, §7; Wu et al. 2010).
+r"""LambdaMART: clickrank's lambdas, LightGBM's trees (Burges (2010), §7; Wu et al. (2010)).
 
 Every boosting round computes the forces :math:`\lambda_i` and Newton weights
 :math:`w_i` of the current scores with :mod:`clickrank.lambdas` (listwise
