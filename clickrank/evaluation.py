@@ -408,7 +408,7 @@ def evaluate(
     EvaluationResult
     """
     from .metrics import get_metric
-    from .policies import policy_scores
+    from .ranking import ranker_scores as policy_scores
 
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
@@ -588,7 +588,7 @@ def counterfactual(
     clip : float, optional
         Use :math:`\max(\theta_p, \mathrm{clip})` (biased, lower variance).
     """
-    from .policies import policy_scores
+    from .ranking import ranker_scores as policy_scores
 
     theta = np.asarray(getattr(propensities, "theta", propensities), dtype=np.float64)
     if theta.ndim != 1 or theta.size == 0 or np.any(~np.isfinite(theta)) or np.any(theta <= 0):

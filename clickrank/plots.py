@@ -30,19 +30,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from scipy.stats import norm
 
 from . import clicklog
-from ._io import atomic_write
+from ._figures import finish as _finish
+from ._figures import new_axes as _new_axes
 from ._segments import rank_order
 from ._validation import InputError, check_alpha, check_positive
 
@@ -77,32 +76,6 @@ _REFERENCE_METHODS = ("oracle", "production", "logging")
 
 
 # -- shared helpers ---------------------------------------------------------------------
-
-
-def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes, bool]:
-    """``(figure, axes, own)``: a new pyplot-free figure unless ``ax`` is given."""
-    if ax is None:
-        fig = Figure(figsize=figsize, dpi=100)
-        FigureCanvasAgg(fig)
-        return fig, fig.add_subplot(), True
-    if not isinstance(ax, Axes):
-        raise InputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    return ax.figure, ax, False
-
-
-def _finish(fig: Figure, path: str | os.PathLike | None, *, own: bool, dpi: int = 100) -> Figure:
-    """Tight layout (only for figures we created) and an atomic PNG write."""
-    if own:
-        fig.tight_layout()
-    if path is None:
-        return fig
-    out = Path(path)
-    if out.is_dir():
-        raise InputError(f"path {out} is a folder; give a .png file name")
-    if not out.parent.is_dir():
-        raise InputError(f"the folder of {out} does not exist")
-    atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi), mkdir=False)
-    return fig
 
 
 def _lazy_log(log: Any, needed: Sequence[str], what: str) -> pl.LazyFrame:

@@ -48,7 +48,6 @@ and the lower rank of the last complete pair in ``swap_k``: the pairs are
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +85,7 @@ from ._validation import InputError, check_fraction, check_positive
 from ._version import __version__
 from .clicklog import _parquet_metadata
 from .datasets import RankingData
-from .policies import DeterministicPolicy, LoggingPolicy, MixturePolicy, ProductionRanker
+from .policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
 
 __all__ = [
     "Intervention",
@@ -671,8 +670,8 @@ def simulate(
         they override the entries simulate records itself: the data, the
         number of sessions, ``top_k``, the seed, the click model, the
         interventions, the policy's ranker names and, when the policy shows a
-        fitted :class:`~clickrank.policies.ProductionRanker`, its quality
-        (``logger_quality``, :meth:`~clickrank.policies.ProductionRanker.quality`
+        fitted :class:`~clickrank.production.ProductionRanker`, its quality
+        (``logger_quality``, :meth:`~clickrank.production.ProductionRanker.quality`
         on ``data``).
 
     Returns
@@ -761,9 +760,9 @@ def simulate(
 
     bar = None
     if progress is True:
-        import click
+        from ._progress import progress as progress_bar
 
-        bar = click.progressbar(length=n_sessions, label="simulating", file=sys.stderr)
+        bar = progress_bar(n_sessions, label="simulating", enabled=True)
         bar.__enter__()
         report = bar.update
     elif callable(progress):
@@ -814,14 +813,14 @@ def simulate(
 def _logger_quality(policy: LoggingPolicy, data: RankingData) -> dict[str, Any]:
     """``{"logger_quality": {name: quality}}`` for the fitted production rankers a policy shows.
 
-    The quality (:meth:`~clickrank.policies.ProductionRanker.quality`) is the
+    The quality (:meth:`~clickrank.production.ProductionRanker.quality`) is the
     ranker's NDCG@10 on ``data``, on the queries it was not trained on and on all.
     """
     parts = policy.policies if isinstance(policy, MixturePolicy) else [policy]
     found = {}
     for part in parts:
         ranker = getattr(part, "ranker", None)
-        if isinstance(ranker, ProductionRanker) and hasattr(ranker, "model_"):
+        if callable(getattr(ranker, "quality", None)) and hasattr(ranker, "model_"):
             found[str(part.name)] = ranker.quality(data)
     return {"logger_quality": found} if found else {}
 
