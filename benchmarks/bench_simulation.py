@@ -29,7 +29,8 @@ import numpy as np
 from clickrank._random import STREAM_CLICK, session_uniforms
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
-from clickrank.policies import DeterministicPolicy, production_ranker
+from clickrank.policies import DeterministicPolicy
+from clickrank.production import production_ranker
 from clickrank.simulation import (
     _apply_interventions,
     _click_sampler,

@@ -67,7 +67,8 @@ from clickrank.clickmodels import make_click_model, relevance_for_labels
 from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
-from clickrank.policies import DeterministicPolicy, PlackettLuce, production_ranker
+from clickrank.policies import DeterministicPolicy, PlackettLuce
+from clickrank.production import production_ranker
 from clickrank.propensity import estimate_propensities
 from clickrank.selection import ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate

@@ -43,7 +43,7 @@ _LAZY = {
     "make_click_model": "clickmodels",
     "fit_click_model": "clickmodels",
     "compare_click_models": "clickmodels",
-    "production_ranker": "policies",
+    "production_ranker": "production",
     "simulate": "simulation",
     "Swap": "simulation",
     "RandPair": "simulation",
@@ -78,11 +78,14 @@ _SUBMODULES = (
     "online",
     "plots",
     "policies",
+    "production",
     "propensity",
     "publiclogs",
+    "ranking",
     "report",
     "selection",
     "simulation",
+    "specs",
     "targets",
 )
 
@@ -115,9 +118,12 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         metrics,
         online,
         policies,
+        production,
         propensity,
         publiclogs,
+        ranking,
         simulation,
+        specs,
         targets,
     )
     from .clicklog import read_log, read_log_metadata, validate_log, write_log  # noqa: F401
@@ -140,7 +146,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .experiment import load_config, run_experiment  # noqa: F401
     from .lambdamart import LambdaMART  # noqa: F401
     from .metrics import get_metric  # noqa: F401
-    from .policies import production_ranker  # noqa: F401
+    from .production import production_ranker  # noqa: F401
     from .propensity import Propensities, estimate_propensities  # noqa: F401
     from .simulation import FairPairs, Randomize, RandPair, Swap, simulate  # noqa: F401
 

@@ -1,4 +1,4 @@
-"""Counter-based random numbers: a session's draws depend only on (seed, session, stream).
+r"""Counter-based random numbers: a session's draws depend only on (seed, session, stream).
 
 Simulated click logs must not depend on how the sessions are chunked. A
 sequential generator (``numpy.random.Generator``) cannot give that: the draws
@@ -7,12 +7,12 @@ consumed. Here every draw is a pure function of a key and a counter,
 
 .. math::
     u(\text{seed}, \text{stream}, s, j)
-      = 2^{-53} \\left\\lfloor h\big(h(k_{\text{stream}} \\oplus h(s)) + (j + 1)\\,\\phi\big)
-        / 2^{11} \right\rfloor \\in [0, 1),
+      = 2^{-53} \left\lfloor h\big(h(k_{\text{stream}} \oplus h(s)) + (j + 1)\,\phi\big)
+        / 2^{11} \right\rfloor \in [0, 1),
 
 where :math:`k_{\text{stream}}` is a 64-bit key drawn from
 ``numpy.random.SeedSequence(seed, spawn_key=(stream,))``, :math:`s` the session
-index, :math:`j` the draw index inside the session, :math:`\\phi` the 64-bit
+index, :math:`j` the draw index inside the session, :math:`\phi` the 64-bit
 golden-ratio constant and :math:`h` the SplitMix64 finalizer (Steele, Lea &
 Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014; the
 variant-13 mixing constants of Stafford 2011). Hashing a counter with a

@@ -213,7 +213,7 @@ def check_is_fitted(estimator: Any, attribute: str) -> None:
 
 
 def check_theta_scale(theta: Any, *, absolute: bool) -> list[str]:
-    """Check that ``theta[p - 1]`` can be examination propensities; return warnings.
+    r"""Check that ``theta[p - 1]`` can be examination propensities; return warnings.
 
     Relative propensities (``absolute`` false, DESIGN §2) have
     :math:`\theta_1 = 1`; absolute ones are probabilities in [0, 1]; neither

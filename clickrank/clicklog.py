@@ -683,10 +683,10 @@ def select_intervention(lf: pl.LazyFrame, intervention: str | None, what: str) -
 
 
 def ctr_by_position_and_label(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    """Impressions, clicks, CTR and SE per (position, label), rows with a label only.
+    r"""Impressions, clicks, CTR and SE per (position, label), rows with a label only.
 
     The cells of a click heat map: under the PBM each label's row is
-    :math:`\\alpha(y)\\,\\theta_p`.
+    :math:`\alpha(y)\,\theta_p`.
     """
     lf = log.lazy()
     return click_counts(lf.filter(pl.col("label").is_not_null()), ["position", "label"])
@@ -697,11 +697,11 @@ def mean_by_position(
     values: Callable[[np.ndarray], np.ndarray],
     column: str = "label",
 ) -> pl.DataFrame:
-    """Mean of ``values(column)`` over the rows shown at each position.
+    r"""Mean of ``values(column)`` over the rows shown at each position.
 
     ``values`` maps the column (float ``[n, 1]``) to one value per row
-    (``[n, 1]``), e.g. a relevance map giving :math:`P(\\text{click} \\mid
-    \\text{examined})` of the shown documents; the result has ``position`` and
+    (``[n, 1]``), e.g. a relevance map giving :math:`P(\text{click} \mid
+    \text{examined})` of the shown documents; the result has ``position`` and
     ``mean``, sorted by position.
     """
     y = log.lazy().select("position", column).collect()

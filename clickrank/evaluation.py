@@ -518,7 +518,7 @@ def evaluate(
     EvaluationResult
     """
     from .metrics import get_metric
-    from .policies import policy_scores
+    from .ranking import ranker_scores as policy_scores
 
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
@@ -671,7 +671,7 @@ def _check_theta(propensities: Any, clip: float | None) -> np.ndarray:
 
 def _clicked_with_new_ranks(lf: pl.LazyFrame, data: RankingData, ranker: Any) -> pl.DataFrame:
     """The clicked rows (session, query, doc, position) with ``_rank``, the new ranker's rank."""
-    from .policies import policy_scores
+    from .ranking import ranker_scores as policy_scores
 
     schema = lf.collect_schema()
     s = policy_scores(ranker, data, name="ranker")

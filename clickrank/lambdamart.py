@@ -1,4 +1,4 @@
-r"""LambdaMART: clickrank's lambdas, LightGBM's trees (Burges 2010, §7; Wu et al. 2010).
+r"""LambdaMART: clickrank's lambdas, LightGBM's trees (Burges (2010), §7; Wu et al. (2010)).
 
 Every boosting round computes the forces :math:`\lambda_i` and Newton weights
 :math:`w_i` of the current scores with :mod:`clickrank.lambdas` (listwise
@@ -17,7 +17,7 @@ import inspect
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -145,6 +145,10 @@ class LambdaMART:
     >>> model.predict(test).shape
     (1000,)
     """
+
+    #: ``predict`` takes a RankingData too (errors then name it): read by
+    #: :func:`clickrank.ranking.ranker_scores`, which must not import this module.
+    accepts_ranking_data: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -5,7 +5,7 @@ Pure functions that compute, for all queries at once, the *forces*
 score of document ``i``) and the *Newton weights* :math:`w_i` (its second
 derivative) that LightGBM's tree learner turns into leaf values.
 
-Conventions (Burges 2010, "From RankNet to LambdaRank to LambdaMART: An
+Conventions (Burges (2010), "From RankNet to LambdaRank to LambdaMART: An
 Overview", §4 and §7; Wu, Burges, Svore, Gao 2010; LightGBM's
 ``rank_objective.hpp``):
 
@@ -62,9 +62,9 @@ _NO_TRUNCATION = np.iinfo(np.int64).max
 
 
 class Lambdas(NamedTuple):
-    """Forces and Newton weights, float64 ``[n_docs]`` each.
+    r"""Forces and Newton weights, float64 ``[n_docs]`` each.
 
-    ``forces`` is :math:`\\lambda` (= minus the gradient); ``weights`` is the
+    ``forces`` is :math:`\lambda` (= minus the gradient); ``weights`` is the
     Newton weight :math:`w` (the hessian). Unpacks as ``forces, weights``.
     """
 
@@ -81,7 +81,7 @@ class SessionLambdas(NamedTuple):
 
     ``forces``, ``weights``: float64 ``[n_rows]``; ``li``, ``lj``: float64
     ``[K]``, the per-position sums :math:`l^+_k`, :math:`l^-_k` of
-    :func:`session_lambdas` (Hu et al. 2019, Eq. 30-31).
+    :func:`session_lambdas` (Hu et al. (2019), Eq. 30-31).
     """
 
     forces: np.ndarray
@@ -365,7 +365,7 @@ def delta_ndcg(gains, qptr, i, j, *, scores=None) -> np.ndarray:
         |\Delta \mathrm{NDCG}_{ij}| = |g_i - g_j|\, |D(p_i) - D(p_j)| / \mathrm{IDCG},
         \qquad D(p) = 1 / \log_2(1 + p)
 
-    (Burges 2010, §4). Ranks :math:`p` come from ``scores`` (descending,
+    (Burges (2010), §4). Ranks :math:`p` come from ``scores`` (descending,
     stable); without ``scores`` the rows are taken to be in ranked order.
     """
     g = _vec(gains, None, "gains")
@@ -409,7 +409,7 @@ def lambdas(
         \lambda_i = \sum_{j: g_i > g_j} \lambda_{ij} - \sum_{j: g_j > g_i} \lambda_{ji},
         \quad w_i = \sum_j \sigma^2 \rho_{ij}(1 - \rho_{ij}) |\Delta Z_{ij}|
 
-    (Burges 2010 §4, §7). ``weighting="ndcg"`` uses
+    (Burges (2010) §4, §7). ``weighting="ndcg"`` uses
     :math:`|\Delta Z_{ij}| = |g_i - g_j||D(p_i) - D(p_j)|/\mathrm{IDCG}`
     (LambdaRank); ``"none"`` uses 1 (RankNet).
 
@@ -517,7 +517,7 @@ def pair_lambdas(
 
     Each pair ``(i, j)`` (row indices of one query) states :math:`i \succ j`
     with weight :math:`c_{ij}` (e.g. how often a click on ``i`` skipped ``j``,
-    Joachims 2002). The loss is
+    Joachims (2002)). The loss is
     :math:`\sum c_{ij} |\Delta Z_{ij}| \log(1 + e^{-\sigma(s_i - s_j)})`, and
     forces and weights are its negated gradient and its diagonal hessian,
     with the conventions of :func:`lambdas`. Vectorized over pairs.
@@ -606,7 +606,7 @@ def session_lambdas(
     normalize: bool = False,
     cost: str = "ranknet",
 ) -> SessionLambdas:
-    r"""Unbiased LambdaMART forces over logged sessions (Hu, Wang, Peng & Li, WWW 2019).
+    r"""Unbiased LambdaMART forces over logged sessions (Hu et al. (2019)).
 
     Each session ``u`` is a list of data rows in logged order with 1-based
     positions and clicks, standing for ``counts[u]`` identical logged
@@ -631,7 +631,7 @@ def session_lambdas(
         l^+_k \mathrel{+}= \frac{C_{ij}}{t^-_{k'}}, \qquad
         l^-_{k'} \mathrel{+}= \frac{C_{ij}}{t^+_k}
 
-    (Hu et al. 2019, Eq. 22 and the sums of Eq. 30-31; XGBoost's
+    (Hu et al. (2019), Eq. 22 and the sums of Eq. 30-31; XGBoost's
     ``lambdarank_unbiased``). With ``normalize`` each session's forces and
     weights are then scaled by :math:`\log_2(1 + S)/S`,
     :math:`S = \sum 2 \lambda_{ij}`, as LightGBM and XGBoost do per query. The
@@ -715,7 +715,7 @@ def session_lambdas(
 
 
 def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    r"""Position biases from the accumulated costs (Hu et al. 2019, Eq. 30-31).
+    r"""Position biases from the accumulated costs (Hu et al. (2019), Eq. 30-31).
 
     .. math::
         t^+_k = \Bigl(\frac{l^+_k}{l^+_1}\Bigr)^{1/(1+p)}, \qquad
@@ -744,7 +744,7 @@ def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray,
 def ranknet_loss(scores, gains, qptr, *, sigma: float = 1.0) -> np.ndarray:
     r"""RankNet loss of every query, :math:`\sum_{g_i > g_j} \log(1 + e^{-\sigma(s_i - s_j)})`.
 
-    (Burges et al. 2005.) Its gradient is minus the forces of
+    (Burges et al. (2005).) Its gradient is minus the forces of
     :func:`lambdas` with ``weighting="none"``. Returns float64 ``[n_queries]``.
 
     Examples

@@ -380,7 +380,7 @@ def dcg(
 ) -> MetricResult:
     r"""Discounted cumulative gain at cut-off ``k`` (not normalized).
 
-    Definition (Järvelin & Kekäläinen 2002; exponential gain as in Burges et al. 2005):
+    Definition (Järvelin & Kekäläinen (2002); exponential gain as in Burges et al. (2005)):
 
     .. math::
         \mathrm{DCG@}k = \sum_{j=1}^{\min(k, n)} \frac{g(y_{(j)})}{\log_2(1 + j)},
@@ -434,7 +434,7 @@ def ndcg(
 ) -> MetricResult:
     r"""Normalized discounted cumulative gain at cut-off ``k``.
 
-    Definition (Järvelin & Kekäläinen 2002; exponential gain as in Burges et al. 2005):
+    Definition (Järvelin & Kekäläinen (2002); exponential gain as in Burges et al. (2005)):
 
     .. math::
         \mathrm{NDCG@}k = \frac{\mathrm{DCG@}k}{\mathrm{IDCG@}k}, \qquad
@@ -815,7 +815,7 @@ def pfound(
 
     .. note:: Yandex estimated pRel per assessor grade from user data; those
        figures do not transfer to other grading scales. The default here is ERR's
-       mapping :math:`(2^y - 1) / 2^{y_\max}` (Chapelle et al. 2009), which keeps
+       mapping :math:`(2^y - 1) / 2^{y_\max}` (Chapelle et al. (2009)), which keeps
        pRel < 1 for the top grade so the cascade never stops with certainty, and
        makes pFound with ``p_break=0`` the ERR user model without the 1/r utility.
        ``max_grade`` defaults to the largest label in the data, as in :func:`err`.

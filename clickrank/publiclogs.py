@@ -57,12 +57,12 @@ def _first_bad(
 def load_yandex_sample(
     path: str | os.PathLike, *, with_info: bool = False
 ) -> pl.DataFrame | tuple[pl.DataFrame, dict]:
-    """Read a Yandex relevance-prediction sample in the PyClick-era text format.
+    r"""Read a Yandex relevance-prediction sample in the PyClick-era text format.
 
     Format (see the data's PROVENANCE.md): one line per query; the line is a
     sequence of session records, each terminated by ``;``::
 
-        <query>\\t<d1>,<d2>,...,<d10> : <c1> , <c2> , ... ;
+        <query>\t<d1>,<d2>,...,<d10> : <c1> , <c2> , ... ;
 
     The document list is in displayed order (rank 1 first); after ``:`` come
     the clicked document ids in click order, possibly repeated or empty.
@@ -184,12 +184,12 @@ def load_yandex_sample(
 def load_trec_session(
     path: str | os.PathLike, *, labels: str | os.PathLike | None = None
 ) -> pl.DataFrame:
-    """Read TREC 2014 Session Track impressions (NCM/GraphCM ``*_per_query_quid.txt``).
+    r"""Read TREC 2014 Session Track impressions (NCM/GraphCM ``*_per_query_quid.txt``).
 
     Format (tab-separated, lists as Python literals, rank 1 first)::
 
-        <session id>\\t<query id>\\t[doc ids]\\t[vertical ids]\\t[clicks 0/1]
-        <session id>\\t<query id>\\t[doc ids]\\t[vertical ids]\\t[clicks 0/1]\\t[relevance]
+        <session id>\t<query id>\t[doc ids]\t[vertical ids]\t[clicks 0/1]
+        <session id>\t<query id>\t[doc ids]\t[vertical ids]\t[clicks 0/1]\t[relevance]
 
     (the second form is ``human_label_for_GraphCM_per_query_quid.txt``).
 

@@ -11,7 +11,7 @@ of the DCG@k a user session would collect is
     \widehat{\mathrm{DCG@}k}(S) = \frac{1}{N} \sum_{q} \sum_{d \in q}
     \frac{\hat g(d)}{\log_2(1 + \mathrm{rank}_S(d))}\, [\mathrm{rank}_S(d) \le k],
 
-:math:`N` the validation sessions (Joachims, Swaminathan & Schnabel WSDM 2017,
+:math:`N` the validation sessions (Joachims et al. (2017),
 §4: unbiased under the position-based model over the documents the logger
 showed; ranks are among *all* of the query's documents, so a ranker that puts a
 never-shown document above a clicked one is charged for it).

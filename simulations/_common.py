@@ -23,9 +23,9 @@ from scipy.stats import t as student_t
 
 import clickrank as cr
 from clickrank._io import atomic_write, atomic_write_json, atomic_write_text
-from clickrank.clickmodels import make_click_model
 from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy
+from clickrank.specs import make_click_model, make_lambdamart
 
 ROOT = Path(__file__).resolve().parents[1]
 CI_NOTE = (
@@ -102,13 +102,12 @@ def synthetic_setup(cfg: dict[str, Any]) -> Setup:
 
 def click_model(spec: dict[str, Any]) -> Any:
     """A click model from a config table ``{name = "pbm", eta = 1.0, ...}``."""
-    spec = dict(spec)
-    return make_click_model(spec.pop("name"), **spec)
+    return make_click_model(spec)[0]
 
 
 def ranker(cfg: dict[str, Any], seed: int = 0) -> LambdaMART:
     """The study's LambdaMART (parameters from the config's ``[lambdamart]`` table)."""
-    return LambdaMART(seed=seed, **cfg.get("lambdamart", {}))
+    return make_lambdamart(cfg.get("lambdamart", {}), seed=seed)
 
 
 def usable_theta(theta: Any) -> tuple[np.ndarray, int]:

@@ -147,13 +147,13 @@ CASES = [
     # propensity
     (
         "propensity K beyond the log",
-        "propensity {ws}/log.parquet -K 1000 --out {ws}/t.json",
+        "propensity {ws}/log.parquet --top-k 1000 --out {ws}/t.json",
         "K=1000 exceeds the deepest position in the data it uses (6)",
         1,
     ),
     (
         "propensity randomized K beyond",
-        "propensity {ws}/log.parquet --method randomized -K 1000 --out {ws}/t.json",
+        "propensity {ws}/log.parquet --method randomized --top-k 1000 --out {ws}/t.json",
         "K=1000 exceeds the deepest position",
         1,
     ),

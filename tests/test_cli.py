@@ -430,3 +430,86 @@ def test_train_with_a_model_aware_target_fits_the_click_model(runner, tmp_path, 
     assert res.exit_code == 0, res.output
     meta = json.loads((tmp_path / "affine" / "meta.json").read_text())
     assert meta["target"] == "affine" and meta["best_iteration"] == 5
+
+
+# -- one spelling per option; the old ones are hidden aliases with a warning ------------------
+
+
+def _options(command):
+    from clickrank.cli import cli
+
+    return {o for p in cli.commands[command].params for o in getattr(p, "opts", [])}
+
+
+@pytest.mark.parametrize("command", ["simulate", "propensity", "fit-clicks", "train", "evaluate",
+                                     "interleave", "run"])  # fmt: skip
+def test_every_command_writes_to_dash_o_or_dash_dash_out(command):
+    assert {"-o", "--out"} <= _options(command)
+    assert "--output" not in _options(command)
+
+
+@pytest.mark.parametrize("command", ["simulate", "propensity", "interleave"])
+def test_every_list_length_is_top_k(command):
+    opts = _options(command)
+    assert "--top-k" in opts and not opts & {"--k", "-K", "--positions"}
+
+
+@pytest.mark.parametrize(
+    ("command", "old"),
+    [("evaluate", "--output"), ("interleave", "--output"), ("interleave", "--k"),
+     ("propensity", "-K"), ("propensity", "--positions")],
+)  # fmt: skip
+def test_old_spellings_are_hidden_from_help(command, old):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    text = CliRunner().invoke(cli, [command, "--help"]).output
+    assert f"{old} " not in text and f"{old}," not in text
+
+
+def test_old_and_new_spellings_give_the_same_result(tmp_path):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    runner = CliRunner()
+    log = tmp_path / "log.parquet"
+    res = runner.invoke(cli, ["simulate", "--synthetic", "30", "--sessions", "3000", "--top-k",
+                              "5", "--swap-fraction", "0.5", "-o", str(log)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    outs = {}
+    for spelling in (["--top-k", "4", "--out"], ["-K", "4", "-o"], ["--positions", "4", "--out"]):
+        out = tmp_path / f"t{len(outs)}.json"
+        res = runner.invoke(cli, ["propensity", str(log), *spelling[:2], spelling[2], str(out)])
+        assert res.exit_code == 0, res.output
+        warned = [ln for ln in res.stderr.splitlines() if "deprecated" in ln]
+        if spelling[0] == "--top-k":
+            assert warned == []
+        else:
+            assert warned == [f"warning: {spelling[0]} is deprecated; use --top-k"]
+        outs[spelling[0]] = json.loads(out.read_text())["theta"]
+    assert outs["--top-k"] == outs["-K"] == outs["--positions"]
+    assert len(outs["--top-k"]) == 4
+
+
+def test_dash_dash_output_still_works_with_one_warning_line(tmp_path):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    runner = CliRunner()
+    data = tmp_path / "d.txt"
+    from clickrank.datasets import save_letor, synthetic
+
+    save_letor(synthetic(20, 5, seed=0), data)
+    scores = tmp_path / "s.txt"
+    scores.write_text("\n".join(str(i % 7) for i in range(100)) + "\n")
+    for opt, name in (("--out", "new.json"), ("--output", "old.json")):
+        res = runner.invoke(cli, ["evaluate", "--scores", str(scores), "--data", str(data),
+                                  "--bootstrap", "10", opt, str(tmp_path / name)])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        lines = [ln for ln in res.stderr.splitlines() if "deprecated" in ln]
+        assert lines == ([] if opt == "--out" else ["warning: --output is deprecated; use --out"])
+    new, old = (json.loads((tmp_path / n).read_text()) for n in ("new.json", "old.json"))
+    assert new == old

@@ -29,12 +29,8 @@ from clickrank.clicklog import (
 )
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
-from clickrank.policies import (
-    DeterministicPolicy,
-    MixturePolicy,
-    UniformRandom,
-    production_ranker,
-)
+from clickrank.policies import DeterministicPolicy, MixturePolicy, UniformRandom
+from clickrank.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 

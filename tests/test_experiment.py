@@ -607,3 +607,51 @@ def test_the_debiased_pairwise_targets_run_with_the_learning_curve(tmp_path):
     assert any(
         r["method"] == "unbiased-lambdamart" and r["sessions"] == 2000 for r in curve["rows"]
     ), curve
+
+
+# -- the value rules: one per key, declared once ---------------------------------------------
+
+
+def test_every_value_rule_belongs_to_a_key_of_the_schema():
+    from clickrank.experiment._checks import RULES
+
+    for section, rules in RULES.items():
+        assert set(rules) <= set(SCHEMA[section]), section
+    seeds = [s for s, keys in SCHEMA.items() if "seed" in keys]
+    assert all("seed" in RULES[s] for s in seeds)
+    from clickrank.experiment._checks import _ORDER
+
+    assert sorted(_ORDER) == sorted(SCHEMA)  # every section checked, once
+
+
+def _bad_value(rule):
+    """A value the rule refuses (the value the message then quotes)."""
+    if rule.choices is not None:
+        return "no-such-name"
+    if rule.high is not None:
+        return rule.high + 1
+    return rule.low - 1 if not rule.open_low else rule.low
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [(s, k) for s, rules in __import__("clickrank.experiment._checks", fromlist=["RULES"])
+     .RULES.items() for k in rules],
+)  # fmt: skip
+def test_each_rule_refuses_a_bad_value_in_one_line_naming_the_key(section, key):
+    from clickrank.experiment._checks import RULES
+
+    rule = RULES[section][key]
+    bad = _bad_value(rule)
+    config = {key: bad} if not section else {section: {key: bad}}
+    if section == "data" and key in ("n_queries", "docs_per_query", "n_features", "noise"):
+        config["data"]["source"] = "synthetic"
+    if section == "targets" and key == "clip":
+        bad = 1.5
+        config = {"targets": {"clip": bad}}
+    where = key if not section else f"[{section}] {key}"
+    with pytest.raises(ConfigError) as info:
+        load_config(config)
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"{where} " in message and repr(bad) in message, message

@@ -569,3 +569,24 @@ def test_examples_in_docs_metrics_md_run():
     path = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
     failures, tried = doctest.testfile(str(path), module_relative=False)
     assert tried > 5 and failures == 0
+
+
+def test_ties_keep_row_order_and_match_trec_eval_after_sorting_ids():
+    """The tie rule of docs/metrics.md: clickrank keeps row order; trec_eval and gdeval
+    rank tied documents by docno, descending (string order: "d9" before "d10")."""
+    from clickrank.metrics import ndcg
+
+    docs = np.array(["d1", "d10", "d2", "d9"])
+    labels = np.array([0.0, 2.0, 1.0, 0.0])
+    scores = np.array([1.0, 1.0, 1.0, 1.0])  # all tied
+    qptr = np.array([0, 4])
+    ideal = 3 / np.log2(2) + 1 / np.log2(3)
+    # clickrank: row order d1, d10, d2, d9 -> gains 0, 3, 1, 0
+    row_order = (3 / np.log2(3) + 1 / np.log2(4)) / ideal
+    assert float(ndcg(scores, labels, qptr)[0]) == pytest.approx(row_order)
+    # trec_eval / gdeval: docno descending -> d9, d2, d10, d1 -> gains 0, 1, 3, 0
+    trec = (1 / np.log2(3) + 3 / np.log2(4)) / ideal
+    order = np.argsort(docs)[::-1]  # string order, descending
+    assert docs[order].tolist() == ["d9", "d2", "d10", "d1"]
+    assert float(ndcg(scores[order], labels[order], qptr)[0]) == pytest.approx(trec)
+    assert row_order != pytest.approx(trec)

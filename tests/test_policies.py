@@ -10,14 +10,9 @@ from scipy import stats
 
 from clickrank import InputError, RankingData
 from clickrank.datasets import split_queries, synthetic
-from clickrank.policies import (
-    DeterministicPolicy,
-    MixturePolicy,
-    PlackettLuce,
-    UniformRandom,
-    make_policy,
-    production_ranker,
-)
+from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce, UniformRandom
+from clickrank.production import production_ranker
+from clickrank.specs import make_policy
 
 
 def _data(lengths, seed=0):
@@ -230,7 +225,7 @@ def test_the_production_ranker_trains_on_at_least_min_queries(
 
 def test_quality_is_ndcg_on_the_held_out_queries_and_on_all():
     from clickrank.metrics import ndcg
-    from clickrank.policies import describe_quality
+    from clickrank.production import describe_quality
 
     data = synthetic(120, 15, seed=5)
     r = production_ranker(data, 0.1, seed=0)
@@ -317,3 +312,37 @@ def test_simulate_on_a_tiny_letor_file_works(tmp_path, n_queries, n_docs, top_k)
     )
     assert res.exit_code == 0, res.output
     assert "300 sessions" in res.stdout
+
+
+def test_ranker_scores_gives_lambdamart_the_data_and_others_the_features():
+    from clickrank.lambdamart import LambdaMART
+    from clickrank.ranking import ranker_scores
+
+    data = synthetic(30, 5, seed=2)
+    model = LambdaMART(n_estimators=3, seed=0).fit(data)
+    assert np.array_equal(ranker_scores(model, data), model.predict(data.X))
+
+    seen = []
+
+    class Features:
+        def predict(self, X):
+            seen.append(X)
+            return X[:, 0]
+
+    assert np.array_equal(ranker_scores(Features(), data), data.X[:, 0].astype(np.float64))
+    assert seen[0] is data.X
+    with pytest.raises(InputError, match="ranker 'x' gives 3 scores but the data has 150"):
+        ranker_scores([1.0, 2.0, 3.0], data, name="ranker 'x'")
+    with pytest.raises(InputError, match="non-finite score"):
+        ranker_scores(np.full(data.n_docs, np.nan), data)
+
+
+def test_policies_no_longer_hold_the_production_ranker():
+    import clickrank
+    import clickrank.policies as policies
+    from clickrank.production import ProductionRanker
+    from clickrank.ranking import ranker_scores
+
+    assert not hasattr(policies, "ProductionRanker")
+    assert policies.policy_scores is ranker_scores  # the old name, for callers not yet moved
+    assert clickrank.production_ranker(synthetic(25, 5, seed=0), 0.5).__class__ is ProductionRanker

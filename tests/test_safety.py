@@ -108,7 +108,7 @@ def _user_file_cases(inputs: dict, tmp: Path) -> dict[str, tuple[list[str], Path
             ["propensity", inputs["log"], "--out", str(tmp / "t.json"), "--plot", str(png)],
             png,
         ),
-        "evaluate --output": (
+        "evaluate --out": (
             [
                 "evaluate",
                 "--model",
@@ -117,12 +117,12 @@ def _user_file_cases(inputs: dict, tmp: Path) -> dict[str, tuple[list[str], Path
                 inputs["data"],
                 "--bootstrap",
                 "10",
-                "--output",
+                "--out",
                 str(user),
             ],
             user,
         ),
-        "interleave --output": (
+        "interleave --out": (
             [
                 "interleave",
                 "--a",
@@ -134,7 +134,7 @@ def _user_file_cases(inputs: dict, tmp: Path) -> dict[str, tuple[list[str], Path
                 "--impressions",
                 "100",
                 "--no-ab",
-                "--output",
+                "--out",
                 str(user),
             ],
             user,
@@ -161,8 +161,8 @@ def _user_file_cases(inputs: dict, tmp: Path) -> dict[str, tuple[list[str], Path
     [
         "propensity --out",
         "propensity --plot",
-        "evaluate --output",
-        "interleave --output",
+        "evaluate --out",
+        "interleave --out",
         "train --out",
     ],
 )
@@ -327,7 +327,7 @@ def _commands(inputs: dict, folder: Path) -> dict[str, list[str]]:
             inputs["model"],
             "--data",
             inputs["data"],
-            "--output",
+            "--out",
             str(folder / "e.json"),
         ],
         "interleave": [
@@ -340,7 +340,7 @@ def _commands(inputs: dict, folder: Path) -> dict[str, list[str]]:
             inputs["data"],
             "--impressions",
             "1000",
-            "--output",
+            "--out",
             str(folder / "i.json"),
         ],
         "run": ["run", "--out", str(folder / "results")],

@@ -13,7 +13,8 @@ from clickrank.clickmodels import make_click_model
 from clickrank.datasets import split_queries, synthetic
 from clickrank.evaluation import counterfactual
 from clickrank.lambdamart import LambdaMART
-from clickrank.policies import DeterministicPolicy, production_ranker
+from clickrank.policies import DeterministicPolicy
+from clickrank.production import production_ranker
 from clickrank.selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import Target, ips, oracle, skip_above

@@ -802,7 +802,7 @@ def test_cli_binarizes_by_the_label_range_and_says_so(cli, tmp_path, top, thresh
 def test_cli_prints_the_production_ranker_quality_and_stores_it_in_the_log(cli, tmp_path):
     from clickrank.clicklog import read_log_metadata
     from clickrank.datasets import load_letor
-    from clickrank.policies import describe_quality, production_ranker
+    from clickrank.production import describe_quality, production_ranker
 
     path, _ = _letor(tmp_path, 2)
     out = tmp_path / "logdir"

@@ -11,7 +11,8 @@ from clickrank.clickmodels import make_click_model
 from clickrank.datasets import split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
-from clickrank.policies import DeterministicPolicy, UniformRandom, production_ranker
+from clickrank.policies import DeterministicPolicy, UniformRandom
+from clickrank.production import production_ranker
 from clickrank.simulation import FairPairs, simulate
 from clickrank.targets import (
     Target,

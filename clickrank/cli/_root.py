@@ -50,6 +50,61 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         _SHOW_WARNING(message, category, filename, lineno, file, line)
 
 
+# -- one spelling per option, the old ones as hidden aliases -----------------------------------
+#
+# The CLI spells an output file or folder ``-o/--out`` and the length of a shown list
+# ``--top-k`` in every command. Spellings used before (``--output``, ``--k``, ``-K``,
+# ``--positions``) still work: they are hidden from ``--help`` and print one line,
+# ``warning: --output is deprecated; use --out``.
+
+
+class AliasedOption(click.Option):
+    """A :class:`click.Option` that also accepts hidden, deprecated spellings.
+
+    ``deprecated`` lists the old spellings (e.g. ``("--output",)``); they set the
+    same parameter and print a one-line warning on stderr when used.
+    """
+
+    def __init__(self, *args, deprecated: tuple[str, ...] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.old_spellings = tuple(deprecated)
+
+    def add_to_parser(self, parser, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        action = "store_const" if self.is_flag else "store"
+        new = max(self.opts, key=len)
+        for old in self.old_spellings:
+            parser.add_option(
+                obj=self,
+                opts=[old],
+                dest=self.name,
+                action=action,
+                nargs=self.nargs,
+                **({"const": self.flag_value} if self.is_flag else {}),
+            )
+            table = parser._long_opt if old.startswith("--") else parser._short_opt
+            option = table[old]
+            option.process = _warn_then(option.process, old, new)
+
+
+def _warn_then(process, old: str, new: str):
+    def warned(value, state):
+        click.echo(f"warning: {old} is deprecated; use {new}", err=True)
+        return process(value, state)
+
+    return warned
+
+
+def out_option(*decls: str, deprecated: tuple[str, ...] = (), **kwargs):
+    """The output option of a command: ``-o/--out`` (old spellings in ``deprecated``)."""
+    return click.option("-o", "--out", *decls, cls=AliasedOption, deprecated=deprecated, **kwargs)
+
+
+def top_k_option(*decls: str, deprecated: tuple[str, ...] = (), **kwargs):
+    """The length of a shown list: ``--top-k`` (old spellings in ``deprecated``)."""
+    return click.option("--top-k", *decls, cls=AliasedOption, deprecated=deprecated, **kwargs)
+
+
 class _Group(click.Group):
     """Group that turns a bad input or an OS error into one line and exit code 1."""
 

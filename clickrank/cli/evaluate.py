@@ -8,7 +8,8 @@ import click
 
 from .._io import check_output
 from .._validation import InputError, check_alpha
-from ._root import cli
+from ..specs._names import EMPTY_CONVENTIONS
+from ._root import cli, out_option
 
 
 def load_rankers(data, models: tuple[str, ...], scores: tuple[str, ...]) -> dict:
@@ -73,7 +74,7 @@ def load_data(path: str):
 )
 @click.option(
     "--empty",
-    type=click.Choice(["skip", "zero", "one"]),
+    type=click.Choice(EMPTY_CONVENTIONS),
     default="skip",
     show_default=True,
     help="Queries without a relevant document: left out of the means (skip, as "
@@ -96,9 +97,9 @@ def load_data(path: str):
     default=True,
     help="Paired tests of every ranker against the first one, on each metric.",
 )
-@click.option(
-    "-o",
-    "--output",
+@out_option(
+    "output",
+    deprecated=("--output",),
     type=click.Path(dir_okay=False),
     help="Write the table and per-query values as JSON.",
 )
@@ -106,7 +107,7 @@ def load_data(path: str):
     "-f",
     "--force",
     is_flag=True,
-    help="Replace OUTPUT if clickrank wrote it (never anything else).",
+    help="Replace --out if clickrank wrote it (never anything else).",
 )
 def evaluate(
     models, scores, data_path, metrics, empty, n_bootstrap, alpha, seed, compare, output, force
@@ -116,7 +117,7 @@ def evaluate(
 
     check_alpha(alpha, name="--alpha")
     if output:
-        check_output(output, force=force, what="--output", inputs=[data_path, *models, *scores])
+        check_output(output, force=force, what="--out", inputs=[data_path, *models, *scores])
     data = load_data(data_path)
     rankers = load_rankers(data, models, scores)
     res = run(

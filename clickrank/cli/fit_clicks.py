@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .._validation import InputError
-from ._root import cli
+from ._root import cli, out_option
 
 _DEFAULT = "pbm,ubm,cascade,dcm,sdbn,dbn"
 
@@ -42,8 +42,7 @@ _DEFAULT = "pbm,ubm,cascade,dcm,sdbn,dbn"
     help="LOG is a click log (parquet file, folder or CSV) or a Yandex relevance-"
     "prediction sample (clickrank.publiclogs.load_yandex_sample).",
 )
-@click.option(
-    "--out",
+@out_option(
     "out",
     type=click.Path(dir_okay=False),
     default=None,

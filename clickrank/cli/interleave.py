@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from .._io import check_output
 from .._validation import check_alpha
-from ._root import cli
+from ..specs._names import CLICK_MODELS, INTERLEAVING_METHODS, POPULATION_MODELS
+from ._root import cli, out_option, top_k_option
 from .evaluate import load_data, load_rankers
 
-_MODELS = (
-    "pbm",
-    "trust",
-    "cascade",
-    "dcm",
-    "dbn",
-    "sdbn",
-    "ubm",
-    "pbm-population",
-    "web-population",
-)
+_MODELS = (*CLICK_MODELS, *POPULATION_MODELS)
 
 
 def _ranker(data, path: str):
@@ -60,7 +52,7 @@ def _ranker(data, path: str):
 )
 @click.option(
     "--method",
-    type=click.Choice(["team-draft", "balanced", "probabilistic", "optimized"]),
+    type=click.Choice(INTERLEAVING_METHODS),
     default="team-draft",
     help="Interleaving method.",
 )
@@ -79,7 +71,7 @@ def _ranker(data, path: str):
     "is graded, eps + (1 - eps)(2^y - 1)/(2^ymax - 1), eps = 0.1, ymax = top label.",
 )
 @click.option("--impressions", type=int, default=100_000, help="Simulated impressions.")
-@click.option("--k", "k", type=int, default=10, help="Length of the shown lists.")
+@top_k_option("k", deprecated=("--k",), type=int, default=10, help="Length of the shown lists.")
 @click.option("--alpha", type=float, default=0.05, help="Test level.")
 @click.option(
     "--seed", type=click.IntRange(min=0), default=0, help="Seed (same seed, same result)."
@@ -105,12 +97,17 @@ def _ranker(data, path: str):
     "of randomization and analysis.",
 )
 @click.option("--plot", type=click.Path(dir_okay=False), help="With --power: write a PNG.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write results as JSON.")
+@out_option(
+    "output",
+    deprecated=("--output",),
+    type=click.Path(dir_okay=False),
+    help="Write results as JSON.",
+)
 @click.option(
     "-f",
     "--force",
     is_flag=True,
-    help="Replace OUTPUT / PLOT if clickrank wrote them (never anything else).",
+    help="Replace --out / --plot if clickrank wrote them (never anything else).",
 )
 def interleave(
     a_path,
@@ -132,28 +129,15 @@ def interleave(
     force,
 ):
     """Compare rankers A and B by simulated interleaving on a labelled test set."""
-    from ..clickmodels import make_click_model, relevance_for_labels
-    from ..online import ab_experiment, interleaving_experiment, power_analysis
+    from ..online import ab_experiment, interleaving_experiment
 
     check_alpha(alpha, name="--alpha")
-    for path, what in ((output, "--output"), (plot, "--plot")):
+    for path, what in ((output, "--out"), (plot, "--plot")):
         if path:
             check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
-    # graded attractiveness (and DBN satisfaction) scaled to the data's top label, as
-    # `clickrank simulate` does
-    top = max(float(data.y.max()), 1.0)
-    if click_model == "pbm-population":
-        params: dict = {"eta_mean": eta, "max_label": top}
-    elif click_model == "web-population":
-        params = {"max_label": top}
-    else:
-        params, line = relevance_for_labels(click_model, data.y)
-        click.echo(line, err=True)
-        if click_model in ("pbm", "trust", "ubm"):
-            params["eta"] = eta
-    model = make_click_model(click_model, **params)
+    model = _click_model(click_model, eta, data)
     results: dict = {}
     with click.progressbar(
         length=impressions, label=f"{method} impressions", file=sys.stderr
@@ -180,29 +164,43 @@ def interleave(
         click.echo(r_ab.summary())
         results["ab"] = r_ab.to_dict()
     if power:
-        click.echo("computing power curves ...", err=True)
-        pc = power_analysis(
-            data,
-            a,
-            b,
-            click_model=model,
-            pool_size=impressions,
-            k=k,
-            alpha=alpha,
-            seed=seed,
-            n_experiments=experiments,
-            sessions_per_user=sessions_per_user,
-        )
-        click.echo("")
-        click.echo(pc.summary())
-        results["power"] = pc.to_dict()
-        if plot:
-            from ..plots import power_curves
-
-            power_curves(pc, path=plot)  # atomic PNG write
-            click.echo(f"wrote {plot}", err=True)
+        results["power"] = _power(data, a, b, model, impressions, k, alpha, seed, experiments,
+                                  sessions_per_user, plot)  # fmt: skip
     if output:
         from .._io import atomic_write_json
 
         atomic_write_json(output, results)
         click.echo(f"wrote {output}", err=True)
+
+
+def _click_model(name: str, eta: float, data: Any) -> Any:
+    """The simulated users: graded attractiveness (and DBN satisfaction) scaled to the
+    data's top label, as ``clickrank simulate`` does; populations get it as ``max_label``."""
+    from ..specs import make_click_model
+
+    if name in POPULATION_MODELS:
+        top = max(float(data.y.max()), 1.0)
+        extra = {"eta_mean": eta} if name == "pbm-population" else {}
+        return make_click_model({"name": name, "max_label": top, **extra})[0]
+    model, line = make_click_model({"name": name, "eta": eta}, data.y)
+    click.echo(line, err=True)
+    return model
+
+
+def _power(data, a, b, model, impressions, k, alpha, seed, experiments, sessions_per_user,
+           plot) -> dict:  # fmt: skip
+    """Power curves of interleaving and A/B (printed, drawn to ``plot`` if given)."""
+    from ..online import power_analysis
+
+    click.echo("computing power curves ...", err=True)
+    pc = power_analysis(data, a, b, click_model=model, pool_size=impressions, k=k, alpha=alpha,
+                        seed=seed, n_experiments=experiments,
+                        sessions_per_user=sessions_per_user)  # fmt: skip
+    click.echo("")
+    click.echo(pc.summary())
+    if plot:
+        from ..plots import power_curves
+
+        power_curves(pc, path=plot)  # atomic PNG write
+        click.echo(f"wrote {plot}", err=True)
+    return pc.to_dict()

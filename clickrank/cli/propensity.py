@@ -9,23 +9,16 @@ import click
 from .._io import check_output
 from .._validation import check_alpha
 from ..engine._cli import check_log_source, engine_options, is_table, open_log
-from ._root import cli
+from ..specs._names import PROPENSITY_METHODS
+from ._root import cli, out_option, top_k_option
 
-_METHODS = (
-    "swap",
-    "randomized",
-    "randpair",
-    "harvest-allpairs",
-    "harvest-pivot",
-    "harvest-adjacent",
-    "em",
-)
+_METHODS = PROPENSITY_METHODS
 
 
 def describe_log(log: str) -> list[str]:
     """What a simulated log's metadata says about it (none for other logs), for stderr."""
     from ..clicklog import read_log_metadata
-    from ..policies import describe_quality
+    from ..production import describe_quality
 
     meta = read_log_metadata(log)
     if not meta or meta.get("format") != "clickrank.log":
@@ -65,8 +58,7 @@ def _read(log: str):
     default="swap",
     help="Propensity estimator (see docs/propensity.md).",
 )
-@click.option(
-    "--out",
+@out_option(
     "out",
     type=click.Path(dir_okay=False),
     required=True,
@@ -85,10 +77,9 @@ def _read(log: str):
     default=0.05,
     help="Intervals have level 1 - alpha (in the printed table and the JSON).",
 )
-@click.option(
-    "-K",
-    "--positions",
+@top_k_option(
     "K",
+    deprecated=("-K", "--positions"),
     type=int,
     default=None,
     help="Positions to estimate (randomized: the shuffled depth k, needed when only "

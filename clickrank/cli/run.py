@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import click
 
-from ._root import cli
+from ._root import cli, out_option
 
 
 @cli.command()
 @click.argument("config", required=False, type=click.Path(dir_okay=False))
-@click.option(
-    "--out",
+@out_option(
     "out_dir",
     type=click.Path(file_okay=False),
     default="results/default",

@@ -18,10 +18,14 @@ from .._validation import (
     check_non_negative,
     check_probability,
 )
-from ._root import cli
-
-_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
-_ETA_MODELS = ("pbm", "trust", "ubm")
+from ..specs._names import (
+    CLICK_MODELS,
+    ETA_MODELS,
+    INTERVENTION_FRACTIONS,
+    POLICY_KINDS,
+    RELEVANCE_MAPS,
+)
+from ._root import cli, out_option, top_k_option
 
 
 def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -82,7 +86,7 @@ def _given(ctx: click.Context, name: str) -> bool:
     help="Use the synthetic data with this many queries instead of --data.",
 )
 @click.option("--docs-per-query", type=int, default=30, help="Documents per synthetic query.")
-@click.option("--click-model", type=click.Choice(_MODELS), default="pbm", help="Click model.")
+@click.option("--click-model", type=click.Choice(CLICK_MODELS), default="pbm", help="Click model.")
 @click.option(
     "--eta",
     type=float,
@@ -91,7 +95,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option(
     "--relevance",
-    type=click.Choice(["graded", "binarized"]),
+    type=click.Choice(RELEVANCE_MAPS),
     default="graded",
     help="Label-to-click map: graded eps+(1-eps)(2^y-1)/(2^ymax-1), or binarized.",
 )
@@ -117,7 +121,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option(
     "--policy",
-    type=click.Choice(["production", "plackett-luce", "oracle", "random"]),
+    type=click.Choice(POLICY_KINDS),
     default="production",
     help="Logging policy.",
 )
@@ -135,7 +139,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option("--temperature", type=float, default=1.0, help="Plackett-Luce temperature.")
 @click.option("--sessions", type=int, default=1_000_000, help="Number of sessions.")
-@click.option("--top-k", type=int, default=10, help="Results shown per session.")
+@top_k_option(type=int, default=10, help="Results shown per session.")
 @click.option(
     "--swap-fraction",
     type=float,
@@ -174,8 +178,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
 @click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
-@click.option(
-    "--out",
+@out_option(
     "out",
     type=click.Path(dir_okay=True),
     required=True,
@@ -202,80 +205,25 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
       clickrank simulate --synthetic 1300 --click-model dbn --swap-fraction 0.1 \\
           --out log.parquet --force
     """
-    from ..clicklog import ctr_by_position
-    from ..clickmodels import make_click_model, relevance_for_labels
-    from ..datasets import load_letor, synthetic
-    from ..policies import ProductionRanker, describe_quality, make_policy
-    from ..simulation import FairPairs, Randomize, RandPair, Swap, estimate_log_bytes
+    from ..production import ProductionRanker, describe_quality
+    from ..simulation import estimate_log_bytes
     from ..simulation import simulate as run
+    from ..specs import make_click_model, make_interventions, make_policy
 
     out = Path(opts["out"])
-    if (opts["data_path"] is None) == (opts["synthetic_queries"] is None):
-        raise click.UsageError("give exactly one of --data PATH or --synthetic N_QUERIES")
-    model_name = opts["click_model"]
-    if _given(ctx, "eta") and model_name not in _ETA_MODELS:
-        raise click.UsageError(f"--eta applies to {', '.join(_ETA_MODELS)}, not {model_name}")
-    if (
-        opts["max_label"] is not None
-        and opts["relevance"] != "graded"
-        and model_name not in ("dbn", "sdbn")
-    ):
-        raise click.UsageError(
-            "--max-label applies to --relevance graded (and to the satisfaction of dbn and sdbn)"
-        )
-    if opts["threshold"] is not None and opts["relevance"] != "binarized":
-        raise click.UsageError("--threshold applies to --relevance binarized")
-    check_non_negative(opts["eta"], name="--eta")
-    eps = check_probability(opts["eps"], name="--eps")
-    fractions = {}
-    for name in ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction"):
-        fractions[name] = check_probability(opts[name], name="--" + name.replace("_", "-"))
-    for name in ("sessions", "top_k", "chunk_size", "docs_per_query", "production_min_queries"):
-        if opts[name] is not None and opts[name] < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
-    if not 0 < opts["production_fraction"] <= 1:
-        raise InputError(
-            f"--production-fraction must be in (0, 1], got {opts['production_fraction']}"
-        )
-    if opts["seed"] < 0:
-        raise InputError(f"--seed must be >= 0, got {opts['seed']}")
+    _check_options(ctx, opts)
     need = 0 if opts["skip_space_check"] else estimate_log_bytes(opts["sessions"], opts["top_k"])
     check_output(
         out, force=opts["force"], what="--out", need_bytes=need, inputs=[opts["data_path"]]
     )
-
-    if opts["data_path"] is not None:
-        data = load_letor(opts["data_path"])
-    else:
-        if opts["synthetic_queries"] < 1:
-            raise InputError(f"--synthetic must be >= 1, got {opts['synthetic_queries']}")
-        data = synthetic(opts["synthetic_queries"], opts["docs_per_query"], seed=opts["seed"])
-    if data.y is None:
-        raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
-
-    params, rel_line = relevance_for_labels(
-        model_name,
-        data.y,
-        relevance=opts["relevance"],
-        eps=eps,
-        max_label=opts["max_label"],
-        threshold=opts["threshold"],
-        names=("--max-label", "--threshold"),
+    data = _load_data(opts)
+    spec = {k: opts[k] for k in ("relevance", "eps", "eta", "max_label", "threshold")}
+    model, rel_line = make_click_model(
+        {"name": opts["click_model"], **spec}, data.y, names=("--max-label", "--threshold")
     )
-    if model_name in _ETA_MODELS:
-        params["eta"] = opts["eta"]
-    model = make_click_model(model_name, **params)
-
-    interventions = []
-    if fractions["swap_fraction"] > 0:
-        interventions.append(Swap(fractions["swap_fraction"], k=opts["swap_k"]))
-    if fractions["randpair_fraction"] > 0:
-        interventions.append(RandPair(fractions["randpair_fraction"]))
-    if fractions["randomize_fraction"] > 0:
-        interventions.append(Randomize(fractions["randomize_fraction"], k=opts["randomize_k"]))
-    if fractions["fairpairs_fraction"] > 0:
-        interventions.append(FairPairs(fractions["fairpairs_fraction"]))
-
+    interventions = make_interventions(
+        {k: opts[k] for k in (*INTERVENTION_FRACTIONS, "swap_k", "randomize_k")}
+    )
     policy = make_policy(
         opts["policy"],
         data,
@@ -309,12 +257,66 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
             check_space=not opts["skip_space_check"],
             metadata=meta or {"relevance": rel_line},
         )
+    _print_ctr(log, out, opts["sessions"])
+
+
+def _check_options(ctx: click.Context, opts: dict[str, Any]) -> None:
+    """The checks of the options that need no data (one line each)."""
+    if (opts["data_path"] is None) == (opts["synthetic_queries"] is None):
+        raise click.UsageError("give exactly one of --data PATH or --synthetic N_QUERIES")
+    model_name = opts["click_model"]
+    if _given(ctx, "eta") and model_name not in ETA_MODELS:
+        raise click.UsageError(f"--eta applies to {', '.join(ETA_MODELS)}, not {model_name}")
+    if (
+        opts["max_label"] is not None
+        and opts["relevance"] != "graded"
+        and model_name not in ("dbn", "sdbn")
+    ):
+        raise click.UsageError(
+            "--max-label applies to --relevance graded (and to the satisfaction of dbn and sdbn)"
+        )
+    if opts["threshold"] is not None and opts["relevance"] != "binarized":
+        raise click.UsageError("--threshold applies to --relevance binarized")
+    check_non_negative(opts["eta"], name="--eta")
+    check_probability(opts["eps"], name="--eps")
+    for name in INTERVENTION_FRACTIONS:
+        check_probability(opts[name], name="--" + name.replace("_", "-"))
+    for name in ("sessions", "top_k", "chunk_size", "docs_per_query", "production_min_queries"):
+        if opts[name] is not None and opts[name] < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
+    if not 0 < opts["production_fraction"] <= 1:
+        raise InputError(
+            f"--production-fraction must be in (0, 1], got {opts['production_fraction']}"
+        )
+    if opts["seed"] < 0:
+        raise InputError(f"--seed must be >= 0, got {opts['seed']}")
+
+
+def _load_data(opts: dict[str, Any]) -> Any:
+    """The labelled data: ``--data`` (LETOR) or ``--synthetic`` queries."""
+    from ..datasets import load_letor, synthetic
+
+    if opts["data_path"] is not None:
+        data = load_letor(opts["data_path"])
+    else:
+        if opts["synthetic_queries"] < 1:
+            raise InputError(f"--synthetic must be >= 1, got {opts['synthetic_queries']}")
+        data = synthetic(opts["synthetic_queries"], opts["docs_per_query"], seed=opts["seed"])
+    if data.y is None:
+        raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
+    return data
+
+
+def _print_ctr(log: Any, out: Path, sessions: int) -> None:
+    """What was written, and the click-through rate by position."""
+    from ..clicklog import ctr_by_position
+
     table = ctr_by_position(log).collect()
     n_rows = int(table["impressions"].sum())
     n_clicks = int(table["clicks"].sum())
     click.echo(
-        f"wrote {out}: {opts['sessions']:,} sessions, {n_rows:,} rows, "
-        f"{n_clicks:,} clicks ({n_clicks / max(opts['sessions'], 1):.3f} per session)"
+        f"wrote {out}: {sessions:,} sessions, {n_rows:,} rows, "
+        f"{n_clicks:,} clicks ({n_clicks / max(sessions, 1):.3f} per session)"
     )
     click.echo(f"{'position':>8} {'shown':>12} {'clicks':>10} {'CTR':>8} {'SE':>8}")
     for r in table.iter_rows(named=True):

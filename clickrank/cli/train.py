@@ -6,14 +6,21 @@ import click
 
 from .._validation import InputError
 from ..engine._cli import check_log_source, engine_options, local_path, open_log
-from ._root import cli
+from ..specs._names import (
+    CANDIDATE_SETS,
+    LAMBDAMART_SELECTION,
+    LAMBDAMART_SHAPE,
+    NAIVE_KINDS,
+    NORMALIZATIONS,
+    TRAIN_TARGETS,
+    VALIDATION_ESTIMATES,
+)
+from ._root import cli, out_option
 
-# the defaults of clickrank.selection.LambdaMARTCV and clickrank.LambdaMART, without
-# importing them (the CLI starts without LightGBM); tests check they agree
-SELECTION = {"folds": 5, "n_estimators": 500, "learning_rate": 0.1, "early_stopping_rounds": 50,
-             "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
-                      {"num_leaves": 31, "max_depth": -1})}  # fmt: skip
-FIXED = {"num_leaves": 8, "max_depth": 3}
+# the defaults of LambdaMARTCV and LambdaMART (defined once in clickrank.specs, which
+# the CLI reads without importing LightGBM; tests check they agree with the library)
+SELECTION = LAMBDAMART_SELECTION
+FIXED = LAMBDAMART_SHAPE
 
 
 @cli.command()
@@ -34,22 +41,7 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 )
 @click.option(
     "--target",
-    type=click.Choice(
-        [
-            "ips",
-            "dr",
-            "naive",
-            "unbiased-lambdamart",
-            "ips-pairs",
-            "prs-pairs",
-            "affine",
-            "cascade-ips",
-            "fitted-relevance",
-            "skip-above",
-            "pairs",
-            "oracle",
-        ]
-    ),
+    type=click.Choice(TRAIN_TARGETS),
     default="ips",
     show_default=True,
     help="Training target built from the log (dr: doubly robust gains; unbiased-lambdamart, "
@@ -65,8 +57,7 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
     help='JSON propensities ({"theta": [...]} or a plain list); '
     "required by --target ips and dr and by --ips-weighted skip-above.",
 )
-@click.option(
-    "--out",
+@out_option(
     "out_dir",
     type=click.Path(file_okay=False),
     required=True,
@@ -97,7 +88,7 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 )
 @click.option(
     "--validation",
-    type=click.Choice(["ips", "dr", "clicks"]),
+    type=click.Choice(VALIDATION_ESTIMATES),
     default=None,
     help="Click estimate of DCG@k the selection maximises: ips (default with "
     "--propensities), dr (doubly robust), clicks (biased; default without).",
@@ -164,14 +155,14 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 )
 @click.option(
     "--normalize",
-    type=click.Choice(["none", "exposure", "query"]),
+    type=click.Choice(NORMALIZATIONS),
     default="none",
     show_default=True,
     help="IPS gains: plain, per-exposure (policy-aware) or self-normalised per query.",
 )
 @click.option(
     "--candidates",
-    type=click.Choice(["auto", "shown", "all", "hybrid"]),
+    type=click.Choice(CANDIDATE_SETS),
     default="auto",
     show_default=True,
     help="Documents in each training list: shown at least once, all (never-shown as gain 0), "
@@ -179,7 +170,7 @@ FIXED = {"num_leaves": 8, "max_depth": 3}
 )
 @click.option(
     "--naive-kind",
-    type=click.Choice(["clicks", "ctr"]),
+    type=click.Choice(NAIVE_KINDS),
     default="clicks",
     help="Naive target gains: click counts or click-through rates.",
 )
@@ -212,49 +203,17 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     from pathlib import Path
 
     from .. import targets as T
-    from .._io import check_output
     from ..clicklog import read_log
     from ..datasets import load_letor
+    from ..specs import make_learner
 
-    if target != "oracle" and log_path is None:
-        raise click.UsageError(f"--target {target} needs --log")
-    if target == "oracle" and log_path is not None:
-        raise click.UsageError("--target oracle uses the labels of --data; drop --log")
-    if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
-        raise click.UsageError(
-            f"--propensities is required by --target {target}"
-            + (" with --ips-weighted" if ips_weighted else "")
-        )
-    if validation in ("ips", "dr") and theta_path is None:
-        raise click.UsageError(f"--validation {validation} needs --propensities")
-    if truncation < 0:
-        raise InputError(f"--truncation must be >= 0, got {truncation}")
-    for name, value in (
-        ("--folds", folds),
-        ("--trees", trees),
-        ("--early-stopping", early_stopping),
-    ):
-        if value < 1:
-            raise click.UsageError(f"{name} must be >= 1, got {value}")
-    if select and folds < 2:
-        raise click.UsageError(f"--folds must be >= 2, got {folds}")
+    _check_options(target, log_path, theta_path, validation, ips_weighted, select,
+                   folds=folds, trees=trees, early_stopping=early_stopping,
+                   truncation=truncation, seed=seed)  # fmt: skip
     clip_value = _clip(clip)
-    if seed < 0:
-        raise click.UsageError(f"--seed must be >= 0, got {seed}")
-
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
-    files = [Path(out_dir) / name for name in ("model.txt", "meta.json", "selection.json")]
-    for f in files:  # files clickrank did not write are refused, even with --force
-        check_output(
-            f, force=True, what="--out",
-            inputs=[data_path, local_path(log_path), theta_path, valid_path],
-        )  # fmt: skip
-    if any(f.exists() for f in files[:2]) and not force:
-        raise InputError(
-            f"--out {out_dir} already holds a model (written by clickrank); pass "
-            "--force to replace it"
-        )
+    _check_model_folder(
+        Path(out_dir), force, [data_path, local_path(log_path), theta_path, valid_path]
+    )
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     if log_path is None:
@@ -272,25 +231,23 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
                         normalize=normalize, naive_kind=naive_kind, seed=seed,
                         stats=stats if same_stats else None)  # fmt: skip
     click.echo(tgt.summary(), err=True)
-    common = dict(
+    spec = dict(
+        n_estimators=trees,
+        early_stopping_rounds=early_stopping,
         learning_rate=learning_rate,
         min_data_in_leaf=min_data_in_leaf,
-        truncation_level=truncation or None,
+        truncation_level=truncation,
         eval_at=eval_at,
         seed=seed,
         n_jobs=jobs,
     )
     shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
     if valid_path is not None or not select:
-        from ..lambdamart import LambdaMART
-
         valid = load_letor(valid_path) if valid_path is not None else None
-        model = LambdaMART(
-            n_estimators=trees, **{**FIXED, **shape},
-            early_stopping_rounds=early_stopping if valid is not None else None, **common,
-        ).fit(data, tgt, valid=valid)  # fmt: skip
+        learner = make_learner({**spec, **shape}, select=False, early_stopping=valid is not None)
+        model = learner.fit(data, tgt, valid=valid)
     else:
-        from ..selection import ClickValidation, LambdaMARTCV
+        from ..selection import ClickValidation
 
         val = None
         if target != "oracle":
@@ -303,16 +260,11 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
                 )
             val = ClickValidation.from_log(data, log, theta, estimator=est,
                                            stats=stats, seed=seed)  # fmt: skip
-        grid = [shape] if shape else SELECTION["grid"]
-        if shape and "max_depth" not in shape:
-            grid = [{**shape, "max_depth": -1}]
-        model = LambdaMARTCV(
-            grid=grid,
-            folds=folds,
-            n_estimators=trees,
-            early_stopping_rounds=early_stopping,
-            **common,
-        ).fit(data, tgt, validation=val, progress=lambda m: click.echo(m, err=True))
+        if shape:  # a given shape is the whole grid (no depth limit unless given)
+            spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+        model = make_learner({**spec, "folds": folds}, select=True).fit(
+            data, tgt, validation=val, progress=lambda m: click.echo(m, err=True)
+        )
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"model written to {path}")
@@ -349,3 +301,48 @@ def _say_candidates(stats, candidates: str) -> None:
             "'Candidate sets')"
         )
     click.echo(("warning: " if share < 0.2 else "") + line, err=True)
+
+
+def _check_options(target, log_path, theta_path, validation, ips_weighted, select, *,
+                   folds, trees, early_stopping, truncation, seed) -> None:  # fmt: skip
+    """The option checks that need no file (one line each)."""
+    if target != "oracle" and log_path is None:
+        raise click.UsageError(f"--target {target} needs --log")
+    if target == "oracle" and log_path is not None:
+        raise click.UsageError("--target oracle uses the labels of --data; drop --log")
+    if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
+        raise click.UsageError(
+            f"--propensities is required by --target {target}"
+            + (" with --ips-weighted" if ips_weighted else "")
+        )
+    if validation in ("ips", "dr") and theta_path is None:
+        raise click.UsageError(f"--validation {validation} needs --propensities")
+    if truncation < 0:
+        raise InputError(f"--truncation must be >= 0, got {truncation}")
+    for name, value in (
+        ("--folds", folds),
+        ("--trees", trees),
+        ("--early-stopping", early_stopping),
+    ):
+        if value < 1:
+            raise click.UsageError(f"{name} must be >= 1, got {value}")
+    if select and folds < 2:
+        raise click.UsageError(f"--folds must be >= 2, got {folds}")
+    if seed < 0:
+        raise click.UsageError(f"--seed must be >= 0, got {seed}")
+
+
+def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
+    """``--out`` is a folder whose model files clickrank may replace (with ``--force``)."""
+    from .._io import check_output
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
+    files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json")]
+    for f in files:  # files clickrank did not write are refused, even with --force
+        check_output(f, force=True, what="--out", inputs=inputs)
+    if any(f.exists() for f in files[:2]) and not force:
+        raise InputError(
+            f"--out {out_dir} already holds a model (written by clickrank); pass "
+            "--force to replace it"
+        )

@@ -91,7 +91,7 @@ class _CascadeFamily:
 
 @dataclass(frozen=True)
 class Cascade(_CascadeFamily):
-    r"""Cascade model (Craswell, Zoeter, Taylor, Ramsey 2008).
+    r"""Cascade model (Craswell et al. (2008)).
 
     The user scans top-down, examines position 1, clicks the document at an
     examined position with probability :math:`\alpha(d)` and stops after the
@@ -123,7 +123,7 @@ class Cascade(_CascadeFamily):
 
 @dataclass(frozen=True)
 class DCM(_CascadeFamily):
-    r"""Dependent click model (Guo, Liu, Wang 2009).
+    r"""Dependent click model (Guo et al. (2009)).
 
     A cascade in which the user may go on after a click: after clicking at
     position :math:`j` she continues with probability :math:`\lambda_j`
@@ -164,7 +164,7 @@ class DCM(_CascadeFamily):
 
 @dataclass(frozen=True)
 class DBN(_CascadeFamily):
-    r"""Dynamic Bayesian network model (Chapelle & Zhang 2009).
+    r"""Dynamic Bayesian network model (Chapelle & Zhang (2009)).
 
     With examination :math:`E_j`, attractiveness :math:`A_j`, click
     :math:`C_j` and satisfaction :math:`S_j`:
@@ -187,7 +187,7 @@ class DBN(_CascadeFamily):
         :math:`\alpha(y)`.
     satisfaction : relevance map, default ``ERRSatisfaction(max_label=4)``
         :math:`\sigma(y) = (2^y - 1)/2^{y_{\max}}`, the ERR choice
-        (Chapelle et al. 2009).
+        (Chapelle et al. (2009)).
     gamma : float, default 0.9
         Perseverance :math:`\gamma`: probability of going on when not satisfied.
     """
@@ -215,7 +215,7 @@ class DBN(_CascadeFamily):
 
 @dataclass(frozen=True)
 class SDBN(DBN):
-    r"""Simplified DBN (Chapelle & Zhang 2009, §5): :class:`DBN` with :math:`\gamma = 1`.
+    r"""Simplified DBN (Chapelle & Zhang (2009), §5): :class:`DBN` with :math:`\gamma = 1`.
 
     The user goes on until satisfied, so the last click is the satisfied one
     (if any) and every skipped document was examined.

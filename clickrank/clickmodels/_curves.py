@@ -50,7 +50,7 @@ def _finish(values: np.ndarray, what: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PowerLaw:
-    r"""Power-law curve :math:`\theta_p = c \, (1/p)^{\eta}` (Joachims et al. 2017, §6).
+    r"""Power-law curve :math:`\theta_p = c \, (1/p)^{\eta}` (Joachims et al. (2017), §6).
 
     Parameters
     ----------
@@ -81,7 +81,7 @@ class EyeTracking:
 
     :math:`\theta^{\mathrm{eye}} = (.68, .61, .48, .34, .28, .20, .11, .10, .08, .06)`,
     the raw (not normalized) values ULTRA raises to the power :math:`\eta`
-    (Ai et al. 2018, "Unbiased Learning to Rank with Unbiased Propensity
+    (Ai et al. (2018), "Unbiased Learning to Rank with Unbiased Propensity
     Estimation"; ULTRA's ``PositionBiasedModel``). Position 1 is therefore
     examined with probability :math:`0.68^\eta`, not 1.
 

@@ -213,7 +213,7 @@ def pbm_population(
     Parameters
     ----------
     eta_mean : float
-        Median η (> 0). η = 1 is the usual PBM severity (Joachims et al. 2017).
+        Median η (> 0). η = 1 is the usual PBM severity (Joachims et al. (2017)).
     eta_spread : float
         Standard deviation of :math:`\log \eta` (0 = homogeneous).
     n_types : int

@@ -39,7 +39,9 @@ __all__ = ["PBM", "TrustBias", "ClickMatrix", "load_click_matrix"]
 
 @dataclass(frozen=True)
 class PBM(_IndependentClicks):
-    r"""Position-based model (Richardson et al. 2007; Craswell et al. 2008; Joachims 2017 §5.1).
+    r"""Position-based model (Richardson et al. (2007); Craswell et al. (2008)).
+
+    Joachims et al. (2017), §5.1, use it to simulate position-biased clicks.
 
     A document is clicked iff its position is examined and it is attractive;
     the two events are independent:

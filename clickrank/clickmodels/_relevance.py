@@ -97,7 +97,7 @@ class Binarized:
 
 @dataclass(frozen=True)
 class Graded:
-    r"""Graded relevance with click noise (Ai et al. 2018; ULTRA; Chapelle et al. 2009).
+    r"""Graded relevance with click noise (Ai et al. (2018); ULTRA; Chapelle et al. (2009)).
 
     .. math::
         \alpha(y) = \epsilon + (1 - \epsilon) \frac{2^{y} - 1}{2^{y_{\max}} - 1}
@@ -278,7 +278,7 @@ def default_threshold(max_label: float) -> float:
 
     ``max(1, max_label - 1)``: the two top grades of a five-grade scale (0..4:
     Yahoo! LTR, MSLR-WEB, Istella; labels 3 and 4 are relevant, as in
-    Joachims, Swaminathan & Schnabel, WSDM 2017 §6, Agarwal et al. 2019 and
+    Joachims et al. (2017) §6, Agarwal et al. 2019 and
     ULTRA), and every relevant grade of a three-grade scale (0..2: LETOR 4.0
     MQ2007/MQ2008; labels 1 and 2, as the ULTR studies on those sets do).
     Binary labels (0..1) give 1.

@@ -1,4 +1,4 @@
-r"""User browsing model (Dupret & Piwowarski 2008)."""
+r"""User browsing model (Dupret & Piwowarski (2008))."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def _ubm_marginals(alpha, gamma, out):  # pragma: no cover - numba
 
 @dataclass(frozen=True, eq=False)
 class UBM:
-    r"""User browsing model (Dupret & Piwowarski 2008).
+    r"""User browsing model (Dupret & Piwowarski (2008)).
 
     The examination of rank :math:`r` depends on the rank and on the distance
     :math:`d = r - r'` to the previous click at rank :math:`r'` (:math:`r' = 0`

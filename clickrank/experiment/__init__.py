@@ -42,7 +42,8 @@ apart from its ``timings``).
 
 from __future__ import annotations
 
-from ._config import ExperimentConfig, default_config_text, dumps_toml, load_config
+from ..specs import dumps_toml
+from ._config import ExperimentConfig, default_config_text, load_config
 from ._runner import ExperimentResult, run_experiment
 from ._schema import PRODUCTION, SCHEMA, STAGES, TARGETS  # noqa: F401 (PRODUCTION: as before)
 

@@ -12,7 +12,6 @@ from .._io import atomic_write_json, clear_owned
 from .._validation import InputError
 from ._config import _derive
 from ._files import _clean, _fingerprint, _read_json, _save_npy
-from ._schema import _click_model_params
 
 
 class _LogStages:
@@ -87,7 +86,7 @@ class _LogStages:
 
     @staticmethod
     def _production_detail(meta: dict) -> str:
-        from ..policies import describe_quality
+        from ..production import describe_quality
 
         q = meta.get("quality")
         return f"{meta['policy']} policy" + (f"; {describe_quality(q)}" if q else "")
@@ -99,7 +98,7 @@ class _LogStages:
 
     # -- production ranker ----------------------------------------------------------------
     def _production(self) -> tuple[dict, list[str]]:
-        from ..policies import production_ranker
+        from ..production import production_ranker
 
         pc, seed = self.cfg["production"], self.cfg.seed("production")
         train, test = self.parts["train"], self.parts["test"]
@@ -144,25 +143,18 @@ class _LogStages:
         return _read_json(self.out / "production/meta.json")
 
     def _policy(self):
-        from ..policies import DeterministicPolicy, PlackettLuce, UniformRandom
+        from ..specs import policy_from_scores
 
-        policy = self.prod["policy"]
-        if policy == "random":
-            return UniformRandom(name="random")
-        if policy == "plackett-luce":
-            return PlackettLuce(
-                self.scores["train"], temperature=self.prod["temperature"], name="plackett-luce"
-            )
-        return DeterministicPolicy(self.scores["train"], name=policy)
+        kind = self.prod["policy"]
+        return policy_from_scores(kind, self.scores["train"], temperature=self.prod["temperature"])
 
     # -- click model and simulation ---------------------------------------------------------
     def click_model(self):
-        from ..clickmodels import make_click_model
+        from ..specs import make_click_model
 
         if not hasattr(self, "_cm"):
             labels = [f(p.y) for p in self.parts.values() for f in (np.min, np.max)]
-            params, self.relevance_line = _click_model_params(self.cfg["click_model"], labels)
-            self._cm = make_click_model(self.cfg["click_model"]["name"], **params)
+            self._cm, self.relevance_line = make_click_model(self.cfg["click_model"], labels)
             self.run.log(f"        {self.relevance_line}")
         return self._cm
 
@@ -181,25 +173,9 @@ class _LogStages:
 
         return read_log(self.log_path, validate=False)
 
-    def _interventions(self) -> list:
-        from ..simulation import Randomize, RandPair, Swap
-
-        iv = self.cfg["interventions"]
-        items = []
-        if iv["swap_fraction"] > 0:
-            items.append(Swap(iv["swap_fraction"], k=iv.get("swap_k")))
-        if iv["randpair_fraction"] > 0:
-            items.append(RandPair(iv["randpair_fraction"]))
-        if iv["randomize_fraction"] > 0:
-            items.append(Randomize(iv["randomize_fraction"], k=iv.get("randomize_k")))
-        if iv["fairpairs_fraction"] > 0:
-            from ..simulation import FairPairs
-
-            items.append(FairPairs(iv["fairpairs_fraction"]))
-        return items
-
     def _simulate(self) -> tuple[dict, list[str]]:
         from ..simulation import simulate
+        from ..specs import make_interventions
 
         sim = self.cfg["simulation"]
         policy, cm = self._policy(), self.click_model()
@@ -211,7 +187,7 @@ class _LogStages:
             policy=policy,
             click_model=cm,
             n_sessions=sim["sessions"],
-            interventions=self._interventions(),
+            interventions=make_interventions(self.cfg["interventions"]),
             top_k=sim["top_k"],
             seed=self.cfg.seed("simulation"),
             chunk_size=sim["chunk_size"],
@@ -229,7 +205,7 @@ class _LogStages:
         import polars as pl
 
         from ..clicklog import click_counts, skip_above_pairs
-        from ..clickmodels._relevance import evaluate_map
+        from ..clickmodels import evaluate_map
 
         lf = self.log()
         cm = self.click_model()

@@ -7,8 +7,9 @@ from typing import Any
 
 from .._io import atomic_write_json, clear_owned
 from .._validation import ClickRankError
+from ..specs._names import NEEDS_THETA
 from ._files import _clean, _folder
-from ._schema import NEEDS_THETA, PRODUCTION
+from ._schema import PRODUCTION
 
 
 class _RankerStages:
@@ -39,29 +40,15 @@ class _RankerStages:
 
     def _lambdamart(self):
         """The configured learner: LambdaMARTCV (select = true) or a fixed LambdaMART."""
-        from ..lambdamart import LambdaMART
-        from ..selection import LambdaMARTCV
+        from ..specs import make_learner
 
         lm = self.cfg["lambdamart"]
-        common = dict(learning_rate=lm["learning_rate"], min_data_in_leaf=lm["min_data_in_leaf"],
-                      truncation_level=lm["truncation_level"] or None, eval_at=self._eval_at(),
-                      seed=self.cfg.seed("lambdamart"), n_jobs=lm["n_jobs"])  # fmt: skip
-        if lm["select"]:
-            return LambdaMARTCV(
-                grid=[dict(g) for g in lm["grid"]],
-                folds=lm["folds"],
-                n_estimators=lm["n_estimators"],
-                early_stopping_rounds=lm["early_stopping_rounds"],
-                **common,
-            )
-        return LambdaMART(
-            n_estimators=lm["n_estimators"],
-            num_leaves=lm["num_leaves"],
-            max_depth=lm["max_depth"],
-            early_stopping_rounds=lm.get("early_stopping_rounds")
-            if self.parts.get("valid") is not None
-            else None,
-            **common,
+        return make_learner(
+            lm,
+            select=lm["select"],
+            early_stopping=self.parts.get("valid") is not None,
+            eval_at=self._eval_at(),
+            seed=self.cfg.seed("lambdamart"),
         )
 
     def _fit(self, name: str, tgt: Any, log: Any, theta_est: Any):
@@ -229,12 +216,8 @@ class _RankerStages:
 
     # -- learning curve -------------------------------------------------------------------
     def _learning_curve(self) -> tuple[dict, list[str]]:
-        import polars as pl
-
-        from ..evaluation import evaluate
-
-        lc, e = self.cfg["learning_curve"], self.cfg["evaluation"]
-        metric = e["metrics"][0]
+        lc = self.cfg["learning_curve"]
+        metric = self.cfg["evaluation"]["metrics"][0]
         total = self.cfg["simulation"]["sessions"]
         sizes = sorted({n for n in lc["sessions"] if n < total})
         notes = [
@@ -244,71 +227,50 @@ class _RankerStages:
         ]
         methods = [m for m in lc["targets"] if m in self.train["models"]]
         rows = []
-        table = {(r["ranker"], r["metric"]): r for r in self.evaluation["table"]}
-        if sizes and methods:
-            test = self.parts["test"]
+        if methods:
             for n in sizes:
-                log = self.log().filter(pl.col("session") < n)
-                est = None
-                if self.prop["use"] is not None:  # for the targets and the selection
-                    try:
-                        est = self._estimate(self.prop["use"], log)
-                    except ClickRankError as err:
-                        notes.append(f"{n:,} sessions: propensities not estimated ({err})")
-                fitted = {}
-                for m in methods:
-                    if m in NEEDS_THETA and est is None:
-                        continue
-                    try:
-                        tgt = self._target(m, log, est)
-                        fitted[m] = self._booster(self._fit(m, tgt, log, est))
-                    except ClickRankError as err:
-                        notes.append(f"{n:,} sessions, {m}: not trained ({err})")
-                if not fitted:
-                    continue
-                res = evaluate(
-                    fitted,
-                    test,
-                    [metric],
-                    empty=e["empty"],
-                    n_bootstrap=e["bootstrap"],
-                    alpha=e["alpha"],
-                    seed=self.cfg.seed("evaluation"),
-                )
-                for r in res.table.iter_rows(named=True):
-                    rows.append(
-                        {
-                            "method": r["ranker"],
-                            "sessions": n,
-                            "mean": r["mean"],
-                            "lower": r["ci_low"],
-                            "upper": r["ci_high"],
-                        }
-                    )
-        if rows:
-            for m in methods:
-                r = table[(m, metric)]
-                rows.append(
-                    {
-                        "method": m,
-                        "sessions": total,
-                        "mean": r["mean"],
-                        "lower": r["ci_low"],
-                        "upper": r["ci_high"],
-                    }
-                )
-            for ref in ("oracle", PRODUCTION):
-                if (ref, metric) in table:
-                    r = table[(ref, metric)]
-                    rows.append(
-                        {
-                            "method": ref,
-                            "sessions": None,
-                            "mean": r["mean"],
-                            "lower": r["ci_low"],
-                            "upper": r["ci_high"],
-                        }
-                    )
+                rows.extend(self._curve_point(n, methods, metric, notes))
+        if rows:  # the full log and the references, from the evaluation stage
+            table = {(r["ranker"], r["metric"]): r for r in self.evaluation["table"]}
+            refs = [(m, total) for m in methods]
+            refs += [(ref, None) for ref in ("oracle", PRODUCTION) if (ref, metric) in table]
+            rows.extend(_curve_row(m, n, table[(m, metric)]) for m, n in refs)
         out = _clean({"metric": metric, "rows": rows, "notes": notes})
         atomic_write_json(self.out / "learning_curve.json", out)
         return out, ["learning_curve.json"]
+
+    def _curve_point(self, n: int, methods: list[str], metric: str, notes: list[str]) -> list:
+        """The rows of the targets trained on the first ``n`` sessions (problems go to notes)."""
+        import polars as pl
+
+        from ..evaluation import evaluate
+
+        e = self.cfg["evaluation"]
+        log = self.log().filter(pl.col("session") < n)
+        est = None
+        if self.prop["use"] is not None:  # for the targets and the selection
+            try:
+                est = self._estimate(self.prop["use"], log)
+            except ClickRankError as err:
+                notes.append(f"{n:,} sessions: propensities not estimated ({err})")
+        fitted = {}
+        for m in methods:
+            if m in NEEDS_THETA and est is None:
+                continue
+            try:
+                tgt = self._target(m, log, est)
+                fitted[m] = self._booster(self._fit(m, tgt, log, est))
+            except ClickRankError as err:
+                notes.append(f"{n:,} sessions, {m}: not trained ({err})")
+        if not fitted:
+            return []
+        res = evaluate(fitted, self.parts["test"], [metric], empty=e["empty"],
+                       n_bootstrap=e["bootstrap"], alpha=e["alpha"],
+                       seed=self.cfg.seed("evaluation"))  # fmt: skip
+        return [_curve_row(r["ranker"], n, r) for r in res.table.iter_rows(named=True)]
+
+
+def _curve_row(method: str, sessions: int | None, r: dict) -> dict:
+    """One point of the learning curve from a row of an evaluation table."""
+    return {"method": method, "sessions": sessions, "mean": r["mean"], "lower": r["ci_low"],
+            "upper": r["ci_high"]}  # fmt: skip

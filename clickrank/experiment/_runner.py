@@ -276,6 +276,12 @@ class _Context(_LogStages, _ClickFitStage, _RankerStages, _OutputStages):
 
     # -- driver ---------------------------------------------------------------------------
     def go(self) -> None:
+        """Run (or reuse) every stage in order: the log side, then the ranker side."""
+        self._go_log()
+        self._go_rankers()
+
+    def _go_log(self) -> None:
+        """data -> production -> simulate -> propensity (and the click-model fit)."""
         cfg, run = self.cfg, self.run
         self.data = run.stage(
             "data",
@@ -323,6 +329,10 @@ class _Context(_LogStages, _ClickFitStage, _RankerStages, _OutputStages):
             self._click_fit_load,
             detail=self._click_fit_detail,
         )
+
+    def _go_rankers(self) -> None:
+        """train -> evaluate -> interleaving -> learning curve -> figures."""
+        cfg, run = self.cfg, self.run
         up = run.hashes["propensity"]
         self.train = run.stage(
             "train",

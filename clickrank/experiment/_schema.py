@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._validation import ConfigError
+from ..specs._names import RUN_TARGETS
 
 #: Allowed keys per section ("" = top level) and their kinds. Defaults live in
 #: ``configs/default.toml``; keys absent there are optional (no default).
@@ -112,27 +113,10 @@ SCHEMA: dict[str, dict[str, str]] = {
     "report": {"figures": "bool"},
 }
 
-#: Training targets a run can fit (clickrank.targets builders); besides these,
-#: ``"pairs:<strategy>"`` fits the preferences of ``clickrank.targets.click_preferences``
-#: (e.g. ``"pairs:fairpairs"``, ``"pairs:skip-above+skip-next"``).
-TARGETS = (
-    "naive",
-    "ips",
-    "ips-true",
-    "dr",
-    "skip-above",
-    "skip-above-ips",
-    "oracle",
-    "unbiased-lambdamart",
-    "prs-pairs",
-    "ips-pairs",
-    "affine",
-    "cascade-ips",
-    "fitted-relevance",
-)
-#: Targets built with the estimated propensities.
-NEEDS_THETA = ("ips", "dr", "skip-above-ips", "prs-pairs", "ips-pairs")
-_FRACTIONS = ("swap_fraction", "randpair_fraction", "randomize_fraction", "fairpairs_fraction")
+#: Training targets a run can fit (``[targets] names``; defined in :mod:`clickrank.specs`);
+#: besides these, ``"pairs:<strategy>"`` fits the preferences of
+#: ``clickrank.targets.click_preferences`` (e.g. ``"pairs:fairpairs"``).
+TARGETS = RUN_TARGETS
 #: The logging ranker, evaluated next to the trained ones.
 PRODUCTION = "production"
 #: Stages in run order.
@@ -150,15 +134,6 @@ STAGES = (
     "report",
 )
 
-_POLICIES = ("production", "plackett-luce", "oracle", "random")
-_CLICK_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
-_ETA_MODELS = ("pbm", "trust", "ubm")
-_CURVE_MODELS = ("pbm", "trust")
-_PROPENSITY_DESIGN = {
-    "swap": "swap_fraction",
-    "randpair": "randpair_fraction",
-    "randomized": "randomize_fraction",
-}
 # spawn keys of the stage seeds derived from the master seed (fixed: do not reorder)
 _SEED_KEYS = {
     "data": 0,
@@ -269,30 +244,3 @@ def _merge(base: dict, user: Mapping[str, Any]) -> dict:
         else:
             out[k] = v
     return out
-
-
-def _click_model_params(cm: Mapping[str, Any], labels: Any) -> tuple[dict[str, Any], str]:
-    """Parameters of :func:`clickrank.clickmodels.make_click_model` from ``[click_model]``.
-
-    The relevance maps follow the label range of ``labels`` unless ``max_label`` /
-    ``threshold`` are set (:func:`clickrank.clickmodels.relevance_for_labels`); the
-    second value is the line that says which map was chosen and why.
-    """
-    from ..clickmodels import relevance_for_labels
-
-    name = cm["name"]
-    params, line = relevance_for_labels(
-        name,
-        labels,
-        relevance=cm["relevance"],
-        eps=cm["eps"],
-        max_label=cm.get("max_label"),
-        threshold=cm.get("threshold"),
-        names=("[click_model] max_label", "[click_model] threshold"),
-    )
-    if name in _ETA_MODELS:
-        params["eta"] = cm["eta"]
-    if name in _CURVE_MODELS:
-        params["curve"] = cm["curve"]
-    params.update(cm.get("params") or {})
-    return params, line

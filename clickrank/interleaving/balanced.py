@@ -71,12 +71,12 @@ class BalancedInterleaved(Interleaved):
 
 
 def balanced(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: int = 0):
-    """Balanced interleaving of two rankings for many impressions.
+    r"""Balanced interleaving of two rankings for many impressions.
 
     A coin decides which ranker leads; the two rankings are then merged
     alternately, skipping documents already shown, so that any prefix of the
     list holds the top :math:`k_a` of A and top :math:`k_b` of B with
-    :math:`|k_a - k_b| \\le 1` (Joachims 2002, Alg. 1). Credit: see
+    :math:`|k_a - k_b| \le 1` (Joachims 2002, Alg. 1). Credit: see
     :meth:`BalancedInterleaved.credit`.
 
     .. warning:: Balanced interleaving is **biased** when the rankings overlap

@@ -1,4 +1,4 @@
-"""Simulated online experiments: interleaving, A/B tests, power curves and fidelity.
+r"""Simulated online experiments: interleaving, A/B tests, power curves and fidelity.
 
 Modules: ``interleave`` (:func:`interleaving_experiment`), ``ab``
 (:func:`ab_experiment`), ``power`` (:func:`power_analysis`), ``fidelity``
@@ -19,7 +19,7 @@ Interleaving (Chapelle, Joachims, Radlinski & Yue, TOIS 2012, §4): per
 impression the outcome is a win for A, a loss, or a tie;
 
 .. math::
-    \\Delta = \\frac{\\text{wins} + \\text{ties}/2}{n} - \\frac12 ,
+    \Delta = \frac{\text{wins} + \text{ties}/2}{n} - \frac12 ,
 
 with a normal confidence interval from the per-impression score
 (1, 1/2, 0) and a **two-sided exact binomial sign test on the non-tied

@@ -26,10 +26,10 @@ STREAM_CLICK_B = 222  # second, independent click draw for the A/B pool (arm B)
 
 
 def _scores(ranker: Any, data: RankingData, name: str) -> np.ndarray:
-    """Scores of a ranker (``predict(X)``) or a ready score array (:func:`policy_scores`)."""
-    from ..policies import policy_scores
+    """Scores of a ranker or a score array (:func:`~clickrank.ranking.ranker_scores`)."""
+    from ..ranking import ranker_scores
 
-    return policy_scores(ranker, data, name=name)
+    return ranker_scores(ranker, data, name=name)
 
 
 def _click_model(model: Any):

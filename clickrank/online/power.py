@@ -163,9 +163,9 @@ class PowerCurve(Result):
     def plot(self, path: str | os.PathLike | None = None, *, ax=None):
         """Power vs impressions (log x) per method; returns the Figure, saves a PNG if ``path``.
 
-        A pyplot-free figure (:mod:`clickrank._figure`); the PNG is written atomically.
+        A pyplot-free figure (:mod:`clickrank._figures`); the PNG is written atomically.
         """
-        from .._figure import finish, new_axes
+        from .._figures import finish, new_axes
 
         fig, ax, own = new_axes(ax, (6.4, 4.2))
         for lab, p in self.power.items():

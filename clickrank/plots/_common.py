@@ -82,7 +82,7 @@ def _propensity_arrays(propensities: Any, name: str) -> tuple[np.ndarray, np.nda
 
 def _relevance_function(relevance: Any):
     """A labels -> P(click | examined) function from a click model or a relevance map."""
-    from ..clickmodels._relevance import as_relevance_map, evaluate_map
+    from ..clickmodels import as_relevance_map, evaluate_map
 
     rel = getattr(relevance, "attractiveness", relevance)
     if hasattr(relevance, "relevance") and not hasattr(relevance, "attractiveness"):

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from scipy.stats import norm
 
 from .. import clicklog
-from .._figure import finish, new_axes
+from .._figures import finish, new_axes
 from .._validation import InputError, check_alpha, check_positive
 from ._common import _empty_check, _propensity_arrays, _relevance_function
 

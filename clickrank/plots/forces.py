@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figure import finish, new_axes
+from .._figures import finish, new_axes
 from .._segments import rank_order
 from .._validation import InputError
 

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figure import finish, new_axes
+from .._figures import finish, new_axes
 from .._validation import InputError, check_alpha
 from ._common import _empty_check
 

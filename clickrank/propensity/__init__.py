@@ -21,8 +21,6 @@ session-level bootstrap interval for any of them. See ``docs/propensity.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .._validation import check_choice
@@ -37,6 +35,7 @@ from ._harvest import (
     harvest_pivot,
 )
 from ._randomized import randomized, randomized_from_counts, randomized_statistics
+from ._registry import ESTIMATORS, _Spec
 from ._result import Propensities
 from ._stats import as_lazy
 from ._swap import pair_from_counts, pair_statistics, randpair, swap
@@ -58,31 +57,23 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class _Spec:
-    """An estimator as (sufficient statistics, fit on them); used by bootstrap and dispatch."""
-
-    function: Callable[..., Propensities]
-    statistics: Callable[..., Any]
-    fit: Callable[..., Propensities]
-    fit_kwargs: dict = field(default_factory=dict)
-
-
-ESTIMATORS: dict[str, _Spec] = {
-    "swap": _Spec(swap, pair_statistics, pair_from_counts, {"design": "swap"}),
-    "randpair": _Spec(randpair, pair_statistics, pair_from_counts, {"design": "randpair"}),
-    "randomized": _Spec(randomized, randomized_statistics, randomized_from_counts),
-    "harvest-allpairs": _Spec(
-        harvest_allpairs, cell_statistics, harvest_from_cells, {"estimator": "allpairs"}
-    ),
-    "harvest-pivot": _Spec(
-        harvest_pivot, cell_statistics, harvest_from_cells, {"estimator": "pivot"}
-    ),
-    "harvest-adjacent": _Spec(
-        harvest_adjacent, cell_statistics, harvest_from_cells, {"estimator": "adjacent"}
-    ),
-    "em": _Spec(em, cell_statistics, em_from_cells),
-}
+ESTIMATORS.update(
+    {
+        "swap": _Spec(swap, pair_statistics, pair_from_counts, {"design": "swap"}),
+        "randpair": _Spec(randpair, pair_statistics, pair_from_counts, {"design": "randpair"}),
+        "randomized": _Spec(randomized, randomized_statistics, randomized_from_counts),
+        "harvest-allpairs": _Spec(
+            harvest_allpairs, cell_statistics, harvest_from_cells, {"estimator": "allpairs"}
+        ),
+        "harvest-pivot": _Spec(
+            harvest_pivot, cell_statistics, harvest_from_cells, {"estimator": "pivot"}
+        ),
+        "harvest-adjacent": _Spec(
+            harvest_adjacent, cell_statistics, harvest_from_cells, {"estimator": "adjacent"}
+        ),
+        "em": _Spec(em, cell_statistics, em_from_cells),
+    }
+)
 
 #: Method names accepted by :func:`estimate_propensities` and the CLI.
 METHODS = tuple(ESTIMATORS)

@@ -32,6 +32,7 @@ from .._validation import (
     check_non_negative,
     check_positive,
 )
+from ._registry import ESTIMATORS
 from ._result import Propensities
 from ._stats import as_lazy, reweight
 
@@ -42,8 +43,6 @@ BUCKETS = 128
 
 
 def _resolve(estimator: Any):
-    from . import ESTIMATORS
-
     if isinstance(estimator, str):
         if estimator not in ESTIMATORS:
             raise InputError(
@@ -110,35 +109,12 @@ def bootstrap(
     lf = as_lazy(log)
     stats = spec.statistics(lf, buckets=buckets, seed=int(seed))  # the one pass over the log
     full = spec.fit(stats, **spec.fit_kwargs, **kw)
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
-    reps = np.full((n, full.K), np.nan)
-    failed = 0
-    for b in range(n):  # each replicate refits on reweighted statistics, not on the log
-        w = rng.poisson(1.0, buckets).astype(np.float64)
-        try:
-            est = spec.fit(reweight(stats, w), **spec.fit_kwargs, **kw)
-        except EstimationError:
-            failed += 1
-            est = None
-        if est is not None:
-            k = min(est.K, full.K)
-            with np.errstate(divide="ignore"):
-                reps[b, :k] = np.log(est.theta[:k])
-        if progress is not None:
-            progress(1)
-    reps[:, ~full.identified] = np.nan
+    reps, failed = _replicates(spec, stats, full, n=n, buckets=buckets, seed=seed,
+                               progress=progress, kw=kw)  # fmt: skip
     with np.errstate(invalid="ignore"):
         finite = np.where(np.isfinite(reps), reps, np.nan)
         se = np.nanstd(finite, axis=0, ddof=1) if n > 1 else np.full(full.K, np.nan)
-    warns = list(full.warnings)
-    if failed:
-        warns.append(f"bootstrap: {failed} of {n} replicates were not identified and were dropped")
-    bad = np.isfinite(full.theta) & (np.isfinite(reps).sum(axis=0) < 0.9 * (n - failed))
-    for p in np.flatnonzero(bad) + 1:
-        warns.append(
-            f"bootstrap: position {p} was degenerate (0 or NaN) in more than 10% "
-            "of the replicates; its interval is unreliable"
-        )
+    warns = _warnings(full, reps, n, failed)
     method = full.method if full.method == "em" else f"{full.method}+bootstrap"
     return Propensities(
         theta=full.theta,
@@ -157,3 +133,44 @@ def bootstrap(
             "bootstrap_seed": int(seed),
         },
     )
+
+
+def _replicates(spec, stats, full: Propensities, *, n: int, buckets: int, seed: int,
+                progress, kw: dict) -> tuple[np.ndarray, int]:  # fmt: skip
+    """log θ of ``n`` replicates ``[n, K]`` (NaN where not identified) and how many failed.
+
+    Each replicate refits on the statistics reweighted by Poisson(1) bucket
+    weights, not on the log.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    reps = np.full((n, full.K), np.nan)
+    failed = 0
+    for b in range(n):
+        w = rng.poisson(1.0, buckets).astype(np.float64)
+        try:
+            est = spec.fit(reweight(stats, w), **spec.fit_kwargs, **kw)
+        except EstimationError:
+            failed += 1
+            est = None
+        if est is not None:
+            k = min(est.K, full.K)
+            with np.errstate(divide="ignore"):
+                reps[b, :k] = np.log(est.theta[:k])
+        if progress is not None:
+            progress(1)
+    reps[:, ~full.identified] = np.nan
+    return reps, failed
+
+
+def _warnings(full: Propensities, reps: np.ndarray, n: int, failed: int) -> list[str]:
+    """The estimate's warnings, plus dropped replicates and degenerate positions."""
+    warns = list(full.warnings)
+    if failed:
+        warns.append(f"bootstrap: {failed} of {n} replicates were not identified and were dropped")
+    bad = np.isfinite(full.theta) & (np.isfinite(reps).sum(axis=0) < 0.9 * (n - failed))
+    for p in np.flatnonzero(bad) + 1:
+        warns.append(
+            f"bootstrap: position {p} was degenerate (0 or NaN) in more than 10% "
+            "of the replicates; its interval is unreliable"
+        )
+    return warns

@@ -191,7 +191,7 @@ def em(
     tol: float = 1e-9,
     progress: Callable[[int], None] | None = None,
 ) -> Propensities:
-    """EM estimate of PBM position bias from a log without interventions (Wang et al. 2018).
+    r"""EM estimate of PBM position bias from a log without interventions (Wang et al. (2018)).
 
     Parameters
     ----------
@@ -218,6 +218,23 @@ def em(
     ------
     EstimationError
         When θ is not identified (see the module docstring).
+
+    Notes
+    -----
+    Clicks follow :math:`P(C = 1 \mid q, d, k) = \theta_k \gamma_{qd}` with hidden
+    examination and relevance. On the counts :math:`(c_{qdk}, n_{qdk})` of every
+    (query, doc, position) cell, EM alternates (Wang et al. (2018), §4, Eq. 3–4)
+
+    .. math::
+        \theta_k \leftarrow \frac{\sum_{qd} c_{qdk} + (n_{qdk} - c_{qdk})
+              \frac{\theta_k (1 - \gamma_{qd})}{1 - \theta_k \gamma_{qd}}}{\sum_{qd} n_{qdk}},
+        \qquad
+        \gamma_{qd} \leftarrow \frac{\sum_k c_{qdk} + (n_{qdk} - c_{qdk})
+              \frac{(1 - \theta_k) \gamma_{qd}}{1 - \theta_k \gamma_{qd}}}{\sum_k n_{qdk}},
+
+    the maximum-likelihood fit of the PBM with one relevance per (query, doc).
+    θ is reported relative to θ₁; the interval is the percentile interval of a
+    session bootstrap.
     """
     if K is not None and (not isinstance(K, int | np.integer) or K < 2):
         raise InputError(f"K must be an integer >= 2, got {K!r}")

@@ -1,4 +1,4 @@
-r"""Intervention harvesting (Agarwal, Zaitsev, Wang, Li, Najork & Joachims, WSDM 2019).
+r"""Intervention harvesting (Agarwal et al. (2019a)).
 
 "Estimating Position Bias without Intrusive Interventions": when several
 logging rankers (or one ranker whose output changes between impressions)
@@ -19,7 +19,7 @@ the per-cell click-through rate :math:`y_{qdk} = c_{qdk}/n_{qdk}` estimates
     \hat c_k^{k,k'} = \sum_{(q,d)\in S_{k,k'}} w_{qd}\,y_{qdk}, \qquad
     \hat c_{k'}^{k,k'} = \sum_{(q,d)\in S_{k,k'}} w_{qd}\,y_{qdk'}
 
-have ratio :math:`\theta_{k'}/\theta_k` in expectation (Agarwal et al. Eq. 6–9;
+have ratio :math:`\theta_{k'}/\theta_k` in expectation (Agarwal et al. (2019a), Eq. 6–9;
 their propensity weights :math:`1/\sum_j n_j\pi_j(k\mid q,d)` reduce to these
 per-cell rates for deterministic rankers). We use
 :math:`w_{qd} = n_{qdk} n_{qdk'}/(n_{qdk}+n_{qdk'})` (``weighting="harmonic"``,
@@ -30,7 +30,7 @@ Estimators
     * **pivot**: :math:`\hat\theta_k/\hat\theta_1 = \hat c_k^{1,k} / \hat c_1^{1,k}`.
     * **adjacent** chain: :math:`\hat\theta_k/\hat\theta_1 =
       \prod_{j<k}\hat c_{j+1}^{j,j+1}/\hat c_j^{j,j+1}`.
-    * **allpairs** (Agarwal et al. §4.3): maximize
+    * **allpairs** (Agarwal et al. (2019a), §4.3): maximize
       :math:`\sum_{k\ne k'} \hat c_k^{k,k'}\log(\theta_k r_{k,k'}) + (\tilde n^{k,k'} -
       \hat c_k^{k,k'})\log(1-\theta_k r_{k,k'})` over :math:`\theta` and symmetric
       relevances :math:`r_{k,k'}` (:math:`\tilde n^{k,k'} = \sum w_{qd}`), with
@@ -477,7 +477,7 @@ def harvest_from_cells(
 def harvest(
     log: Any, *, estimator: str = "allpairs", K: int | None = None, weighting: str = "harmonic"
 ) -> Propensities:
-    """Position bias by intervention harvesting (Agarwal et al. WSDM 2019).
+    r"""Position bias by intervention harvesting (Agarwal et al. (2019a)).
 
     Parameters
     ----------
@@ -505,6 +505,30 @@ def harvest(
 
     Notes
     -----
+    For positions :math:`k \ne k'`, the interventional set
+    :math:`S_{k,k'}` holds the (query, doc) pairs shown at both; with the
+    per-cell click-through rates :math:`y_{qdk} = c_{qdk}/n_{qdk}` and weights
+    :math:`w_{qd}` that do not depend on clicks,
+
+    .. math::
+        \hat c_k^{k,k'} = \sum_{(q,d) \in S_{k,k'}} w_{qd}\,y_{qdk},
+        \qquad
+        E\Bigl[\hat c_{k'}^{k,k'} \big/ \hat c_k^{k,k'}\Bigr] \approx \theta_{k'}/\theta_k
+
+    (Agarwal et al. (2019a), Eq. 6–9). ``pivot`` takes
+    :math:`\hat\theta_k/\hat\theta_1 = \hat c_k^{1,k}/\hat c_1^{1,k}`, ``adjacent``
+    the product :math:`\prod_{j<k} \hat c_{j+1}^{j,j+1}/\hat c_j^{j,j+1}`, and
+    ``allpairs`` maximizes the AllPairs likelihood
+
+    .. math::
+        \sum_{k \ne k'} \hat c_k^{k,k'} \log(\theta_k r_{k,k'})
+        + \bigl(\tilde n^{k,k'} - \hat c_k^{k,k'}\bigr) \log(1 - \theta_k r_{k,k'}),
+        \qquad \tilde n^{k,k'} = \sum_{(q,d) \in S_{k,k'}} w_{qd},
+
+    over :math:`\theta` and symmetric :math:`r_{k,k'}` (Agarwal et al. (2019a),
+    §4.3). Fang et al. (2019) extend the same harvesting to examination that
+    depends on the query context.
+
     Assumes PBM clicks and that where a document is shown is independent of
     the user (e.g. rankers assigned to sessions at random). A ranker that
     reacts to the clicks of the same users (online learning) breaks it.

@@ -8,7 +8,7 @@ at each slot has the same distribution, so under the position-based model
     \frac{\hat\theta_p}{\hat\theta_1} = \frac{\bar c_p}{\bar c_1}, \qquad
     \bar c_p = \frac{1}{n_p}\sum_{s} c_{s,p}
 
-(Wang, Bendersky, Metzler & Najork, SIGIR 2016; Joachims et al. WSDM 2017;
+(Wang et al. (2016); Joachims et al. (2017);
 the estimator of ULTRA's ``RandomizedPropensityEstimator``).
 
 Interval: the same session contributes to every position, so
@@ -187,7 +187,7 @@ def randomized_from_counts(
 
 
 def randomized(log: Any, *, K: int | None = None) -> Propensities:
-    """θ_p/θ_1 = CTR_p / CTR_1 in sessions whose top ``K`` was shuffled.
+    r"""θ_p/θ_1 = CTR_p / CTR_1 in sessions whose top ``K`` was shuffled.
 
     Parameters
     ----------
@@ -208,6 +208,28 @@ def randomized(log: Any, *, K: int | None = None) -> Propensities:
     ------
     EstimationError
         No randomized sessions, or no clicks at position 1.
+
+    Notes
+    -----
+    In a session whose top :math:`K` results were shuffled uniformly, every slot
+    shows a document drawn from the same distribution, so under the
+    position-based model :math:`E[c_{s,p}] = \theta_p\,E[\gamma(d)]` and
+    (Wang et al. (2016); Joachims et al. (2017))
+
+    .. math::
+        \frac{\hat\theta_p}{\hat\theta_1} = \frac{\bar c_p}{\bar c_1},
+        \qquad \bar c_p = \frac{1}{n_p}\sum_s c_{s,p},
+
+    with the delta-method variance that keeps the covariance of the two means
+    (the same session contributes to both):
+
+    .. math::
+        \widehat{\mathrm{Var}}\,\log\frac{\bar c_p}{\bar c_1}
+        = \frac{1 - \bar c_p}{n_p \bar c_p} + \frac{1 - \bar c_1}{n_1 \bar c_1}
+        - \frac{2\,n_{1p}\,\hat\sigma_{1p}}{n_p n_1\,\bar c_p \bar c_1},
+        \qquad \hat\sigma_{1p} = \frac{1}{n_{1p}}\sum_s c_{s,1} c_{s,p} - \bar c_1 \bar c_p,
+
+    where :math:`n_{1p}` sessions show both slots.
     """
     if K is not None and (not isinstance(K, int | np.integer) or K < 2):
         raise InputError(f"K must be an integer >= 2, got {K!r}")

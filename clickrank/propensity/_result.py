@@ -341,7 +341,7 @@ class Propensities(Result):
         -------
         matplotlib.figure.Figure
         """
-        from .._figure import finish, new_axes
+        from .._figures import finish, new_axes
 
         fig, ax, own = new_axes(ax, (6, 4))
         pos = self.positions

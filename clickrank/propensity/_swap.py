@@ -1,4 +1,4 @@
-r"""Propensities from pair swaps: Swap (Joachims et al. 2017) and RandPair (Wang et al. 2018).
+r"""Propensities from pair swaps: Swap (Joachims et al. (2017)), RandPair (Wang et al. (2018)).
 
 Both designs exchange the results at two ranks :math:`a < b` in a random
 subset of sessions and record the pair (columns ``swap_pivot`` = a and
@@ -9,7 +9,7 @@ Because interventions are assigned at random, the distribution of
 :math:`d_r` is the same in every arm, so click-through rates (CTR) of the
 *same* :math:`d_r` at two positions give a propensity ratio.
 
-**Swap** (Joachims, Swaminathan & Schnabel, WSDM 2017 §5.3): swap ranks 1
+**Swap** (Joachims et al. (2017) §5.3): swap ranks 1
 and :math:`k`. Route ``"top"`` follows :math:`d_1` down:
 
 .. math::
@@ -22,7 +22,7 @@ Route ``"bottom"`` follows :math:`d_k` up: CTR at slot :math:`k` in sessions
 where rank :math:`k` was not swapped, over CTR at slot 1 in the swap-k
 sessions.
 
-**RandPair** (Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018 §4):
+**RandPair** (Wang et al. (2018) §4):
 swap the pivot rank (1) with a uniformly chosen other rank :math:`j`. Every
 session is intervened on, so rank 1 keeps :math:`d_1` only in control
 sessions; the default route is therefore ``"bottom"``: CTR of :math:`d_j`
@@ -200,7 +200,7 @@ def _check_K(K: Any) -> None:
 
 
 def swap(log: Any, *, route: str = "auto", K: int | None = None) -> Propensities:
-    """θ_k/θ_1 from rank-1 ↔ rank-k swap sessions (Joachims et al. WSDM 2017, §5.3).
+    r"""θ_k/θ_1 from rank-1 ↔ rank-k swap sessions (Joachims et al. (2017), §5.3).
 
     Parameters
     ----------
@@ -226,6 +226,25 @@ def swap(log: Any, *, route: str = "auto", K: int | None = None) -> Propensities
 
     Notes
     -----
+    Under the position-based model :math:`P(C = 1 \mid d, p) = \theta_p\,\gamma(d)`,
+    with :math:`d_r` the document the logging ranker puts at rank :math:`r`
+    (route ``"top"``):
+
+    .. math::
+        \frac{\hat\theta_k}{\hat\theta_1}
+        = \frac{\mathrm{CTR}(\text{slot } k \mid \text{swap } 1 \leftrightarrow k)}
+               {\mathrm{CTR}(\text{slot } 1 \mid \text{rank 1 not swapped})}
+        \;\to\; \frac{\theta_k\,E\gamma(d_1)}{\theta_1\,E\gamma(d_1)},
+        \qquad
+        \widehat{\mathrm{Var}}\,\log\frac{\hat\theta_k}{\hat\theta_1}
+        = \frac{1 - \hat p_k}{n_k \hat p_k} + \frac{1 - \hat p_1}{n_1 \hat p_1},
+
+    where :math:`\hat p_k, n_k` are the CTR and sessions of the numerator,
+    :math:`\hat p_1, n_1` those of the denominator (disjoint sessions, so the
+    counts are independent binomials); the interval is
+    :math:`\hat\theta_k \exp(\pm z_{1-\alpha/2}\,\mathrm{se})`. Route
+    ``"bottom"`` follows :math:`d_k` up instead (Joachims et al. (2017), §5.3).
+
     Assumes PBM clicks and swap sessions chosen at random. Position k is
     flagged (NaN) if no session swapped 1 with k or the denominator has no clicks.
     """
@@ -234,9 +253,25 @@ def swap(log: Any, *, route: str = "auto", K: int | None = None) -> Propensities
 
 
 def randpair(log: Any, *, route: str = "bottom", K: int | None = None) -> Propensities:
-    """θ_j/θ_1 from RandPair sessions (Wang et al. WSDM 2018 §4), pivot rank 1.
+    r"""θ_j/θ_1 from RandPair sessions (Wang et al. (2018), §4), pivot rank 1.
 
-    See the module docstring for the estimator; parameters as in :func:`swap`.
+    Parameters as in :func:`swap`; the default route is ``"bottom"``.
+
+    Notes
+    -----
+    Every session swaps the pivot rank 1 with a uniformly chosen rank
+    :math:`j`, so rank 1 keeps its own document only in control sessions. The
+    ``"bottom"`` route compares the document :math:`d_j` at its own slot and at
+    slot 1:
+
+    .. math::
+        \frac{\hat\theta_j}{\hat\theta_1}
+        = \frac{\mathrm{CTR}(\text{slot } j \mid \text{pair} \not\ni j)}
+               {\mathrm{CTR}(\text{slot } 1 \mid \text{pair } (1, j))}
+        \;\to\; \frac{\theta_j\,E\gamma(d_j)}{\theta_1\,E\gamma(d_j)},
+
+    with the same delta-method interval as :func:`swap` (the two CTRs come from
+    disjoint sessions). See Wang et al. (2018) and Joachims et al. (2017).
     """
     _check_K(K)
     return pair_from_counts(pair_statistics(as_lazy(log)), design="randpair", route=route, K=K)

@@ -114,7 +114,7 @@ def _section_tail(results: dict) -> list[str]:
 
 
 def _toml(config: dict) -> str:
-    from ..experiment import dumps_toml
+    from ..specs import dumps_toml
 
     return dumps_toml(config)
 

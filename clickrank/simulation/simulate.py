@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from .._validation import InputError, check_positive
 from .._version import __version__
 from ..clicklog import _parquet_metadata
 from ..datasets import RankingData
-from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy, ProductionRanker
+from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
 from .interventions import Intervention, _apply_interventions, _as_interventions
 from .sampler import _click_sampler, _query_sampler, _sample_queries
 from .writer import _check_memory, _id_source, _positions, _to_table, _Writer, estimate_log_bytes
@@ -161,8 +160,8 @@ def simulate(
         they override the entries simulate records itself: the data, the
         number of sessions, ``top_k``, the seed, the click model, the
         interventions, the policy's ranker names and, when the policy shows a
-        fitted :class:`~clickrank.policies.ProductionRanker`, its quality
-        (``logger_quality``, :meth:`~clickrank.policies.ProductionRanker.quality`
+        fitted :class:`~clickrank.production.ProductionRanker`, its quality
+        (``logger_quality``, :meth:`~clickrank.production.ProductionRanker.quality`
         on ``data``).
 
     Returns
@@ -352,9 +351,9 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
     bar = None
     report = options.progress if callable(options.progress) else None
     if options.progress is True:
-        import click
+        from .._progress import progress as progress_bar
 
-        bar = click.progressbar(length=plan.n_sessions, label="simulating", file=sys.stderr)
+        bar = progress_bar(plan.n_sessions, label="simulating", enabled=True)
         bar.__enter__()
         report = bar.update
     chunks = _chunks(data, plan, model, chunk_size, report)
@@ -372,13 +371,13 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
 def _logger_quality(policy: LoggingPolicy, data: RankingData) -> dict[str, Any]:
     """``{"logger_quality": {name: quality}}`` for the fitted production rankers a policy shows.
 
-    The quality (:meth:`~clickrank.policies.ProductionRanker.quality`) is the
+    The quality (:meth:`~clickrank.production.ProductionRanker.quality`) is the
     ranker's NDCG@10 on ``data``, on the queries it was not trained on and on all.
     """
     parts = policy.policies if isinstance(policy, MixturePolicy) else [policy]
     found = {}
     for part in parts:
         ranker = getattr(part, "ranker", None)
-        if isinstance(ranker, ProductionRanker) and hasattr(ranker, "model_"):
+        if callable(getattr(ranker, "quality", None)) and hasattr(ranker, "model_"):
             found[str(part.name)] = ranker.quality(data)
     return {"logger_quality": found} if found else {}

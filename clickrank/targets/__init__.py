@@ -10,19 +10,19 @@ A :class:`Target` turns a click log (DESIGN §2 schema) into what
   model's relevance), or
 * weighted **preference pairs** (pairwise RankNet targets): click
   preferences by the strategies of Joachims et al. (2005, 2007) and FairPairs
-  (Radlinski & Joachims 2006), :func:`click_preferences`; the debiased pairs
+  (Radlinski & Joachims (2006)), :func:`click_preferences`; the debiased pairs
   of :mod:`._pairwise`: propensity-ratio pairs (Wang et al. 2021,
   :func:`propensity_ratio_pairs`) and the propensity-weighted rank loss
-  (Joachims et al. 2017, :func:`ips_rank_pairs`), or
+  (Joachims et al. (2017), :func:`ips_rank_pairs`), or
 * **session lists** (:class:`SessionLists`) for losses whose pair weights are
-  learned during training: Unbiased LambdaMART (Hu et al. 2019,
+  learned during training: Unbiased LambdaMART (Hu et al. (2019),
   :func:`unbiased_lambdamart`),
 
 plus a **candidate mask**: the documents that take part in each query's list.
 For click-based targets the default candidate set is the documents *shown at
 least once* for their query. A never-shown document has no click because it
 was never seen, not because it is irrelevant; counting it as gain 0 re-learns
-the logging ranker's cut-off (item-selection bias, Ovaisi et al. WWW 2020).
+the logging ranker's cut-off (item-selection bias, Ovaisi et al. (2020)).
 
 All log work is done by polars aggregations (the log may be a DataFrame or a
 LazyFrame) joined to the data by ``(query, doc)``; there is no Python loop

@@ -4,7 +4,7 @@ IPS (``targets.ips``) divides a click by a position-only propensity, which is
 unbiased only under the position-based model. Two other user models have
 their own unbiased corrections:
 
-* **Trust bias** (Agarwal et al. WWW 2019): :math:`P(C = 1 \mid d, k) =
+* **Trust bias** (Agarwal et al. (2019b)): :math:`P(C = 1 \mid d, k) =
   \alpha_k R_d + \beta_k`. The *affine correction* (Vardasbi, Oosterhuis &
   de Rijke, CIKM 2020, Eq. 10-11) :math:`(c - \beta_k)/\alpha_k` has
   expectation :math:`R_d` (:func:`affine`).
@@ -102,7 +102,7 @@ def affine(
     negative: str = "shift",
     candidates: str = "shown",
 ) -> Target:
-    r"""Affine trust-bias correction (Vardasbi, Oosterhuis & de Rijke, CIKM 2020).
+    r"""Affine trust-bias correction (Vardasbi et al. (2020b)).
 
     .. math::
         G(d) = \sum_{\text{sessions } s} \frac{c_s(d) - \beta_{k_s(d)}}{\alpha_{k_s(d)}}
@@ -207,7 +207,7 @@ def cascade_ips(
     clip: float | None = None,
     candidates: str = "shown",
 ) -> Target:
-    r"""IPS with cascade-model-based propensities (Vardasbi, de Rijke & Markov, SIGIR 2020).
+    r"""IPS with cascade-model-based propensities (Vardasbi et al. (2020a)).
 
     .. math::
         G(d) = \sum_{\text{sessions } s} \frac{c_s(d)}{\max(\rho_s(d), \tau)}, \qquad
@@ -311,7 +311,7 @@ def fitted_relevance(data: RankingData, model: Any, *, candidates: str = "shown"
 
     The per-(query, doc) relevance of :meth:`FittedClickModel.relevance`
     (attractiveness :math:`\alpha_{qd}`; :math:`\alpha_{qd}\sigma_{qd}` for
-    DBN/SDBN, Chapelle & Zhang 2009 §5), one gain per document: the classic
+    DBN/SDBN, Chapelle & Zhang (2009) §5), one gain per document: the classic
     use of click models as relevance labels. Candidates are the pairs the
     model saw in training (``"shown"``) or all documents (``"all"``, unseen
     ones at gain 0).

@@ -1,4 +1,4 @@
-r"""The direct method and doubly robust gains (Oosterhuis, TOIS 2023).
+r"""The direct method and doubly robust gains (Oosterhuis (2023)).
 
 A *direct-method* (DM) relevance model predicts the click probability after
 examination, :math:`\hat r(d) \approx \gamma(d)`, from the document's features;
@@ -24,7 +24,7 @@ The relevance model is a LightGBM Poisson regression of the clicks on the
 features with the exposure as offset,
 :math:`C(d) \sim \mathrm{Poisson}(E(d)\, e^{f(x_d)})`, i.e. the position-based
 model's likelihood in its Poisson approximation (a feature-based PBM, as in the
-regression EM of Wang et al. WSDM 2018), *cross-fitted* by query: the
+regression EM of Wang et al. (2018)), *cross-fitted* by query: the
 prediction for a query comes from a model fitted on the other folds, so the
 correction term is not fitted to its own noise (the usual double machine
 learning device).
@@ -134,7 +134,7 @@ def dr(
         (cross-fitted, ``folds``, ``seed``).
     clip : float, "auto" or None
         Clipping :math:`\tau` of the expected exposure :math:`\rho_d`;
-        ``"auto"`` is :math:`\min(10/\sqrt{N}, 1)` (Oosterhuis 2023 §7).
+        ``"auto"`` is :math:`\min(10/\sqrt{N}, 1)` (Oosterhuis (2023) §7).
         None: no clipping (a document with :math:`\rho_d > 0` gets exactly
         :math:`C/E`).
     candidates : {"all", "shown", "auto"}

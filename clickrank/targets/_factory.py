@@ -13,6 +13,7 @@ import polars as pl
 from .._validation import InputError
 from ..datasets import RankingData
 from ..engine import n_unique
+from ..specs._names import MODEL_AWARE, NEEDS_THETA, TARGET_NAMES
 from ._direct import dr
 from ._gains import ips, naive, oracle
 from ._pairwise import ips_rank_pairs, propensity_ratio_pairs, unbiased_lambdamart
@@ -21,24 +22,6 @@ from ._stats import ClickStats, auto_clip, click_stats
 from ._target import Target
 
 __all__ = ["TARGET_NAMES", "MODEL_AWARE", "make_target", "needs_propensities"]
-
-#: Target names (plus ``"pairs:<strategy>"`` for any click-preference strategy).
-TARGET_NAMES = (
-    "naive",
-    "ips",
-    "dr",
-    "unbiased-lambdamart",
-    "ips-pairs",
-    "prs-pairs",
-    "affine",
-    "cascade-ips",
-    "fitted-relevance",
-    "skip-above",
-    "skip-above-ips",
-    "oracle",
-)
-#: The click model each model-aware target fits to the log (clickmodels.fit_click_model).
-MODEL_AWARE = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
 
 
 def _resolve(clip: float | str | None, log: pl.DataFrame | pl.LazyFrame) -> float | None:
@@ -50,7 +33,7 @@ def _resolve(clip: float | str | None, log: pl.DataFrame | pl.LazyFrame) -> floa
 
 def needs_propensities(name: str) -> bool:
     """Whether target ``name`` reads propensities."""
-    return name in ("ips", "dr", "ips-pairs", "prs-pairs", "skip-above-ips")
+    return name in NEEDS_THETA
 
 
 def make_target(

@@ -56,7 +56,7 @@ def naive(
     :math:`G(d) = \sum c(d) / \#\text{shown}(d)` (``kind="ctr"``), summed over
     the sessions of the document's query. Biased by position: documents the
     logging ranker put on top collect clicks because they were examined
-    (Joachims et al. 2005).
+    (Joachims et al. (2005)).
 
     Parameters
     ----------
@@ -121,7 +121,7 @@ def apply_candidates(
     :func:`auto_candidates` (``"hybrid"`` for long lists of which the logger
     showed a small share, else ``"shown"``). ``"all"``: never-shown
     documents take part with gain 0, which re-learns the logging ranker's
-    cut-off (item-selection bias, Ovaisi et al. WWW 2020). ``"hybrid"``: they take
+    cut-off (item-selection bias, Ovaisi et al. (2020)). ``"hybrid"``: they take
     part as *weak negatives*: gain equal to the smallest gain among the query's
     shown documents (a document the logger did not show is assumed no more
     relevant than the least-clicked one it showed), and every pair that involves
@@ -202,7 +202,7 @@ def ips(
         ``theta[p - 1]`` for positions ``1..K``; every position in the log
         must be covered and every value must be > 0.
     clip : float, "auto" or None
-        Propensity clipping :math:`\tau` (Strehl et al. 2010; Joachims 2017
+        Propensity clipping :math:`\tau` (Strehl et al. (2010); Joachims et al. (2017)
         §6): weights are at most :math:`1/\tau`. ``"auto"`` (default):
         :math:`\tau = \min(10/\sqrt{N}, 1)` for a log of :math:`N` sessions
         (:func:`clickrank.targets.auto_clip`), negligible for large logs and
@@ -215,7 +215,7 @@ def ips(
         the empirical expected exposure (Oosterhuis & de Rijke, SIGIR 2020),
         unbiased for a stochastic logger and lower in variance when a document
         is shown at several positions. ``"query"``: self-normalised, each
-        query's gains divided by their sum (Swaminathan & Joachims 2015).
+        query's gains divided by their sum (Swaminathan & Joachims (2015)).
     candidates : {"auto", "shown", "all", "hybrid"}
         Which documents take part (:func:`apply_candidates`).
     hybrid_weight : float or "auto"

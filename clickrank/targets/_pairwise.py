@@ -3,7 +3,7 @@ r"""Debiased pairwise targets: Unbiased LambdaMART, propensity-ratio pairs, IPS 
 Three corrections of the pairwise (click vs. non-click) loss for position bias,
 each a :class:`Target` for :class:`clickrank.LambdaMART`:
 
-* :func:`unbiased_lambdamart` (Hu, Wang, Peng & Li, WWW 2019): the click and
+* :func:`unbiased_lambdamart` (Hu et al. (2019)): the click and
   non-click biases :math:`t^+_k, t^-_k` of every position are estimated
   jointly with the ranker, one update per boosting round, from the pairs of
   each logged session (XGBoost's ``lambdarank_unbiased``). The target holds
@@ -14,7 +14,7 @@ each a :class:`Target` for :class:`clickrank.LambdaMART`:
   WSDM 2021): every (clicked, unclicked shown) pair of a session weighted by
   :math:`\theta_{k'}/\theta_k`, the examination propensity of the unclicked
   result over that of the clicked one.
-* :func:`ips_rank_pairs` (Joachims, Swaminathan & Schnabel, WSDM 2017): the
+* :func:`ips_rank_pairs` (Joachims et al. (2017)): the
   propensity-weighted rank of every click, :math:`\sum_{\text{clicks}}
   \mathrm{rank}(d)/\theta_k`, as pairs of the clicked document against every
   other candidate of the query, weighted by its IPS gain.
@@ -88,7 +88,7 @@ def unbiased_lambdamart(
     positions: int | None = None,
     _cost: str = "ranknet",
 ) -> Target:
-    r"""Unbiased LambdaMART (Hu, Wang, Peng & Li, WWW 2019): biases learned with the ranker.
+    r"""Unbiased LambdaMART (Hu et al. (2019)): biases learned with the ranker.
 
     Under the paper's model a click on :math:`d` at position :math:`k` and a
     non-click at :math:`k'` are biased by the position ratios
@@ -275,7 +275,7 @@ def ips_rank_pairs(
     candidates: str = "shown",
     clip: float | None = None,
 ) -> Target:
-    r"""Propensity-weighted rank loss (Joachims, Swaminathan & Schnabel, WSDM 2017) as pairs.
+    r"""Propensity-weighted rank loss (Joachims et al. (2017)) as pairs.
 
     The IPS estimate of the average rank of the relevant results,
     :math:`\sum_s \sum_{d: c_s(d) = 1} \mathrm{rank}(d) / \theta_{k_s(d)}`

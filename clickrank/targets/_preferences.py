@@ -196,15 +196,15 @@ def click_preferences(
     derive :math:`d \succ d'` when
 
     ==========================  ===========================================================
-    ``"skip-above"``            :math:`p' < p` ("Click > Skip Above", Joachims 2002;
-                                Joachims et al. 2005 §5.3)
+    ``"skip-above"``            :math:`p' < p` ("Click > Skip Above", Joachims (2002);
+                                Joachims et al. (2005) §5.3)
     ``"last-click-skip-above"`` :math:`p' < p` and ``d`` is the lowest-ranked click of the
                                 session ("Last Click > Skip Above")
     ``"skip-previous"``         :math:`p' = p - 1` ("Click > Skip Previous")
     ``"skip-next"``             :math:`p' = p + 1` ("Click > No-Click Next";
                                 alias ``"click-skip-next"``)
     ``"fairpairs"``             FairPairs sessions only: ``(p', p)`` is one of the session's
-                                pairs ``(r, r + 1)`` (Radlinski & Joachims 2006), i.e. the
+                                pairs ``(r, r + 1)`` (Radlinski & Joachims (2006)), i.e. the
                                 lower result of a pair was clicked and the upper one was not
     ==========================  ===========================================================
 
@@ -219,12 +219,12 @@ def click_preferences(
     below the last click; that is why the rules above only compare a click
     with results above it or adjacent to it. Users scan top-down, so a
     clicked result below an unclicked one is evidence of relative relevance
-    ("relative, not absolute", Joachims et al. 2005). But the pairs are
+    ("relative, not absolute", Joachims et al. (2005)). But the pairs are
     *presentation-biased*: ``skip-above``, ``last-click-skip-above`` and
     ``skip-previous`` only ever prefer a lower-ranked result to a
     higher-ranked one, so they always contradict the presented order; a
     learner trained on logs of a fixed ranker learns to reverse that ranker
-    (Joachims et al. 2005; Radlinski & Joachims 2006). ``skip-next``
+    (Joachims et al. (2005); Radlinski & Joachims (2006)). ``skip-next``
     always agrees with the presented order and rewards what the logger put on
     top (a clicked top result and an unexamined next one give a preference,
     so it inherits trust and position bias). Combining the two
@@ -233,7 +233,7 @@ def click_preferences(
     under top-down scanning the last click in time is the lowest one.
     ``"fairpairs"`` is unbiased by design if a user's examination and clicks
     within a pair depend on its ranks but not on which document is on top
-    (Radlinski & Joachims 2006): each pair is shown in both orders with
+    (Radlinski & Joachims (2006)): each pair is shown in both orders with
     probability 1/2 (:class:`clickrank.simulation.FairPairs`).
 
     Parameters
@@ -251,7 +251,7 @@ def click_preferences(
         One of :data:`STRATEGIES`, or several joined with ``"+"``.
     ips_weighted : bool
         Weight each preference by :math:`1/\theta_p` of the click's position
-        (propensity-weighted pairwise loss, Joachims et al. 2017 §4);
+        (propensity-weighted pairwise loss, Joachims et al. (2017) §4);
         requires ``propensities``. Not defined for ``"fairpairs"``.
     propensities : array-like or object with ``.theta``, optional
     candidates : {"shown", "all"}
@@ -366,7 +366,7 @@ def skip_above(
     r"""Skip-above preferences: a clicked result is preferred to every unclicked result above it.
 
     ``click_preferences(data, log, strategy="skip-above", ...)``: Joachims
-    2002; Joachims et al. 2005 §5.3 ("Click > Skip Above"). Every such pair
+    2002; Joachims et al. (2005) §5.3 ("Click > Skip Above"). Every such pair
     contradicts the presented order, so on logs of a deterministic ranker the
     learner reverses that ranker; use randomized logging or
     :func:`fair_pairs` (see :func:`click_preferences`).
@@ -389,7 +389,7 @@ def skip_above(
 def fair_pairs(
     data: RankingData, log: pl.DataFrame | pl.LazyFrame, *, candidates: str = "shown"
 ) -> Target:
-    r"""FairPairs preferences (Radlinski & Joachims, AAAI 2006).
+    r"""FairPairs preferences (Radlinski & Joachims (2006)).
 
     ``click_preferences(data, log, strategy="fairpairs")``: in the sessions
     with intervention ``"fairpairs"`` (:class:`clickrank.simulation.FairPairs`),

@@ -60,7 +60,7 @@ def _level(clip: float | str, n_sessions: int) -> float:
 
 @dataclass(frozen=True, eq=False)
 class ClickStats:
-    """Click statistics of a log aligned to a data set's rows (float64 ``[n_docs]`` each).
+    r"""Click statistics of a log aligned to a data set's rows (float64 ``[n_docs]`` each).
 
     Attributes
     ----------
@@ -69,9 +69,9 @@ class ClickStats:
     impressions : numpy.ndarray
         :math:`n(d)`, sessions that showed it.
     exposure : numpy.ndarray
-        :math:`E(d) = \\sum_s \\theta_{p_s(d)}` (with the clipped propensities).
+        :math:`E(d) = \sum_s \theta_{p_s(d)}` (with the clipped propensities).
     ips : numpy.ndarray
-        :math:`G(d) = \\sum_s c_s(d) / \\theta_{p_s(d)}` (clipped propensities).
+        :math:`G(d) = \sum_s c_s(d) / \theta_{p_s(d)}` (clipped propensities).
     sessions : numpy.ndarray
         :math:`N_q` of the row's query (sessions of the query in the log).
     query_index : numpy.ndarray

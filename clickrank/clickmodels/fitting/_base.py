@@ -1,6 +1,6 @@
 r"""Fitted click models: parameters with standard errors, evaluation, sampling, relevance.
 
-Evaluation (Dupret & Piwowarski 2008; Chuklin, Markov & de Rijke, *Click
+Evaluation (Dupret & Piwowarski (2008); Chuklin, Markov & de Rijke, *Click
 Models for Web Search*, 2015, ch. 4). For test sessions :math:`s` and rank
 :math:`r`, with :math:`q_{sr}` the model's click probability and
 :math:`c_{sr}` the observed click,
@@ -68,14 +68,14 @@ class PairLookup:
 
 @dataclass(frozen=True, eq=False)
 class ClickModelEvaluation:
-    """How well a fitted click model predicts the clicks of a set of sessions.
+    r"""How well a fitted click model predicts the clicks of a set of sessions.
 
     Attributes
     ----------
     model : str
     n_sessions : int
     log_likelihood : float
-        :math:`\\sum_s \\ln P(\\text{clicks of } s)` (natural log).
+        :math:`\sum_s \ln P(\text{clicks of } s)` (natural log).
     perplexity, conditional_perplexity : float
         Means over ranks of the per-rank values.
     perplexity_by_rank, conditional_perplexity_by_rank : numpy.ndarray
@@ -152,7 +152,7 @@ class ClickModelEvaluation:
 
 @dataclass(frozen=True, eq=False)
 class FittedClickModel:
-    """A click model fitted to a log: per-(query, doc) and global parameters.
+    r"""A click model fitted to a log: per-(query, doc) and global parameters.
 
     Build one with :func:`~clickrank.clickmodels.fit_click_model`. Per-pair
     arrays have one entry per row of ``pairs`` (the last entry of
@@ -167,9 +167,9 @@ class FittedClickModel:
         ``query``, ``doc``.
     K : int
     attractiveness, attractiveness_se : numpy.ndarray
-        :math:`\\alpha_{qd}` ``[G + 1]`` (prior last) and its standard error ``[G]``.
+        :math:`\alpha_{qd}` ``[G + 1]`` (prior last) and its standard error ``[G]``.
     satisfaction, satisfaction_se : numpy.ndarray or None
-        :math:`\\sigma_{qd}` (DBN, SDBN), else None.
+        :math:`\sigma_{qd}` (DBN, SDBN), else None.
     globals, globals_se : dict of numpy.ndarray
         Global parameters by name (``theta``, ``gamma``, ``continuation``, ...).
     impressions, clicks : numpy.ndarray
@@ -219,7 +219,7 @@ class FittedClickModel:
 
         :math:`P(E_r = 1 \mid A_{<r} = c_{<r})`: the probability that rank
         :math:`r` is examined if the documents above were attractive exactly
-        where they were clicked (Vardasbi et al., SIGIR 2020). Dividing a
+        where they were clicked (Vardasbi et al. (2020a)). Dividing a
         click by it is unbiased for the attractiveness whenever the model holds.
         """
         raise NotImplementedError
@@ -238,7 +238,7 @@ class FittedClickModel:
         ``relevance`` is the attractiveness for the position-based models and
         the cascade/DCM, attractiveness × satisfaction for DBN/SDBN (the
         probability that a user who examines the document is satisfied by it,
-        Chapelle & Zhang 2009 §5). The trust-bias fit stores the posterior
+        Chapelle & Zhang (2009) §5). The trust-bias fit stores the posterior
         probability of relevance as its "attractiveness".
         """
         a = self.attractiveness[:-1]

@@ -16,7 +16,7 @@ SDBN       1                   per pair               1
 DBN        :math:`\gamma`      per pair               :math:`\gamma`
 =========  ==================  =====================  ==============
 
-E-step (Chapelle & Zhang 2009, appendix; Guo, Liu & Wang 2009), one compiled
+E-step (Chapelle & Zhang (2009), appendix; Guo et al. (2009)), one compiled
 pass over the distinct sessions. With :math:`l` the last clicked rank, every
 rank up to :math:`l` was examined, the user went on after every earlier click
 (not satisfied) and every earlier skip. After :math:`l` she either stopped or
@@ -414,7 +414,7 @@ class CascadeFamilyFit(FittedClickModel):
         return _marginals(self._lookup(self.attractiveness, s), sigma, lam, kap)
 
     def examination(self, sessions: Sessions) -> np.ndarray:
-        r"""Examination given the clicks above (Vardasbi et al., SIGIR 2020).
+        r"""Examination given the clicks above (Vardasbi et al. (2020a)).
 
         .. math::
             P(E_r = 1 \mid A_{<r} = c_{<r})
@@ -623,7 +623,7 @@ def fit_dcm(
     tol: float = 1e-6,
     rel_tol: float = 1e-10,
 ) -> CascadeFamilyFit:
-    """Fit the dependent click model (Guo, Liu & Wang 2009) by exact EM."""
+    """Fit the dependent click model (Guo et al. (2009)) by exact EM."""
     return _fit_family(sessions, "dcm", shrinkage, max_iter, tol, rel_tol)
 
 
@@ -635,7 +635,7 @@ def fit_sdbn(
     tol: float = 1e-6,
     rel_tol: float = 1e-10,
 ) -> CascadeFamilyFit:
-    """Fit the simplified DBN (Chapelle & Zhang 2009 §5, :math:`\\gamma = 1`) by exact EM."""
+    r"""Fit the simplified DBN (Chapelle & Zhang (2009) §5, :math:`\gamma = 1`) by exact EM."""
     return _fit_family(sessions, "sdbn", shrinkage, max_iter, tol, rel_tol)
 
 
@@ -647,14 +647,14 @@ def fit_dbn(
     tol: float = 1e-6,
     rel_tol: float = 1e-10,
 ) -> CascadeFamilyFit:
-    """Fit the dynamic Bayesian network model (Chapelle & Zhang 2009) by EM."""
+    """Fit the dynamic Bayesian network model (Chapelle & Zhang (2009)) by EM."""
     return _fit_family(sessions, "dbn", shrinkage, max_iter, tol, rel_tol)
 
 
 def fit_cascade(
     sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1, tol: float = 0.0
 ) -> CascadeFamilyFit:
-    """Fit the cascade model (Craswell et al. 2008) in closed form (module docstring)."""
+    """Fit the cascade model (Craswell et al. (2008)) in closed form (module docstring)."""
     G, K = sessions.n_pairs, sessions.K
     shown, c, w = sessions.shown, sessions.click, sessions.weight
     pos = np.arange(K)

@@ -333,8 +333,8 @@ class ClickModelComparison(Result):
 
     def plot(self, *, conditional: bool = False, path: str | Path | None = None, ax: Any = None):
         """Perplexity by rank, one line per model (a matplotlib Figure; PNG written atomically)."""
-        from ..._figure import finish as _finish
-        from ..._figure import new_axes as _new_axes
+        from ..._figures import finish as _finish
+        from ..._figures import new_axes as _new_axes
 
         fig, ax, own = _new_axes(ax, (6.4, 4.0))
         key = "conditional_perplexity_by_rank" if conditional else "perplexity_by_rank"

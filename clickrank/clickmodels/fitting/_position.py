@@ -1,6 +1,6 @@
 r"""Click models whose clicks are independent given what is observed: PBM, UBM, trust bias.
 
-PBM (Craswell et al. 2008; Richardson et al. 2007) and UBM (Dupret &
+PBM (Craswell et al. (2008); Richardson et al. (2007)) and UBM (Dupret &
 Piwowarski 2008) share one form: every click is a Bernoulli draw
 
 .. math::
@@ -34,7 +34,7 @@ errors come from the Fisher information of the cells, inverted by blocks
 (:mod:`._stats`; exact here because pairs interact only through
 :math:`\theta`).
 
-Trust bias (Agarwal et al. WWW 2019; Vardasbi et al. CIKM 2020) is fitted as a
+Trust bias (Agarwal et al. (2019b); Vardasbi et al. (2020b)) is fitted as a
 two-class latent model: every (query, doc) pair is relevant
 (:math:`R_{qd} = 1`) or not, with prior :math:`\pi`, and
 
@@ -371,10 +371,10 @@ def fit_ubm(
 def fit_trust(
     sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000, tol: float = 1e-7
 ) -> TrustFit:
-    """Fit the two-class trust-bias model by EM on (pair, rank) counts (module docstring).
+    r"""Fit the two-class trust-bias model by EM on (pair, rank) counts (module docstring).
 
     ``shrinkage`` is accepted for a uniform interface; the per-pair quantity
-    here is a posterior probability, which needs no prior beyond :math:`\\pi`.
+    here is a posterior probability, which needs no prior beyond :math:`\pi`.
     """
     G, K = sessions.n_pairs, sessions.K
     rank = np.broadcast_to(np.arange(K), sessions.pair.shape)

@@ -1,7 +1,7 @@
 r"""Numerical helpers of the click-model fits: accelerated EM and block standard errors.
 
 EM acceleration
-    SQUAREM (Varadhan & Roland 2008, scheme S3): from :math:`x`, two EM steps
+    SQUAREM (Varadhan & Roland (2008), scheme S3): from :math:`x`, two EM steps
     give :math:`r = F(x) - x` and :math:`v = F(F(x)) - 2F(x) + x`; the
     extrapolated point :math:`x - 2a r + a^2 v` with
     :math:`a = -\lVert r\rVert/\lVert v\rVert` (at most -1) is followed by one

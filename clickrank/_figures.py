@@ -1,12 +1,8 @@
-"""Figures without pyplot: a new Agg figure (or a given axes) and one atomic PNG write.
+"""Figure plumbing shared by every plot: a pyplot-free figure and an atomic PNG write.
 
-Every figure of clickrank (the functions of :mod:`clickrank.plots` and the
-``plot`` methods of result classes) is made here: a
-:class:`matplotlib.figure.Figure` with its own Agg canvas, never through
-pyplot (so nothing stays open in pyplot's figure manager, no display is needed
-and ``matplotlib.use`` is never called), and saved through
-:func:`clickrank._io.atomic_write` (a temporary file in the same folder, then
-:func:`os.replace`).
+It lives in the data layer so that result classes anywhere (a click-model
+comparison, propensities) can draw without importing :mod:`clickrank.plots`,
+which sits in the report layer.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from matplotlib.figure import Figure
 from ._io import atomic_write
 from ._validation import InputError
 
-__all__ = ["new_axes", "finish", "save_figure"]
+__all__ = ["finish", "new_axes"]
 
 
 def new_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes, bool]:
@@ -35,21 +31,16 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axe
     return ax.figure, ax, False
 
 
-def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 100) -> Path:
-    """Write ``fig`` as a PNG atomically; the folder must exist."""
+def finish(fig: Figure, path: str | os.PathLike | None, *, own: bool, dpi: int = 100) -> Figure:
+    """Tight layout (only for figures we created) and an atomic PNG write."""
+    if own:
+        fig.tight_layout()
+    if path is None:
+        return fig
     out = Path(path)
     if out.is_dir():
         raise InputError(f"path {out} is a folder; give a .png file name")
     if not out.parent.is_dir():
         raise InputError(f"the folder of {out} does not exist")
     atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi), mkdir=False)
-    return out
-
-
-def finish(fig: Figure, path: str | os.PathLike | None, *, own: bool, dpi: int = 100) -> Figure:
-    """Tight layout (only for figures we created) and, with ``path``, an atomic PNG write."""
-    if own:
-        fig.tight_layout()
-    if path is not None:
-        save_figure(fig, path, dpi=dpi)
     return fig

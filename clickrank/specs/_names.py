@@ -1,0 +1,147 @@
+"""Every allowed name of a spec, defined once.
+
+The CLI (``click.Choice``), the run-config checks and the library's own
+dispatchers import these tuples; nothing else retypes them. This module
+imports nothing, so any layer may read it (the layer test files it, with
+:mod:`._toml`, under the data layer).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "POLICY_KINDS",
+    "CLICK_MODELS",
+    "POPULATION_MODELS",
+    "ETA_MODELS",
+    "CURVE_MODELS",
+    "RELEVANCE_MAPS",
+    "INTERVENTION_FRACTIONS",
+    "PROPENSITY_DESIGN",
+    "TARGET_NAMES",
+    "RUN_TARGETS",
+    "NEEDS_THETA",
+    "MODEL_AWARE",
+    "LAMBDAMART_SELECTION",
+    "LAMBDAMART_SHAPE",
+    "PROPENSITY_METHODS",
+    "INTERLEAVING_METHODS",
+    "EMPTY_CONVENTIONS",
+    "CANDIDATE_SETS",
+    "NORMALIZATIONS",
+    "NAIVE_KINDS",
+    "VALIDATION_ESTIMATES",
+    "TRAIN_TARGETS",
+]
+
+#: Logging policies by name (:func:`clickrank.specs.make_policy`).
+POLICY_KINDS = ("production", "plackett-luce", "oracle", "random")
+
+#: Click models a log is simulated with (``clickrank simulate``, ``[click_model] name``).
+CLICK_MODELS = ("pbm", "trust", "cascade", "dcm", "dbn", "sdbn", "ubm")
+#: Populations of heterogeneous users (``clickrank interleave`` also takes these).
+POPULATION_MODELS = ("pbm-population", "web-population")
+#: Click models with a position-bias severity ``eta``: θ_p = (1/p)^η.
+ETA_MODELS = ("pbm", "trust", "ubm")
+#: Click models whose examination curve can be named (``curve``).
+CURVE_MODELS = ("pbm", "trust")
+#: Label -> click-probability maps (:func:`clickrank.clickmodels.relevance_for_labels`).
+RELEVANCE_MAPS = ("graded", "binarized")
+
+#: Interventions by the key of their share of sessions, in the order they are applied.
+INTERVENTION_FRACTIONS = (
+    "swap_fraction",
+    "randpair_fraction",
+    "randomize_fraction",
+    "fairpairs_fraction",
+)
+#: Propensity estimators that need an intervention, and the fraction that provides it.
+PROPENSITY_DESIGN = {
+    "swap": "swap_fraction",
+    "randpair": "randpair_fraction",
+    "randomized": "randomize_fraction",
+}
+
+#: Training targets of :func:`clickrank.targets.make_target` (plus ``"pairs:<strategy>"``).
+TARGET_NAMES = (
+    "naive",
+    "ips",
+    "dr",
+    "unbiased-lambdamart",
+    "ips-pairs",
+    "prs-pairs",
+    "affine",
+    "cascade-ips",
+    "fitted-relevance",
+    "skip-above",
+    "skip-above-ips",
+    "oracle",
+)
+#: Targets a run config can name (``[targets] names``): the targets above and ``ips-true``
+#: (IPS with the simulator's true θ), in the order the config errors list them.
+RUN_TARGETS = (
+    "naive",
+    "ips",
+    "ips-true",
+    "dr",
+    "skip-above",
+    "skip-above-ips",
+    "oracle",
+    "unbiased-lambdamart",
+    "prs-pairs",
+    "ips-pairs",
+    "affine",
+    "cascade-ips",
+    "fitted-relevance",
+)
+#: Targets built with the estimated propensities.
+NEEDS_THETA = ("ips", "dr", "skip-above-ips", "prs-pairs", "ips-pairs")
+#: The click model each model-aware target fits to the log (clickmodels.fit_click_model).
+MODEL_AWARE = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
+
+#: The defaults of :class:`~clickrank.selection.LambdaMARTCV` (the model selection of
+#: ``clickrank train`` and ``[lambdamart] select = true``), readable without LightGBM.
+LAMBDAMART_SELECTION = {
+    "folds": 5,
+    "n_estimators": 500,
+    "learning_rate": 0.1,
+    "early_stopping_rounds": 50,
+    "grid": (
+        {"num_leaves": 4, "max_depth": 2},
+        {"num_leaves": 8, "max_depth": 3},
+        {"num_leaves": 31, "max_depth": -1},
+    ),
+}
+#: The tree shape of :class:`~clickrank.lambdamart.LambdaMART` without selection.
+LAMBDAMART_SHAPE = {"num_leaves": 8, "max_depth": 3}
+
+#: Propensity estimators by name (:func:`clickrank.propensity.estimate_propensities`).
+PROPENSITY_METHODS = (
+    "swap",
+    "randpair",
+    "randomized",
+    "harvest-allpairs",
+    "harvest-pivot",
+    "harvest-adjacent",
+    "em",
+)
+#: Interleaving methods of a simulated comparison (:mod:`clickrank.interleaving`).
+INTERLEAVING_METHODS = ("team-draft", "balanced", "probabilistic", "optimized")
+#: What a query without a relevant document scores (:mod:`clickrank.metrics`).
+EMPTY_CONVENTIONS = ("skip", "zero", "one")
+#: Documents in each training list of a click-based gain target (:mod:`clickrank.targets`).
+CANDIDATE_SETS = ("auto", "shown", "all", "hybrid")
+#: Normalisations of IPS gains.
+NORMALIZATIONS = ("none", "exposure", "query")
+#: The naive target's gains: click counts or click-through rates.
+NAIVE_KINDS = ("clicks", "ctr")
+#: The click estimate of DCG@k a model selection maximises
+#: (:class:`~clickrank.selection.ClickValidation`).
+VALIDATION_ESTIMATES = ("ips", "dr", "clicks")
+#: ``clickrank train --target``: the targets above, with ``skip-above-ips`` spelled
+#: ``skip-above --ips-weighted`` and ``pairs`` for the preferences of ``--strategy``.
+TRAIN_TARGETS = (
+    "ips",
+    *(n for n in TARGET_NAMES if n not in ("ips", "skip-above-ips", "oracle")),
+    "pairs",
+    "oracle",
+)
