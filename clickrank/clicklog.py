@@ -65,6 +65,7 @@ __all__ = [
     "lazy_log",
     "select_intervention",
     "ctr_by_position_and_label",
+    "log_totals",
     "mean_by_position",
     "share_at_least_by_position",
     "skip_above_pairs",
@@ -692,26 +693,67 @@ def ctr_by_position_and_label(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     return click_counts(lf.filter(pl.col("label").is_not_null()), ["position", "label"])
 
 
+def log_totals(log: pl.DataFrame | pl.LazyFrame) -> dict[str, Any]:
+    """Sessions, impressions (rows) and clicks of a log, and sessions per intervention.
+
+    Returns a dict with ``sessions``, ``impressions``, ``clicks`` (ints) and
+    ``sessions_by_intervention`` (intervention name -> sessions, sorted by name).
+    """
+    lf = log.lazy()
+    totals = (
+        lf.select(
+            sessions=pl.col("session").n_unique(),
+            impressions=pl.len(),
+            clicks=pl.col("click").cast(pl.Int64).sum(),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    by_iv = (
+        lf.group_by("intervention")
+        .agg(sessions=pl.col("session").n_unique())
+        .sort(pl.col("intervention").cast(pl.String))
+        .collect()
+    )
+    return {
+        **{k: int(v) for k, v in totals.items()},
+        "sessions_by_intervention": {
+            str(r["intervention"]): int(r["sessions"]) for r in by_iv.iter_rows(named=True)
+        },
+    }
+
+
 def mean_by_position(
     log: pl.DataFrame | pl.LazyFrame,
-    values: Callable[[np.ndarray], np.ndarray],
+    values: Callable[[np.ndarray], np.ndarray] | None = None,
     column: str = "label",
 ) -> pl.DataFrame:
-    r"""Mean of ``values(column)`` over the rows shown at each position.
+    r"""Mean of ``column`` and of ``values(column)`` over the rows shown at each position.
 
-    ``values`` maps the column (float ``[n, 1]``) to one value per row
-    (``[n, 1]``), e.g. a relevance map giving :math:`P(\text{click} \mid
-    \text{examined})` of the shown documents; the result has ``position`` and
-    ``mean``, sorted by position.
+    ``values`` maps the column's distinct values (float ``[1, m]``) to one value
+    each (``[1, m]``), e.g. a relevance map giving :math:`P(\text{click} \mid
+    \text{examined})` of the shown documents. The log is reduced to counts per
+    (position, value) first, so the memory is that of the distinct cells. The
+    result has one row per position shown, sorted: ``position``, ``shown``
+    (rows), ``mean`` (of ``column``) and, with ``values``, ``mean_value``.
     """
-    y = log.lazy().select("position", column).collect()
-    a = values(y[column].to_numpy().astype(np.float64)[:, None])[:, 0]
-    return (
-        pl.DataFrame({"position": y["position"], "mean": a})
-        .group_by("position")
-        .agg(pl.col("mean").mean())
-        .sort("position")
+    cells = (
+        log.lazy().group_by("position", column).agg(n=pl.len()).sort("position", column).collect()
     )
+    pos = cells["position"].to_numpy().astype(np.int64)
+    lab = cells[column].to_numpy().astype(np.float64)
+    n = cells["n"].to_numpy().astype(np.float64)
+    size = int(pos.max()) + 1 if pos.size else 1
+    shown = np.bincount(pos, weights=n, minlength=size)
+    out = {
+        "position": np.arange(size),
+        "shown": shown.astype(np.int64),
+        "mean": np.bincount(pos, weights=n * lab, minlength=size) / np.maximum(shown, 1),
+    }
+    if values is not None:
+        a = np.asarray(values(lab[None, :]), dtype=np.float64)[0]
+        out["mean_value"] = np.bincount(pos, weights=n * a, minlength=size) / np.maximum(shown, 1)
+    return pl.DataFrame(out).filter(pl.col("shown") > 0)
 
 
 def share_at_least_by_position(

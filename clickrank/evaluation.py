@@ -518,7 +518,7 @@ def evaluate(
     EvaluationResult
     """
     from .metrics import get_metric
-    from .ranking import ranker_scores as policy_scores
+    from .ranking import ranker_scores
 
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
@@ -531,7 +531,7 @@ def evaluate(
     fns = {m: get_metric(m, empty=empty) for m in metrics}
     values, n_empty = {}, {}
     for r, ranker in named.items():
-        s = policy_scores(ranker, data, name=r)
+        s = ranker_scores(ranker, data, name=r)
         for m, f in fns.items():
             res = f(s, data.y, data.qptr)
             values[(r, m)] = np.asarray(res.values, dtype=np.float64)
@@ -671,10 +671,10 @@ def _check_theta(propensities: Any, clip: float | None) -> np.ndarray:
 
 def _clicked_with_new_ranks(lf: pl.LazyFrame, data: RankingData, ranker: Any) -> pl.DataFrame:
     """The clicked rows (session, query, doc, position) with ``_rank``, the new ranker's rank."""
-    from .ranking import ranker_scores as policy_scores
+    from .ranking import ranker_scores
 
     schema = lf.collect_schema()
-    s = policy_scores(ranker, data, name="ranker")
+    s = ranker_scores(ranker, data, name="ranker")
     ref = pl.DataFrame(
         {
             "query": np.repeat(np.asarray(data.qid), data.lengths),

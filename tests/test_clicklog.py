@@ -394,7 +394,9 @@ def test_per_position_means_and_shares_follow_the_labels():
     tiny = _tiny_log()
     means = mean_by_position(tiny, lambda y: 2 * y)
     assert means["position"].to_list() == [1, 2, 3]
-    assert means["mean"].to_list() == pytest.approx([2 * 4 / 3, 2 * 3 / 3, 2 * 1 / 2])
+    assert means["shown"].to_list() == [3, 3, 2]
+    assert means["mean"].to_list() == pytest.approx([4 / 3, 3 / 3, 1 / 2])
+    assert means["mean_value"].to_list() == pytest.approx([2 * 4 / 3, 2 * 3 / 3, 2 * 1 / 2])
     share = share_at_least_by_position(tiny, 1.0)
     assert share["share"].to_list() == pytest.approx([1.0, 2 / 3, 1 / 2])
     cells = ctr_by_position_and_label(tiny).collect()

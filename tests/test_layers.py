@@ -49,16 +49,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("cli",)),
 )
 
-#: Upward imports still known, each waiting for the other helper of issue 14 (A),
-#: who owns the click-log boundary ``clicklog``: click-model fitting coerces its
-#: input with ``propensity._stats.as_lazy`` / ``require_columns``, which belong in
-#: ``clicklog`` next to ``read_log``. The lead empties this set after merging A's
-#: branch (move the two helpers, import them from clicklog). An entry that no
-#: longer occurs fails the test, so the set cannot go stale.
-KNOWN_VIOLATIONS: set[tuple[str, str]] = {
-    ("clickrank.clickmodels.fitting._base", "clickrank.propensity._stats"),
-    ("clickrank.clickmodels.fitting._sessions", "clickrank.propensity._stats"),
-}
+#: Upward imports still known (none: keep it that way). An entry that no longer
+#: occurs fails the test, so the set cannot go stale.
+KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 
 
 def _health():

@@ -27,6 +27,7 @@ simulation, which the estimators do not need).
 from __future__ import annotations
 
 from ._detect import engine_of, is_spark, require_spark
+from ._input import as_lazy, require_columns
 from ._queries import (
     co_clicks,
     counts,
@@ -42,6 +43,8 @@ from ._queries import (
 from ._session import read_spark_log, spark_session, to_spark
 
 __all__ = [
+    "as_lazy",
+    "require_columns",
     "is_spark",
     "engine_of",
     "require_spark",

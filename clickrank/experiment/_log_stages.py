@@ -204,47 +204,25 @@ class _LogStages:
     def _log_stats(self) -> dict:
         import polars as pl
 
-        from ..clicklog import click_counts, skip_above_pairs
+        from ..clicklog import click_counts, log_totals, mean_by_position, skip_above_pairs
         from ..clickmodels import evaluate_map
 
         lf = self.log()
         cm = self.click_model()
-        totals = (
-            lf.select(
-                sessions=pl.col("session").n_unique(),
-                impressions=pl.len(),
-                clicks=pl.col("click").cast(pl.Int64).sum(),
-            )
-            .collect()
-            .row(0, named=True)
-        )
-        by_iv = (
-            lf.group_by("intervention")
-            .agg(sessions=pl.col("session").n_unique())
-            .sort(pl.col("intervention").cast(pl.String))
-            .collect()
-        )
-        sessions_by_iv = {
-            str(r["intervention"]): int(r["sessions"]) for r in by_iv.iter_rows(named=True)
-        }
+        totals = log_totals(lf)
+        sessions_by_iv = totals["sessions_by_intervention"]
         view = "none" if sessions_by_iv.get("none", 0) > 0 else None
         sel = lf if view is None else lf.filter(pl.col("intervention").cast(pl.String) == view)
         ctr = click_counts(sel, ["position"]).collect()
-        # label counts per position -> mean label and mean P(click | examined) of shown docs
-        cells = (
-            sel.group_by("position", "label").agg(n=pl.len()).sort("position", "label").collect()
-        )
-        pos = cells["position"].to_numpy().astype(np.int64)
-        lab = cells["label"].to_numpy().astype(np.float64)
-        n = cells["n"].to_numpy().astype(np.float64)
-        size = int(pos.max()) + 1 if pos.size else 1
-        shown = np.bincount(pos, weights=n, minlength=size)
-        mean_label = np.bincount(pos, weights=n * lab, minlength=size) / np.maximum(shown, 1)
+        # mean label and mean P(click | examined) of the documents shown at each position
         rel = getattr(cm, "attractiveness", getattr(cm, "relevance", None))
-        mean_alpha = None
-        if rel is not None:
-            a = evaluate_map(rel, lab[None, :], name="relevance")[0]
-            mean_alpha = np.bincount(pos, weights=n * a, minlength=size) / np.maximum(shown, 1)
+        per = mean_by_position(
+            sel, None if rel is None else lambda y: evaluate_map(rel, y, name="relevance")
+        )
+        mean_label = dict(zip(per["position"], per["mean"], strict=True))
+        mean_alpha = (
+            None if rel is None else dict(zip(per["position"], per["mean_value"], strict=True))
+        )
         theta = self.true_theta()
         rows = []
         for r in ctr.iter_rows(named=True):

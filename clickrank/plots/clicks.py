@@ -52,7 +52,7 @@ def _check_true_theta(true_theta: Any, k: int, what: str) -> np.ndarray:
 def _draw_relevance(ax, per: pl.DataFrame, t: np.ndarray | None) -> None:
     """Mean P(click | examined) per position (times θ₁ when the truth is not relative)."""
     rp = per["position"].to_numpy().astype(np.int64)
-    ra = per["mean"].to_numpy()
+    ra = per["mean_value"].to_numpy()
     if t is not None and not np.isclose(t[0], 1.0):
         ra = t[0] * ra
         lab = "target θ₁ × mean P(click | examined)"

@@ -355,7 +355,7 @@ class FittedClickModel:
             The log sorted by (session, position) with ``click`` replaced.
         """
         from ..._random import session_uniforms
-        from ...propensity._stats import as_lazy
+        from ...engine import as_lazy
 
         df = as_lazy(log).collect().sort("session", "position", maintain_order=True)
         s = self._aligned(sessions_from_log(df))

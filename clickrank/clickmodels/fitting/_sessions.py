@@ -246,7 +246,7 @@ def _fill(starts, rep, click, K):  # pragma: no cover - numba
 
 
 def _frame(log: Any) -> pl.DataFrame:
-    from ...propensity._stats import as_lazy, require_columns
+    from ...engine import as_lazy, require_columns
 
     lf = as_lazy(log)
     require_columns(lf, _COLUMNS, what="click-model fitting")
