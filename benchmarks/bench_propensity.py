@@ -309,7 +309,12 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
         for part in parts.values():
             st = {c: part[c].to_numpy() for c in ("kind", "a", "b", "position", "n", "c")}
             try:
-                ci = pair_from_counts(st, design="swap", K=K).conf_int(0.05)
+                ci = (
+                    pair_from_counts(st, design="swap", K=K)
+                    .conf_int(0.05)
+                    .select("lower", "upper")
+                    .to_numpy()
+                )
             except Exception:  # an unidentified log counts as a miss everywhere
                 continue
             hits += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
@@ -329,7 +334,12 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
     truth = power_law(K, 1.0)
     for part in parts.values():
         st = {c: part[c].to_numpy() for c in ("kind", "a", "b", "position", "n", "c")}
-        ci = pair_from_counts(st, design="randpair", K=K).conf_int(0.05)
+        ci = (
+            pair_from_counts(st, design="randpair", K=K)
+            .conf_int(0.05)
+            .select("lower", "upper")
+            .to_numpy()
+        )
         hits += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
     report("randpair eta=1", hits, len(parts))
 
@@ -346,7 +356,7 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
     hits = np.zeros(K)
     for part in parts.values():
         st = {c: part[c].to_numpy() for c in ("position", "n", "c", "cc", "n1p")}
-        ci = randomized_from_counts(st, K=K).conf_int(0.05)
+        ci = randomized_from_counts(st, K=K).conf_int(0.05).select("lower", "upper").to_numpy()
         hits += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
     report("randomized eta=1", hits, len(parts))
 
@@ -365,7 +375,12 @@ def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
             seed=23,
         )
         for m in hits:
-            ci = estimate_propensities(log, method=m).conf_int(0.05)
+            ci = (
+                estimate_propensities(log, method=m)
+                .conf_int(0.05)
+                .select("lower", "upper")
+                .to_numpy()
+            )
             hits[m] += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
     for m, h in hits.items():
         report(f"{m} eta=1", h, n_h)

@@ -175,7 +175,7 @@ def test_yandex_position_bias_by_harvesting_and_em(yandex_train):
     allp = estimate_propensities(log, method="harvest-allpairs")
     emr = estimate_propensities(log, method="em", n_boot=20, seed=0)
     for r in (allp, emr):
-        ci = r.conf_int(0.01)
+        ci = r.conf_int(0.01).select("lower", "upper").to_numpy()
         # real position bias: rank 2 is examined less than rank 1, rank 10 less than rank 2
         assert ci[1, 1] < 1.0 and ci[9, 1] < ci[1, 0]
         assert not any("not identified" in w for w in r.warnings)

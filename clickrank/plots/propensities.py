@@ -42,7 +42,7 @@ def _draw_estimate(ax, p: Any, name: str, offset: float, col: str, alpha: float)
     """One estimate with its band and error bars, dodged by ``offset``; returns its K."""
     ok = p.identified
     x = p.positions[ok] + offset
-    ci = p.conf_int(alpha)[ok]
+    ci = p.conf_int(alpha).select("lower", "upper").to_numpy()[ok]
     ax.fill_between(x, ci[:, 0], ci[:, 1], color=col, alpha=0.15, lw=0)
     ax.errorbar(
         x,

@@ -72,10 +72,9 @@ class Propensities(Result):
 
     Notes
     -----
-    The first user of the result contract (:class:`clickrank._result.Result`),
-    with one documented difference kept for compatibility: :meth:`conf_int`
-    returns a ``[K, 2]`` array (the frame is :meth:`to_frame`, whose ``lower``
-    and ``upper`` columns hold the same bounds).
+    The first user of the result contract (:class:`clickrank._result.Result`):
+    :meth:`conf_int` is a frame like every result's (before issue 14 it was a
+    ``[K, 2]`` array: ``conf_int(a).select("lower", "upper").to_numpy()``).
     """
 
     FORMAT: ClassVar[str] = "clickrank.propensities"
@@ -144,8 +143,13 @@ class Propensities(Result):
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         return np.asarray(self.theta, dtype=dtype)
 
-    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
-        r"""Confidence intervals ``[K, 2]`` (lower, upper) at level ``1 - alpha``.
+    def conf_int(self, alpha: float = 0.05) -> pl.DataFrame:
+        r"""Confidence intervals at level ``1 - alpha``, one row per position.
+
+        Columns ``position``, ``estimate`` (θ̂), ``lower``, ``upper``, ``alpha``
+        (the contract of every result, :class:`clickrank._result.Result`);
+        ``.select("lower", "upper").to_numpy()`` gives the ``[K, 2]`` array.
+        Unidentified positions have NaN bounds.
 
         Notes
         -----
@@ -156,6 +160,19 @@ class Propensities(Result):
         The reference position (se 0) gets a zero-width interval.
         """
         alpha = check_alpha(alpha)
+        ci = self._bounds(alpha)
+        return pl.DataFrame(
+            {
+                "position": pl.Series(self.positions, dtype=pl.UInt16),
+                "estimate": self.theta,
+                "lower": ci[:, 0],
+                "upper": ci[:, 1],
+                "alpha": np.full(self.theta.size, alpha),
+            }
+        )
+
+    def _bounds(self, alpha: float) -> np.ndarray:
+        """The ``[K, 2]`` (lower, upper) array of :meth:`conf_int`."""
         if self.ci_method == "percentile":
             with np.errstate(all="ignore"):
                 lo, hi = np.nanquantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
@@ -172,7 +189,7 @@ class Propensities(Result):
     # ------------------------------------------------------------------ views
     def to_frame(self, alpha: float = 0.05) -> pl.DataFrame:
         """One row per position: position, theta, se (log scale), lower, upper, n."""
-        ci = self.conf_int(alpha)
+        ci = self._bounds(check_alpha(alpha))
         return pl.DataFrame(
             {
                 "position": pl.Series(self.positions, dtype=pl.UInt16),
@@ -187,7 +204,7 @@ class Propensities(Result):
 
     def summary(self, alpha: float = 0.05) -> str:
         """A readable table (position, θ, CI, SE of log θ, n) then numbered warnings."""
-        ci = self.conf_int(alpha)
+        ci = self._bounds(check_alpha(alpha))
         level = f"{100 * (1 - alpha):g}%"
         scale = "absolute" if self.absolute else "relative to position 1"
         ci_kind = {
@@ -217,7 +234,7 @@ class Propensities(Result):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        ci = self.conf_int()
+        ci = self._bounds(0.05)
         rows = "".join(
             f"<tr><td>{i + 1}</td><td>{self.theta[i]:.4f}</td><td>{ci[i, 0]:.4f}</td>"
             f"<td>{ci[i, 1]:.4f}</td><td>{self.n[i]:,.0f}</td></tr>"
@@ -237,7 +254,7 @@ class Propensities(Result):
         def clean(a: np.ndarray) -> list:
             return [float(x) if np.isfinite(x) else None for x in np.asarray(a, dtype=float)]
 
-        ci = self.conf_int(alpha)
+        ci = self._bounds(check_alpha(alpha))
         out = {
             "format": "clickrank.propensities",
             "version": _FORMAT_VERSION,
@@ -345,7 +362,7 @@ class Propensities(Result):
 
         fig, ax, own = new_axes(ax, (6, 4))
         pos = self.positions
-        ci = self.conf_int(alpha)
+        ci = self._bounds(check_alpha(alpha))
         ok = self.identified
         ax.fill_between(
             pos[ok],

@@ -76,7 +76,9 @@ def _section_propensities(results: dict) -> list[str]:
     truth = prop.get("truth")
     ests = _estimates(prop)
     methods = list(ests)
-    cis = {m: p.conf_int(prop["alpha"]) for m, p in ests.items()}
+    cis = {
+        m: p.conf_int(prop["alpha"]).select("lower", "upper").to_numpy() for m, p in ests.items()
+    }
     k = max(p.K for p in ests.values())
     rows = []
     for i in range(k):
