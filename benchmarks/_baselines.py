@@ -3,7 +3,7 @@
 * LightGBM ``lambdarank`` with the ``position`` field (position-bias factors
   learned jointly, LightGBM >= 4.1; ``lambdarank_position_bias_regularization``).
 * XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True`` (Unbiased LambdaMART of
-  Hu et al. WWW 2019; the position is the row order within a session).
+  Hu et al. (2019); the position is the row order within a session).
 
 Both train on every session with at least one click (sessions without a click
 produce no pairs, hence no gradient, in both libraries); the features of a

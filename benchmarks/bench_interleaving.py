@@ -120,8 +120,8 @@ def population_model(population, click_model):
     pbm-spread   PBMs with log-normal eta (median 1, SD of log eta 0.75, 7 types) crossed
                  with click noise eps in {0.05, 0.1, 0.3}: continuous heterogeneity
     web          navigational / economic / exhaustive / low-engagement users
-                 (clickrank.clickmodels.web_search_population, shares from Broder 2002,
-                 Aula et al. 2005, Dumais et al. 2010)
+                 (clickrank.clickmodels.web_search_population, shares from Broder (2002),
+                 Aula et al. (2005), Dumais et al. (2010))
     """
     from clickrank.clickmodels import make_click_model, pbm_population, web_search_population
 

@@ -3,7 +3,7 @@
 Run: ``python benchmarks/debiasing.py [--seeds 3] [--sessions 1000000] [--quick]
 [--no-baselines] [--fairpairs 0.1,0.3,1.0]``
 
-Setup (Joachims, Swaminathan, Schnabel WSDM 2017 §6, on the DESIGN §4
+Setup (Joachims et al. (2017), §6, on the DESIGN §4
 synthetic data): per seed, synthetic(6000, 30) split 5,000 train / 1,000 test
 queries; a production ranker trained on 1 % of the training queries shows its
 top 10; clicks follow a PBM with theta_p = 1/p (eta = 1) and binarized relevance
@@ -20,10 +20,10 @@ Rows:
   skip-above          clickrank LambdaMART on skip-above preferences (RankNet)
   last-click-skip-above, skip-previous, skip-next, skip-above+skip-next
                       the other click-preference strategies of Joachims et al.
-                      2005/2007 (targets.click_preferences), same log
+                      (2005, 2007) (targets.click_preferences), same log
   skip-above, uniform skip-above on a log of the same size from a uniformly random
                       logging policy (no presentation order to reverse)
-  fairpairs f%        FairPairs preferences (Radlinski & Joachims 2006) from a log in
+  fairpairs f%        FairPairs preferences (Radlinski & Joachims (2006)) from a log in
                       which a fraction f of the sessions got the FairPairs intervention
                       (same sessions, queries and production lists otherwise)
   lightgbm position   LightGBM lambdarank on session lists (binary clicks) with the

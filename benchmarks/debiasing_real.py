@@ -10,7 +10,7 @@ a production ranker (clickrank LambdaMART) trained on ``--fraction`` of them
 theta_p = (1/p)^eta and binarized relevance at the label range's default
 threshold (label >= 1 on 0..2 data, >= 3 on 0..4), relevant clicked w.p. 1
 and irrelevant w.p. 0.1 when examined; ``--swap`` of the sessions swap rank
-1 with a random rank (Joachims et al. 2017). Propensities are estimated from
+1 with a random rank (Joachims et al. (2017)). Propensities are estimated from
 those swaps. Test NDCG@10 on the data set's test file (graded labels, queries
 without a relevant document skipped).
 
@@ -34,10 +34,10 @@ Rows (``--methods`` picks some):
   ips-shown, ips-all, ips-hybrid          candidate sets under selection
   dr                doubly robust gains (cross-fitted relevance model, all documents)
   dr-valid          the default learner selected on the DR estimate instead of IPS
-  unbiased-lambdamart  Unbiased LambdaMART (Hu et al. 2019; position biases learned with the
+  unbiased-lambdamart  Unbiased LambdaMART (Hu et al. (2019); position biases learned with the
                     trees) under selection; unbiased-lambdamart-fixed: fixed budget
-  ips-pairs, prs-pairs  IPS rank pairs (Joachims et al. 2017) and propensity-ratio pairs
-                    (Wang et al. 2021) under selection
+  ips-pairs, prs-pairs  IPS rank pairs (Joachims et al. (2017)) and propensity-ratio pairs
+                    (Wang et al. (2021)) under selection
   lightgbm-position LightGBM lambdarank with position factors, fixed budget
   xgboost-unbiased  XGBoost lambdarank_unbiased, fixed budget
   oracle            true labels, fixed budget; oracle-cv: true labels with NDCG cross-validation

@@ -13,11 +13,10 @@ consumed. Here every draw is a pure function of a key and a counter,
 where :math:`k_{\text{stream}}` is a 64-bit key drawn from
 ``numpy.random.SeedSequence(seed, spawn_key=(stream,))``, :math:`s` the session
 index, :math:`j` the draw index inside the session, :math:`\phi` the 64-bit
-golden-ratio constant and :math:`h` the SplitMix64 finalizer (Steele, Lea &
-Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014; the
-variant-13 mixing constants of Stafford 2011). Hashing a counter with a
+golden-ratio constant and :math:`h` the SplitMix64 finalizer (Steele et al.
+(2014); the variant-13 mixing constants of Stafford (2011)). Hashing a counter with a
 strong bijective mixer is the construction of counter-based generators
-(Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011).
+(Salmon et al. (2011)).
 The top 53 bits of the hash give a double in [0, 1) with every value a
 multiple of :math:`2^{-53}`.
 

@@ -778,7 +778,7 @@ def skip_above_pairs(
     """Skip-above preference counts by (clicked position, skipped position), against the labels.
 
     The same pairs as :func:`clickrank.targets.skip_above` (a click at ``p``
-    over each unclicked result above ``p``, Joachims et al. 2005 §5.3), kept
+    over each unclicked result above ``p``, Joachims et al. (2005), §5.3), kept
     by position and compared with the true labels of the two documents.
 
     Returns

@@ -6,8 +6,8 @@ r"""Offline evaluation with honest statistics, paired comparisons and counterfac
 - :func:`compare` is the paired comparison of two rankers on one metric:
   paired t-test, sign-flip randomization test, Cohen's :math:`d_z` and CIs.
 - :func:`counterfactual` is the IPS estimate, from a logged click log and
-  propensities, of a *new* ranker's click-based utility (Joachims,
-  Swaminathan & Schnabel, WSDM 2017, §4).
+  propensities, of a *new* ranker's click-based utility (Joachims et al.
+  (2017), §4).
 
 Empty queries (no relevant document) follow the ``empty`` convention of
 :mod:`clickrank.metrics` ("skip" by default); their number is reported next
@@ -569,7 +569,7 @@ def compare(
 
     Reports the mean difference (A − B) with a paired-t and a bootstrap
     interval, the paired t-test, the sign-flip randomization test (Fisher;
-    Smucker, Allan & Carterette, CIKM 2007) and Cohen's :math:`d_z`.
+    Smucker et al. (2007)) and Cohen's :math:`d_z`.
     """
     res = evaluate(
         {names[0]: a, names[1]: b},
@@ -710,8 +710,8 @@ def counterfactual(
 ) -> CounterfactualResult:
     r"""IPS estimate of a new ranker's click-based utility from a logged click log.
 
-    Counterfactual evaluation (Joachims, Swaminathan & Schnabel, WSDM 2017,
-    §4, Eq. 5–6): for a utility that is additive over relevant documents,
+    Counterfactual evaluation (Joachims et al. (2017), §4,
+    Eq. 5–6): for a utility that is additive over relevant documents,
     :math:`\Delta(S) = \sum_{d\ \mathrm{relevant}} \lambda(\mathrm{rank}(d \mid S))`,
     the estimate from logged sessions :math:`i = 1..n` is
 
@@ -736,7 +736,7 @@ def counterfactual(
         array, ``theta[p - 1]`` for position p
     utility : "dcg" (:math:`\lambda(r) = 1/\log_2(1 + r)`, optionally cut at ``k``),
         "rank" (:math:`\lambda(r) = r`, the sum of ranks of relevant documents,
-        Joachims 2017 Eq. 6), or a callable on 1-based rank arrays
+        Joachims et al. (2017), Eq. 6), or a callable on 1-based rank arrays
     clip : float, optional
         Use :math:`\max(\theta_p, \mathrm{clip})` (biased, lower variance).
     """

@@ -5,8 +5,7 @@ Pure functions that compute, for all queries at once, the *forces*
 score of document ``i``) and the *Newton weights* :math:`w_i` (its second
 derivative) that LightGBM's tree learner turns into leaf values.
 
-Conventions (Burges (2010), "From RankNet to LambdaRank to LambdaMART: An
-Overview", §4 and §7; Wu, Burges, Svore, Gao 2010; LightGBM's
+Conventions (Burges (2010), §4 and §7; Wu et al. (2010); LightGBM's
 ``rank_objective.hpp``):
 
 * For a pair with gain :math:`g_i > g_j` the RankNet cost is
@@ -409,7 +408,7 @@ def lambdas(
         \lambda_i = \sum_{j: g_i > g_j} \lambda_{ij} - \sum_{j: g_j > g_i} \lambda_{ji},
         \quad w_i = \sum_j \sigma^2 \rho_{ij}(1 - \rho_{ij}) |\Delta Z_{ij}|
 
-    (Burges (2010) §4, §7). ``weighting="ndcg"`` uses
+    (Burges (2010), §4, §7). ``weighting="ndcg"`` uses
     :math:`|\Delta Z_{ij}| = |g_i - g_j||D(p_i) - D(p_j)|/\mathrm{IDCG}`
     (LambdaRank); ``"none"`` uses 1 (RankNet).
 

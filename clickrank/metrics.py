@@ -498,7 +498,7 @@ def err(
 ) -> MetricResult:
     r"""Expected reciprocal rank at cut-off ``k``.
 
-    Definition (Chapelle, Metzler, Zhang & Grinspan, CIKM 2009, Eq. 4 and Algorithm 2):
+    Definition (Chapelle et al. (2009), Eq. 4 and Algorithm 2):
 
     .. math::
         \mathrm{ERR@}k = \sum_{r=1}^{\min(k, n)} \frac{1}{r}\, R_r \prod_{i<r} (1 - R_i),
@@ -568,7 +568,7 @@ def average_precision(
 ) -> MetricResult:
     r"""Average precision at cut-off ``k`` (its mean over queries is MAP).
 
-    Definition (Harman 1992; trec_eval's ``map``/``map_cut``):
+    Definition (Harman (1992); trec_eval's ``map``/``map_cut``):
 
     .. math::
         \mathrm{AP@}k = \frac{1}{D} \sum_{j=1}^{\min(k, n)} \mathrm{rel}_{(j)}\,
@@ -636,7 +636,7 @@ def reciprocal_rank(
 ) -> MetricResult:
     r"""Reciprocal rank of the first relevant document within the top ``k`` (mean: MRR).
 
-    Definition (Voorhees, TREC-8 QA track 1999):
+    Definition (Voorhees (1999)):
 
     .. math::
         \mathrm{RR@}k = \frac{1}{r^*} \text{ if } r^* \le k \text{ else } 0, \qquad
@@ -802,7 +802,7 @@ def pfound(
 ) -> MetricResult:
     r"""pFound at cut-off ``k``: probability that a cascading user finds a relevant result.
 
-    Definition (Gulin, Karpovich, Raskovalov & Segalovich, ROMIP 2009; Segalovich 2010):
+    Definition (Gulin et al. (2009); Segalovich (2010)):
 
     .. math::
         \mathrm{pFound@}k = \sum_{r=1}^{\min(k, n)} \mathrm{pLook}_r\, \mathrm{pRel}_r,

@@ -198,9 +198,9 @@ class PlackettLuce(LoggingPolicy):
         P(\pi \mid q) = \prod_{i=1}^{K}
             \frac{\exp(s_{\pi_i} / \tau)}{\sum_{j \ge i} \exp(s_{\pi_j} / \tau)}
 
-    (Plackett 1975; Luce 1959). Sampled exactly by perturbing each logit
+    (Plackett (1975); Luce (1959)). Sampled exactly by perturbing each logit
     :math:`s_d/\tau` with independent Gumbel noise and keeping the ``K``
-    largest (the Gumbel-top-k trick; Yellott 1977, Kool et al. ICML 2019).
+    largest (the Gumbel-top-k trick; Yellott (1977); Kool et al. (2019)).
     :math:`\tau \to 0` approaches the deterministic ranking, large
     :math:`\tau` a uniform shuffle.
 

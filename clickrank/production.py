@@ -2,7 +2,7 @@ r"""The production ranker: the logging ranker of unbiased learning-to-rank simul
 
 :func:`production_ranker` trains the standard "production ranker" of the
 unbiased learning-to-rank literature: a ranker fitted on about 1 % of the
-labelled training queries (Joachims et al. (2017) §6; Tran et al. (2021), ULTRA),
+labelled training queries (Joachims et al. (2017), §6; Tran et al. (2021), ULTRA),
 and on at least ``min_queries`` (20) of them, so that the logger is a weak
 ranker rather than a random one on small data sets.
 :meth:`ProductionRanker.quality` measures it: NDCG@10 on the queries it was
@@ -32,7 +32,7 @@ class ProductionRanker:
     """A small LambdaMART trained on the true labels of a few queries.
 
     This is the usual logging ranker of ULTR simulations (Joachims et al.
-    WSDM 2017 §6; ULTRA: a ranker trained on 1 % of the training queries). It
+    (2017), §6; ULTRA: a ranker trained on 1 % of the training queries). It
     is clickrank's own :class:`~clickrank.lambdamart.LambdaMART` with the
     oracle target, which matches LightGBM's built-in ``lambdarank`` with the
     same settings.

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 #: Examination probabilities of ranks 1..10 from eye-tracking studies, as used
-#: by ULTRA's ``PositionBiasedModel`` (Ai et al. 2018; Joachims et al. 2005).
+#: by ULTRA's ``PositionBiasedModel`` (Ai et al. (2018); Joachims et al. (2005)).
 EYE_TRACKING_THETA = (0.68, 0.61, 0.48, 0.34, 0.28, 0.20, 0.11, 0.10, 0.08, 0.06)
 
 
@@ -109,7 +109,7 @@ class EyeTracking:
 class Linear:
     r"""Linear curve :math:`v_p = a + b\,p`, validated in [0, 1] at every requested position.
 
-    Vardasbi et al. (2020) simulate trust bias with :math:`\epsilon^+_p = 1 - (p + 1)/100`,
+    Vardasbi et al. (2020b) simulate trust bias with :math:`\epsilon^+_p = 1 - (p + 1)/100`,
     which is ``Linear(0.99, -0.01)``.
     """
 

@@ -3,8 +3,8 @@ r"""Heterogeneous users: a mixture of click models, one user type per session.
 Real search traffic mixes users who behave very differently on the same
 result page: navigational users who click the target and leave, "economic"
 scanners who look at the top two or three results, "exhaustive" scanners who
-read far down the list, and users who rarely click at all (Broder 2002;
-Aula, Majaranta & Räihä 2005; Dumais, Buscher & Cutrell 2010). A single click
+read far down the list, and users who rarely click at all (Broder (2002);
+Aula et al. (2005); Dumais et al. (2010)). A single click
 model makes every session statistically identical; :class:`UserMixture`
 instead draws one user type per session and lets that type's model click.
 """
@@ -41,7 +41,7 @@ class UserMixture:
 
     while clicks *within* a session stay correlated through the shared type
     (a finite mixture / latent-class click model; cf. the user-heterogeneity
-    findings of Aula et al. 2005 and Dumais et al. 2010).
+    findings of Aula et al. (2005) and Dumais et al. (2010)).
 
     Uniforms: ``n_uniforms = 1 + max(component n_uniforms)``. The type is the
     inverse CDF of ``w`` at ``u[:, 0, -1]`` (the last slot of position 1);
@@ -270,14 +270,14 @@ def web_search_population(max_label: float = 4.0, *, weights: dict | None = None
     ==============  ======  =====================================================
 
     Sources for the *shares*: navigational queries are about a fifth of web
-    search (Broder 2002, "A taxonomy of web search": 20–25 % by survey and
+    search (Broder (2002): 20–25 % by survey and
     log); eye tracking splits searchers into economic and exhaustive
-    evaluators (Aula, Majaranta & Räihä 2005: 46 % / 54 %; Dumais, Buscher &
-    Cutrell 2010: 39 % economic on results, 32 % exhaustive, 29 % mostly on
+    evaluators (Aula et al. (2005): 46 % / 54 %; Dumais et al.
+    (2010): 39 % economic on results, 32 % exhaustive, 29 % mostly on
     ads, which we count as low engagement with the organic results, shrunk
     to 10 % after carving out the navigational share). Many no-click queries
-    are answered on the result page (good abandonment; Li, Huffman & Tokuda
-    2009). The per-type *parameters* are our illustrative choices, not
+    are answered on the result page (good abandonment; Li et al.
+    (2009)). The per-type *parameters* are our illustrative choices, not
     estimates; all types use graded attractiveness with ε = 0.1 unless stated.
 
     Parameters

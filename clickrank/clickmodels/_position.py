@@ -92,8 +92,7 @@ def _normalized(theta: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TrustBias(_IndependentClicks):
-    r"""Trust-bias model (Agarwal et al. 2019, "Addressing Trust Bias for Unbiased LTR";
-    Vardasbi, Oosterhuis, de Rijke 2020, "When Inverse Propensity Scoring does not Work").
+    r"""Trust-bias model (Agarwal et al. (2019b); Vardasbi et al. (2020b)).
 
     A document is examined with probability :math:`\theta_p`; it is relevant
     (:math:`R = 1`) with probability :math:`\rho(d)` independently; an examined
@@ -106,16 +105,16 @@ class TrustBias(_IndependentClicks):
 
     so :math:`P(C = 1 \mid d, p) = \alpha_p \rho(d) + \beta_p` with the affine
     parameters :math:`\alpha_p = \theta_p(\epsilon^+_p - \epsilon^-_p)` and
-    :math:`\beta_p = \theta_p \epsilon^-_p` (Vardasbi et al. 2020, Eq. 9).
+    :math:`\beta_p = \theta_p \epsilon^-_p` (Vardasbi et al. (2020b), Eq. 9).
 
     Parameters
     ----------
     examination : curve or array-like, default ``PowerLaw(1.0)``
         :math:`\theta_p`.
     relevance : relevance map, default ``Graded(eps=0.1, max_label=4)``
-        :math:`\rho(y) = P(R = 1 \mid y)`, as in Vardasbi et al. (2020) and ULTRA.
+        :math:`\rho(y) = P(R = 1 \mid y)`, as in Vardasbi et al. (2020b) and ULTRA.
     eps_plus : curve or array-like, default ``Linear(0.99, -0.01)``
-        :math:`\epsilon^+_p = 1 - (p + 1)/100` (Vardasbi et al. 2020, §6; valid to p = 99).
+        :math:`\epsilon^+_p = 1 - (p + 1)/100` (Vardasbi et al. (2020b), §6; valid to p = 99).
     eps_minus : curve or array-like, default ``PowerLaw(1.0, scale=0.65)``
         :math:`\epsilon^-_p = 0.65 / p` (same source).
     """
@@ -135,7 +134,7 @@ class TrustBias(_IndependentClicks):
         r"""Examination probabilities :math:`\theta_1..\theta_K`.
 
         .. note:: Under trust bias dividing clicks by :math:`\theta_p` is *not*
-           unbiased; use :meth:`affine_parameters` (Vardasbi et al. 2020).
+           unbiased; use :meth:`affine_parameters` (Vardasbi et al. (2020b)).
         """
         theta = evaluate_curve(self.examination, K, name="examination")
         return _normalized(theta) if normalize else theta
@@ -167,8 +166,8 @@ class TrustBias(_IndependentClicks):
 class ClickMatrix(_IndependentClicks):
     r"""Click probabilities read from a table :math:`P(C = 1 \mid y, p) = M_{y, p}`.
 
-    ULTRA's ``ClickMatrixModel`` (Chen et al. 2022, "Scalar is Not Enough") uses
-    the matrix estimated on TianGong-ST (Chen et al. 2019); load it with
+    ULTRA's ``ClickMatrixModel`` (Chen et al. (2022)) uses
+    the matrix estimated on TianGong-ST (Chen et al. (2019)); load it with
     :func:`load_click_matrix`. Labels must be whole grades ``0..n_grades-1``
     (negative labels count as grade 0, as in ULTRA); positions beyond the
     matrix raise :class:`~clickrank.InputError`. The model has no separate

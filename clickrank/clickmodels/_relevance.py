@@ -59,7 +59,7 @@ def _check_range(labels: np.ndarray, max_label: float, what: str) -> None:
 
 @dataclass(frozen=True)
 class Binarized:
-    r"""Binarized relevance with click noise (Joachims, Swaminathan, Schnabel 2017, §6).
+    r"""Binarized relevance with click noise (Joachims et al. (2017), §6).
 
     .. math::
         \alpha(y) = \begin{cases} \epsilon^+ & y \ge t \\ \epsilon^- & y < t \end{cases}
@@ -128,7 +128,7 @@ class Graded:
 
 @dataclass(frozen=True)
 class ERRSatisfaction:
-    r"""Satisfaction probability of the ERR metric (Chapelle, Metzler, Zhang, Grinspan 2009).
+    r"""Satisfaction probability of the ERR metric (Chapelle et al. (2009)).
 
     .. math::
         \sigma(y) = \frac{2^{y} - 1}{2^{y_{\max}}}
@@ -278,7 +278,7 @@ def default_threshold(max_label: float) -> float:
 
     ``max(1, max_label - 1)``: the two top grades of a five-grade scale (0..4:
     Yahoo! LTR, MSLR-WEB, Istella; labels 3 and 4 are relevant, as in
-    Joachims et al. (2017) §6, Agarwal et al. 2019 and
+    Joachims et al. (2017), §6, Agarwal et al. 2019 and
     ULTRA), and every relevant grade of a three-grade scale (0..2: LETOR 4.0
     MQ2007/MQ2008; labels 1 and 2, as the ULTR studies on those sets do).
     Binary labels (0..1) give 1.

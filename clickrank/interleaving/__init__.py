@@ -3,11 +3,11 @@
 Methods (each builds lists for many impressions at once and turns clicks into
 a per-impression outcome, +1 A wins / -1 B wins / 0 tie):
 
-- :func:`balanced` (Joachims 2002) — biased for shifted rankings, kept for reference;
-- :func:`team_draft` (Radlinski, Kurup & Joachims 2008);
-- :func:`probabilistic` (Hofmann, Whiteson & de Rijke 2011), credit marginalized over assignments;
-- :func:`optimized` (Radlinski & Craswell 2013), an LP per query solved with ``linprog``;
-- :func:`team_draft_multileave` (Schuth et al. 2014) for more than two rankers.
+- :func:`balanced` (Joachims (2002)) — biased for shifted rankings, kept for reference;
+- :func:`team_draft` (Radlinski et al. (2008));
+- :func:`probabilistic` (Hofmann et al. (2011)), credit marginalized over assignments;
+- :func:`optimized` (Radlinski & Craswell (2013)), an LP per query solved with ``linprog``;
+- :func:`team_draft_multileave` (Schuth et al. (2014)) for more than two rankers.
 
 Experiments (impressions, clicks, statistics) live in :mod:`clickrank.online`.
 """

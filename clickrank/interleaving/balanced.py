@@ -1,5 +1,4 @@
-"""Balanced interleaving (Joachims, KDD 2002; Joachims 2003 "Evaluating retrieval performance
-using clickthrough data")."""
+"""Balanced interleaving (Joachims (2002); Joachims (2003))."""
 
 from __future__ import annotations
 
@@ -53,7 +52,7 @@ class BalancedInterleaved(Interleaved):
     """Balanced-interleaving lists; credit uses the ranks stored in ``rank_a``/``rank_b``."""
 
     def credit(self, clicks) -> np.ndarray:
-        r"""Joachims' (2002) credit: clicks in the top ``k*`` of A minus those in B's top ``k*``.
+        r"""Credit of Joachims (2002): clicks in the top ``k*`` of A minus those in B's top ``k*``.
 
         With :math:`c_{\max}` the lowest clicked slot, :math:`k^* = \min(r_A(c_{\max}),
         r_B(c_{\max}))` and :math:`h_X = |\{c : r_X(c) \le k^*\}|`; A wins if
@@ -76,14 +75,14 @@ def balanced(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: int
     A coin decides which ranker leads; the two rankings are then merged
     alternately, skipping documents already shown, so that any prefix of the
     list holds the top :math:`k_a` of A and top :math:`k_b` of B with
-    :math:`|k_a - k_b| \le 1` (Joachims 2002, Alg. 1). Credit: see
+    :math:`|k_a - k_b| \le 1` (Joachims (2002), Alg. 1). Credit: see
     :meth:`BalancedInterleaved.credit`.
 
     .. warning:: Balanced interleaving is **biased** when the rankings overlap
        but are shifted. With A = (a, b, c) and B = (b, c, a) both interleaved
        lists are (a, b, c) or (b, a, c); a user who clicks one result uniformly
        at random gives B the win two times out of three although the click
-       carries no preference (Radlinski, Kurup & Joachims 2008, §3). The tests
+       carries no preference (Radlinski et al. (2008), §3). The tests
        reproduce this case; prefer team-draft or optimized interleaving.
 
     Parameters are those of :func:`clickrank.interleaving.team_draft`; ``u``

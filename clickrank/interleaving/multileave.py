@@ -1,4 +1,4 @@
-"""Team-draft multileaving for more than two rankers (Schuth et al., CIKM 2014)."""
+"""Team-draft multileaving for more than two rankers (Schuth et al. (2014))."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class Multileaved:
         """``W[i, j]`` = number of impressions in which ranker i got more clicks than ranker j.
 
         Ties (``n - W[i, j] - W[j, i]``) include impressions without clicks
-        (Schuth et al. 2014, §3: the pairwise preference matrix).
+        (Schuth et al. (2014), §3: the pairwise preference matrix).
         """
         sc = self.scores(clicks)
         return (sc[:, :, None] > sc[:, None, :]).sum(axis=0)
@@ -95,7 +95,7 @@ def team_draft_multileave(rankings, *, k: int = 10, query=None, u=None, seed: in
 
     In each round the rankers pick in a uniformly random order, each adding its
     highest-ranked document not yet shown to its team, until ``k`` slots are
-    filled (Schuth, Sietsma, Whiteson, Lefortier & de Rijke 2014, Alg. 1). A
+    filled (Schuth et al. (2014), Alg. 1). A
     click credits the ranker whose team holds the clicked slot. With two
     rankers this is team-draft interleaving with one coin per round.
 

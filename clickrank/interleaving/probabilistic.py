@@ -1,4 +1,4 @@
-"""Probabilistic interleaving (Hofmann, Whiteson & de Rijke, CIKM 2011)."""
+"""Probabilistic interleaving (Hofmann et al. (2011))."""
 
 from __future__ import annotations
 
@@ -87,13 +87,15 @@ class ProbabilisticInterleaved(Interleaved):
         the probability of slot ``j`` given earlier slots depends only on the
         assignment of slot ``j``: assignments are independent a posteriori and
         :math:`P(a_j = A \mid L) = p_A(l_j) / (p_A(l_j) + p_B(l_j))` with the
-        fair-coin prior (Hofmann et al. 2011, §4, Eq. 4–6).
+        fair-coin prior (Hofmann et al. (2011), §4, Eq. 4–6).
         """
         den = self.prob_a + self.prob_b
         return np.divide(self.prob_a, den, out=np.full_like(den, 0.5), where=den > 0)
 
     def credit(self, clicks) -> np.ndarray:
-        r"""Expected outcome marginalized over assignments, in [-1, 1] (Hofmann et al. 2011, Eq. 6).
+        r"""Expected outcome marginalized over assignments, in [-1, 1] (Hofmann et al. (2011)).
+
+        Hofmann et al. (2011), Eq. 6:
 
         .. math::
             E[o] = \sum_{a} P(a \mid L)\, \mathrm{sign}\Big(\sum_{j \in C}
@@ -128,7 +130,7 @@ class ProbabilisticInterleaved(Interleaved):
 def probabilistic(
     ranking_a, ranking_b, *, k: int = 10, tau: float = 3.0, query=None, u=None, seed: int = 0
 ):
-    r"""Probabilistic interleaving for many impressions (Hofmann, Whiteson & de Rijke 2011).
+    r"""Probabilistic interleaving for many impressions (Hofmann et al. (2011)).
 
     Each ranker is turned into a softmax over ranks,
     :math:`P_X(d) \propto 1 / r_X(d)^{\tau}` (:math:`\tau = 3`). For every slot a

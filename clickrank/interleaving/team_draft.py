@@ -1,4 +1,4 @@
-"""Team-draft interleaving (Radlinski, Kurup & Joachims, CIKM 2008, Algorithm 1)."""
+"""Team-draft interleaving (Radlinski et al. (2008), Alg. 1)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class TeamDraftInterleaved(Interleaved):
     team: np.ndarray = None  # type: ignore[assignment]
 
     def credit(self, clicks) -> np.ndarray:
-        """Clicks on A's team minus clicks on B's team (Radlinski et al. 2008, §4)."""
+        """Clicks on A's team minus clicks on B's team (Radlinski et al. (2008), §4)."""
         c = self._check_clicks(clicks)
         return ((c & (self.team == 0)).sum(axis=1) - (c & (self.team == 1)).sum(axis=1)).astype(
             np.float64
@@ -75,7 +75,7 @@ class TeamDraftInterleaved(Interleaved):
 def team_draft(ranking_a, ranking_b, *, k: int = 10, query=None, u=None, seed: int = 0):
     """Team-draft interleaving of two rankings for many impressions.
 
-    Like captains picking teams (Radlinski, Kurup & Joachims 2008, Alg. 1): the
+    Like captains picking teams (Radlinski et al. (2008), Alg. 1): the
     ranker with fewer picks so far picks next; when both have picked equally
     often a fair coin decides; the picker adds its highest-ranked document not
     yet in the list and that slot joins its team. As in Algorithm 1 the draft

@@ -15,7 +15,7 @@ the shown documents. Every random draw is counter-based
 
 Statistics
 ----------
-Interleaving (Chapelle, Joachims, Radlinski & Yue, TOIS 2012, §4): per
+Interleaving (Chapelle et al. (2012), §4): per
 impression the outcome is a win for A, a loss, or a tie;
 
 .. math::

@@ -158,7 +158,7 @@ def _z(alpha: float) -> float:
 
 
 def _wilson(successes: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a proportion (Wilson 1927), vectorized; NaN where ``n = 0``."""
+    """Wilson score interval of a proportion (Wilson (1927)), vectorized; NaN where ``n = 0``."""
     z = _z(alpha)
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -74,7 +74,7 @@ class InterleavingResult(Result):
 
     @property
     def delta(self) -> float:
-        """Δ = (wins + ties/2)/n − 1/2; > 0 favours A (Chapelle et al. 2012)."""
+        """Δ = (wins + ties/2)/n − 1/2; > 0 favours A (Chapelle et al. (2012))."""
         return (self.wins + 0.5 * self.ties) / self.n - 0.5
 
     @property

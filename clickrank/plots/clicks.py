@@ -94,7 +94,7 @@ def ctr_by_position(
     :math:`\bar\alpha_p` the mean :math:`P(\text{click} \mid \text{examined})`
     of the documents shown at :math:`p`. The observed CTR falls with position
     much faster than :math:`\bar\alpha_p`; dividing by the propensity (IPS,
-    Joachims et al. WSDM 2017, Eq. 5) gives :math:`\mathrm{CTR}_p / \hat\theta_p
+    Joachims et al. (2017), Eq. 5) gives :math:`\mathrm{CTR}_p / \hat\theta_p
     \approx \theta_1 \bar\alpha_p`, which should lie on the relevance curve.
 
     Parameters

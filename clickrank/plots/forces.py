@@ -44,7 +44,7 @@ def forces(
     :func:`clickrank.lambdas.lambdas` with gains :math:`2^y - 1`:
     ``weighting="none"`` (RankNet, every misordered pair counts the same) and
     ``"ndcg"`` (LambdaRank, each pair scaled by :math:`|\Delta\mathrm{NDCG}_{ij}|`;
-    Burges 2010 §4). The defaults are the DESIGN §4 example: RankNet pushes
+    Burges (2010), §4). The defaults are the DESIGN §4 example: RankNet pushes
     hardest on the label-2 document at rank 5, LambdaRank on the label-3
     document at rank 2, where a move changes NDCG most.
 

@@ -3,17 +3,17 @@
 Estimators (each takes a click log, polars DataFrame/LazyFrame or parquet
 path, and returns :class:`Propensities`):
 
-========================  ==========================================  ===========================
-method                    design needed in the log                    interval
-========================  ==========================================  ===========================
-``swap``                  rank-1 <-> rank-k swaps (Joachims 2017)     delta method, log ratio
-``randpair``              RandPair swaps, pivot 1 (Wang 2018)         delta method, log ratio
-``randomized``            shuffled top k (RandTop-k)                  delta method, session cov.
-``harvest-pivot``         (q, d) at several positions (Agarwal 2019)  jackknife over (q, d)
-``harvest-adjacent``      same                                        jackknife over (q, d)
-``harvest-allpairs``      same                                        sandwich (Hessian + scores)
-``em``                    same, no interventions (Wang 2018)          session bootstrap
-========================  ==========================================  ===========================
+====================  ================================================  ===========================
+method                design needed in the log                          interval
+====================  ================================================  ===========================
+``swap``              rank-1 <-> rank-k swaps (Joachims et al. (2017))  delta method, log ratio
+``randpair``          RandPair swaps, pivot 1 (Wang et al. (2018))      delta method, log ratio
+``randomized``        shuffled top k (RandTop-k; Wang et al. (2016))    delta method, session cov.
+``harvest-pivot``     (q, d) at several ranks (Agarwal et al. (2019a))  jackknife over (q, d)
+``harvest-adjacent``  same                                              jackknife over (q, d)
+``harvest-allpairs``  same                                              sandwich (Hessian + scores)
+``em``                same, no interventions (Wang et al. (2018))       session bootstrap
+====================  ================================================  ===========================
 
 :func:`estimate_propensities` dispatches by name; :func:`bootstrap` gives a
 session-level bootstrap interval for any of them. See ``docs/propensity.md``.

@@ -6,7 +6,7 @@ session) (:func:`~._stats.bucket_expr`); the estimator's sufficient
 statistics are summed per bucket in the same single streaming pass that
 computes them for the whole log. Replicate :math:`b` gives bucket :math:`m`
 the weight :math:`w_{bm} \sim \mathrm{Poisson}(1)` (the Poisson bootstrap,
-Hanley & MacGibbon 2006; Chamandy et al. 2012, who bootstrap data streams
+Hanley & MacGibbon (2006); Chamandy et al. (2012), who bootstrap data streams
 this way) and refits on the weighted sums (:func:`~._stats.reweight`). The
 buckets are independent random groups of sessions, so this is a cluster
 bootstrap of sessions with ``B`` clusters: the standard error has about

@@ -1,7 +1,6 @@
 r"""Position bias from logs without interventions: EM for the position-based model.
 
-Wang, Golbandi, Bendersky, Metzler & Najork, "Position Bias Estimation for
-Unbiased Learning to Rank in Personal Search", WSDM 2018, §4. Clicks follow
+Wang et al. (2018), §4. Clicks follow
 the PBM, :math:`P(C=1 \mid q, d, k) = \theta_k\,\gamma_{qd}`, with hidden
 examination :math:`E` and relevance :math:`R` (:math:`C = E R`). EM on the
 counts :math:`(c, n)` of every (query, doc, position) cell:
@@ -122,7 +121,7 @@ def em_from_cells(
         new_t = np.where(has, new_t, x[:K])
         return np.clip(np.r_[new_t, new_r], 1e-10, 1.0)
 
-    # SQUAREM acceleration of EM (Varadhan & Roland 2008, scheme S3): plain EM for the
+    # SQUAREM acceleration of EM (Varadhan & Roland (2008), scheme S3): plain EM for the
     # PBM crawls when clicks are sparse; SQUAREM keeps EM's fixed point and monotonicity
     # safeguard (a final EM step) at a fraction of the iterations.
     x = np.r_[theta, gamma]

@@ -9,7 +9,7 @@ Because interventions are assigned at random, the distribution of
 :math:`d_r` is the same in every arm, so click-through rates (CTR) of the
 *same* :math:`d_r` at two positions give a propensity ratio.
 
-**Swap** (Joachims et al. (2017) §5.3): swap ranks 1
+**Swap** (Joachims et al. (2017), §5.3): swap ranks 1
 and :math:`k`. Route ``"top"`` follows :math:`d_1` down:
 
 .. math::
@@ -22,7 +22,7 @@ Route ``"bottom"`` follows :math:`d_k` up: CTR at slot :math:`k` in sessions
 where rank :math:`k` was not swapped, over CTR at slot 1 in the swap-k
 sessions.
 
-**RandPair** (Wang et al. (2018) §4):
+**RandPair** (Wang et al. (2018), §4):
 swap the pivot rank (1) with a uniformly chosen other rank :math:`j`. Every
 session is intervened on, so rank 1 keeps :math:`d_1` only in control
 sessions; the default route is therefore ``"bottom"``: CTR of :math:`d_j`

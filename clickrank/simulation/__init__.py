@@ -18,22 +18,22 @@ session ``i`` of a run is the same in a longer run.
 Interventions
 -------------
 ``Swap(fraction, k)``
-    Swap the results at ranks 1 and ``k`` (Joachims, Swaminathan & Schnabel,
-    WSDM 2017 §5.3). Under the PBM the click-through rate of the swapped-in
+    Swap the results at ranks 1 and ``k`` (Joachims et al. (2017),
+    §5.3). Under the PBM the click-through rate of the swapped-in
     rank-1 document at position ``k`` over that of rank-1 documents at
     position 1 estimates :math:`\theta_k / \theta_1`.
 ``RandPair(fraction, pivot)``
     Swap the result at the pivot rank with the result at a uniformly chosen
-    other rank (Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018 §4,
+    other rank (Wang et al. (2018), §4,
     "RandPair"); ``pivot=None`` swaps a uniformly chosen pair of ranks.
 ``Randomize(fraction, k)``
-    Shuffle the top ``k`` uniformly ("RandTop-k"; Wang et al. 2016, 2018;
-    Joachims et al. 2017): CTR per position is then proportional to
+    Shuffle the top ``k`` uniformly ("RandTop-k"; Wang et al. (2016, 2018);
+    Joachims et al. (2017)): CTR per position is then proportional to
     :math:`\theta_p` under the PBM.
 ``FairPairs(fraction)``
     Pair up adjacent ranks, starting at rank 1 or 2 with probability 1/2
     each ((1,2), (3,4), ... or (2,3), (4,5), ...), and swap each pair
-    independently with probability 1/2 (Radlinski & Joachims, AAAI 2006).
+    independently with probability 1/2 (Radlinski & Joachims (2006)).
     A click on the lower result of a pair with no click on the upper one is
     a preference free of presentation bias under the paper's assumptions
     (:func:`clickrank.targets.fair_pairs`).

@@ -34,7 +34,7 @@ class Intervention:
 
 @dataclass(frozen=True)
 class Swap(Intervention):
-    """Swap ranks 1 and ``k`` (Joachims et al. WSDM 2017 §5.3).
+    """Swap ranks 1 and ``k`` (Joachims et al. (2017), §5.3).
 
     Parameters
     ----------
@@ -62,7 +62,7 @@ class Swap(Intervention):
 class RandPair(Intervention):
     """Swap the result at rank ``pivot`` with one at a uniformly chosen other rank.
 
-    RandPair of Wang et al. (WSDM 2018 §4). With ``pivot=None`` both ranks of
+    RandPair of Wang et al. (2018), §4. With ``pivot=None`` both ranks of
     the pair are random (a uniformly chosen unordered pair of the displayed
     ranks). Sessions with fewer than two results (or than ``pivot``) are left
     unchanged and recorded as ``none``.
@@ -99,7 +99,7 @@ class Randomize(Intervention):
 
 @dataclass(frozen=True)
 class FairPairs(Intervention):
-    r"""FairPairs: swap adjacent pairs of results at random (Radlinski & Joachims, AAAI 2006).
+    r"""FairPairs: swap adjacent pairs of results at random (Radlinski & Joachims (2006)).
 
     In a FairPairs session the displayed ranks are paired from rank 1,
     ``(1,2), (3,4), ...``, or from rank 2, ``(2,3), (4,5), ...``, each with
@@ -113,7 +113,7 @@ class FairPairs(Intervention):
     ranks but not on which document is on top, the preference "lower clicked,
     upper not clicked" is then as likely to favour either document for equal
     relevance, and favours the more relevant one otherwise: it carries no
-    presentation bias (Radlinski & Joachims 2006). The preferences are
+    presentation bias (Radlinski & Joachims (2006)). The preferences are
     extracted by :func:`clickrank.targets.fair_pairs`.
 
     Parameters

@@ -11,7 +11,7 @@ A :class:`Target` turns a click log (DESIGN §2 schema) into what
 * weighted **preference pairs** (pairwise RankNet targets): click
   preferences by the strategies of Joachims et al. (2005, 2007) and FairPairs
   (Radlinski & Joachims (2006)), :func:`click_preferences`; the debiased pairs
-  of :mod:`._pairwise`: propensity-ratio pairs (Wang et al. 2021,
+  of :mod:`._pairwise`: propensity-ratio pairs (Wang et al. (2021),
   :func:`propensity_ratio_pairs`) and the propensity-weighted rank loss
   (Joachims et al. (2017), :func:`ips_rank_pairs`), or
 * **session lists** (:class:`SessionLists`) for losses whose pair weights are

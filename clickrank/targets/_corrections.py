@@ -5,13 +5,12 @@ unbiased only under the position-based model. Two other user models have
 their own unbiased corrections:
 
 * **Trust bias** (Agarwal et al. (2019b)): :math:`P(C = 1 \mid d, k) =
-  \alpha_k R_d + \beta_k`. The *affine correction* (Vardasbi, Oosterhuis &
-  de Rijke, CIKM 2020, Eq. 10-11) :math:`(c - \beta_k)/\alpha_k` has
+  \alpha_k R_d + \beta_k`. The *affine correction* (Vardasbi et al.
+  (2020b), Eq. 10-11) :math:`(c - \beta_k)/\alpha_k` has
   expectation :math:`R_d` (:func:`affine`).
 * **Cascading users** (DCM, DBN, SDBN, cascade, UBM): the examination of rank
-  :math:`k` depends on the clicks above it. Vardasbi, de Rijke & Markov
-  ("Cascade Model-based Propensity Estimation for Counterfactual Learning to
-  Rank", SIGIR 2020) divide a click by the examination probability given the
+  :math:`k` depends on the clicks above it. Vardasbi et al.
+  (2020a) divide a click by the examination probability given the
   clicks above, :math:`P(E_k = 1 \mid A_{<k} = c_{<k})`, which has
   expectation :math:`\alpha_d` (:func:`cascade_ips`).
 
@@ -109,7 +108,7 @@ def affine(
 
     where :math:`c_s(d)` is the click on ``d`` in session ``s`` and
     :math:`k_s(d)` its position. Under the trust-bias model
-    :math:`P(C = 1 \mid d, k) = \alpha_k R_d + \beta_k` (Agarwal et al. 2019;
+    :math:`P(C = 1 \mid d, k) = \alpha_k R_d + \beta_k` (Agarwal et al. (2019b);
     :math:`\alpha_k = \theta_k(\epsilon^+_k - \epsilon^-_k)`,
     :math:`\beta_k = \theta_k\epsilon^-_k`) every term has expectation
     :math:`R_d`, so :math:`E[G(d)] = n_d R_d` (:math:`n_d` = impressions):
@@ -311,7 +310,7 @@ def fitted_relevance(data: RankingData, model: Any, *, candidates: str = "shown"
 
     The per-(query, doc) relevance of :meth:`FittedClickModel.relevance`
     (attractiveness :math:`\alpha_{qd}`; :math:`\alpha_{qd}\sigma_{qd}` for
-    DBN/SDBN, Chapelle & Zhang (2009) §5), one gain per document: the classic
+    DBN/SDBN, Chapelle & Zhang (2009), §5), one gain per document: the classic
     use of click models as relevance labels. Candidates are the pairs the
     model saw in training (``"shown"``) or all documents (``"all"``, unseen
     ones at gain 0).

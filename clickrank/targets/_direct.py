@@ -9,10 +9,10 @@ the *doubly robust* (DR) gain corrects it with the clicks:
     + \frac{\frac{1}{N_q}\sum_s \big(c_s(d) - \theta_{p_s(d)}\, \hat r(d)\big)}{\max(\rho_d, \tau)},
     \qquad \rho_d = \frac{1}{N_q} \sum_s \theta_{p_s(d)},
 
-the DR estimator of Oosterhuis (2023, Eq. 17) for the position-based model,
+the DR estimator of Oosterhuis (2023), Eq. 17, for the position-based model,
 with :math:`\rho_d` the document's expected exposure under the logging policy
 (here its empirical value, the policy-aware propensity of Oosterhuis & de
-Rijke 2020) and :math:`\tau` the clipping level. It is unbiased when either
+Rijke (2020)) and :math:`\tau` the clipping level. It is unbiased when either
 the propensities or the relevance model are right; for a shown document with
 :math:`\rho_d \ge \tau` it equals the per-exposure click rate
 :math:`C(d)/E(d)`, for a never-shown document (:math:`\rho_d = 0`) it is the
@@ -134,7 +134,7 @@ def dr(
         (cross-fitted, ``folds``, ``seed``).
     clip : float, "auto" or None
         Clipping :math:`\tau` of the expected exposure :math:`\rho_d`;
-        ``"auto"`` is :math:`\min(10/\sqrt{N}, 1)` (Oosterhuis (2023) §7).
+        ``"auto"`` is :math:`\min(10/\sqrt{N}, 1)` (Oosterhuis (2023), §7).
         None: no clipping (a document with :math:`\rho_d > 0` gets exactly
         :math:`C/E`).
     candidates : {"all", "shown", "auto"}

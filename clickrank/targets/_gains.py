@@ -178,7 +178,7 @@ def ips(
     hybrid_weight: float | str = "auto",
     stats: ClickStats | None = None,
 ) -> Target:
-    r"""Inverse-propensity-scored click gains (Joachims, Swaminathan, Schnabel 2017, Eq. 5).
+    r"""Inverse-propensity-scored click gains (Joachims et al. (2017), Eq. 5).
 
     .. math::
         G(d) = \sum_{\text{sessions } s} \frac{c_s(d)}{\max(\theta_{p_s(d)}, \tau)}
@@ -212,7 +212,7 @@ def ips(
         normalisation :math:`N_q C(d)/E(d)`, the click count over the
         document's summed propensities :math:`E(d) = \sum_s \theta_{p_s(d)}`
         times the query's sessions :math:`N_q`: the policy-aware estimator with
-        the empirical expected exposure (Oosterhuis & de Rijke, SIGIR 2020),
+        the empirical expected exposure (Oosterhuis & de Rijke (2020)),
         unbiased for a stochastic logger and lower in variance when a document
         is shown at several positions. ``"query"``: self-normalised, each
         query's gains divided by their sum (Swaminathan & Joachims (2015)).

@@ -10,8 +10,8 @@ each a :class:`Target` for :class:`clickrank.LambdaMART`:
   the distinct sessions (:class:`SessionLists`); the pair weights change with
   the model, so they are computed by :func:`clickrank.lambdas.session_lambdas`
   during training.
-* :func:`propensity_ratio_pairs` (Wang, Golbandi, Bendersky, Metzler & Najork,
-  WSDM 2021): every (clicked, unclicked shown) pair of a session weighted by
+* :func:`propensity_ratio_pairs` (Wang et al.
+  (2021)): every (clicked, unclicked shown) pair of a session weighted by
   :math:`\theta_{k'}/\theta_k`, the examination propensity of the unclicked
   result over that of the clicked one.
 * :func:`ips_rank_pairs` (Joachims et al. (2017)): the
@@ -206,7 +206,7 @@ def propensity_ratio_pairs(
     clip: float | None = None,
     candidates: str = "shown",
 ) -> Target:
-    r"""Propensity-ratio scoring pairs (Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2021).
+    r"""Propensity-ratio scoring pairs (Wang et al. (2021)).
 
     Every clicked result :math:`i` at position :math:`k` and unclicked result
     :math:`j` at position :math:`k'` of a session give the preference

@@ -197,7 +197,7 @@ def click_preferences(
 
     ==========================  ===========================================================
     ``"skip-above"``            :math:`p' < p` ("Click > Skip Above", Joachims (2002);
-                                Joachims et al. (2005) §5.3)
+                                Joachims et al. (2005), §5.3)
     ``"last-click-skip-above"`` :math:`p' < p` and ``d`` is the lowest-ranked click of the
                                 session ("Last Click > Skip Above")
     ``"skip-previous"``         :math:`p' = p - 1` ("Click > Skip Previous")
@@ -251,7 +251,7 @@ def click_preferences(
         One of :data:`STRATEGIES`, or several joined with ``"+"``.
     ips_weighted : bool
         Weight each preference by :math:`1/\theta_p` of the click's position
-        (propensity-weighted pairwise loss, Joachims et al. (2017) §4);
+        (propensity-weighted pairwise loss, Joachims et al. (2017), §4);
         requires ``propensities``. Not defined for ``"fairpairs"``.
     propensities : array-like or object with ``.theta``, optional
     candidates : {"shown", "all"}
@@ -366,7 +366,7 @@ def skip_above(
     r"""Skip-above preferences: a clicked result is preferred to every unclicked result above it.
 
     ``click_preferences(data, log, strategy="skip-above", ...)``: Joachims
-    2002; Joachims et al. (2005) §5.3 ("Click > Skip Above"). Every such pair
+    (2002); Joachims et al. (2005), §5.3 ("Click > Skip Above"). Every such pair
     contradicts the presented order, so on logs of a deterministic ranker the
     learner reverses that ranker; use randomized logging or
     :func:`fair_pairs` (see :func:`click_preferences`).

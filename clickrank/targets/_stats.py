@@ -34,8 +34,7 @@ __all__ = ["ClickStats", "click_stats", "auto_clip"]
 def auto_clip(n_sessions: int) -> float:
     r"""The default propensity clipping :math:`\tau = \min(10/\sqrt{N}, 1)` for ``N`` sessions.
 
-    Oosterhuis (TOIS 2023, "Doubly robust estimation for correcting position
-    bias in click feedback", §7) clips the expected exposure at
+    Oosterhuis (2023), §7, clips the expected exposure at
     :math:`10/\sqrt{N}`: the bound on the weights grows with the amount of data,
     so the clipping bias vanishes as :math:`N \to \infty` while a small log is
     not dominated by a few heavily weighted clicks. With :math:`N \le 100`
@@ -130,7 +129,7 @@ class ClickStats:
 
         The policy-aware estimate of the click probability after examination
         with the empirical expected exposure :math:`\rho_d = E(d)/N_q`
-        (Oosterhuis & de Rijke, SIGIR 2020): :math:`N_q C(d)/E(d)` is the
+        (Oosterhuis & de Rijke (2020)): :math:`N_q C(d)/E(d)` is the
         per-impression normalised IPS gain.
         """
         e = self.exposure

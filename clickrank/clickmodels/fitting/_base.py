@@ -1,7 +1,7 @@
 r"""Fitted click models: parameters with standard errors, evaluation, sampling, relevance.
 
-Evaluation (Dupret & Piwowarski (2008); Chuklin, Markov & de Rijke, *Click
-Models for Web Search*, 2015, ch. 4). For test sessions :math:`s` and rank
+Evaluation (Dupret & Piwowarski (2008); Chuklin et al. (2015),
+ch. 4). For test sessions :math:`s` and rank
 :math:`r`, with :math:`q_{sr}` the model's click probability and
 :math:`c_{sr}` the observed click,
 
@@ -238,7 +238,7 @@ class FittedClickModel:
         ``relevance`` is the attractiveness for the position-based models and
         the cascade/DCM, attractiveness × satisfaction for DBN/SDBN (the
         probability that a user who examines the document is satisfied by it,
-        Chapelle & Zhang (2009) §5). The trust-bias fit stores the posterior
+        Chapelle & Zhang (2009), §5). The trust-bias fit stores the posterior
         probability of relevance as its "attractiveness".
         """
         a = self.attractiveness[:-1]

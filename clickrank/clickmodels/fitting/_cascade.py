@@ -635,7 +635,7 @@ def fit_sdbn(
     tol: float = 1e-6,
     rel_tol: float = 1e-10,
 ) -> CascadeFamilyFit:
-    r"""Fit the simplified DBN (Chapelle & Zhang (2009) §5, :math:`\gamma = 1`) by exact EM."""
+    r"""Fit the simplified DBN (Chapelle & Zhang (2009), §5, :math:`\gamma = 1`) by exact EM."""
     return _fit_family(sessions, "sdbn", shrinkage, max_iter, tol, rel_tol)
 
 

@@ -13,12 +13,12 @@ best model             correction
 =====================  ==============================================================
 PBM                    IPS with the fitted :math:`\theta_r` (``targets.ips``)
 UBM, DCM, SDBN, DBN    examination given the clicks above (``targets.cascade_ips``;
-                       Vardasbi, de Rijke & Markov, SIGIR 2020)
+                       Vardasbi et al. (2020a))
 cascade                the fitted attractiveness as gains (``targets.fitted_relevance``):
                        under a strict cascade a document below an attractive one is
                        never examined, so no propensity can correct its clicks
-trust                  affine correction (``targets.affine``; Vardasbi, Oosterhuis &
-                       de Rijke, CIKM 2020)
+trust                  affine correction (``targets.affine``; Vardasbi et al.
+                       (2020b))
 =====================  ==============================================================
 
 The criterion is the test *conditional* perplexity (the per-rank form of the
@@ -99,10 +99,10 @@ def fit_click_model(
     log : polars DataFrame, LazyFrame, parquet path or :class:`Sessions`
         Click log (DESIGN §2): ``session``, ``query``, ``position``, ``doc``, ``click``.
     model : str
-        One of :data:`FIT_MODELS`: ``pbm`` (Craswell et al. 2008), ``ubm``
-        (Dupret & Piwowarski 2008), ``cascade`` (Craswell et al. 2008),
-        ``dcm`` (Guo, Liu & Wang 2009), ``sdbn`` / ``dbn`` (Chapelle & Zhang
-        2009), ``trust`` (two-class trust bias; Agarwal et al. 2019).
+        One of :data:`FIT_MODELS`: ``pbm`` (Craswell et al. (2008)), ``ubm``
+        (Dupret & Piwowarski (2008)), ``cascade`` (Craswell et al. (2008)),
+        ``dcm`` (Guo et al. (2009)), ``sdbn`` / ``dbn`` (Chapelle & Zhang
+        (2009)), ``trust`` (two-class trust bias; Agarwal et al. (2019b)).
     shrinkage : float
         Pseudo-observations :math:`m` pulling every per-pair probability
         towards the pooled estimate (0: maximum likelihood).

@@ -1,7 +1,7 @@
 r"""Click models whose clicks are independent given what is observed: PBM, UBM, trust bias.
 
 PBM (Craswell et al. (2008); Richardson et al. (2007)) and UBM (Dupret &
-Piwowarski 2008) share one form: every click is a Bernoulli draw
+Piwowarski (2008)) share one form: every click is a Bernoulli draw
 
 .. math::
     P(C = 1) = \theta_e \, \alpha_{qd}
@@ -249,7 +249,7 @@ class TrustFit(FittedClickModel):
     def affine_parameters(self, K: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         r"""Affine parameters ``(alpha, beta)``: :math:`\alpha_r = a_r - b_r`, :math:`\beta_r = b_r`
 
-        :math:`P(C = 1 \mid qd, r) = \alpha_r R_{qd} + \beta_r` (Vardasbi et al. 2020, Eq. 9).
+        :math:`P(C = 1 \mid qd, r) = \alpha_r R_{qd} + \beta_r` (Vardasbi et al. (2020b), Eq. 9).
         """
         K = self.K if K is None else int(K)
         a = self.globals["click_relevant"][:K]
