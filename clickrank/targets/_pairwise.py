@@ -262,7 +262,7 @@ def propensity_ratio_pairs(
             "impressions": impressions,
             **counts,
             "clip": clip,
-            "reference": "Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2021",
+            "reference": "Wang, Qin, Wang & Wang, WSDM 2021",
         },
     )
 
