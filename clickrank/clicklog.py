@@ -40,14 +40,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from ._io import atomic_write, check_output, json_default
-from ._validation import InputError, LogSchemaError
+from ._result import Result
+from ._validation import InputError, LogSchemaError, check_alpha
 
 __all__ = [
     "LOG_SCHEMA",
@@ -70,6 +73,9 @@ __all__ = [
     "share_at_least_by_position",
     "skip_above_pairs",
     "skip_above_by_distance",
+    "LogStats",
+    "PositionCTR",
+    "SkipAboveCounts",
 ]
 
 REQUIRED_COLUMNS = ("session", "query", "position", "doc", "click")
@@ -827,3 +833,246 @@ def skip_above_by_distance(pairs: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("pairs", "agree", "tie", "invert").sum())
         .sort("d")
     )
+
+
+# -- the statistics of a click log as a result ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class PositionCTR:
+    """One row of :attr:`LogStats.ctr_by_position`: the clicks at one position.
+
+    ``ctr`` is clicks / impressions and ``se`` its binomial standard error
+    (:func:`click_counts`); ``mean_label`` is the mean true label of the
+    documents shown there, ``mean_click_given_examined`` their mean
+    :math:`P(\\text{click} \\mid \\text{examined})` under the click model's
+    relevance map, ``true_theta`` the click model's examination probability
+    (None where not known).
+    """
+
+    position: int
+    impressions: int
+    clicks: int
+    ctr: float
+    se: float
+    mean_label: float
+    mean_click_given_examined: float | None = None
+    true_theta: float | None = None
+
+
+@dataclass(frozen=True)
+class SkipAboveCounts:
+    """Skip-above preferences of a log against the true labels (:func:`skip_above_pairs`)."""
+
+    preferences: int = 0
+    agree: int = 0
+    tie: int = 0
+    invert: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class LogStats(Result):
+    """What a click log holds: totals, CTR by position, skip-above preferences.
+
+    Built from a simulated log by :meth:`from_log`; the run summary of
+    :func:`clickrank.experiment.run_experiment` stores :meth:`to_dict` under
+    ``log`` (and in ``log_stats.json``) and the report renders from
+    :meth:`from_dict`. ``ctr_by_position`` is over the sessions without
+    intervention (``ctr_view`` ``"none"``) when the log has some, else over all
+    of them (``"all"``). ``click_model`` (its repr), ``relevance`` (how labels
+    map to click probabilities) and ``path`` describe where the log came from.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> log = pl.DataFrame({
+    ...     "session": [0, 0, 1, 1], "query": [1, 1, 1, 1], "position": [1, 2, 1, 2],
+    ...     "doc": [1, 2, 2, 1], "click": [True, False, False, True],
+    ...     "intervention": ["none"] * 4, "label": [1.0, 0.0, 0.0, 1.0],
+    ... })
+    >>> s = LogStats.from_log(log, click_model="PBM()")
+    >>> print(s)
+    Click log: 2 sessions, 4 displayed results, 2 clicks (1.000 per session)
+    sessions by intervention: none: 2; click model: PBM()
+    CTR by position (sessions without intervention (none)):
+      position  impressions   clicks     CTR      SE  mean label
+             1            2        1  0.5000  0.3536        0.50
+             2            2        1  0.5000  0.3536        0.50
+    skip-above preferences: 1 (agree 1, tie 0, invert 0)
+    >>> s.conf_int().columns
+    ['position', 'estimate', 'lower', 'upper', 'alpha']
+    >>> LogStats.from_dict(s.to_dict()) == s
+    True
+    """
+
+    sessions: int
+    impressions: int
+    clicks: int
+    sessions_by_intervention: dict[str, int]
+    ctr_view: str
+    ctr_by_position: tuple[PositionCTR, ...]
+    skip_above: SkipAboveCounts
+    click_model: str | None = None
+    relevance: str | None = None
+    path: str | None = None
+
+    FORMAT = "clickrank.log_stats"
+
+    @classmethod
+    def from_log(
+        cls,
+        log: pl.DataFrame | pl.LazyFrame,
+        *,
+        values: Callable[[np.ndarray], np.ndarray] | None = None,
+        true_theta: Sequence[float] | np.ndarray | None = None,
+        click_model: str | None = None,
+        relevance: str | None = None,
+        path: str | None = None,
+    ) -> LogStats:
+        """The statistics of a simulated ``log`` (columns session, position, click,
+        intervention, label).
+
+        ``values`` maps labels to :math:`P(\\text{click} \\mid \\text{examined})`
+        (the click model's relevance map, as for :func:`mean_by_position`);
+        ``true_theta`` is the click model's examination probability per
+        position (1-based positions, beyond its length None). ``click_model``,
+        ``relevance`` and ``path`` are kept as given.
+        """
+        lf = lazy_log(
+            log, ("session", "position", "click", "intervention", "label"), "LogStats.from_log"
+        )
+        totals = log_totals(lf)
+        sessions_by_iv = totals["sessions_by_intervention"]
+        view = "none" if sessions_by_iv.get("none", 0) > 0 else None
+        sel = lf if view is None else lf.filter(pl.col("intervention").cast(pl.String) == view)
+        ctr = click_counts(sel, ["position"]).collect()
+        # mean label and mean P(click | examined) of the documents shown at each position
+        per = mean_by_position(sel, values)
+        mean_label = dict(zip(per["position"], per["mean"], strict=True))
+        mean_alpha = (
+            None if values is None else dict(zip(per["position"], per["mean_value"], strict=True))
+        )
+        theta = None if true_theta is None else np.asarray(true_theta, dtype=np.float64)
+        rows = []
+        for r in ctr.iter_rows(named=True):
+            p = int(r["position"])
+            rows.append(
+                PositionCTR(
+                    position=p,
+                    impressions=int(r["impressions"]),
+                    clicks=int(r["clicks"]),
+                    ctr=r["ctr"],
+                    se=r["se"],
+                    mean_label=float(mean_label[p]),
+                    mean_click_given_examined=None if mean_alpha is None else float(mean_alpha[p]),
+                    true_theta=None if theta is None or p > theta.size else float(theta[p - 1]),
+                )
+            )
+        pairs = skip_above_pairs(lf)
+        n_pairs = int(pairs["pairs"].sum()) if pairs.height else 0
+        sa = SkipAboveCounts(
+            preferences=n_pairs,
+            agree=int(pairs["agree"].sum()) if n_pairs else 0,
+            tie=int(pairs["tie"].sum()) if n_pairs else 0,
+            invert=int(pairs["invert"].sum()) if n_pairs else 0,
+        )
+        return cls(
+            sessions=int(totals["sessions"]),
+            impressions=int(totals["impressions"]),
+            clicks=int(totals["clicks"]),
+            sessions_by_intervention=sessions_by_iv,
+            ctr_view=view or "all",
+            ctr_by_position=tuple(rows),
+            skip_above=sa,
+            click_model=click_model,
+            relevance=relevance,
+            path=path,
+        )
+
+    def to_dict(self) -> dict:
+        """The fields in order; ``ctr_by_position`` a list of row dicts, ``skip_above`` a dict."""
+        return {
+            "sessions": self.sessions,
+            "impressions": self.impressions,
+            "clicks": self.clicks,
+            "sessions_by_intervention": dict(self.sessions_by_intervention),
+            "ctr_view": self.ctr_view,
+            "ctr_by_position": [asdict(r) for r in self.ctr_by_position],
+            "skip_above": asdict(self.skip_above),
+            "click_model": self.click_model,
+            "relevance": self.relevance,
+            "path": self.path,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LogStats:
+        f = cls._fields_in(d)
+        f["ctr_by_position"] = tuple(PositionCTR(**r) for r in f.get("ctr_by_position", ()))
+        f["skip_above"] = SkipAboveCounts(**f.get("skip_above", {}))
+        f["sessions_by_intervention"] = dict(f.get("sessions_by_intervention", {}))
+        return cls(**f)
+
+    def conf_int(self, alpha: float = 0.05) -> pl.DataFrame:
+        """Normal interval ``ctr ± z·se`` of the CTR at each position, at level ``1 - alpha``.
+
+        Columns ``position``, ``estimate`` (the CTR), ``lower``, ``upper``, ``alpha``.
+        """
+        a = check_alpha(alpha)
+        z = NormalDist().inv_cdf(1 - a / 2)
+        return pl.DataFrame(
+            {
+                "position": [r.position for r in self.ctr_by_position],
+                "estimate": [r.ctr for r in self.ctr_by_position],
+                "lower": [r.ctr - z * r.se for r in self.ctr_by_position],
+                "upper": [r.ctr + z * r.se for r in self.ctr_by_position],
+                "alpha": [a] * len(self.ctr_by_position),
+            },
+            schema={
+                "position": pl.Int64,
+                "estimate": pl.Float64,
+                "lower": pl.Float64,
+                "upper": pl.Float64,
+                "alpha": pl.Float64,
+            },
+        )
+
+    def summary(self) -> str:
+        iv = ", ".join(f"{k}: {v:,}" for k, v in self.sessions_by_intervention.items())
+        view = (
+            f"sessions without intervention ({self.ctr_view})"
+            if self.ctr_view != "all"
+            else "all sessions"
+        )
+        extra = [
+            (name, [getattr(r, attr) for r in self.ctr_by_position], digits)
+            for name, attr, digits in (
+                ("mean label", "mean_label", 2),
+                ("P(click|exam)", "mean_click_given_examined", 3),
+                ("true θ", "true_theta", 3),
+            )
+            if any(getattr(r, attr) is not None for r in self.ctr_by_position)
+        ]
+        lines = [
+            f"Click log: {self.sessions:,} sessions, {self.impressions:,} displayed results, "
+            f"{self.clicks:,} clicks ({self.clicks / max(self.sessions, 1):.3f} per session)",
+            f"sessions by intervention: {iv or 'none'}"
+            + (f"; click model: {self.click_model}" if self.click_model else ""),
+            f"CTR by position ({view}):",
+            f"  {'position':>8}{'impressions':>13}{'clicks':>9}{'CTR':>8}{'SE':>8}"
+            + "".join(f"{name:>{max(len(name) + 2, 8)}}" for name, _, _ in extra),
+        ]
+        for i, r in enumerate(self.ctr_by_position):
+            cells = "".join(
+                f"{'—' if v[i] is None else f'{v[i]:.{digits}f}':>{max(len(name) + 2, 8)}}"
+                for name, v, digits in extra
+            )
+            lines.append(
+                f"  {r.position:>8}{r.impressions:>13,}{r.clicks:>9,}{r.ctr:>8.4f}{r.se:>8.4f}"
+                + cells
+            )
+        sa = self.skip_above
+        lines.append(
+            f"skip-above preferences: {sa.preferences:,} "
+            f"(agree {sa.agree:,}, tie {sa.tie:,}, invert {sa.invert:,})"
+        )
+        return "\n".join(lines)

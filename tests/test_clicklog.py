@@ -11,6 +11,7 @@ from clickrank import InputError, LogSchemaError
 from clickrank._io import LEDGER
 from clickrank.clicklog import (
     METADATA_KEY,
+    LogStats,
     counts_by_intervention_position,
     counts_by_query_doc_position,
     counts_by_ranker_query_doc_position,
@@ -414,3 +415,100 @@ def test_log_checks_name_the_caller_and_the_missing_column(log):
         select_intervention(log.drop("intervention").lazy(), "swap", "my_figure")
     swap = select_intervention(log.lazy(), "swap", "my_figure").collect()
     assert swap.height and (swap["intervention"].cast(pl.String) == "swap").all()
+
+
+# -- LogStats: the statistics of a log as a result -------------------------------------------
+
+
+def test_log_stats_counts_the_log_and_views_the_sessions_without_intervention(log):
+    cm = make_click_model("pbm")
+    theta = cm.propensities(5)  # shorter than the 8 positions: the rest have no true θ
+    s = LogStats.from_log(
+        log, true_theta=theta, click_model=repr(cm), relevance="labels 0..4", path="x.parquet"
+    )
+    assert s.sessions == 3000 and s.impressions == log.height
+    assert s.clicks == int(log["click"].sum())
+    assert sum(s.sessions_by_intervention.values()) == 3000
+    assert list(s.sessions_by_intervention) == ["none", "swap"]
+    assert s.ctr_view == "none"
+    none = log.filter(pl.col("intervention").cast(pl.String) == "none")
+    ctr = ctr_by_position(none).collect()
+    assert [r.position for r in s.ctr_by_position] == ctr["position"].to_list()
+    assert [r.ctr for r in s.ctr_by_position] == ctr["ctr"].to_list()
+    assert [r.true_theta for r in s.ctr_by_position] == [*theta.tolist(), None, None, None]
+    assert all(r.mean_click_given_examined is None for r in s.ctr_by_position)
+    pairs = skip_above_pairs(log)
+    assert s.skip_above.preferences == pairs["pairs"].sum()
+    assert s.skip_above.agree + s.skip_above.tie + s.skip_above.invert == pairs["pairs"].sum()
+    d = s.to_dict()
+    assert list(d) == [
+        "sessions",
+        "impressions",
+        "clicks",
+        "sessions_by_intervention",
+        "ctr_view",
+        "ctr_by_position",
+        "skip_above",
+        "click_model",
+        "relevance",
+        "path",
+    ]
+    assert list(d["ctr_by_position"][0]) == [
+        "position",
+        "impressions",
+        "clicks",
+        "ctr",
+        "se",
+        "mean_label",
+        "mean_click_given_examined",
+        "true_theta",
+    ]
+    assert d["skip_above"] == {
+        "preferences": s.skip_above.preferences,
+        "agree": s.skip_above.agree,
+        "tie": s.skip_above.tie,
+        "invert": s.skip_above.invert,
+    }
+    assert (d["click_model"], d["relevance"], d["path"]) == (repr(cm), "labels 0..4", "x.parquet")
+    assert "CTR by position (sessions without intervention (none))" in s.summary()
+    assert str(s) == s.summary()
+
+
+def test_log_stats_round_trips_through_its_dict_and_a_file(log, tmp_path):
+    s = LogStats.from_log(log, values=lambda y: y / 4, true_theta=[1.0, 0.5], click_model="PBM()")
+    assert LogStats.from_dict(s.to_dict()) == s
+    assert s.to_dict() == LogStats.from_dict(s.to_dict()).to_dict()
+    path = s.save(tmp_path / "stats.json")
+    assert LogStats.load(path) == s
+    assert LogStats.load(path).ctr_by_position == s.ctr_by_position
+    other = LogStats.from_dict({**s.to_dict(), "clicks": s.clicks + 1})
+    assert other != s
+
+
+def test_log_stats_without_a_plain_view_use_all_sessions_and_name_missing_columns():
+    tiny = _tiny_log().with_columns(intervention=pl.lit("swap"))
+    s = LogStats.from_log(tiny, values=lambda y: 2 * y)
+    assert s.ctr_view == "all" and s.sessions_by_intervention == {"swap": 3}
+    assert [r.mean_label for r in s.ctr_by_position] == pytest.approx([4 / 3, 1, 1 / 2])
+    assert [r.mean_click_given_examined for r in s.ctr_by_position] == pytest.approx([8 / 3, 2, 1])
+    assert (s.skip_above.preferences, s.skip_above.agree) == (5, 2)
+    assert (s.skip_above.tie, s.skip_above.invert) == (1, 2)
+    assert "all sessions" in s.summary() and "P(click|exam)" in s.summary()
+    with pytest.raises(InputError, match="LogStats.from_log needs log column"):
+        LogStats.from_log(_tiny_log())
+
+
+def test_log_stats_conf_int_is_the_normal_interval_of_the_ctr(log):
+    s = LogStats.from_log(log)
+    ci = s.conf_int(0.1)
+    assert ci.columns == ["position", "estimate", "lower", "upper", "alpha"]
+    assert ci["position"].to_list() == [r.position for r in s.ctr_by_position]
+    se = np.array([r.se for r in s.ctr_by_position])
+    est = ci["estimate"].to_numpy()
+    assert est == pytest.approx([r.ctr for r in s.ctr_by_position])
+    assert ci["upper"].to_numpy() - est == pytest.approx(1.6448536 * se)
+    assert est - ci["lower"].to_numpy() == pytest.approx(1.6448536 * se)
+    assert (ci["alpha"] == 0.1).all()
+    assert s.conf_int()["upper"].to_numpy() - est == pytest.approx(1.959964 * se)
+    with pytest.raises(InputError, match="alpha"):
+        s.conf_int(0.0)

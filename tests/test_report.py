@@ -8,6 +8,7 @@ import re
 import pytest
 
 from clickrank._io import LEDGER
+from clickrank.clicklog import LogStats, PositionCTR, SkipAboveCounts
 from clickrank.evaluation import ComparisonResult
 from clickrank.experiment import load_config
 from clickrank.online import InterleavingResult
@@ -83,19 +84,30 @@ def _results(
         "skip-above": skip,
         "oracle": oracle,
     }
-    ctr_rows = [
-        {
-            "position": p,
-            "impressions": 1000,
-            "clicks": int(1000 * c),
-            "ctr": c,
-            "se": 0.01,
-            "mean_label": 1.0,
-            "mean_click_given_examined": a,
-            "true_theta": t,
-        }
+    ctr_rows = tuple(
+        PositionCTR(
+            position=p,
+            impressions=1000,
+            clicks=int(1000 * c),
+            ctr=c,
+            se=0.01,
+            mean_label=1.0,
+            mean_click_given_examined=a,
+            true_theta=t,
+        )
         for p, c, a, t in zip((1, 3), ctr, alpha, (1.0, 1 / 3), strict=True)
-    ]
+    )
+    log = LogStats(
+        sessions=1000,
+        impressions=3000,
+        clicks=500,
+        sessions_by_intervention={"none": 900, "swap": 100},
+        ctr_view="none",
+        ctr_by_position=ctr_rows,
+        skip_above=SkipAboveCounts(preferences=100, agree=50, tie=20, invert=30),
+        click_model="PBM()",
+        path="log.parquet",
+    )
     return {
         "format": "clickrank.experiment.summary",
         "config": load_config().to_dict(),
@@ -108,17 +120,7 @@ def _results(
             "parts": {"train": {"queries": 10, "docs": 100, "labels": {"0.0": 60, "1.0": 40}}},
         },
         "production": {"policy": "production", "trained_on_queries": 1},
-        "log": {
-            "sessions": 1000,
-            "impressions": 3000,
-            "clicks": 500,
-            "sessions_by_intervention": {"none": 900, "swap": 100},
-            "ctr_view": "none",
-            "ctr_by_position": ctr_rows,
-            "click_model": "PBM()",
-            "path": "log.parquet",
-            "skip_above": {"preferences": 100, "agree": 50, "tie": 20, "invert": 30},
-        },
+        "log": log.to_dict(),
         "propensities": {
             "use": "swap",
             "alpha": 0.05,

@@ -21,6 +21,7 @@ and writes a results folder::
       production/            logging-ranker scores (train, test) and meta.json
       log.parquet            the simulated click log (DESIGN §2 schema)
       log_stats.json         CTR per position, label means, skip-above pair counts
+                             (LogStats.to_dict, clickrank.clicklog)
       propensities/          <method>.json (Propensities.save), truth.json
       models/<target>/       LambdaMART.save (model.txt, meta.json); targets.json
       evaluation.json        metrics with CIs, paired tests (+ per-query values)

@@ -202,65 +202,20 @@ class _LogStages:
         return stats, ["log.parquet", "log_stats.json"]
 
     def _log_stats(self) -> dict:
-        import polars as pl
-
-        from ..clicklog import click_counts, log_totals, mean_by_position, skip_above_pairs
+        """The log's :class:`~clickrank.clicklog.LogStats` as a dict (``log_stats.json``)."""
+        from ..clicklog import LogStats
         from ..clickmodels import evaluate_map
 
-        lf = self.log()
         cm = self.click_model()
-        totals = log_totals(lf)
-        sessions_by_iv = totals["sessions_by_intervention"]
-        view = "none" if sessions_by_iv.get("none", 0) > 0 else None
-        sel = lf if view is None else lf.filter(pl.col("intervention").cast(pl.String) == view)
-        ctr = click_counts(sel, ["position"]).collect()
-        # mean label and mean P(click | examined) of the documents shown at each position
         rel = getattr(cm, "attractiveness", getattr(cm, "relevance", None))
-        per = mean_by_position(
-            sel, None if rel is None else lambda y: evaluate_map(rel, y, name="relevance")
-        )
-        mean_label = dict(zip(per["position"], per["mean"], strict=True))
-        mean_alpha = (
-            None if rel is None else dict(zip(per["position"], per["mean_value"], strict=True))
-        )
-        theta = self.true_theta()
-        rows = []
-        for r in ctr.iter_rows(named=True):
-            p = int(r["position"])
-            rows.append(
-                {
-                    "position": p,
-                    "impressions": int(r["impressions"]),
-                    "clicks": int(r["clicks"]),
-                    "ctr": r["ctr"],
-                    "se": r["se"],
-                    "mean_label": float(mean_label[p]),
-                    "mean_click_given_examined": None
-                    if mean_alpha is None
-                    else float(mean_alpha[p]),
-                    "true_theta": None if theta is None or p > theta.size else float(theta[p - 1]),
-                }
-            )
-        pairs = skip_above_pairs(lf)
-        n_pairs = int(pairs["pairs"].sum()) if pairs.height else 0
-        sa = {
-            "preferences": n_pairs,
-            "agree": int(pairs["agree"].sum()) if n_pairs else 0,
-            "tie": int(pairs["tie"].sum()) if n_pairs else 0,
-            "invert": int(pairs["invert"].sum()) if n_pairs else 0,
-        }
-        return {
-            "sessions": int(totals["sessions"]),
-            "impressions": int(totals["impressions"]),
-            "clicks": int(totals["clicks"]),
-            "sessions_by_intervention": sessions_by_iv,
-            "ctr_view": view or "all",
-            "ctr_by_position": rows,
-            "skip_above": sa,
-            "click_model": repr(cm),
-            "relevance": self.relevance_line,
-            "path": "log.parquet",
-        }
+        return LogStats.from_log(
+            self.log(),
+            values=None if rel is None else lambda y: evaluate_map(rel, y, name="relevance"),
+            true_theta=self.true_theta(),
+            click_model=repr(cm),
+            relevance=self.relevance_line,
+            path="log.parquet",
+        ).to_dict()
 
     # -- propensities ---------------------------------------------------------------------
     def _estimate(self, method: str, log: Any):

@@ -1,28 +1,37 @@
-"""The click log: its reading (position bias in the CTR), the data and CTR sections."""
+"""The click log: its reading (position bias in the CTR), the data and CTR sections.
+
+``results["log"]`` is a :meth:`LogStats.to_dict <clickrank.clicklog.LogStats.to_dict>`
+dict; the sections rebuild the typed result with ``from_dict`` and render from it, so
+the schema is the class's.
+"""
 
 from __future__ import annotations
 
+from ..clicklog import LogStats
 from ._format import _f, _table
+
+
+def _log(results: dict) -> LogStats:
+    """The run's click-log statistics as a :class:`~clickrank.clicklog.LogStats`."""
+    return LogStats.from_dict(results["log"])
+
 
 # -- the reading -----------------------------------------------------------------------------
 
 
 def _reading_clicks(results: dict) -> list[str]:
-    rows = results["log"]["ctr_by_position"]
+    rows = _log(results).ctr_by_position
     if len(rows) < 2:
         return []
     first, last = rows[0], rows[-1]
-    k = last["position"]
-    c1, ck = first["ctr"], last["ctr"]
-    a1, ak = (
-        first.get("mean_click_given_examined"),
-        last.get("mean_click_given_examined"),
-    )
+    k = last.position
+    c1, ck = first.ctr, last.ctr
+    a1, ak = first.mean_click_given_examined, last.mean_click_given_examined
     if not c1:
-        return [f"The log has no clicks at position 1 ({first['impressions']:,} impressions)."]
+        return [f"The log has no clicks at position 1 ({first.impressions:,} impressions)."]
     if not ck:
         return [
-            f"Nobody clicked at position {k} ({last['impressions']:,} impressions), against a "
+            f"Nobody clicked at position {k} ({last.impressions:,} impressions), against a "
             f"CTR of {_f(c1)} at position 1."
         ]
     ctr_ratio = c1 / ck
@@ -52,12 +61,12 @@ def _reading_clicks(results: dict) -> list[str]:
 
 
 def _section_data(results: dict) -> list[str]:
-    d, log = results["data"], results["log"]
+    d, log = results["data"], _log(results)
     rows = []
     for part, p in d["parts"].items():
         labels = ", ".join(f"{float(k):g}: {v:,}" for k, v in p["labels"].items())
         rows.append([part, f"{p['queries']:,}", f"{p['docs']:,}", labels])
-    iv = ", ".join(f"{k}: {v:,}" for k, v in log["sessions_by_intervention"].items())
+    iv = ", ".join(f"{k}: {v:,}" for k, v in log.sessions_by_intervention.items())
     prod = results["production"]
     trained = (
         f", trained on {prod['trained_on_queries']} training queries"
@@ -79,9 +88,7 @@ def _section_data(results: dict) -> list[str]:
             )
             + "; on the test queries: the *production* row of the tables below)"
         )
-    relevance = (
-        f" {log['relevance'][0].upper()}{log['relevance'][1:]}." if log.get("relevance") else ""
-    )
+    relevance = f" {log.relevance[0].upper()}{log.relevance[1:]}." if log.relevance else ""
     return [
         "## Data and click log",
         "",
@@ -89,31 +96,31 @@ def _section_data(results: dict) -> list[str]:
         "",
         _table(["part", "queries", "documents", "labels (grade: count)"], rows),
         "",
-        f"Logging policy: **{prod['policy']}**{trained}. Click model: `{log['click_model']}`."
+        f"Logging policy: **{prod['policy']}**{trained}. Click model: `{log.click_model}`."
         f"{relevance}",
         "",
-        f"The log (`{log['path']}`) has {log['sessions']:,} sessions, {log['impressions']:,} "
-        f"displayed results and {log['clicks']:,} clicks "
-        f"({log['clicks'] / max(log['sessions'], 1):.3f} per session); sessions by "
+        f"The log (`{log.path}`) has {log.sessions:,} sessions, {log.impressions:,} "
+        f"displayed results and {log.clicks:,} clicks "
+        f"({log.clicks / max(log.sessions, 1):.3f} per session); sessions by "
         f"intervention: {iv}.",
         "",
     ]
 
 
 def _section_ctr(results: dict) -> list[str]:
-    log = results["log"]
-    view = log["ctr_view"]
+    log = _log(results)
+    view = log.ctr_view
     rows = [
         [
-            r["position"],
-            f"{r['impressions']:,}",
-            f"{r['clicks']:,}",
-            _f(r["ctr"], 4),
-            _f(r["mean_label"], 2),
-            _f(r["mean_click_given_examined"]),
-            _f(r["true_theta"]),
+            r.position,
+            f"{r.impressions:,}",
+            f"{r.clicks:,}",
+            _f(r.ctr, 4),
+            _f(r.mean_label, 2),
+            _f(r.mean_click_given_examined),
+            _f(r.true_theta),
         ]
-        for r in log["ctr_by_position"]
+        for r in log.ctr_by_position
     ]
     out = [
         "### Clicks by position",

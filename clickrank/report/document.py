@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .._io import atomic_write_json, atomic_write_text
 from ._format import _pct, _table
-from .clicks import _reading_clicks, _section_ctr, _section_data
+from .clicks import _log, _reading_clicks, _section_ctr, _section_data
 from .curves import _reading_curve, _section_curve
 from .online import _reading_interleaving, _section_interleaving
 from .propensities import (
@@ -36,13 +36,13 @@ def _section_figures_more(results: dict) -> list[str]:
     figs = results["figures"]
     out = []
     if "skip_above_bias" in figs:
-        sa = results["log"]["skip_above"]
-        untied = sa["agree"] + sa["invert"]
-        share = f"{_pct(sa['invert'] / untied)} of {untied:,}" if untied else "none"
+        sa = _log(results).skip_above
+        untied = sa.agree + sa.invert
+        share = f"{_pct(sa.invert / untied)} of {untied:,}" if untied else "none"
         out += [
             "## Skip-above preferences",
             "",
-            f'{sa["preferences"]:,} preferences "clicked ≻ skipped above" in the log; '
+            f'{sa.preferences:,} preferences "clicked ≻ skipped above" in the log; '
             f"{share} untied ones contradict the true labels. Every one of them puts a "
             "lower-ranked result above a higher-ranked one.",
             "",

@@ -18,6 +18,7 @@ from ._format import (
     _peq,
     _table,
 )
+from .clicks import _log
 
 
 def _reading_rankers(results: dict) -> list[str]:
@@ -76,10 +77,10 @@ def _reading_rankers(results: dict) -> list[str]:
 def _reading_skip_above(results: dict, val) -> list[str]:
     m = _headline(results)
     out = []
-    sa = results["log"]["skip_above"]
+    sa = _log(results).skip_above
     policy = results["production"]["policy"]
-    untied = sa["agree"] + sa["invert"]
-    inv = f"{_pct(sa['invert'] / untied)} of the {untied:,} untied preferences" if untied else ""
+    untied = sa.agree + sa.invert
+    inv = f"{_pct(sa.invert / untied)} of the {untied:,} untied preferences" if untied else ""
     for name in ("skip-above", "skip-above-ips"):
         s, prod = val(name), val("production")
         if s is None or prod is None:
