@@ -840,12 +840,12 @@ def skip_above_by_distance(pairs: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class PositionCTR:
-    """One row of :attr:`LogStats.ctr_by_position`: the clicks at one position.
+    r"""One row of :attr:`LogStats.ctr_by_position`: the clicks at one position.
 
     ``ctr`` is clicks / impressions and ``se`` its binomial standard error
     (:func:`click_counts`); ``mean_label`` is the mean true label of the
     documents shown there, ``mean_click_given_examined`` their mean
-    :math:`P(\\text{click} \\mid \\text{examined})` under the click model's
+    :math:`P(\text{click} \mid \text{examined})` under the click model's
     relevance map, ``true_theta`` the click model's examination probability
     (None where not known).
     """
@@ -929,10 +929,10 @@ class LogStats(Result):
         relevance: str | None = None,
         path: str | None = None,
     ) -> LogStats:
-        """The statistics of a simulated ``log`` (columns session, position, click,
+        r"""The statistics of a simulated ``log`` (columns session, position, click,
         intervention, label).
 
-        ``values`` maps labels to :math:`P(\\text{click} \\mid \\text{examined})`
+        ``values`` maps labels to :math:`P(\text{click} \mid \text{examined})`
         (the click model's relevance map, as for :func:`mean_by_position`);
         ``true_theta`` is the click model's examination probability per
         position (1-based positions, beyond its length None). ``click_model``,
