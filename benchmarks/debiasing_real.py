@@ -1,7 +1,17 @@
 """Debiasing on real LETOR data: clickrank's defaults against naive clicks and the libraries' modes.
 
 Run: ``python benchmarks/debiasing_real.py [--data DIR ...] [--synthetic 150 ...] [--seeds 5]
-[--sessions 200000] [--methods a,b,...] [--json out.json]``
+[--sessions 200000] [--methods a,b,...] [--json out.json]``, or the robustness suite
+``python benchmarks/debiasing_real.py --suite [--seeds 5] [--json suite.json]``.
+
+``--suite`` (issue 18): MQ2008 all five folds (rebuilt from S1-S5 of the shared
+Fold1 files as PROVENANCE.md says, into a cache folder, never committed), at
+2e3, 2e4 and 2e5 sessions, with the deterministic and the Plackett-Luce
+logger, plus synthetic-150, ``--seeds`` seeds each. Every cell reports
+default - naive-cv, default - production and default - the best other row
+with 95% paired t intervals over seeds, the worst cell and the win rates. The
+JSON is rewritten after every seed, so a stopped run keeps what it finished,
+and a rerun with the same ``--json`` skips the seeds already there.
 
 Protocol (issue 10), per data set and seed: the training file's queries are
 the user's (labels are used only to simulate clicks and by the oracle row);
@@ -24,8 +34,15 @@ defaults, chosen without labels.
 
 Rows (``--methods`` picks some):
   production        the logging ranker
-  default           clickrank's default click learner: `clickrank train` with its defaults
-                    (IPS gains, clip auto, candidates auto, LambdaMARTCV selection on ips-dcg@10)
+  default           clickrank's default click learner, clickrank.ClickRanker (what `clickrank
+                    train` does): its family of targets cross-validated on held-out clicks, a
+                    one-SE choice and the safety check, with the production ranker as the
+                    logging ranker it must beat
+  naive-member, ips-shown-member, ips-hybrid-member, ips-all-member, dr-member,
+  unbiased-lambdamart-member  each member of the default's family, refitted (what the default
+                    would offer had it chosen that member)
+  old-default       the default before issue 18: IPS gains, candidates auto, tree size by
+                    LambdaMARTCV on ips-dcg@10
   naive             click counts, fixed budget (--trees/--leaves/--max-depth)
   naive-cv          click counts with clickrank's selection (clicks-dcg validation)
   ips-fixed         IPS gains, shown candidates, fixed budget (the pre-issue-10 default)
@@ -52,6 +69,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +82,7 @@ from scipy import stats as st
 from clickrank import ClickRankError
 from clickrank import targets as T
 from clickrank.clickmodels import make_click_model, relevance_for_labels
+from clickrank.clickranker import DEFAULT_FAMILY, ClickRanker
 from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
@@ -117,6 +136,17 @@ class Setup:
     def fixed(self, target: T.Target) -> np.ndarray:
         return LambdaMART(**self.trees, seed=self.seed).fit(self.train, target).predict(self.test)
 
+    def click_ranker(self) -> ClickRanker:
+        """The default learner, fitted once per setup (its members are rows too)."""
+        if getattr(self, "_ranker", None) is None:
+            self._ranker = ClickRanker(seed=self.seed).fit(
+                self.train, self.log, self.theta, logging_model=self.prod
+            )
+        return self._ranker
+
+    def member(self, name: str) -> np.ndarray:
+        return self.click_ranker().members_[name].predict(self.test)
+
     def target(self, name: str, **kw: Any) -> T.Target:
         stats = self.stats if name in ("ips", "dr") else None
         return T.make_target(name, self.train, self.log, self.theta, seed=self.seed,
@@ -125,7 +155,9 @@ class Setup:
 
 METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "production": lambda s: s.prod.predict(s.test.X),
-    "default": lambda s: s.cv(s.target("ips")),
+    "default": lambda s: s.click_ranker().predict(s.test),
+    **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
+    "old-default": lambda s: s.cv(s.target("ips")),
     "naive": lambda s: s.fixed(s.target("naive", candidates="shown")),
     "naive-cv": lambda s: s.cv(s.target("naive"), "clicks"),
     "ips-fixed": lambda s: s.fixed(s.target("ips", candidates="shown", clip=None)),
@@ -194,6 +226,172 @@ def summarize(name: str, results: list[dict[str, float]], methods: list[str]) ->
     return "\n".join(lines)
 
 
+#: Line ranges of S1-S3 inside the shared Fold1/train.txt (PROVENANCE.md); S4 = vali, S5 = test.
+_S_LINES = ((0, 2933), (2933, 6568), (6568, 9630))
+
+
+def mq2008_folds(cache: Path) -> list[Path]:
+    """MQ2008 Folds 1-5 rebuilt from S1-S5 (Fold k: train S_k..S_k+2, test S_k+4, mod 5).
+
+    Written once into ``cache`` (about 45 MB, outside the repository); the
+    shared Fold1 files are only read.
+    """
+    src = _shared_data() / "letor4_mq2008" / "Fold1"
+    folds = [cache / f"Fold{k}" for k in range(1, 6)]
+    if all((f / "test.txt").is_file() for f in folds):
+        return folds
+    lines = (src / "train.txt").read_text().splitlines(keepends=True)
+    if len(lines) != _S_LINES[-1][1]:
+        raise SystemExit(f"{src / 'train.txt'}: expected {_S_LINES[-1][1]} lines, got {len(lines)}")
+    parts = [lines[a:b] for a, b in _S_LINES]
+    parts += [(src / n).read_text().splitlines(keepends=True) for n in ("vali.txt", "test.txt")]
+    for k, folder in enumerate(folds):
+        folder.mkdir(parents=True, exist_ok=True)
+        train = [line for i in range(3) for line in parts[(k + i) % 5]]
+        for name, rows in (("train.txt", train), ("test.txt", parts[(k + 4) % 5])):
+            tmp = folder / f".{name}.tmp"
+            tmp.write_text("".join(rows))
+            tmp.replace(folder / name)
+    return folds
+
+
+def run_seed(name: str, load, seed: int, args: Any, methods: list[str]) -> dict[str, float]:
+    """Every row of one data set and seed (a failing row is NaN and says why)."""
+    train, test = load(seed)
+    t0 = time.perf_counter()
+    s = Setup(train, test, args, seed)
+    row, took = {}, {}
+    for m in methods:
+        t = time.perf_counter()
+        try:
+            row[m] = s.score(METHODS[m](s))
+        except ClickRankError as err:  # e.g. plain IPS with a zero propensity estimate
+            print(f"  {m} failed: {err}")
+            row[m] = float("nan")
+        took[m] = time.perf_counter() - t
+    if "default" in methods:
+        r = s.click_ranker()
+        row["_choice"] = r.choice_
+        row["_reason"] = r.reason_
+        row["_table"] = r.table_.to_dicts()
+    print(f"{name} seed {seed} ({time.perf_counter() - t0:.0f} s; "
+          f"{s.stats.shown_fraction:.1%} of the documents shown): "
+          + ", ".join(f"{m} {row[m]:.4f} ({took[m]:.0f}s)" for m in methods)
+          + (f"; default chose {row['_choice']}" if "_choice" in row else ""),
+          flush=True)  # fmt: skip
+    return row
+
+
+#: The rows of the suite: the default, every member, the baselines and the libraries' modes.
+SUITE_METHODS = ["production", "default", *(f"{m}-member" for m in DEFAULT_FAMILY),
+                 "naive-cv", "old-default", "lightgbm-position", "xgboost-unbiased",
+                 "oracle"]  # fmt: skip
+#: Rows that are references, not click learners a user could pick instead of the default.
+_REFERENCES = ("default", "production", "oracle", "oracle-cv")
+
+
+def suite_cells(args: Any) -> list[tuple[str, Any, int, str]]:
+    """(data set, loader, sessions, logger) of every cell of the suite."""
+    cache = Path(args.cache)
+    loads = []
+    for folder in mq2008_folds(cache):
+        tr, te = load_letor(folder / "train.txt"), load_letor(folder / "test.txt")
+        loads.append((f"MQ2008/{folder.name}", lambda seed, tr=tr, te=te: (tr, te)))
+    loads.append(("synthetic-150", lambda seed: split_queries(synthetic(1300, 150, seed=seed),
+                                                             [300, 1000], seed=seed)))  # fmt: skip
+    return [(name, load, n, logger) for name, load in loads for n in args.suite_sessions
+            for logger in ("production", "plackett-luce")]  # fmt: skip
+
+
+def _paired(d: np.ndarray) -> tuple[float, float, float]:
+    """Mean and 95% t interval of paired differences."""
+    if d.size < 2:
+        return float(d.mean()), float("nan"), float("nan")
+    half = st.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
+
+
+def suite_report(dump: dict[str, list[dict]], methods: list[str]) -> str:
+    """Per cell: default - naive-cv, - production, - the best other row; the worst cell; wins."""
+    head = ("| cell | seeds | default | − naive-cv [95% CI] | − production [95% CI] | "
+            "− best other (row) [95% CI] | choices |")  # fmt: skip
+    lines = [head, "|" + " --- |" * 7]
+    worst = []
+    means = {m: [] for m in methods}
+    wins = {m: [0, 0] for m in methods}
+    for cell, rows in dump.items():
+        if not rows:
+            continue
+        v = {m: np.array([r.get(m, np.nan) for r in rows], dtype=float) for m in methods}
+        ok = [m for m in methods if not np.isnan(v[m]).any()]
+        for m in ok:
+            means[m].append(v[m].mean())
+            if m != "default" and "default" in ok:
+                wins[m][0] += int((v["default"] >= v[m]).sum())
+                wins[m][1] += len(rows)
+        others = [m for m in ok if m not in _REFERENCES]
+        best = max(others, key=lambda m: v[m].mean()) if others else None
+        cells = []
+        for ref in ("naive-cv", "production", best):
+            if ref is None or ref not in ok or "default" not in ok:
+                cells.append("")
+                continue
+            mean, lo, hi = _paired(v["default"] - v[ref])
+            cells.append(f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]" + (f" ({ref})" if ref == best
+                                                                 else ""))  # fmt: skip
+            if ref != best:
+                worst.append((hi if not np.isnan(hi) else mean, mean, lo, hi, cell, ref))
+        choices = ", ".join(f"{c}×{n}" for c, n in _count(r.get("_choice") for r in rows))
+        d = v["default"].mean() if "default" in ok else float("nan")
+        lines.append(f"| {cell} | {len(rows)} | {d:.4f} | " + " | ".join(cells) + f" | {choices} |")
+    out = ["## Suite: test NDCG@10, default minus other rows (paired over seeds)", "", *lines, ""]
+    if worst:
+        w = min(worst, key=lambda t: t[1])
+        sig = [t for t in worst if t[0] < 0]
+        where = ": " + "; ".join(f"{t[4]} vs {t[5]}" for t in sig) if sig else ""
+        out.append(
+            f"Worst cell (mean difference): {w[4]}, default − {w[5]} = {w[1]:+.4f} "
+            f"[{w[2]:+.4f}, {w[3]:+.4f}]. Cells where the default is significantly below "
+            f"naive-cv or production (95% CI entirely below 0): {len(sig)}{where}."
+        )
+    out += ["", "| row | mean over cells | cells | default ≥ row (seeds) |"]
+    out += ["| --- | --- | --- | --- |"]
+    for m in sorted(methods, key=lambda m: -np.mean(means[m]) if means[m] else 0):
+        if means[m]:
+            w = f"{wins[m][0]}/{wins[m][1]}" if wins[m][1] else ""
+            out.append(f"| {m} | {np.mean(means[m]):.4f} | {len(means[m])} | {w} |")
+    return "\n".join(out)
+
+
+def _count(items) -> list[tuple[str, int]]:
+    out: dict[str, int] = {}
+    for x in items:
+        if x is not None:
+            out[x] = out.get(x, 0) + 1
+    return sorted(out.items(), key=lambda t: -t[1])
+
+
+def _save(path: str | None, dump: dict) -> None:
+    if path:
+        tmp = Path(path).with_suffix(".tmp")
+        tmp.write_text(json.dumps(dump, indent=1))
+        tmp.replace(path)
+
+
+def run_suite(args: Any, methods: list[str]) -> None:
+    dump: dict[str, list[dict]] = {}
+    if args.json and Path(args.json).is_file():
+        dump = json.loads(Path(args.json).read_text())
+    for name, load, n, logger in suite_cells(args):
+        cell = f"{name} n={n:g} {logger}"
+        rows = dump.setdefault(cell, [])
+        cell_args = argparse.Namespace(**{**vars(args), "sessions": n, "logger": logger})
+        for seed in range(len(rows), args.seeds):
+            rows.append(run_seed(cell, load, seed, cell_args, methods))
+            _save(args.json, dump)  # a stopped run keeps every seed it finished
+    print(suite_report(dump, methods))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", action="append", help="LETOR folder with train.txt and test.txt")
@@ -225,34 +423,26 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=100, help="fixed budget: trees")
     ap.add_argument("--leaves", type=int, default=8, help="fixed budget: leaves")
     ap.add_argument("--max-depth", type=int, default=3, help="fixed budget: depth (-1: none)")
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default=None, help="rows (default: all; --suite: SUITE_METHODS)")
     ap.add_argument("--json", help="write every per-seed score here")
+    ap.add_argument("--suite", action="store_true", help="the robustness suite (see above)")
+    ap.add_argument("--suite-sessions", default="2000,20000,200000",
+                    help="--suite: log sizes")  # fmt: skip
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "clickrank-mq2008"),
+                    help="--suite: folder for the rebuilt MQ2008 folds")  # fmt: skip
     args = ap.parse_args()
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    default_methods = SUITE_METHODS if args.suite else list(METHODS)
+    methods = [m.strip() for m in (args.methods or ",".join(default_methods)).split(",")
+               if m.strip()]  # fmt: skip
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         ap.error(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    if args.suite:
+        args.suite_sessions = [int(float(x)) for x in args.suite_sessions.split(",")]
+        return run_suite(args, methods)
     report, dump = [], {}
     for name, load in datasets(args):
-        results = []
-        for seed in range(args.seeds):
-            train, test = load(seed)
-            t0 = time.perf_counter()
-            s = Setup(train, test, args, seed)
-            row, took = {}, {}
-            for m in methods:
-                t = time.perf_counter()
-                try:
-                    row[m] = s.score(METHODS[m](s))
-                except ClickRankError as err:  # e.g. plain IPS with a zero propensity estimate
-                    print(f"  {m} failed: {err}")
-                    row[m] = float("nan")
-                took[m] = time.perf_counter() - t
-            results.append(row)
-            print(f"{name} seed {seed} ({time.perf_counter() - t0:.0f} s; "
-                  f"{s.stats.shown_fraction:.1%} of the documents shown): "
-                  + ", ".join(f"{m} {v:.4f} ({took[m]:.0f}s)" for m, v in row.items()),
-                  flush=True)  # fmt: skip
+        results = [run_seed(name, load, seed, args, methods) for seed in range(args.seeds)]
         dump[name] = results
         report.append(summarize(name, results, methods))
     print("\n".join(report))

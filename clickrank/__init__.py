@@ -4,14 +4,15 @@ Simulate position bias, estimate it, remove it, and prove the result. The flow
 (DESIGN §1, ``docs/architecture.md``)::
 
     RankingData --simulate--> click log --estimate_propensities--> Propensities
-    click log + Propensities --targets--> Target --LambdaMARTCV.fit--> ranker
-                                 (tree size chosen on held-out clicks)
+    click log (+ Propensities) --ClickRanker.fit--> ranker
+        (targets, candidate set and tree size chosen on held-out clicks, safety-checked)
     ranker + RankingData --evaluate / interleaving--> results with CIs --plots--> report
 
 Submodules hold the families (``metrics``, ``clickmodels``, ``policies``,
 ``simulation``, ``clicklog``, ``propensity``, ``targets``, ``lambdas``,
-``lambdamart``, ``selection``, ``evaluation``, ``interleaving``, ``online``, ``publiclogs``,
-``experiment``, ``plots``); every public name is imported on first use.
+``lambdamart``, ``selection``, ``clickranker``, ``evaluation``, ``interleaving``,
+``online``, ``publiclogs``, ``experiment``, ``plots``); every public name is imported on
+first use.
 """
 
 from importlib import import_module
@@ -58,6 +59,7 @@ _LAZY = {
     "LambdaMART": "lambdamart",
     "LambdaMARTCV": "selection",
     "ClickValidation": "selection",
+    "ClickRanker": "clickranker",
     "get_metric": "metrics",
     "evaluate": "evaluation",
     "compare": "evaluation",
@@ -67,6 +69,7 @@ _LAZY = {
 }
 _SUBMODULES = (
     "clicklog",
+    "clickranker",
     "clickmodels",
     "datasets",
     "evaluation",
@@ -109,6 +112,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from . import (  # noqa: F401
         clicklog,
         clickmodels,
+        clickranker,
         datasets,
         evaluation,
         experiment,
@@ -132,6 +136,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         fit_click_model,
         make_click_model,
     )
+    from .clickranker import ClickRanker  # noqa: F401
     from .datasets import (  # noqa: F401
         RankingData,
         from_frame,

@@ -113,6 +113,16 @@ class LambdaMART:
         Cut-off ``k`` of the validation NDCG.
     lambda_l2 : float
         L2 regularization of leaf values (LightGBM ``lambda_l2``).
+    proximal : float, optional
+        Proximal ranking policy optimisation (PRPO; Gupta, Oosterhuis & de Rijke
+        (2024)) with clipping :math:`\epsilon`: ``fit(..., reference=scores)``
+        gives the rankings of a safe ranker, and a document's force is dropped
+        once its exposure :math:`D(\mathrm{rank})` under the current scores
+        is more than :math:`1 + \epsilon` times its exposure under the safe
+        ranking and the force pushes it further up (or less than
+        :math:`1/(1 + \epsilon)` times and the force pushes it down). The
+        learned ranker then cannot move far from the safe one however noisy
+        the target is (:func:`proximal_mask`). None: no constraint.
     seed : int
         Seed of LightGBM's randomness (bagging, feature fraction); training
         runs with ``deterministic=True`` and ``force_row_wise=True``, so a seed
@@ -165,6 +175,7 @@ class LambdaMART:
         early_stopping_rounds: int | None = None,
         eval_at: int = 10,
         lambda_l2: float = 0.0,
+        proximal: float | None = None,
         seed: int = 0,
         n_jobs: int = 1,
         lightgbm_params: dict[str, Any] | None = None,
@@ -181,6 +192,7 @@ class LambdaMART:
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_at = eval_at
         self.lambda_l2 = lambda_l2
+        self.proximal = proximal
         self.seed = seed
         self.n_jobs = n_jobs
         self.lightgbm_params = lightgbm_params
@@ -190,7 +202,7 @@ class LambdaMART:
     _PARAM_NAMES = (
         "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_data_in_leaf",
         "truncation_level", "sigma", "normalize", "weighting", "early_stopping_rounds",
-        "eval_at", "lambda_l2", "seed", "n_jobs", "lightgbm_params",
+        "eval_at", "lambda_l2", "proximal", "seed", "n_jobs", "lightgbm_params",
     )  # fmt: skip
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -224,6 +236,8 @@ class LambdaMART:
         if float(self.lambda_l2) < 0:
             raise InputError(f"lambda_l2 must be >= 0, got {self.lambda_l2}")
         check_positive(self.n_jobs, name="n_jobs", integer=True)
+        if self.proximal is not None:
+            check_positive(self.proximal, name="proximal")
         extra = self.lightgbm_params or {}
         if not isinstance(extra, dict):
             raise InputError("lightgbm_params must be a dict")
@@ -248,7 +262,22 @@ class LambdaMART:
 
     # -- fitting ---------------------------------------------------------------
 
-    def _objective(self, qptr: np.ndarray, gains, pairs, pair_weights, doc_weights=None):
+    def _objective(self, qptr, gains, pairs, pair_weights, doc_weights=None, reference=None):
+        """The target's objective, with PRPO's clipping when ``proximal`` and ``reference``."""
+        fobj = self._target_objective(qptr, gains, pairs, pair_weights, doc_weights)
+        if self.proximal is None or reference is None:
+            return fobj
+        eps = float(self.proximal)
+        ref_exposure = _exposure(np.asarray(reference, dtype=np.float64), qptr)
+
+        def proximal_fobj(preds, dataset):
+            grad, hess = fobj(preds, dataset)
+            keep = proximal_mask(-grad, _exposure(preds, qptr), ref_exposure, eps)
+            return np.where(keep, grad, 0.0), hess
+
+        return proximal_fobj
+
+    def _target_objective(self, qptr: np.ndarray, gains, pairs, pair_weights, doc_weights=None):
         """LightGBM's callable objective for the target kind (what :func:`_restrict` returns).
 
         Gains: :func:`~clickrank.lambdas.lambdas` (with ``doc_weights``); pairs:
@@ -323,7 +352,12 @@ class LambdaMART:
         return fobj
 
     def fit(
-        self, data: RankingData, target: Target | None = None, *, valid: Any = None
+        self,
+        data: RankingData,
+        target: Target | None = None,
+        *,
+        valid: Any = None,
+        reference: np.ndarray | None = None,
     ) -> LambdaMART:
         """Grow the trees on ``data`` for ``target``.
 
@@ -341,6 +375,9 @@ class LambdaMART:
             without a relevant document are skipped), or a
             :class:`clickrank.selection.ClickValidation` (a counterfactual
             DCG@``eval_at`` estimated from held-out clicks, no labels needed).
+        reference : numpy.ndarray, optional
+            ``[n_docs]`` scores of the safe ranker on ``data`` (its rankings bound
+            the learned ones when ``proximal`` is set; ignored otherwise).
 
         Returns
         -------
@@ -365,7 +402,13 @@ class LambdaMART:
         if self.early_stopping_rounds is not None and valid is None:
             raise InputError("early_stopping_rounds needs valid data")
         params = self._lgb_params()
-        params["objective"] = self._objective(qptr, gains, pairs, pw, dw)
+        ref = None
+        if reference is not None:
+            ref = np.asarray(reference, dtype=np.float64)
+            if ref.shape != (data.n_docs,):
+                raise InputError(f"reference must hold one score per row ({data.n_docs})")
+            ref = ref if _rows is None else ref[_rows]
+        params["objective"] = self._objective(qptr, gains, pairs, pw, dw, ref)
         dtrain = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
         callbacks = []
         valid_sets = []
@@ -573,6 +616,38 @@ class LambdaMART:
         changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
         args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
         return f"LambdaMART({args})"
+
+
+def _exposure(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    r"""Each document's DCG exposure :math:`1/\log_2(1 + \mathrm{rank})` in its query's
+    ranking by ``scores`` (descending; ties keep row order)."""
+    q = np.repeat(np.arange(len(qptr) - 1), np.diff(qptr))
+    order = np.lexsort((np.arange(q.size), -scores, q))
+    rank = np.empty(q.size, dtype=np.float64)
+    rank[order] = np.arange(q.size) - qptr[q[order]] + 1
+    return 1.0 / np.log2(1.0 + rank)
+
+
+def proximal_mask(
+    forces: np.ndarray, exposure: np.ndarray, reference: np.ndarray, eps: float
+) -> np.ndarray:
+    r"""Which forces PRPO keeps (Gupta, Oosterhuis & de Rijke (2024)).
+
+    With :math:`r_d = \omega(d) / \omega_0(d)` the ratio of a document's
+    exposure in the current ranking to that in the safe ranking, the clipped
+    objective :math:`\min(r_d A_d, \mathrm{clip}(r_d, (1+\epsilon)^{-1}, 1+\epsilon) A_d)`
+    has no gradient once the ratio has left the trust region in the direction
+    the force points: a force up (:math:`\lambda_d > 0`) is dropped when
+    :math:`r_d \ge 1 + \epsilon`, a force down when :math:`r_d \le 1/(1 + \epsilon)`.
+
+    >>> proximal_mask(np.array([1.0, 1.0, -1.0, -1.0]), np.array([2.0, 1.0, 0.5, 1.0]),
+    ...               np.ones(4), 0.5).tolist()
+    [False, True, False, True]
+    """
+    r = exposure / reference
+    up = (forces > 0) & (r >= 1.0 + eps)
+    down = (forces < 0) & (r <= 1.0 / (1.0 + eps))
+    return ~(up | down)
 
 
 def _bias_json(bias: dict[str, np.ndarray] | None) -> dict[str, list[float]] | None:

@@ -38,7 +38,7 @@ from .datasets import RankingData
 from .lambdamart import LambdaMART
 from .targets import Target
 
-__all__ = ["ClickValidation", "LambdaMARTCV", "DEFAULT_GRID"]
+__all__ = ["ClickValidation", "LambdaMARTCV", "DEFAULT_GRID", "query_folds"]
 
 #: Tree shapes tried by :class:`LambdaMARTCV` (smallest first: ties go to the smaller).
 #: Chosen from measurements on MQ2008 and synthetic long lists (docs/lambdamart.md):
@@ -67,12 +67,20 @@ class ClickValidation:
         Sessions of these queries (the estimate is per session).
     estimator : str
         Name of the estimator behind ``gains`` (``"ips"``, ``"dr"``, ``"clicks"``).
+    shown : numpy.ndarray, optional
+        bool ``[n_docs]``: rank only these documents (those the logger showed),
+        each ranking restricted to them. Under the PBM the IPS estimate is
+        unbiased over the documents with :math:`\theta > 0` only; scored among
+        all documents, a never-shown one counts as irrelevant, which favours
+        rankers that copy the logger's cut-off (item-selection bias, Ovaisi et
+        al. (2020)). None: all documents.
     """
 
     data: RankingData
     gains: np.ndarray
     n_sessions: float
     estimator: str = "ips"
+    shown: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         g = np.asarray(self.gains, dtype=np.float64)
@@ -81,6 +89,11 @@ class ClickValidation:
                 f"validation gains must be finite, non-negative, one per row ({self.data.n_docs})"
             )
         object.__setattr__(self, "gains", g)
+        if self.shown is not None:
+            m = np.asarray(self.shown, dtype=bool)
+            if m.shape != g.shape:
+                raise InputError(f"shown must hold one flag per row ({self.data.n_docs})")
+            object.__setattr__(self, "shown", m)
         if not self.n_sessions > 0:
             raise InputError(f"n_sessions must be positive, got {self.n_sessions}")
 
@@ -95,6 +108,7 @@ class ClickValidation:
         stats: Any = None,
         clip: float | str | None = "auto",
         seed: int = 0,
+        restrict: bool = False,
     ) -> ClickValidation:
         """Relevance estimates of every row of ``data`` from ``log``.
 
@@ -106,6 +120,7 @@ class ClickValidation:
         :func:`clickrank.targets.auto_clip`, which changes nothing on large
         logs). ``stats`` may carry precomputed
         :func:`clickrank.targets.click_stats` (then ``clip`` is theirs).
+        ``restrict``: rank only the documents the log shows (``shown``).
         """
         from .targets import click_stats, dr
 
@@ -120,12 +135,15 @@ class ClickValidation:
             gains = dr(data, None, None, stats=stats, seed=seed).gains
         else:
             gains = stats.clicks if estimator == "clicks" else stats.ips
-        return cls(data, gains, float(stats.n_sessions), estimator)
+        shown = stats.shown if restrict else None
+        return cls(data, gains, float(stats.n_sessions), estimator, shown)
 
     def per_query(self, scores: np.ndarray, k: int = 10) -> np.ndarray:
         """Each query's summed DCG@k contribution (divide by ``n_sessions`` for the mean)."""
         from .metrics import dcg
 
+        if self.shown is not None:  # never-shown documents drop below every shown one
+            scores = np.where(self.shown, scores, -np.inf)
         return np.nan_to_num(dcg(scores, self.gains, self.data.qptr, k=k, gain="linear").values)
 
     def score(self, scores: np.ndarray, k: int = 10) -> float:
@@ -140,15 +158,17 @@ class ClickValidation:
         return float(t.sum() / self.n_sessions), se
 
     def metric_name(self, k: int = 10) -> str:
-        return f"{self.estimator}-dcg@{k}"
+        shown = " (shown documents)" if self.shown is not None else ""
+        return f"{self.estimator}-dcg@{k}{shown}"
 
     def subset(self, queries: np.ndarray) -> ClickValidation:
         """The validation restricted to some queries (sessions in proportion to their gains'
         queries are not known here, so ``n_sessions`` is kept: scores stay comparable
         between models on the same subset, which is all selection needs)."""
+        rows = self.data.rows_of(queries)
         return ClickValidation(
-            self.data.subset(queries), self.gains[self.data.rows_of(queries)],
-            self.n_sessions, self.estimator,
+            self.data.subset(queries), self.gains[rows], self.n_sessions, self.estimator,
+            None if self.shown is None else self.shown[rows],
         )  # fmt: skip
 
 
@@ -157,6 +177,32 @@ def _curve(model: LambdaMART, n: int) -> np.ndarray:
     values = next(iter(model.evals_result_["valid"].values()))
     out = np.full(n, values[-1] if values else np.nan)
     out[: len(values)] = values
+    return out
+
+
+def query_folds(n_queries: int, folds: int, repeats: int, seed: int) -> np.ndarray:
+    """Fold of every query in each repetition: int ``[repeats, n_queries]`` in ``0..folds-1``.
+
+    Repetition ``r`` is a random permutation drawn from ``seed`` (the first one is
+    the split :class:`LambdaMARTCV` has always used), so the folds depend only on
+    the seed and the number of queries.
+    """
+    out = np.empty((repeats, n_queries), dtype=np.int64)
+    for r in range(repeats):
+        rng = np.random.default_rng(seed if r == 0 else [seed, r])
+        out[r] = rng.permutation(n_queries) % folds
+    return out
+
+
+def _out_of_fold(data: RankingData, fold: np.ndarray, models: list, trees: int) -> np.ndarray:
+    """Scores of every row by the model that did not see its query: ``[repeats, n_docs]``."""
+    repeats, k = fold.shape[0], len(models) // fold.shape[0]
+    out = np.empty((repeats, data.n_docs))
+    q = data.query_index
+    for i, model in enumerate(models):
+        r, f = divmod(i, k)
+        rows = np.flatnonzero(fold[r][q] == f)
+        out[r, rows] = model.booster_.predict(data.X[rows], num_iteration=trees)
     return out
 
 
@@ -178,6 +224,9 @@ class LambdaMARTCV:
         LambdaMART parameters tried (default :data:`DEFAULT_GRID`).
     folds : int
         Folds of the queries (>= 2).
+    repeats : int
+        Repetitions of the K-fold split with fresh permutations (repeated K-fold:
+        steadier choices where queries are few); scores average over all of them.
     n_estimators : int
         Most trees of any model.
     learning_rate : float
@@ -203,6 +252,10 @@ class LambdaMARTCV:
         folds and the per-fold scores at that round.
     curves_ : dict
         Mean validation curve of each grid entry (numpy arrays).
+    oof_ : numpy.ndarray
+        ``[repeats, n_docs]`` out-of-fold scores of the chosen shape at the chosen
+        number of trees: every row scored by the fold model that did not train
+        on its query (what :class:`clickrank.ClickRanker` compares targets on).
     """
 
     def __init__(
@@ -214,12 +267,14 @@ class LambdaMARTCV:
         learning_rate: float = 0.1,
         early_stopping_rounds: int = 50,
         eval_at: int = 10,
+        repeats: int = 1,
         seed: int = 0,
         n_jobs: int = 1,
         **params: Any,
     ) -> None:
         self.grid = grid
         self.folds = folds
+        self.repeats = repeats
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.early_stopping_rounds = early_stopping_rounds
@@ -231,7 +286,7 @@ class LambdaMARTCV:
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters."""
         return {
-            "grid": [dict(g) for g in self.grid], "folds": self.folds,
+            "grid": [dict(g) for g in self.grid], "folds": self.folds, "repeats": self.repeats,
             "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
             "early_stopping_rounds": self.early_stopping_rounds, "eval_at": self.eval_at,
             "seed": self.seed, "n_jobs": self.n_jobs, **self.params,
@@ -250,6 +305,7 @@ class LambdaMARTCV:
         check_positive(self.early_stopping_rounds, name="early_stopping_rounds", integer=True)
         if int(self.folds) < 2:
             raise InputError(f"folds must be >= 2, got {self.folds}")
+        check_positive(self.repeats, name="repeats", integer=True)
         if data.n_queries < int(self.folds):
             raise InputError(
                 f"{data.n_queries} queries cannot be split into {self.folds} folds; lower folds"
@@ -266,6 +322,7 @@ class LambdaMARTCV:
         target: Target | None = None,
         *,
         validation: ClickValidation | None = None,
+        reference: np.ndarray | None = None,
         progress: Any = None,
     ) -> LambdaMARTCV:
         """Choose the grid entry and number of trees, then refit on all of ``data``.
@@ -287,30 +344,34 @@ class LambdaMARTCV:
             raise InputError("LambdaMARTCV needs a ClickValidation (or labelled data)")
         if validation is not None and validation.data.n_docs != data.n_docs:
             raise InputError("validation must cover the same rows as data")
-        k = int(self.folds)
-        fold = np.random.default_rng(self.seed).permutation(data.n_queries) % k
+        k, reps = int(self.folds), int(self.repeats)
+        fold = query_folds(data.n_queries, k, reps, self.seed)
         n = int(self.n_estimators)
-        rows = []
+        rows, models = [], {}
         self.curves_ = {}
         best = (-np.inf, 0, 0)
         for e, entry in enumerate(self.grid):
-            per_fold = np.empty((k, n))
-            for f in range(k):  # a handful of model fits
-                train_q, held_q = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+            per_fold = np.empty((k * reps, n))
+            models[e] = []
+            for i in range(k * reps):  # a handful of model fits
+                r, f = divmod(i, k)
+                train_q, held_q = np.flatnonzero(fold[r] != f), np.flatnonzero(fold[r] == f)
                 sub = data.subset(train_q)
                 tgt = None if target is None else target.subset(data, train_q)
                 val = data.subset(held_q) if validation is None else validation.subset(held_q)
+                ref = None if reference is None else reference[data.rows_of(train_q)]
                 model = self._model(
                     entry, early_stopping_rounds=int(self.early_stopping_rounds)
-                ).fit(sub, tgt, valid=val)
-                per_fold[f] = _curve(model, n)
+                ).fit(sub, tgt, valid=val, reference=ref)
+                per_fold[i] = _curve(model, n)
+                models[e].append(model)
             mean = per_fold.mean(axis=0)
             r = int(np.argmax(mean))  # first maximum: the fewest trees
             at = per_fold[:, r]
             rows.append({
                 "entry": e, **{p: entry.get(p) for p in ("num_leaves", "max_depth")},
                 "params": json.dumps(entry, sort_keys=True), "n_estimators": r + 1,
-                "score": float(mean[r]), "se": float(at.std(ddof=1) / np.sqrt(k)),
+                "score": float(mean[r]), "se": float(at.std(ddof=1) / np.sqrt(at.size)),
                 "fold_scores": [float(v) for v in at],
             })  # fmt: skip
             self.curves_[e] = mean
@@ -323,7 +384,10 @@ class LambdaMARTCV:
         self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
         self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
                         else f"ndcg@{int(self.eval_at)}")  # fmt: skip
-        self.model_ = self._model(self.grid[e], n_estimators=trees).fit(data, target)
+        self.oof_ = _out_of_fold(data, fold, models[e], trees)
+        self.model_ = self._model(self.grid[e], n_estimators=trees).fit(
+            data, target, reference=reference
+        )
         return self
 
     def predict(self, X: np.ndarray | RankingData) -> np.ndarray:

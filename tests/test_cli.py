@@ -322,34 +322,74 @@ def logged(runner, tmp_path):
     return path, log, theta
 
 
-def test_train_chooses_the_trees_from_clicks_by_default(runner, tmp_path, logged):
+def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logged):
+    """--target auto: ClickRanker fits the family, prints one table and the safety check,
+    estimates the propensities from the swaps when none are given."""
+    path, log, _ = logged
+    out = tmp_path / "auto"
+    res = runner.invoke(
+        cli,
+        ["train", "--data", str(path), "--log", str(log), "--family", "naive,ips-shown",
+         "--folds", "3", "--trees", "60", "--leaves", "4", "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "propensities estimated from the log's interventions (swap)" in res.output
+    assert res.output.count("ClickRanker: 2 targets x 3-fold CV by query") == 1
+    assert "ips-dcg@10 (shown documents)" in res.output and "choice:" in res.output
+    sel = json.loads((out / "selection.json").read_text())
+    meta = json.loads((out / "meta.json").read_text())
+    assert sel["choice"] in ("naive", "ips-shown") and [r["member"] for r in sel["table"]] == [
+        "naive", "ips-shown"]  # fmt: skip
+    chosen = sel["members"][sel["choice"]]["best_params"]
+    assert meta["best_iteration"] == chosen["n_estimators"] <= 60
+    assert sel["safety"]["safe"] == "naive"
+    res = runner.invoke(
+        cli, ["train", "--data", str(path), "--log", str(log), "--family", "naive,nope",
+              "--out", str(tmp_path / "y")],
+    )  # fmt: skip
+    assert res.exit_code == 2 and "--family takes members of" in res.output
+
+
+def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp_path, logged):
+    """--logging-model is the safe ranker: the oracle logger cannot be beaten from 200
+    sessions, so it is kept and written to --out."""
+    path, _, theta = logged
+    oracle_dir, log = tmp_path / "oracle", tmp_path / "small.parquet"
+    res = runner.invoke(cli, ["train", "--data", str(path), "--target", "oracle", "--no-select",
+                              "--trees", "30", "--out", str(oracle_dir)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    oracle = cr.LambdaMART.load(oracle_dir)
+    data = cr.load_letor(path)
+    cr.simulate(data, policy=oracle, click_model="pbm", n_sessions=200, top_k=10, seed=4,
+                out=log)  # fmt: skip
+    out = tmp_path / "safe"
+    res = runner.invoke(
+        cli,
+        ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
+         "--family", "naive,ips-shown", "--folds", "3", "--trees", "30", "--leaves", "4",
+         "--logging-model", str(oracle_dir), "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "choice: logging" in res.output and "logging kept" in res.output
+    assert json.loads((out / "selection.json").read_text())["choice"] == "logging"
+    kept = cr.LambdaMART.load(out)
+    np.testing.assert_array_equal(kept.predict(data.X), oracle.predict(data.X))
+
+
+def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged):
     path, log, theta = logged
     out = tmp_path / "ips"
     res = runner.invoke(
         cli,
-        [
-            "train",
-            "--data",
-            str(path),
-            "--log",
-            str(log),
-            "--propensities",
-            str(theta),
-            "--folds",
-            "3",
-            "--trees",
-            "60",
-            "--out",
-            str(out),
-        ],
-    )
+        ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
+         "--target", "ips", "--folds", "3", "--trees", "60", "--out", str(out)],
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "LambdaMARTCV: 3 tree shapes x 3 folds" in res.output and "ips-dcg@10" in res.output
-    assert "candidate set: shown (auto)" in res.output
+    assert "candidate set: shown (auto)" in res.output and "ips-dcg@10" in res.output
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["best_iteration"] == sel["best_params"]["n_estimators"] <= 60
-    assert sel["metric"] == "ips-dcg@10" and len(sel["cv_results"]) == 3
+    assert sel["choice"] == "ips" and len(sel["members"]["ips"]["cv_results"]) == 3
+    assert meta["best_iteration"] == sel["members"]["ips"]["best_params"]["n_estimators"] <= 60
 
 
 def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):

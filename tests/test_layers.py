@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("clicks", ("clickmodels", "clicklog", "engine", "publiclogs", "policies", "simulation")),
     ("propensities", ("propensity",)),
     ("targets", ("targets",)),
-    ("training", ("lambdas", "lambdamart", "selection", "production")),
+    ("training", ("lambdas", "lambdamart", "selection", "clickranker", "production")),
     ("specs", ("specs",)),
     ("evaluation", ("evaluation", "interleaving", "online")),
     ("report", ("plots", "report")),

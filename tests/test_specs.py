@@ -134,7 +134,10 @@ def test_the_library_accepts_exactly_the_names_of_the_spec_layer():
     assert metrics.EMPTY_CONVENTIONS == specs.EMPTY_CONVENTIONS
     assert targets.CANDIDATE_SETS == specs.CANDIDATE_SETS == _gains.CANDIDATE_SETS
     assert targets.NORMALIZATIONS == specs.NORMALIZATIONS
-    assert set(specs.TRAIN_TARGETS) == (set(specs.TARGET_NAMES) - {"skip-above-ips"}) | {"pairs"}
+    assert set(specs.TRAIN_TARGETS) == (set(specs.TARGET_NAMES) - {"skip-above-ips"}) | {
+        "pairs",
+        "auto",
+    }
 
 
 def test_the_cli_reads_every_fixed_choice_from_the_spec_layer():

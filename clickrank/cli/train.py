@@ -8,6 +8,7 @@ from .._validation import InputError
 from ..engine._cli import check_log_source, engine_options, local_path, open_log
 from ..specs._names import (
     CANDIDATE_SETS,
+    CLICK_FAMILY,
     LAMBDAMART_SELECTION,
     LAMBDAMART_SHAPE,
     NAIVE_KINDS,
@@ -42,9 +43,11 @@ FIXED = LAMBDAMART_SHAPE
 @click.option(
     "--target",
     type=click.Choice(TRAIN_TARGETS),
-    default="ips",
+    default="auto",
     show_default=True,
-    help="Training target built from the log (dr: doubly robust gains; unbiased-lambdamart, "
+    help="Training target built from the log (auto: clickrank's default, the target and "
+    "candidate set chosen among --family by cross-validated counterfactual scores, with a "
+    "safety check; dr: doubly robust gains; unbiased-lambdamart, "
     "ips-pairs, prs-pairs: debiased pairwise; affine, cascade-ips, fitted-relevance: "
     "model-aware, a trust-bias or DBN model fitted to the log (see clickrank fit-clicks); "
     "oracle: true labels; pairs: click preferences by --strategy).",
@@ -55,7 +58,36 @@ FIXED = LAMBDAMART_SHAPE
     type=click.Path(exists=True, dir_okay=False),
     default=None,
     help='JSON propensities ({"theta": [...]} or a plain list); '
-    "required by --target ips and dr and by --ips-weighted skip-above.",
+    "required by --target ips and dr and by --ips-weighted skip-above. With --target auto "
+    "they are estimated from the log's interventions when not given.",
+)
+@click.option(
+    "--family",
+    default=",".join(CLICK_FAMILY),
+    show_default=True,
+    help="--target auto: the targets to choose among, comma-separated, safest first.",
+)
+@click.option(
+    "--logging-model",
+    "logging_path",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="The model (clickrank model folder) that logged the clicks: the safe ranker, kept "
+    "(and written to --out) when no trained one is shown to beat it.",
+)
+@click.option(
+    "--proximal",
+    type=float,
+    default=None,
+    help="PRPO: clip each document's force once its exposure leaves [1/(1+EPS), 1+EPS] "
+    "times its exposure under --logging-model's ranking (needs --logging-model).",
+)
+@click.option(
+    "--safe/--no-safe",
+    default=True,
+    show_default=True,
+    help="Offer a trained ranker only if its counterfactual gain over the safe ranker "
+    "(--logging-model, else naive) has a one-sided 95% lower bound above 0.",
 )
 @out_option(
     "out_dir",
@@ -190,26 +222,30 @@ FIXED = LAMBDAMART_SHAPE
     help="Replace a model clickrank wrote in --out (never other files).",
 )
 @engine_options
-def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, folds,
-          validation, trees, learning_rate, leaves, max_depth, min_data_in_leaf, truncation,
-          early_stopping, eval_at, clip, normalize, candidates, naive_kind, strategy,
-          ips_weighted, seed, jobs, force, engine, spark_master):  # fmt: skip
-    """Train LambdaMART on DATA from a click log (or the labels), choosing its size from clicks.
+def train(data_path, log_path, target, theta_path, family, logging_path, proximal, safe, out_dir,
+          valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
+          min_data_in_leaf, truncation, early_stopping, eval_at, clip, normalize, candidates,
+          naive_kind, strategy, ips_weighted, seed, jobs, force, engine,
+          spark_master):  # fmt: skip
+    """Train a ranker on DATA from a click log (or the labels), choosing it from clicks.
 
-    By default the tree shape and the number of trees are chosen by
-    cross-validation by query on a counterfactual (IPS) estimate of DCG@k from
-    held-out clicks: no labels needed (docs/lambdamart.md, "Model selection").
+    By default (--target auto) clickrank.ClickRanker fits every target of
+    --family, each with its tree shape and number of trees chosen by
+    cross-validation by query on a counterfactual estimate of DCG@k from
+    held-out clicks, picks one by a one-standard-error rule, and offers it only
+    if its gain over the safe ranker is sure at 95%: no labels needed
+    (docs/lambdamart.md, "The default click learner").
     """
     from pathlib import Path
 
     from .. import targets as T
     from ..clicklog import read_log
     from ..datasets import load_letor
-    from ..specs import make_learner
 
-    _check_options(target, log_path, theta_path, validation, ips_weighted, select,
-                   folds=folds, trees=trees, early_stopping=early_stopping,
-                   truncation=truncation, seed=seed)  # fmt: skip
+    members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
+                             folds=folds, trees=trees, early_stopping=early_stopping,
+                             truncation=truncation, seed=seed, family=family)  # fmt: skip
+    _check_proximal(proximal, logging_path)
     clip_value = _clip(clip)
     _check_model_folder(
         Path(out_dir), force, [data_path, local_path(log_path), theta_path, valid_path]
@@ -220,17 +256,6 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         log = None
     else:
         log = open_log(log_path, spark_master) if engine == "spark" else read_log(log_path)
-    stats = None
-    if log is not None:
-        stats = T.click_stats(data, log, theta, clip=clip_value if theta is not None else None)
-        _say_candidates(stats, candidates)
-    name = {"pairs": f"pairs:{strategy}", "skip-above": "skip-above-ips" if ips_weighted
-            else "skip-above"}.get(target, target)  # fmt: skip
-    same_stats = target in ("ips", "dr", "naive")  # naive reads clicks and impressions only
-    tgt = T.make_target(name, data, log, theta, candidates=candidates, clip=clip_value,
-                        normalize=normalize, naive_kind=naive_kind, seed=seed,
-                        stats=stats if same_stats else None)  # fmt: skip
-    click.echo(tgt.summary(), err=True)
     spec = dict(
         n_estimators=trees,
         early_stopping_rounds=early_stopping,
@@ -242,32 +267,74 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
         n_jobs=jobs,
     )
     shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
-    if valid_path is not None or not select:
-        valid = load_letor(valid_path) if valid_path is not None else None
-        learner = make_learner({**spec, **shape}, select=False, early_stopping=valid is not None)
-        model = learner.fit(data, tgt, valid=valid)
+    if target == "auto" and select and valid_path is None:
+        model = _click_ranker(data, log, theta, members, logging_path, safe, spec, shape,
+                              folds=folds, validation=validation, clip=clip_value,
+                              proximal=proximal)  # fmt: skip
     else:
-        from ..selection import ClickValidation
-
-        val = None
-        if target != "oracle":
-            est = validation or ("ips" if theta is not None else "clicks")
-            if est == "clicks":
-                click.echo(
-                    "note: no --propensities, so the selection scores held-out clicks "
-                    "as they are (biased towards the logger)",
-                    err=True,
-                )
-            val = ClickValidation.from_log(data, log, theta, estimator=est,
-                                           stats=stats, seed=seed)  # fmt: skip
-        if shape:  # a given shape is the whole grid (no depth limit unless given)
-            spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-        model = make_learner({**spec, "folds": folds}, select=True).fit(
-            data, tgt, validation=val, progress=lambda m: click.echo(m, err=True)
-        )
+        model = _one_target(data, log, theta, target, spec, shape, valid_path, select,
+                            folds=folds, validation=validation, clip=clip_value,
+                            candidates=candidates, normalize=normalize, naive_kind=naive_kind,
+                            strategy=strategy, ips_weighted=ips_weighted, seed=seed)  # fmt: skip
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"model written to {path}")
+
+
+def _progress(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *, folds,
+                  validation, clip, proximal):  # fmt: skip
+    """--target auto: clickrank.ClickRanker over ``members``."""
+    from ..clickranker import ClickRanker
+    from ..lambdamart import LambdaMART
+
+    logging_model = None if logging_path is None else LambdaMART.load(logging_path)
+    if shape:  # a given shape is the whole grid (no depth limit unless given)
+        spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+    ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
+                         clip=clip, proximal=proximal, **spec)  # fmt: skip
+    return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
+
+
+def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, folds,
+                validation, clip, candidates, normalize, naive_kind, strategy, ips_weighted,
+                seed):  # fmt: skip
+    """An explicit --target: its LambdaMART, cross-validated on clicks (or labels)."""
+    from .. import targets as T
+    from ..datasets import load_letor
+    from ..specs import make_learner
+
+    stats = None
+    if log is not None:
+        stats = T.click_stats(data, log, theta, clip=clip if theta is not None else None)
+        _say_candidates(stats, candidates)
+    name = {"pairs": f"pairs:{strategy}", "skip-above": "skip-above-ips" if ips_weighted
+            else "skip-above"}.get(target, target)  # fmt: skip
+    same_stats = target in ("ips", "dr", "naive")  # naive reads clicks and impressions only
+    tgt = T.make_target(name, data, log, theta, candidates=candidates, clip=clip,
+                        normalize=normalize, naive_kind=naive_kind, seed=seed,
+                        stats=stats if same_stats else None)  # fmt: skip
+    click.echo(tgt.summary(), err=True)
+    if valid_path is not None or not select:
+        valid = load_letor(valid_path) if valid_path is not None else None
+        learner = make_learner({**spec, **shape}, select=False, early_stopping=valid is not None)
+        return learner.fit(data, tgt, valid=valid)
+    if target == "oracle":
+        if shape:
+            spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+        return make_learner({**spec, "folds": folds}, select=True).fit(
+            data, tgt, progress=_progress
+        )
+    from ..clickranker import ClickRanker
+
+    if shape:
+        spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+    ranker = ClickRanker(validation=validation or "ips", safe=False, folds=folds, clip=clip,
+                         propensity_method=None, **spec)  # fmt: skip
+    return ranker.fit(data, log, theta, targets={name: tgt}, progress=_progress)
 
 
 def _clip(value: str) -> float | str | None:
@@ -304,8 +371,15 @@ def _say_candidates(stats, candidates: str) -> None:
 
 
 def _check_options(target, log_path, theta_path, validation, ips_weighted, select, *,
-                   folds, trees, early_stopping, truncation, seed) -> None:  # fmt: skip
-    """The option checks that need no file (one line each)."""
+                   folds, trees, early_stopping, truncation, seed,
+                   family) -> list[str]:  # fmt: skip
+    """The option checks that need no file (one line each); returns the --family members."""
+    members = [m.strip() for m in family.split(",") if m.strip()]
+    unknown = [m for m in members if m not in CLICK_FAMILY]
+    if unknown or not members:
+        raise click.UsageError(
+            f"--family takes members of {', '.join(CLICK_FAMILY)}; got {family!r}"
+        )
     if target != "oracle" and log_path is None:
         raise click.UsageError(f"--target {target} needs --log")
     if target == "oracle" and log_path is not None:
@@ -330,6 +404,12 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         raise click.UsageError(f"--folds must be >= 2, got {folds}")
     if seed < 0:
         raise click.UsageError(f"--seed must be >= 0, got {seed}")
+    return members
+
+
+def _check_proximal(proximal, logging_path) -> None:
+    if proximal is not None and (proximal <= 0 or logging_path is None):
+        raise click.UsageError("--proximal takes a positive EPS and needs --logging-model")
 
 
 def _check_model_folder(out_dir, force: bool, inputs: list) -> None:

@@ -52,24 +52,41 @@ class _RankerStages:
         )
 
     def _fit(self, name: str, tgt: Any, log: Any, theta_est: Any):
-        """Fit the configured learner on ``tgt``; the selection validates on ``log``'s clicks."""
-        from ..selection import ClickValidation
+        """Fit ``tgt`` (``"default"``: the whole family) as ``clickrank train`` does.
+
+        Click targets go through :class:`~clickrank.clickranker.ClickRanker` (the same
+        validation, selection and safety record as the command); the oracle is
+        cross-validated on its labels; ``select = false`` grows a fixed LambdaMART.
+        """
+        from ..clickranker import ClickRanker
 
         lm, train = self.cfg["lambdamart"], self.parts["train"]
-        model = self._lambdamart()
         if not lm["select"]:
-            return model.fit(train, tgt, valid=self.parts.get("valid"))
+            return self._lambdamart().fit(train, tgt, valid=self.parts.get("valid"))
         if name == "oracle":
-            return model.fit(train, tgt)  # labels: cross-validated NDCG
-        est = lm["validation"] if theta_est is not None else "clicks"
-        val = ClickValidation.from_log(train, log, theta_est, estimator=est,
-                                       seed=self.cfg.seed("lambdamart"))  # fmt: skip
-        return model.fit(train, tgt, validation=val)
+            return self._lambdamart().fit(train, tgt)  # labels: cross-validated NDCG
+        keys = ("folds", "n_estimators", "early_stopping_rounds", "learning_rate",
+                "min_data_in_leaf", "truncation_level", "n_jobs")  # fmt: skip
+        spec = {k: lm[k] for k in keys if lm.get(k) is not None}
+        if spec.get("truncation_level") == 0:
+            spec["truncation_level"] = None
+        if "grid" in lm:
+            spec["grid"] = [dict(g) for g in lm["grid"]]
+        ranker = ClickRanker(validation=lm["validation"], safe=name == "default",
+                             eval_at=self._eval_at(), seed=self.cfg.seed("lambdamart"),
+                             **spec)  # fmt: skip
+        targets = None if name == "default" else {name: tgt}
+        # the production ranker's scores: the ranker every model is checked against (the
+        # run keeps no production model to fall back to, so the default's safe ranker is naive)
+        logging = self.scores["train"] if name != "default" else None
+        return ranker.fit(train, log, theta_est, logging_model=logging, targets=targets)
 
     @staticmethod
     def _booster(model: Any) -> Any:
         """The LambdaMART inside a selection (or the model itself)."""
-        return getattr(model, "model_", model)
+        while hasattr(model, "model_"):
+            model = model.model_
+        return model
 
     def _skipped(self, name: str) -> str | None:
         if name == "ips-true" and self.true_theta() is None:
@@ -93,23 +110,24 @@ class _RankerStages:
             if why is not None:
                 notes.append(why)
                 continue
-            tgt = self._target(name, log, est)
+            tgt = None if name == "default" else self._target(name, log, est)
             model = self._fit(name, tgt, log, est)
             sub = _folder(name)
             model.save(folder / sub, overwrite=True)
             files += [f"models/{sub}/model.txt", f"models/{sub}/meta.json"]
-            if hasattr(model, "best_params_"):
+            if hasattr(model, "best_params_") or hasattr(model, "safety_"):
                 files.append(f"models/{sub}/selection.json")
             fitted = self._booster(model)
             self.models[name] = fitted
             info[name] = {
-                "kind": tgt.kind,
-                "candidates": tgt.n_candidates,
+                "kind": "gains" if tgt is None else tgt.kind,
+                "candidates": None if tgt is None else tgt.n_candidates,
                 "trees": fitted.best_iteration_,
-                "metadata": tgt.metadata,
+                "metadata": {} if tgt is None else tgt.metadata,
                 "num_leaves": fitted.num_leaves,
                 "max_depth": fitted.max_depth,
                 "path": f"models/{sub}",
+                **_selection(model),
             }
         out = _clean({"models": info, "notes": notes})
         atomic_write_json(folder / "targets.json", out)
@@ -258,7 +276,7 @@ class _RankerStages:
             if m in NEEDS_THETA and est is None:
                 continue
             try:
-                tgt = self._target(m, log, est)
+                tgt = None if m == "default" else self._target(m, log, est)
                 fitted[m] = self._booster(self._fit(m, tgt, log, est))
             except ClickRankError as err:
                 notes.append(f"{n:,} sessions, {m}: not trained ({err})")
@@ -274,3 +292,15 @@ def _curve_row(method: str, sessions: int | None, r: dict) -> dict:
     """One point of the learning curve from a row of an evaluation table."""
     return {"method": method, "sessions": sessions, "mean": r["mean"], "lower": r["ci_low"],
             "upper": r["ci_high"]}  # fmt: skip
+
+
+def _selection(model: Any) -> dict:
+    """What a ClickRanker chose and its gain over the logging ranker (empty otherwise)."""
+    if not hasattr(model, "safety_"):
+        return {}
+    out = {"choice": model.choice_, "reason": model.reason_}
+    for key in ("vs_safe", "vs_logged", "vs_naive"):
+        c = model.safety_.get(key)
+        if c is not None:
+            out[key] = c.to_dict()
+    return out

@@ -31,6 +31,7 @@ __all__ = [
     "NAIVE_KINDS",
     "VALIDATION_ESTIMATES",
     "TRAIN_TARGETS",
+    "CLICK_FAMILY",
 ]
 
 #: Logging policies by name (:func:`clickrank.specs.make_policy`).
@@ -76,9 +77,11 @@ TARGET_NAMES = (
     "skip-above-ips",
     "oracle",
 )
-#: Targets a run config can name (``[targets] names``): the targets above and ``ips-true``
-#: (IPS with the simulator's true θ), in the order the config errors list them.
+#: Targets a run config can name (``[targets] names``): ``default`` (clickrank.ClickRanker,
+#: the target chosen among its family), the targets above and ``ips-true`` (IPS with the
+#: simulator's true θ), in the order the config errors list them.
 RUN_TARGETS = (
+    "default",
     "naive",
     "ips",
     "ips-true",
@@ -137,9 +140,13 @@ NAIVE_KINDS = ("clicks", "ctr")
 #: The click estimate of DCG@k a model selection maximises
 #: (:class:`~clickrank.selection.ClickValidation`).
 VALIDATION_ESTIMATES = ("ips", "dr", "clicks")
-#: ``clickrank train --target``: the targets above, with ``skip-above-ips`` spelled
-#: ``skip-above --ips-weighted`` and ``pairs`` for the preferences of ``--strategy``.
+#: ``clickrank train --target``: ``auto`` (:class:`clickrank.ClickRanker` chooses among its
+#: family), then the targets above, with ``skip-above-ips`` spelled ``skip-above
+#: --ips-weighted`` and ``pairs`` for the preferences of ``--strategy``.
+#: Members of :class:`clickrank.ClickRanker`'s family (``clickrank train --family``).
+CLICK_FAMILY = ("naive", "ips-shown", "ips-hybrid", "ips-all", "dr", "unbiased-lambdamart")
 TRAIN_TARGETS = (
+    "auto",
     "ips",
     *(n for n in TARGET_NAMES if n not in ("ips", "skip-above-ips", "oracle")),
     "pairs",

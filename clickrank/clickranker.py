@@ -1,0 +1,533 @@
+r"""One click learner: the target, candidate set and tree size chosen from clicks, deployed safely.
+
+:class:`ClickRanker` is clickrank's default way from a click log to a ranker,
+what ``clickrank train``, ``clickrank run`` and ``benchmarks/debiasing_real.py``
+call. It owns the whole default:
+
+1. **A small family of click targets** (:data:`FAMILY`): naive click counts,
+   IPS gains on the candidate sets ``shown``, ``hybrid`` and ``all``, doubly
+   robust gains and Unbiased LambdaMART. No member wins on every data set
+   (docs/lambdamart.md, "Debiasing on real data"), so the choice is made per log.
+2. **Cross-validated counterfactual selection.** Every member is fitted by
+   :class:`~clickrank.selection.LambdaMARTCV` on the *same* folds of the
+   queries (its tree-size grid, early stopping on the held-out clicks), and
+   scored on the *same* estimate: the counterfactual DCG@k of its out-of-fold
+   rankings, one term per query. Member :math:`a` against :math:`b` is a paired
+   comparison over queries, :math:`\bar d \pm \mathrm{SE}` with
+   :math:`d_q = t_q(a) - t_q(b)`.
+3. **A variance-aware rule.** The member with the best mean is kept only when
+   it beats the members earlier in :data:`FAMILY`'s order (the simpler, safer
+   ones) by more than ``tolerance`` paired standard errors; otherwise the first
+   member within that margin is taken (the one-standard-error rule of
+   Hastie et al. (2009), §7.10, towards the safer end).
+4. **A high-confidence safety check** (as GENSPEC, Oosterhuis & de Rijke (2021)):
+   the counterfactual gain of the chosen ranker over the *safe* ranker (the
+   logging ranker when it is given as a model, else the naive member), with a
+   one-sided ``confidence`` lower bound over queries. With ``safe=True`` a
+   member is offered only if its bound is above zero; when none is, the safe
+   ranker is kept, and the summary says so. The gain over the ranking in the
+   log (the logger's mean positions) and over naive is reported either way.
+
+The bound uses out-of-fold scores, so no query scores a model trained on it;
+it is still optimistic by the selection among a handful of members (the
+winner's curse), which the one-SE rule and the ``safe`` fallback counter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+from scipy import stats as st
+
+from ._validation import InputError, check_is_fitted
+from .datasets import RankingData
+from .selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
+
+__all__ = ["ClickRanker", "FAMILY", "DEFAULT_FAMILY", "Comparison"]
+
+#: Members of the family: name -> (target name, make_target options). The order is
+#: the safety order of the one-SE rule: earlier members are simpler or closer to what
+#: a user runs today (naive clicks), later ones correct more and vary more.
+FAMILY: dict[str, tuple[str, dict[str, Any]]] = {  # names: specs._names.CLICK_FAMILY
+    "naive": ("naive", {}),
+    "ips-shown": ("ips", {"candidates": "shown"}),
+    "ips-hybrid": ("ips", {"candidates": "hybrid"}),
+    "ips-all": ("ips", {"candidates": "all"}),
+    "dr": ("dr", {}),
+    "unbiased-lambdamart": ("unbiased-lambdamart", {}),
+}
+#: The members tried by default.
+DEFAULT_FAMILY: tuple[str, ...] = tuple(FAMILY)
+#: Members that need propensities.
+_NEEDS_THETA = ("ips-shown", "ips-hybrid", "ips-all", "dr")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired counterfactual comparison of two rankers over the same queries.
+
+    ``gain`` is the mean difference of counterfactual DCG@k per session
+    (``a`` minus ``b``), ``se`` its standard error with queries as the unit,
+    ``lower`` the one-sided lower bound at ``confidence`` (t quantile).
+    """
+
+    a: str
+    b: str
+    gain: float
+    se: float
+    lower: float
+    confidence: float
+    n_queries: int
+
+    @classmethod
+    def of(cls, a: str, b: str, ta: np.ndarray, tb: np.ndarray, n_sessions: float,
+           confidence: float) -> Comparison:  # fmt: skip
+        d = np.asarray(ta, dtype=np.float64) - np.asarray(tb, dtype=np.float64)
+        n = d.size
+        gain = float(d.sum() / n_sessions)
+        se = float(np.sqrt(n) * d.std(ddof=1) / n_sessions) if n > 1 else float("inf")
+        q = float(st.t.ppf(confidence, max(n - 1, 1)))
+        lower = gain - q * se if se > 0 else gain
+        return cls(a, b, gain, se, float(lower), confidence, n)
+
+    @property
+    def relative(self) -> str:
+        return f"{self.gain:+.4g} ± {self.se:.2g}"
+
+    def line(self) -> str:
+        sure = "above" if self.lower > 0 else "not above"
+        return (f"{self.a} over {self.b}: {self.gain:+.4g} (SE {self.se:.2g}); "
+                f"{self.confidence:.0%} lower bound {self.lower:+.4g}, {sure} 0")  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def logged_ranking(stats: Any) -> np.ndarray:
+    """Scores that order each query's documents as the log shows them: by mean position.
+
+    Documents never shown come last (score ``-inf`` ties, kept in row order).
+    For a deterministic logger this is its ranking; for a stochastic one, the
+    ranking by expected position.
+    """
+    rows, pos, _, n = stats.cells
+    shown = np.bincount(rows, weights=n, minlength=stats.impressions.size)
+    at = np.bincount(rows, weights=n * pos, minlength=stats.impressions.size)
+    mean = np.divide(at, shown, out=np.full(shown.size, np.inf), where=shown > 0)
+    return -mean
+
+
+class ClickRanker:
+    r"""The default click learner: chooses target, candidate set and tree size from clicks.
+
+    Parameters
+    ----------
+    family : sequence of str
+        Members of :data:`FAMILY` to try, in safety order (default all of
+        :data:`DEFAULT_FAMILY`; members needing propensities are dropped when
+        there are none).
+    validation : {"ips", "dr", "clicks"}
+        The counterfactual DCG@k estimate every member is scored on (held-out
+        clicks; ``"dr"`` adds a cross-fitted relevance model). ``"clicks"``, and
+        any choice without propensities, scores the raw clicks (biased towards
+        the logger).
+    restrict : bool
+        Compare the targets (and check safety) on each ranking restricted to
+        the documents the log shows (:class:`~clickrank.selection.ClickValidation`
+        ``shown``): the IPS estimate is unbiased there, while counting
+        never-shown documents as irrelevant favours rankers that copy the
+        logger's cut-off (measured: it picks naive clicks on MQ2008, the worst
+        member there). Each member's trees are still chosen on all documents.
+    tolerance : float
+        One-SE rule: the best member must beat every safer member by more than
+        ``tolerance`` paired standard errors (0: plain best mean).
+    safe : bool
+        Offer a member only if its one-sided ``confidence`` lower bound of gain
+        over the safe ranker is above zero; else keep the safe ranker.
+    confidence : float
+        Level of that one-sided bound (0.95).
+    folds, repeats : int or "auto"
+        K-fold cross-validation by query, repeated ``repeats`` times with fresh
+        splits (``"auto"``: 1 from 400 queries on, 2 from 150, else 3).
+    grid, n_estimators, learning_rate, early_stopping_rounds, eval_at
+        :class:`~clickrank.selection.LambdaMARTCV` settings of every member.
+    clip : float, "auto" or None
+        Propensity clipping of the IPS targets and the validation.
+    propensity_method : str or None
+        Estimator used when ``fit`` gets no propensities but the log has
+        interventions (:func:`clickrank.propensity.estimate_propensities`);
+        None: never estimate.
+    proximal : float, optional
+        Train every member with PRPO's clipping :math:`\epsilon` around the
+        logging ranker's rankings (:class:`~clickrank.lambdamart.LambdaMART`
+        ``proximal``; needs ``logging_model``): safe by construction, at the
+        price of staying close to the logger.
+    seed, n_jobs
+    **params
+        Further :class:`~clickrank.lambdamart.LambdaMART` parameters.
+
+    Attributes
+    ----------
+    model_ : LambdaMART or ranker
+        The offered ranker (a member's refitted model, or the safe ranker).
+    choice_ : str
+        Name of the offered ranker (``"logging"`` when the logging ranker is kept).
+    selected_ : str
+        The member the rule selected (before the safety check).
+    members_ : dict
+        Fitted :class:`~clickrank.selection.LambdaMARTCV` of each member.
+    table_ : polars.DataFrame
+        One row per member: counterfactual score, SE, trees, shape, the paired
+        gain over the selected member and over the safe ranker with its bound.
+    safety_ : dict
+        :class:`Comparison` of the chosen member against the logging ranking,
+        naive and the safe ranker.
+    reason_ : str
+        The choice in one line.
+    """
+
+    #: ``predict`` takes a RankingData (read by :func:`clickrank.ranking.ranker_scores`).
+    accepts_ranking_data: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        family: tuple[str, ...] | list[str] = DEFAULT_FAMILY,
+        validation: str = "ips",
+        restrict: bool = True,
+        tolerance: float = 1.0,
+        safe: bool = True,
+        confidence: float = 0.95,
+        folds: int = 5,
+        repeats: int | str = "auto",
+        grid: tuple[dict[str, Any], ...] | list[dict[str, Any]] = DEFAULT_GRID,
+        n_estimators: int = 500,
+        learning_rate: float = 0.1,
+        early_stopping_rounds: int = 50,
+        eval_at: int = 10,
+        clip: float | str | None = "auto",
+        propensity_method: str | None = "swap",
+        proximal: float | None = None,
+        seed: int = 0,
+        n_jobs: int = 1,
+        **params: Any,
+    ) -> None:
+        self.family = family
+        self.validation = validation
+        self.restrict = restrict
+        self.tolerance = tolerance
+        self.safe = safe
+        self.confidence = confidence
+        self.folds = folds
+        self.repeats = repeats
+        self.grid = grid
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.clip = clip
+        self.propensity_method = propensity_method
+        self.proximal = proximal
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.params = params
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters."""
+        return {
+            "family": list(self.family), "validation": self.validation,
+            "restrict": self.restrict, "tolerance": self.tolerance, "safe": self.safe,
+            "confidence": self.confidence,
+            "folds": self.folds, "repeats": self.repeats, "grid": [dict(g) for g in self.grid],
+            "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
+            "early_stopping_rounds": self.early_stopping_rounds, "eval_at": self.eval_at,
+            "clip": self.clip, "propensity_method": self.propensity_method,
+            "proximal": self.proximal, "seed": self.seed,
+            "n_jobs": self.n_jobs, **self.params,
+        }  # fmt: skip
+
+    # -- checks ---------------------------------------------------------------------------
+    def _check(self, data: RankingData) -> None:
+        unknown = [m for m in self.family if m not in FAMILY]
+        if unknown or not self.family:
+            raise InputError(f"family must name members of {list(FAMILY)}, got {list(self.family)}")
+        if self.validation not in ("ips", "dr", "clicks"):
+            raise InputError(f"validation must be 'ips', 'dr' or 'clicks', got {self.validation!r}")
+        if not 0.5 <= float(self.confidence) < 1:
+            raise InputError(f"confidence must be in [0.5, 1), got {self.confidence}")
+        if float(self.tolerance) < 0:
+            raise InputError(f"tolerance must be >= 0, got {self.tolerance}")
+        if not isinstance(data, RankingData):
+            raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+
+    def _repeats(self, n_queries: int) -> int:
+        if self.repeats != "auto":
+            return int(self.repeats)
+        return 1 if n_queries >= 400 else 2 if n_queries >= 150 else 3
+
+    def _propensities(self, log: Any, propensities: Any, say) -> Any:
+        """The propensities given, or estimated from the log's interventions, or None."""
+        if propensities is not None or self.propensity_method is None:
+            return propensities
+        from .engine import as_lazy
+
+        lf = as_lazy(log)
+        if "intervention" not in lf.collect_schema().names():
+            say("no propensities and no interventions in the log: no target that needs "
+                "propensities can be trained (see clickrank propensity)")  # fmt: skip
+            return None
+        from .propensity import estimate_propensities
+
+        theta = estimate_propensities(lf, method=self.propensity_method)
+        say(f"propensities estimated from the log's interventions ({self.propensity_method})")
+        return theta
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(
+        self,
+        data: RankingData,
+        log: Any,
+        propensities: Any = None,
+        *,
+        logging_model: Any = None,
+        targets: dict[str, Any] | None = None,
+        progress: Any = None,
+    ) -> ClickRanker:
+        """Fit every member, select one, check it against the safe ranker.
+
+        Parameters
+        ----------
+        data : RankingData
+            The training queries (labels, if any, are never read).
+        log : polars DataFrame or LazyFrame (or Spark DataFrame)
+            The click log (DESIGN §2) over ``data``'s documents.
+        propensities : array-like or Propensities, optional
+            :math:`\\theta_p`; when None and the log has interventions they are
+            estimated (``propensity_method``); with neither, only naive is tried.
+        logging_model : ranker, optional
+            The ranker that logged the clicks (anything
+            :func:`clickrank.ranking.ranker_scores` takes). It becomes the safe
+            ranker: kept when no member is shown to beat it.
+        targets : dict, optional
+            Name -> :class:`~clickrank.targets.Target` to use instead of the
+            family (an explicit target: ``clickrank train --target``); they go
+            through the same validation, selection and safety check.
+        progress : callable, optional
+            Called with one-line messages.
+        """
+        from . import targets as T
+
+        self._check(data)
+        say = progress if progress is not None else (lambda _m: None)
+        theta = self._propensities(log, propensities, say)
+        if targets is None:
+            family = [m for m in self.family if theta is not None or m not in _NEEDS_THETA]
+            if not family:
+                raise InputError("no member of the family can train without propensities")
+        else:
+            family = list(targets)
+        self.propensities_ = theta
+        stats = T.click_stats(data, log, theta, clip=self.clip if theta is not None else None)
+        self.stats_ = stats
+        est = self.validation if theta is not None else "clicks"
+        if est == "clicks":
+            say("note: the selection scores held-out clicks as they are (no propensities; "
+                "biased towards the logger)")  # fmt: skip
+        # trees are chosen on every document (as LambdaMARTCV always has); targets are
+        # compared on the shown ones (restrict), where the estimate is unbiased
+        val = ClickValidation.from_log(data, log, theta, estimator=est, stats=stats,
+                                       seed=self.seed)  # fmt: skip
+        cmp_val = val
+        if self.restrict:
+            cmp_val = ClickValidation(data, val.gains, val.n_sessions, val.estimator, stats.shown)
+        reference = None
+        if logging_model is not None:
+            from .ranking import ranker_scores
+
+            reference = ranker_scores(logging_model, data)
+        if self.proximal is not None and reference is None:
+            raise InputError("proximal (PRPO) needs the logging_model to stay close to")
+        reps = self._repeats(data.n_queries)
+        self.members_, oof = {}, {}
+        for name in family:
+            if targets is not None:
+                tgt = targets[name]
+            else:
+                tname, opts = FAMILY[name]
+                stats_arg = stats if tname in ("ips", "dr", "naive") else None
+                tgt = T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
+                                    stats=stats_arg, **opts)  # fmt: skip
+            extra = {} if self.proximal is None else {"proximal": float(self.proximal)}
+            cv = LambdaMARTCV(
+                grid=self.grid, folds=self.folds, repeats=reps, n_estimators=self.n_estimators,
+                learning_rate=self.learning_rate, early_stopping_rounds=self.early_stopping_rounds,
+                eval_at=self.eval_at, seed=self.seed, n_jobs=self.n_jobs, **self.params, **extra,
+            ).fit(data, tgt, validation=val, reference=reference)  # fmt: skip
+            self.members_[name] = cv
+            oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
+            say(f"  {name}: {cmp_val.metric_name(int(self.eval_at))} "
+                f"{oof[name].sum() / val.n_sessions:.4g}, {cv.best_params_}")  # fmt: skip
+        self.validation_ = cmp_val
+        self.terms_ = oof
+        logged = cmp_val.per_query(logged_ranking(stats), int(self.eval_at))
+        self.terms_["logged"] = logged
+        safe_name, safe_terms = "naive", oof.get("naive")
+        if logging_model is not None:
+            safe_name = "logging"
+            safe_terms = cmp_val.per_query(reference, int(self.eval_at))
+            self.terms_["logging"] = safe_terms
+        self._choose(family, oof, safe_name, safe_terms, logged, val.n_sessions)
+        self.model_ = (
+            logging_model if self.choice_ == "logging" else self.members_[self.choice_].model_
+        )
+        return self
+
+    def _choose(self, family, oof, safe_name, safe_terms, logged, n_sessions) -> None:
+        """The one-SE selection, then the safety check (sets choice_, table_, safety_, reason_)."""
+        conf, tol = float(self.confidence), float(self.tolerance)
+        scores = {m: oof[m].sum() / n_sessions for m in family}
+        best = max(family, key=lambda m: scores[m])
+        selected = best
+        for m in family:  # the first (safest) member the best does not clearly beat
+            if m == best:
+                break
+            c = Comparison.of(best, m, oof[best], oof[m], n_sessions, conf)
+            if c.gain <= tol * c.se:
+                selected = m
+                break
+        self.selected_ = selected
+        vs_safe = {}
+        if safe_terms is not None:
+            vs_safe = {m: Comparison.of(m, safe_name, oof[m], safe_terms, n_sessions, conf)
+                       for m in family if m != safe_name}  # fmt: skip
+        choice, why = (
+            selected,
+            (
+                f"{selected} has the best counterfactual score"
+                if selected == best
+                else f"{selected}: within {tol:g} SE of the best ({best}), and safer"
+            ),
+        )
+        if self.safe and selected in vs_safe and vs_safe[selected].lower <= 0:
+            # the members whose gain over the safe ranker is sure, best of them by the same rule
+            sure = [m for m in family if m in vs_safe and vs_safe[m].lower > 0]
+            if sure:
+                choice = max(sure, key=lambda m: scores[m])
+                why = (f"{selected} is not shown to beat {safe_name} at {conf:.0%}; "
+                       f"{choice} is (bound {vs_safe[choice].lower:+.3g})")  # fmt: skip
+            else:
+                choice = safe_name
+                why = (f"no member is shown to beat {safe_name} at {conf:.0%} "
+                       f"(best bound {max(c.lower for c in vs_safe.values()):+.3g}): "
+                       f"{safe_name} kept")  # fmt: skip
+        self.choice_, self.reason_ = choice, why
+        offered = oof.get(choice, safe_terms if choice == safe_name else None)
+        self.safety_ = {
+            "safe": safe_name,
+            "vs_logged": Comparison.of(choice, "logged ranking", offered, logged, n_sessions,
+                                       conf),
+            "vs_naive": (Comparison.of(choice, "naive", offered, oof["naive"], n_sessions, conf)
+                         if "naive" in oof and choice != "naive" else None),
+            "vs_safe": (Comparison.of(choice, safe_name, offered, safe_terms, n_sessions, conf)
+                        if safe_terms is not None and choice != safe_name else None),
+        }  # fmt: skip
+        rows = []
+        for m in family:
+            cv = self.members_[m]
+            vb = Comparison.of(m, best, oof[m], oof[best], n_sessions, conf)
+            vs = vs_safe.get(m)
+            rows.append({
+                "member": m, "score": scores[m],
+                "se": float(np.sqrt(oof[m].size) * oof[m].std(ddof=1) / n_sessions),
+                "vs_best": vb.gain, "vs_best_se": vb.se,
+                "vs_safe": None if vs is None else vs.gain,
+                "vs_safe_lower": None if vs is None else vs.lower,
+                "num_leaves": cv.best_params_.get("num_leaves"),
+                "max_depth": cv.best_params_.get("max_depth"),
+                "trees": cv.best_params_["n_estimators"],
+                "chosen": m == choice,
+            })  # fmt: skip
+        self.table_ = pl.DataFrame(rows)
+
+    # -- use ------------------------------------------------------------------------------
+    def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
+        """Scores of the offered ranker."""
+        from .ranking import ranker_scores
+
+        check_is_fitted(self, "model_")
+        if isinstance(X, RankingData):
+            return ranker_scores(self.model_, X)
+        return np.asarray(self.model_.predict(X), dtype=np.float64)
+
+    def summary(self) -> str:
+        """The selection table, the safety check and the choice in one line."""
+        check_is_fitted(self, "model_")
+        val = self.validation_
+        k = int(self.eval_at)
+        reps = next(iter(self.members_.values())).repeats
+        lines = [
+            f"ClickRanker: {len(self.members_)} targets x {self.folds}-fold CV by query"
+            + (f" x {reps} repeats" if reps > 1 else "")
+            + f", each scored on {val.metric_name(k)} of its out-of-fold rankings "
+            f"({val.data.n_queries} queries, {val.n_sessions:,.0f} sessions)",
+            f"  {'target':<20} {'score':>9} {'± SE':>8} {'− best':>9} {'± SE':>8} "
+            f"{'− ' + self.safety_['safe']:>10} {'lower':>9} {'shape':>8} {'trees':>5}",
+        ]
+        for r in self.table_.iter_rows(named=True):
+            vs = "" if r["vs_safe"] is None else f"{r['vs_safe']:+.4f}"
+            lo = "" if r["vs_safe_lower"] is None else f"{r['vs_safe_lower']:+.4f}"
+            shape = f"{r['num_leaves']}/{r['max_depth']}"
+            mark = "  <- chosen" if r["chosen"] else (
+                "  (selected)" if r["member"] == self.selected_ else "")  # fmt: skip
+            lines.append(
+                f"  {r['member']:<20} {r['score']:>9.4f} {r['se']:>8.4f} {r['vs_best']:>+9.4f} "
+                f"{r['vs_best_se']:>8.4f} {vs:>10} {lo:>9} {shape:>8} {r['trees']:>5}{mark}"
+            )
+        lines.append(f"  safety ({self.confidence:.0%} one-sided, queries as the unit):")
+        for key in ("vs_safe", "vs_logged", "vs_naive"):
+            c = self.safety_.get(key)
+            if c is not None:
+                lines.append(f"    {c.line()}")
+        lines.append(f"  choice: {self.choice_} ({self.reason_})")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The selection and safety record (what :meth:`save` writes as ``selection.json``)."""
+        check_is_fitted(self, "model_")
+        return {
+            "format": "clickrank-clickranker", "version": 1,
+            "choice": self.choice_, "selected": self.selected_, "reason": self.reason_,
+            "metric": self.validation_.metric_name(int(self.eval_at)),
+            "table": self.table_.to_dicts(),
+            "safety": {k: (v.to_dict() if isinstance(v, Comparison) else v)
+                       for k, v in self.safety_.items()},
+            "members": {m: {"best_params": cv.best_params_, "cv_results": cv.cv_results_.to_dicts()}
+                        for m, cv in self.members_.items()},
+            "params": self.get_params(),
+        }  # fmt: skip
+
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Save the offered model (:meth:`LambdaMART.save`) and ``selection.json``.
+
+        When the logging ranker is kept, its model is written (if it can save
+        itself, as a :class:`~clickrank.lambdamart.LambdaMART` can), so the
+        folder always holds the ranker to deploy; ``selection.json`` says which.
+        """
+        from ._io import atomic_write_json
+
+        check_is_fitted(self, "model_")
+        out = Path(path)
+        if hasattr(self.model_, "save"):  # a member, or a logging LambdaMART that was kept
+            out = self.model_.save(out, overwrite=overwrite)
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(
+            out / "selection.json", json.loads(json.dumps(self.to_dict(), default=float))
+        )
+        return out

@@ -1,0 +1,264 @@
+"""Tests of clickrank.ClickRanker: selection across targets, the one-SE rule, the safety check,
+restricted click validation, out-of-fold scores and PRPO."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from clickrank import InputError
+from clickrank.clickmodels import make_click_model
+from clickrank.clickranker import ClickRanker, Comparison, logged_ranking
+from clickrank.datasets import split_queries, synthetic
+from clickrank.lambdamart import LambdaMART, _exposure, proximal_mask
+from clickrank.metrics import ndcg
+from clickrank.policies import DeterministicPolicy
+from clickrank.production import production_ranker
+from clickrank.selection import ClickValidation, LambdaMARTCV, query_folds
+from clickrank.simulation import Swap, simulate
+from clickrank.targets import click_stats, ips
+
+SMALL = {"grid": ({"num_leaves": 4, "max_depth": 2},), "n_estimators": 60, "repeats": 1,
+         "early_stopping_rounds": 15, "folds": 5}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def setup():
+    data = synthetic(400, 20, seed=11)
+    train, test = split_queries(data, [300, 100], seed=11)
+    prod = production_ranker(train, 0.05, seed=11)  # 20 queries with labels
+    cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
+    log = simulate(train, policy=DeterministicPolicy(prod), click_model=cm, n_sessions=20_000,
+                   interventions=[Swap(0.1)], top_k=10, seed=11)  # fmt: skip
+    return train, test, log, cm.propensities(10), prod
+
+
+@pytest.fixture(scope="module")
+def fitted(setup):
+    train, _, log, theta, prod = setup
+    family = ("naive", "ips-shown", "ips-all")
+    return ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta, logging_model=prod)
+
+
+def test_comparison_is_a_paired_t_bound():
+    """gain = mean difference per session, SE over queries, lower = gain - t_{0.95, n-1} SE."""
+    a = np.array([3.0, 5.0, 4.0, 6.0])
+    b = np.array([1.0, 4.0, 4.0, 3.0])
+    c = Comparison.of("a", "b", a, b, n_sessions=2.0, confidence=0.95)
+    d = a - b
+    assert c.gain == pytest.approx(d.sum() / 2.0)
+    assert c.se == pytest.approx(np.sqrt(4) * d.std(ddof=1) / 2.0)
+    assert c.lower == pytest.approx(c.gain - st.t.ppf(0.95, 3) * c.se)
+    assert "above 0" in c.line() and c.n_queries == 4
+
+
+def test_one_se_rule_prefers_the_safer_member():
+    """The best member is kept only if it beats every safer one by more than one paired SE."""
+    rng = np.random.default_rng(0)
+    base = rng.random(400)
+    noise = rng.normal(0, 1, 400)
+    close = {"naive": base, "ips-shown": base + 0.001 + 0.1 * noise}  # a gain far below its SE
+    far = {"naive": base, "ips-shown": base + 0.5 + 0.1 * noise}  # a gain of many SEs
+    for terms, want in ((close, "naive"), (far, "ips-shown")):
+        r = ClickRanker(family=("naive", "ips-shown"), safe=False)
+        r.members_ = {m: _Fake() for m in terms}
+        r._choose(list(terms), terms, "naive", terms["naive"], base, n_sessions=400.0)
+        assert r.selected_ == want == r.choice_
+    r = ClickRanker(family=("naive", "ips-shown"), safe=False, tolerance=0.0)
+    r.members_ = {m: _Fake() for m in close}
+    r._choose(list(close), close, "naive", close["naive"], base, n_sessions=400.0)
+    assert r.choice_ == "ips-shown"  # tolerance 0: the plain best mean
+
+
+def test_safety_keeps_the_safe_ranker_unless_the_gain_is_sure():
+    """A member whose gain over the safe ranker has a lower bound <= 0 is not offered."""
+    rng = np.random.default_rng(1)
+    safe = rng.random(300)
+    terms = {"naive": safe - 0.01, "ips-shown": safe + 0.002 + 0.2 * rng.normal(size=300)}
+    r = ClickRanker(family=tuple(terms), tolerance=0.0)
+    r.members_ = {m: _Fake() for m in terms}
+    r._choose(list(terms), terms, "logging", safe, safe, n_sessions=300.0)
+    assert r.selected_ == "ips-shown" and r.choice_ == "logging"
+    assert "logging kept" in r.reason_
+    sure = {"naive": safe - 0.01, "ips-shown": safe + 0.3 + 0.01 * rng.normal(size=300)}
+    r._choose(list(sure), sure, "logging", safe, safe, n_sessions=300.0)
+    assert r.choice_ == "ips-shown" and r.safety_["vs_safe"].lower > 0
+
+
+class _Fake:
+    best_params_ = {"num_leaves": 4, "max_depth": 2, "n_estimators": 1}
+
+
+def test_click_ranker_fits_every_member_and_reports_the_choice(setup, fitted):
+    train, test, *_ = setup
+    r = fitted
+    assert list(r.table_["member"]) == ["naive", "ips-shown", "ips-all"]
+    assert r.table_["chosen"].sum() == 1 or r.choice_ == "logging"
+    assert r.choice_ in (*r.members_, "logging")
+    scores = r.predict(test)
+    assert scores.shape == (test.n_docs,) and np.all(np.isfinite(scores))
+    text = r.summary()
+    assert "choice:" in text and "lower bound" in text and "ips-shown" in text
+    # every member's OOF scores were made by models that never saw the query
+    for cv in r.members_.values():
+        assert cv.oof_.shape == (1, train.n_docs)
+
+
+def test_debiased_members_beat_the_logger_and_are_offered(setup, fitted):
+    """On a clean PBM log of 20,000 sessions the chosen ranker is better than the logger on
+    the true labels, and the safety check saw it (bound above 0)."""
+    _, test, _, _, prod = setup
+    r = fitted
+    assert r.choice_ != "logging", r.summary()
+    assert r.safety_["vs_safe"].lower > 0
+    chosen = ndcg(r.predict(test), test.y, test.qptr, k=10).mean
+    assert chosen > ndcg(prod.predict(test.X), test.y, test.qptr, k=10).mean
+
+
+def test_a_perfect_logger_is_kept(setup):
+    """With the true labels as the logging ranker and a small log, no member can be shown to
+    beat it: the logging ranker is offered and saved."""
+    train, test, _, theta, _ = setup
+    oracle = LambdaMART(n_estimators=60, seed=0).fit(train)
+    cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
+    log = simulate(train, policy=DeterministicPolicy(oracle), click_model=cm, n_sessions=600,
+                   interventions=[Swap(0.1)], top_k=10, seed=3)  # fmt: skip
+    r = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
+        train, log, theta, logging_model=oracle
+    )
+    assert r.choice_ == "logging", r.summary()
+    np.testing.assert_array_equal(r.predict(test), oracle.predict(test))
+
+
+def test_save_writes_the_model_and_the_selection(tmp_path, fitted):
+    out = fitted.save(tmp_path / "m")
+    rec = json.loads((out / "selection.json").read_text())
+    assert rec["choice"] == fitted.choice_ and len(rec["table"]) == 3
+    assert rec["safety"]["safe"] == "logging"
+    assert (out / "model.txt").is_file()
+    loaded = LambdaMART.load(out)
+    x = np.random.default_rng(0).random((5, loaded.n_features_in_)).astype(np.float32)
+    np.testing.assert_allclose(loaded.predict(x), fitted.predict(x))
+
+
+def test_without_propensities_or_interventions_no_ips_member_trains(setup):
+    """Naive and Unbiased LambdaMART (which learns its position biases) need no propensities."""
+    train, _, log, _, _ = setup
+    plain = log.filter(log["intervention"] == "none").drop("intervention")
+    msgs = []
+    family = ("naive", "ips-shown", "unbiased-lambdamart")
+    r = ClickRanker(family=family, seed=0, **SMALL).fit(train, plain, progress=msgs.append)
+    assert list(r.members_) == ["naive", "unbiased-lambdamart"]
+    assert "clicks-dcg@10" in r.validation_.metric_name(10)
+    assert any("no propensities" in m for m in msgs)
+
+
+def test_propensities_are_estimated_from_interventions(setup):
+    train, _, log, _, _ = setup
+    r = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(train, log)
+    assert r.propensities_ is not None and list(r.members_) == ["naive", "ips-shown"]
+
+
+def test_repeats_grow_as_queries_get_few():
+    r = ClickRanker()
+    assert [r._repeats(n) for n in (1000, 400, 399, 150, 149, 20)] == [1, 1, 2, 2, 3, 3]
+    assert ClickRanker(repeats=4)._repeats(1000) == 4
+
+
+def test_bad_arguments_are_refused(setup):
+    train, _, log, theta, _ = setup
+    with pytest.raises(InputError, match="family"):
+        ClickRanker(family=("nope",)).fit(train, log, theta)
+    with pytest.raises(InputError, match="confidence"):
+        ClickRanker(confidence=1.5).fit(train, log, theta)
+    with pytest.raises(InputError, match="logging_model"):
+        ClickRanker(family=("naive",), proximal=0.5, **SMALL).fit(train, log, theta)
+
+
+def test_restricted_validation_ignores_never_shown_documents(setup):
+    """Ranking a never-shown document first costs under the all-documents estimate (it
+    counts as irrelevant) and nothing when the ranking is restricted to shown ones."""
+    train, _, log, theta, _ = setup
+    stats = click_stats(train, log, theta)
+    full = ClickValidation.from_log(train, log, theta, stats=stats)
+    shown = ClickValidation.from_log(train, log, theta, stats=stats, restrict=True)
+    base = logged_ranking(stats)
+    base = np.where(np.isfinite(base), base, -1e9)
+    promoted = np.where(stats.shown, base, 1e9)  # never-shown documents on top
+    assert full.score(promoted) < full.score(base) - 3 * full.score_se(base)[1]
+    assert shown.score(promoted) == pytest.approx(shown.score(base))
+    assert "shown documents" in shown.metric_name(10)
+    sub = shown.subset(np.arange(10))
+    assert sub.shown.shape == (sub.data.n_docs,)
+
+
+def test_logged_ranking_follows_mean_positions(setup):
+    train, _, log, theta, prod = setup
+    stats = click_stats(train, log, theta)
+    r = logged_ranking(stats)
+    q0 = slice(train.qptr[0], train.qptr[1])
+    shown = np.flatnonzero(stats.shown[q0])
+    p = prod.predict(train.X)[q0]
+    # a deterministic logger with swaps of rank 1: its top documents keep their order
+    assert np.argmax(r[q0]) == np.argmax(p)
+    assert np.all(np.isneginf(r[q0][~stats.shown[q0]])) and shown.size == 10
+
+
+def test_out_of_fold_scores_come_from_the_fold_models(setup):
+    train, _, log, theta, _ = setup
+    tgt = ips(train, log, theta, candidates="shown")
+    val = ClickValidation.from_log(train, log, theta)
+    # patience beyond the budget: every fold model grows all its trees
+    spec = {**SMALL, "repeats": 2, "n_estimators": 30, "early_stopping_rounds": 100}
+    cv = LambdaMARTCV(seed=2, **spec).fit(train, tgt, validation=val)
+    folds = query_folds(train.n_queries, 5, 2, seed=2)
+    assert cv.oof_.shape == (2, train.n_docs)
+    assert not np.array_equal(folds[0], folds[1])
+    legacy = np.random.default_rng(2).permutation(train.n_queries) % 5
+    np.testing.assert_array_equal(folds[0], legacy)  # the first split is the old one
+    # rows of fold 0 of the first repeat: refit the fold model and compare
+    held = np.flatnonzero(folds[0] == 0)
+    trees = cv.best_params_["n_estimators"]
+    model = LambdaMART(num_leaves=4, max_depth=2, n_estimators=trees, seed=2).fit(
+        train.subset(np.flatnonzero(folds[0] != 0)),
+        tgt.subset(train, np.flatnonzero(folds[0] != 0)),
+    )
+    rows = train.rows_of(held)
+    np.testing.assert_allclose(cv.oof_[0, rows], model.predict(train.X[rows]), rtol=1e-6)
+    assert len(cv.cv_results_["fold_scores"][0]) == 10
+
+
+def test_proximal_mask_clips_outside_the_trust_region():
+    forces = np.array([1.0, 1.0, -1.0, -1.0, 0.0])
+    ratio_exposure = np.array([1.6, 1.4, 0.6, 0.7, 9.0])
+    keep = proximal_mask(forces, ratio_exposure, np.ones(5), 0.5)
+    assert keep.tolist() == [False, True, False, True, True]
+
+
+def test_exposure_is_dcg_discount_of_the_rank():
+    qptr = np.array([0, 3, 5])
+    e = _exposure(np.array([0.1, 0.9, 0.5, 2.0, 2.0]), qptr)
+    np.testing.assert_allclose(e, 1 / np.log2(1 + np.array([3, 1, 2, 1, 2])))
+
+
+def test_prpo_keeps_the_learned_ranking_near_the_safe_one(setup):
+    """The tighter the clipping, the closer the trained ranker's exposures stay to the safe
+    ranker's (PRPO, Gupta et al. 2024)."""
+    train, _, log, theta, prod = setup
+    tgt = ips(train, log, theta, candidates="all")
+    ref = prod.predict(train.X)
+    ref_e = _exposure(ref, train.qptr)
+
+    def drift(model):
+        return np.mean(np.abs(_exposure(model.predict(train.X), train.qptr) / ref_e - 1))
+
+    d = {eps: drift(LambdaMART(n_estimators=80, seed=0, proximal=eps).fit(train, tgt,
+                                                                            reference=ref))
+         for eps in (None, 0.3, 0.01)}  # fmt: skip
+    # measured 0.116, 0.096, 0.069: the tighter the region, the closer to the safe ranking
+    assert d[0.01] < d[0.3] < d[None] and d[0.01] < 0.75 * d[None]
+    with pytest.raises(InputError, match="reference"):
+        LambdaMART(n_estimators=2, proximal=0.1).fit(train, tgt, reference=ref[:5])
