@@ -165,9 +165,18 @@ def _section_click_fit(results: dict) -> list[str]:
         ),
         "",
         f"Best: **{rec['model']}** ({rec['reason']}); the correction it calls for: "
-        f"`{rec['correction']}` (`{rec['call']}`).",
+        f"`{rec['correction']}` (in Python `{rec['call']}`, with `fit` the fitted "
+        f"{rec['model']}). From the command line:",
+        "",
+        "```bash",
+        *rec.get("command", "").splitlines(),
+        "```",
         "",
     ]
+    if rec.get("note"):
+        out += [f"Note: {rec['note']}.", ""]
+    if rec.get("warning"):
+        out += [f"**Warning**: {rec['warning']}", ""]
     if cf.get("figure"):
         out += [f"![Perplexity by rank]({cf['figure']})", ""]
     return out
