@@ -74,9 +74,9 @@ def test() -> None:
     run(PY, "-m", "ruff", "check", *sources)
     run(PY, "-m", "ruff", "format", "--check", *sources)
     if not quick:
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
         with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
-            strict = ("--strict", "--quiet", "-d", site)
-            run(PY, "-m", "mkdocs", "build", *strict, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+            run(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", site, env=env)
     parallel = [] if any(a == "-n" or a.startswith("-n") for a in args) else ["-n", "2"]
     selection = ["-m", "not slow"] if quick else []
     run(PY, "-m", "pytest", *parallel, *selection, "--doctest-modules", "clickrank", "tests", *args)
