@@ -294,7 +294,7 @@ class ClickModelComparison(Result):
         }
 
     def reliability(self) -> str | None:
-        """Why the comparison should not be trusted, or None.
+        r"""Why the comparison should not be trusted, or None.
 
         Two checks. **Sparse logs**: every model but the position-only ones
         has one or two parameters per (query, doc) pair; when the median pair
