@@ -42,15 +42,18 @@ def setup(extras: str = "test") -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     # the install is editable: only pyproject.toml (dependencies, extras) can make it stale
     key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    stamp = VENV / f".clickrank-installed-{','.join(sorted(extras.split(',')))}"
-    if stamp.is_file() and stamp.read_text() == key:
+    stamp = VENV / ".clickrank-installed"  # "<key> <extra>,<extra>,..."
+    wanted = set(extras.split(","))
+    done: set[str] = set()
+    if stamp.is_file():
+        got_key, _, got = stamp.read_text().strip().partition(" ")
+        done = set(got.split(",")) if got_key == key else set()
+    if wanted <= done:
         print(f"{VENV}: clickrank[{extras}] already installed (pyproject.toml unchanged)")
         return
-    for old in VENV.glob(".clickrank-installed-*"):
-        old.unlink()
     run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
     run(PY, "-m", "pip", "install", "--quiet", "-e", f".[{extras}]")
-    stamp.write_text(key)
+    stamp.write_text(f"{key} {','.join(sorted(wanted | done))}\n")
 
 
 def demo() -> None:
