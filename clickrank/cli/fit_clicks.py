@@ -124,15 +124,8 @@ def _read(log: str, fmt: str):
             f"{log}: not a click log (parquet or CSV); it looks like a {sniffed} file: "
             f"pass --format {sniffed}"
         )
-    if (
-        sniffed is None
-        and Path(log).is_file()
-        and Path(log).suffix.lower()
-        not in (
-            ".csv",
-            ".tsv",
-        )
-    ):
+    text_suffix = Path(log).suffix.lower() in (".csv", ".tsv")
+    if sniffed is None and Path(log).is_file() and not text_suffix:
         raise InputError(
             f"{log}: not a click log (a parquet file, a folder of them or a .csv/.tsv); "
             "for a public log's text format pass --format yandex or --format trec"
