@@ -13,8 +13,9 @@ from .rankers import _offline_significant
 _WHAT = {
     "production": "the ranker that was live when the clicks were logged (the *logging ranker*): "
     "it decided what users saw, so its own ranking is the baseline to beat",
-    "naive": "trained on raw click counts; users click what they see, and they see the top "
-    "of production's list, so it learns production's ranking back",
+    "naive": "trained on raw click counts: clicks do carry relevance, but users click what "
+    "they see, and they see the top of production's list, so the counts also reward "
+    "whatever production already ranked high",
     "ips": "trained on clicks weighted by 1/θ (*inverse propensity scoring*), where θ is the "
     "estimated chance that a user looks at each position at all (estimated from the log, "
     "see *Position bias* below): a click at position 8 counts more than one at position 1",
