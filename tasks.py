@@ -3,11 +3,18 @@
 
 Each task creates ``.venv`` (if missing), installs clickrank with what the task
 needs, and runs it. Only the standard library is used here, so this works on a
-fresh machine with Python >= 3.11 and access to the package registry.
+fresh machine with Python >= 3.11 and access to the package registry. The install
+is skipped when ``.venv`` already holds it for the same ``pyproject.toml`` and
+extras (a stamp file in ``.venv``), so a second run starts at once.
+
+``python3 tasks.py test`` is what CI runs (``.ci/run``): ruff, the strict docs
+build and every test, on two processes (pytest-xdist). ``python3 tasks.py test
+--quick`` is for day-to-day work: ruff and the tests not marked ``slow``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -27,14 +34,26 @@ def run(*cmd: str | Path, **kw) -> None:
 
 
 def setup(extras: str = "test") -> None:
-    """Create .venv and install clickrank (editable) with ``extras``."""
+    """Create .venv and install clickrank (editable) with ``extras``, unless already done."""
     if sys.version_info < (3, 11):  # noqa: UP036 - tasks.py may run on an older python3
         sys.exit(f"clickrank needs Python >= 3.11, this is {sys.version.split()[0]}")
     if not PY.exists():
         print(f"creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
+    # the install is editable: only pyproject.toml (dependencies, extras) can make it stale
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    stamp = VENV / ".clickrank-installed"  # "<key> <extra>,<extra>,..."
+    wanted = set(extras.split(","))
+    done: set[str] = set()
+    if stamp.is_file():
+        got_key, _, got = stamp.read_text().strip().partition(" ")
+        done = set(got.split(",")) if got_key == key else set()
+    if wanted <= done:
+        print(f"{VENV}: clickrank[{extras}] already installed (pyproject.toml unchanged)")
+        return
     run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
     run(PY, "-m", "pip", "install", "--quiet", "-e", f".[{extras}]")
+    stamp.write_text(f"{key} {','.join(sorted(wanted | done))}\n")
 
 
 def demo() -> None:
@@ -45,15 +64,25 @@ def demo() -> None:
 
 def test() -> None:
     """Set up, then run ruff (lint and format), a strict docs build and the whole test suite
-    (with pyspark: tests/test_spark.py runs Spark in local mode where Java is installed)."""
+    (with pyspark: tests/test_spark.py runs Spark in local mode where Java is installed).
+
+    ``--quick``: ruff and the tests not marked slow (no docs build), for day-to-day work.
+    Other arguments go to pytest; ``-n 0`` runs the tests in one process.
+    """
+    args = sys.argv[2:]
+    quick = "--quick" in args
+    args = [a for a in args if a != "--quick"]
     setup("test,docs,spark")
     sources = ("clickrank", "tests", "benchmarks", "simulations", "tasks.py", "docs/_ext")
     run(PY, "-m", "ruff", "check", *sources)
     run(PY, "-m", "ruff", "format", "--check", *sources)
-    with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
-        strict = ("--strict", "--quiet", "-d", site)
-        run(PY, "-m", "mkdocs", "build", *strict, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    run(PY, "-m", "pytest", "--doctest-modules", "clickrank", "tests", *sys.argv[2:])
+    if not quick:
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+        with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
+            run(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", site, env=env)
+    parallel = [] if any(a == "-n" or a.startswith("-n") for a in args) else ["-n", "2"]
+    selection = ["-m", "not slow"] if quick else []
+    run(PY, "-m", "pytest", *parallel, *selection, "--doctest-modules", "clickrank", "tests", *args)
 
 
 def bench() -> None:

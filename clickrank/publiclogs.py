@@ -334,3 +334,39 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
         )
     )
     return out
+
+
+#: The text formats :func:`sniff_format` recognises, and their loaders.
+FORMATS = {"yandex": "load_yandex_sample", "trec": "load_trec_session"}
+
+
+def sniff_format(path: str | os.PathLike) -> str | None:
+    r"""Guess which public-log text format a file is in, from its first line.
+
+    Returns ``"parquet"`` for a parquet file, ``"trec"`` for a TREC session
+    file (:func:`load_trec_session`: tab-separated, lists in brackets),
+    ``"yandex"`` for a Yandex sample (:func:`load_yandex_sample`: ``query\tdocs :
+    clicks ;``), else None. Reads at most the first 64 KiB.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = p.write_text("460\t798\t[1, 2]\t[1, 1]\t[0, 1]\n")
+    >>> sniff_format(p)
+    'trec'
+    """
+    p = Path(path)
+    if not p.is_file():
+        return None
+    with open(p, "rb") as f:
+        head = f.read(65536)
+    if head[:4] == b"PAR1":
+        return "parquet"
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    fields = first.split("\t")
+    if len(fields) in (5, 6) and all(f.strip().startswith("[") for f in fields[2:]):
+        return "trec"
+    if len(fields) >= 2 and ":" in fields[1] and ";" in first:
+        return "yandex"
+    return None

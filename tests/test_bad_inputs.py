@@ -349,7 +349,8 @@ CASES = [
         "-1 is not in the range x>=0",
         2,
     ),
-    ("demo negative seed", "demo --seed -1", "-1 is not in the range x>=0", 2),
+    ("tour negative seed", "tour --seed -1", "-1 is not in the range x>=0", 2),
+    ("demo (old name of tour) negative seed", "demo --seed -1", "-1 is not in the range x>=0", 2),
     # fit-clicks
     (
         "fit-clicks unknown model",

@@ -20,7 +20,7 @@ def runner() -> CliRunner:
 def test_help_lists_every_command(runner):
     res = runner.invoke(cli, ["--help"])
     assert res.exit_code == 0
-    for name in ("simulate", "propensity", "train", "evaluate", "interleave", "demo"):
+    for name in ("simulate", "propensity", "train", "evaluate", "interleave", "tour"):
         assert name in res.output
     for name in cli.commands:
         sub = runner.invoke(cli, [name, "--help"])
@@ -171,10 +171,37 @@ def test_train_with_the_debiased_pairwise_targets(runner, tmp_path, target):
         assert "position bias t_plus" in res.output
 
 
-def test_demo_prints_the_worked_example(runner):
-    res = runner.invoke(cli, ["demo"])
+def test_tour_prints_the_worked_example(runner):
+    res = runner.invoke(cli, ["tour"])
     assert res.exit_code == 0, res.output
     assert "ndcg@6   0.647" in res.output and "map      0.589" in res.output
+    # the old name still works, says the new one, and is not confused with tasks.py demo
+    old = runner.invoke(cli, ["demo"])
+    assert old.exit_code == 0 and "ndcg@6   0.647" in old.output
+    assert "`clickrank demo` is now `clickrank tour`" in old.output
+    assert "demo" not in runner.invoke(cli, ["--help"]).output
+
+
+def test_interleave_and_propensity_name_what_they_compared_and_wrote(runner, tmp_path):
+    import numpy as np
+
+    from clickrank.datasets import save_letor, synthetic
+
+    data = synthetic(30, 10, seed=0)
+    save_letor(data, tmp_path / "test.txt")
+    for name, col in (("a.txt", 0), ("b.txt", 1)):  # scores files: one number per line
+        np.savetxt(tmp_path / name, data.X[:, col])
+    args = ["--a", str(tmp_path / "a.txt"), "--b", str(tmp_path / "b.txt")]
+    args += ["--data", str(tmp_path / "test.txt"), "--impressions", "2000"]
+    res = runner.invoke(cli, ["interleave", *args, "--out", str(tmp_path / "il.json")])
+    assert res.exit_code == 0, res.output
+    assert f"A = {tmp_path / 'a.txt'}, B = {tmp_path / 'b.txt'}" in res.output
+    assert (
+        "preferred: A (" in res.output
+        or "preferred: B (" in res.output
+        or ("preferred: none (no significant difference)" in res.output)
+    )
+    assert f"wrote {tmp_path / 'il.json'}" in res.output
 
 
 def test_a_bad_config_fails_before_the_heavy_stack_is_loaded(tmp_path):

@@ -223,6 +223,7 @@ def test_aggregation_needs_its_columns(log):
 # -- streaming checks ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_log_in_session_order_is_checked_in_batches_without_grouping_sessions(log, monkeypatch):
     from clickrank import clicklog
 

@@ -408,6 +408,9 @@ def test_fit_clicks_cli_writes_the_comparison_and_the_plot(logs, tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "Best: dbn" in res.output
+    # the recommendation is a command to run, on this log, with the target's CLI spelling
+    assert f"clickrank train --data DATA --log {path} --target cascade-ips" in res.output
+    assert f"wrote {out} (comparison)" in res.output and f"wrote {png}" in res.output
     summary = json.loads(out.read_text())
     assert summary["best"] == "dbn"
     assert len(summary["evaluations"]["dbn"]["perplexity_by_rank"]) == K
@@ -416,6 +419,73 @@ def test_fit_clicks_cli_writes_the_comparison_and_the_plot(logs, tmp_path):
     assert again.exit_code == 1 and "--force" in again.output
     bad = runner.invoke(cli, ["fit-clicks", str(path), "--models", "pbm,xyz"])
     assert bad.exit_code == 1 and "xyz" in bad.output
+
+
+def test_the_recommendation_names_the_command_and_when_it_refits_another_model(comparisons):
+    from clickrank.clickmodels.fitting._compare import _CLI_REFIT
+    from clickrank.specs._names import MODEL_AWARE
+
+    assert _CLI_REFIT == MODEL_AWARE  # the note below is true of `clickrank train`
+    rec = comparisons["dbn"].recommend(log="log.parquet", data="train.txt")
+    assert rec["command"] == (
+        "clickrank train --data train.txt --log log.parquet --target cascade-ips --out cascade-ips/"
+    )
+    assert rec["note"] is None  # the CLI's cascade-ips fits a DBN: the winning model
+    pbm = comparisons["pbm"].recommend()
+    assert pbm["command"].splitlines()[0].startswith("clickrank propensity LOG.parquet --method em")
+    assert "--propensities theta.json" in pbm["command"]
+    ubm = comparisons["ubm"]
+    if ubm.best == "ubm":
+        assert "fits a DBN" in ubm.recommend()["note"] and "UBM that won" in ubm.recommend()["note"]
+    for cmp in comparisons.values():  # 60,000 sessions on 400 pairs: dense enough
+        assert cmp.recommend()["warning"] is None or "not separated" in cmp.recommend()["warning"]
+
+
+def test_a_sparse_log_gets_a_warning_that_says_why(data):
+    """Few sessions over many (query, doc) pairs: the per-pair parameters rest on ~1 impression."""
+    many = synthetic(400, 10, seed=2)
+    policy = PlackettLuce(many.X[:, 0], temperature=1.0)
+    log = cr.simulate(many, policy=policy, click_model=TRUE["dbn"], n_sessions=1200, top_k=K,
+                      seed=0)  # fmt: skip
+    cmp = compare_click_models(log, ["pbm", "dbn", "trust"], test_fraction=0.25, seed=0)
+    warning = cmp.recommend()["warning"]
+    assert warning.startswith("the comparison is unreliable: the log is sparse")
+    assert f"from {cmp.n_train:,} sessions" in warning and "median of" in warning
+    assert "Warning: the comparison is unreliable" in cmp.summary()
+
+
+def test_the_perplexity_plot_draws_the_criterion_with_distinct_lines(comparisons):
+    cmp = comparisons["dbn"]
+    fig = cmp.plot()
+    ax = fig.axes[0]
+    assert ax.get_ylabel().startswith("conditional perplexity")  # what `best` is chosen by
+    lines = ax.get_lines()
+    assert len({(ln.get_marker(), ln.get_linestyle()) for ln in lines}) == len(lines)
+    assert len({float(ln.get_xdata()[0]) for ln in lines}) == len(lines)  # shifted apart
+    assert cmp.plot(conditional=False).axes[0].get_ylabel().startswith("perplexity")
+
+
+def test_fit_clicks_reads_trec_files_and_names_the_format_of_a_text_file(tmp_path):
+    from clickrank.cli import cli
+
+    rows = []
+    rng = np.random.default_rng(0)
+    for i in range(400):  # session, query, docs, verticals, clicks
+        docs = [int(d) for d in rng.choice(30, 5, replace=False)]
+        clicks = [int(c) for c in rng.random(5) < 0.3]
+        rows.append(f"{i // 3}\t{i % 7}\t{docs}\t{[1] * 5}\t{clicks}")
+    path = tmp_path / "train_per_query_quid.txt"
+    path.write_text("\n".join(rows) + "\n")
+    runner = CliRunner()
+    wrong = runner.invoke(cli, ["fit-clicks", str(path)])
+    assert wrong.exit_code == 1 and "pass --format trec" in wrong.output
+    other = tmp_path / "other.txt"
+    other.write_text("not a log\n")
+    wrong = runner.invoke(cli, ["fit-clicks", str(other)])
+    assert wrong.exit_code == 1 and "--format yandex or --format trec" in wrong.output
+    res = runner.invoke(cli, ["fit-clicks", str(path), "--format", "trec", "--models", "pbm,dbn"])
+    assert res.exit_code == 0, res.output
+    assert "--target" in res.output and "load_trec_session" in res.output
 
 
 def test_a_run_with_click_fit_reports_the_comparison(tmp_path):

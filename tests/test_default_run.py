@@ -24,6 +24,7 @@ def _comparable(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k != "timings"}
 
 
+@pytest.mark.slow  # the whole default run: about a minute of CPU
 def test_the_default_run_gives_the_recorded_summary(tmp_path):
     golden = json.loads(GOLDEN.read_text())
     # the numbers are LightGBM's and numpy's: another release may move them legitimately

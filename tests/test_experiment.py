@@ -655,3 +655,16 @@ def test_each_rule_refuses_a_bad_value_in_one_line_naming_the_key(section, key):
     message = str(info.value)
     assert "\n" not in message
     assert f"{where} " in message and repr(bad) in message, message
+
+
+def test_full_is_one_flag_away_and_a_config_keeps_its_own_keys():
+    from clickrank.experiment import FULL
+
+    light = load_config()["learning_curve"]["sessions"]
+    full = load_config(full=True)["learning_curve"]["sessions"]
+    assert len(light) == 2 and full == FULL["learning_curve"]["sessions"] == [
+        10_000, 30_000, 100_000, 300_000
+    ]  # fmt: skip
+    mine = load_config({"learning_curve": {"sessions": [5000]}}, full=True)
+    assert mine["learning_curve"]["sessions"] == [5000]
+    assert "--full" in CliRunner().invoke(cli, ["run", "--help"]).output

@@ -101,6 +101,29 @@ def test_notebook_is_committed_without_outputs(name):
     assert "CLICKRANK_NOTEBOOK_SMALL" in first, "the first code cell must read the size switch"
 
 
+@pytest.mark.parametrize("name", EXPECTED)
+def test_the_site_shows_the_notebook_executed_and_up_to_date(name):
+    """docs/notebooks/NAME.md is the notebook with its outputs: same code, figures present."""
+    import importlib.util
+
+    script = NOTEBOOKS.parent / "docs" / "_ext" / "render_notebooks.py"
+    spec = importlib.util.spec_from_file_location("render_notebooks", script)
+    render = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render)
+    page = NOTEBOOKS.parent / "docs" / "notebooks" / f"{name.removesuffix('.ipynb')}.md"
+    assert page.is_file(), f"{page} is missing: run python {script.relative_to(NOTEBOOKS.parent)}"
+    text = page.read_text(encoding="utf-8")
+    assert render.page_code(text) == render.code_cells(_read(name)), (
+        f"{page.name} no longer matches {name}: render it again with "
+        f"python docs/_ext/render_notebooks.py {name.removesuffix('.ipynb')}"
+    )
+    figures = [ln for ln in text.splitlines() if ln.startswith("![figure ")]
+    assert len(figures) >= 2 and "```text" in text  # numbers and figures for the web reader
+    for ln in figures:
+        assert (page.parent / ln[ln.index("(") + 1 : -1]).is_file()
+    assert "/work/" not in text  # no machine paths
+
+
 @pytest.mark.slow
 def test_quickstart_runs(monkeypatch):
     nb = _execute("quickstart.ipynb", monkeypatch)

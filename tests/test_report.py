@@ -199,11 +199,61 @@ def test_propensity_coverage_counts_the_positions_inside_the_interval():
 
 def test_paired_tests_say_significant_only_when_both_tests_reject():
     sig = _text(_results(comparisons=[_comparison("ips", "naive", 0.1, 1e-6)]))
-    assert "+0.100" in sig and "significant: IPS is better" in sig
+    assert "1 of 1 differences are significant at 95%: IPS beats naive by 0.100" in sig
     neg = _text(_results(comparisons=[_comparison("ips", "naive", -0.1, 1e-6)]))
-    assert "significant: naive is better" in neg
+    assert "naive beats IPS by 0.100" in neg
     ns = _text(_results(comparisons=[_comparison("ips", "naive", 0.01, 0.3)]))
-    assert "not significant at this level" in ns
+    assert "0 of 1 differences" in ns
+    assert "not significant at this level: IPS vs naive (+0.010)" in ns
+
+
+def test_the_paired_tests_are_one_sentence_and_one_table():
+    res = _results(
+        comparisons=[
+            _comparison("ips", "naive", 0.1, 1e-6),
+            _comparison("oracle", "ips", 0.02, 1e-6),
+            _comparison("ips", "skip-above", 0.01, 0.3),
+        ]
+    )
+    paired = [s for s in reading(res) if "aired test" in s]
+    assert len(paired) == 1 and "2 of 3 differences are significant" in paired[0]
+    md = render_report(res)
+    table = md[md.index("| A | B | A − B [95% CI]") :].split("\n\n")[0].splitlines()
+    assert len(table) == 2 + 3
+    assert table[2].startswith("| IPS | naive | +0.100") and table[2].endswith("IPS is better |")
+    assert table[4].endswith("| not significant |")
+    assert md.index("## Reading") < md.index("| A | B | A − B") < md.index("## Data and click log")
+
+
+def test_the_report_opens_in_plain_words():
+    ips_naive = [_comparison("ips", "naive", 0.15, 1e-6)]
+    res = _results(naive=0.70, ips=0.85, oracle=0.90, comparisons=ips_naive)
+    md = render_report(res)
+    plain = md[md.index("## In plain words") : md.index("## Reading")]
+    assert md.index("## In plain words") < md.index("## Reading")
+    for r in ("production", "naive", "ips", "oracle"):
+        assert f"- **{r}**: " in plain
+    assert "inverse propensity scoring" in plain
+    assert '"IPS closes 75% of the gap" means: naive scores 0.700 and the oracle 0.900' in plain
+    assert "**What to do next.**" in plain and "IPS beats naive here" in plain
+    assert "clickrank fit-clicks LOG" in plain
+    weak = render_report(_results(naive=0.80, ips=0.78, oracle=0.90))
+    assert "IPS does not significantly beat naive here" in weak
+
+
+def test_the_data_seed_and_the_swap_session_count_are_explained():
+    res = _results()
+    res["data"]["name"] = "synthetic(seed=3757552657)"
+    res["config"]["seed"] = 0
+    md = render_report(res)
+    assert "not the configuration's `seed = 0` but derived from it" in md
+    res["config"]["data"]["seed"] = 5
+    assert "Its seed is the `[data] seed`" in render_report(res)
+    res = _results()
+    res["log"]["sessions_by_intervention"] = {"none": 900, "swap": 100}
+    res["propensities"]["estimates"]["swap"]["n_sessions"] = 1000
+    text = _text(res)
+    assert "(1,000 sessions: the 100 swap sessions compared with the 900 sessions" in text
 
 
 def test_interleaving_verdict_and_agreement_with_the_offline_metric():

@@ -253,6 +253,7 @@ def test_stale_temporary_files_of_killed_writes_are_removed_on_the_next_write(tm
 
 
 @pytest.mark.slow
+@pytest.mark.slow  # four CLI processes, each killed in the middle of a long write
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + signal.SIGTERM), (signal.SIGINT, 1)])
 @pytest.mark.parametrize("name", ["x.parquet", "xdir"])
 def test_a_write_killed_by_a_signal_leaves_no_temporary_file(tmp_path, sig, code, name):

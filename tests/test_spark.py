@@ -27,9 +27,10 @@ if shutil.which("java") is None:
 from clickrank import engine  # noqa: E402
 from clickrank.engine.simulate import simulate_spark  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:PySpark does not yet fully support pandas:FutureWarning"
-)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    pytest.mark.slow,  # a local Spark session: 20 s to start, seconds per test
+]
 from clickrank.propensity import (  # noqa: E402
     bootstrap,
     em,

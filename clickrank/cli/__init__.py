@@ -5,7 +5,7 @@ from __future__ import annotations
 from ._root import cli
 
 # Importing a command module registers its command on ``cli``.
-from . import demo, evaluate, fit_clicks, interleave, propensity, run, simulate, train  # noqa: E402,F401  isort: skip
+from . import evaluate, fit_clicks, interleave, propensity, run, simulate, tour, train  # noqa: E402,F401  isort: skip
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -154,13 +154,15 @@ def interleave(
             seed=seed,
             progress=bar.update,
         )
-    click.echo(res.summary())
-    results["interleaving"] = res.to_dict()
+    names = (_label(a_path), _label(b_path))
+    click.echo(res.summary(names=names))
+    results["interleaving"] = {**res.to_dict(), "a": names[0], "b": names[1]}
     if ab:
         r_ab = ab_experiment(
             data, a, b, click_model=model, n_impressions=impressions, k=k, alpha=alpha, seed=seed
         )
         click.echo("")
+        click.echo(f"A = {names[0]}, B = {names[1]}")
         click.echo(r_ab.summary())
         results["ab"] = r_ab.to_dict()
     if power:
@@ -170,7 +172,12 @@ def interleave(
         from .._io import atomic_write_json
 
         atomic_write_json(output, results)
-        click.echo(f"wrote {output}", err=True)
+        click.echo(f"wrote {output} (the results as JSON)", err=True)
+
+
+def _label(path: str) -> str:
+    """A ranker's name in the output: its model folder or score file, as given."""
+    return str(path).rstrip("/\\") or str(path)
 
 
 def _click_model(name: str, eta: float, data: Any) -> Any:

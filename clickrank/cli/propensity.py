@@ -138,3 +138,6 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, engin
 
         plt.close(result.plot(path=plot_path, alpha=alpha))
     click.echo(result.summary(alpha))
+    click.echo(f"wrote {out} (θ with its {100 * (1 - alpha):g}% intervals, JSON)", err=True)
+    if plot_path is not None:
+        click.echo(f"wrote {plot_path} (θ by position, PNG)", err=True)

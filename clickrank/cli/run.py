@@ -29,6 +29,12 @@ from ._root import cli, out_option
 )
 @click.option("-q", "--quiet", is_flag=True, help="No per-stage progress lines on stderr.")
 @click.option(
+    "--full",
+    is_flag=True,
+    help="The fuller versions of the stages the default keeps light: a learning curve on "
+    "four log prefixes instead of two (keys CONFIG sets itself keep their value).",
+)
+@click.option(
     "--print-default-config",
     is_flag=True,
     help="Print the embedded default TOML configuration and exit.",
@@ -39,6 +45,7 @@ def run(
     force: bool,
     skip_space_check: bool,
     quiet: bool,
+    full: bool,
     print_default_config: bool,
 ) -> None:
     """Run the experiment described by CONFIG (TOML; default: the embedded default config).
@@ -53,13 +60,14 @@ def run(
       clickrank run --out results/default
       clickrank run --print-default-config > my.toml   # edit, then:
       clickrank run my.toml --out results/my
+      clickrank run --full --out results/full       # the four-point learning curve
     """
     from ..experiment import default_config_text, load_config, run_experiment
 
     if print_default_config:
         click.echo(default_config_text(), nl=False)
         return
-    cfg = load_config(config)  # validated before anything is written
+    cfg = load_config(config, full=full)  # validated before anything is written
     result = run_experiment(
         cfg, out_dir, progress=not quiet, force=force, check_space=not skip_space_check
     )

@@ -44,11 +44,12 @@ apart from its ``timings``).
 from __future__ import annotations
 
 from ..specs import dumps_toml
-from ._config import ExperimentConfig, default_config_text, load_config
+from ._config import FULL, ExperimentConfig, default_config_text, load_config
 from ._runner import ExperimentResult, run_experiment
 from ._schema import PRODUCTION, SCHEMA, STAGES, TARGETS  # noqa: F401 (PRODUCTION: as before)
 
 __all__ = [
+    "FULL",
     "ExperimentConfig",
     "ExperimentResult",
     "load_config",

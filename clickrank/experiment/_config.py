@@ -83,8 +83,15 @@ class ExperimentConfig:
         return f"ExperimentConfig(origin={self.origin!r}, hash={self.hash()})"
 
 
+#: The fuller versions of the stages the default keeps light (``clickrank run --full``,
+#: ``load_config(..., full=True)``): keys a config sets itself keep its value.
+FULL: dict[str, dict[str, Any]] = {
+    "learning_curve": {"sessions": [10_000, 30_000, 100_000, 300_000]},
+}
+
+
 def load_config(
-    config: Any = None, *, base_dir: str | os.PathLike | None = None
+    config: Any = None, *, base_dir: str | os.PathLike | None = None, full: bool = False
 ) -> ExperimentConfig:
     """Read and validate a run configuration; defaults come from the embedded default.toml.
 
@@ -97,6 +104,9 @@ def load_config(
     base_dir : path, optional
         Folder that relative data paths are resolved against: default the
         folder of the config file (the current folder for a dict).
+    full : bool
+        Apply :data:`FULL` (the fuller learning curve) under the config's own
+        keys: what the config sets wins.
 
     Raises
     ------
@@ -137,6 +147,9 @@ def load_config(
     if base_dir is not None:
         folder = Path(base_dir)
     _check_keys(user, origin)
+    if full:
+        defaults = _merge(defaults, FULL)
+        origin += " --full"
     values = _merge(defaults, user)
     _check_values(_Checker(values, user, origin), folder)
     return ExperimentConfig(values, origin)

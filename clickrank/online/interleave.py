@@ -141,11 +141,22 @@ class InterleavingResult(Result):
     def to_frame(self) -> pl.DataFrame:
         return pl.DataFrame([self.to_dict()])
 
-    def summary(self) -> str:
+    def summary(self, names: tuple[str, str] | None = None) -> str:
+        """The counts, Δ with its interval, the sign test and the preferred ranker.
+
+        ``names`` (A's, B's) names the rankers, e.g. the CLI's model folders.
+        """
         lo, hi = self._ci()
+        if names is None:
+            preferred = self.winner
+        else:
+            preferred = {"A": f"A ({names[0]})", "B": f"B ({names[1]})"}.get(
+                self.winner, "none (no significant difference)"
+            )
         return "\n".join(
             [
                 f"Interleaving experiment ({self.method}, clicks: {self.click_model})",
+                *([f"  A = {names[0]}, B = {names[1]}"] if names is not None else []),
                 f"  impressions   {self.n}",
                 f"  A wins        {self.wins}  ({self.wins / self.n:.4f})",
                 f"  B wins        {self.losses}  ({self.losses / self.n:.4f})",
@@ -153,7 +164,7 @@ class InterleavingResult(Result):
                 f"  Δ = (wins + ties/2)/n − 1/2 = {self.delta:+.5f}  "
                 f"[{lo:+.5f}, {hi:+.5f}] ({100 * (1 - self.alpha):.0f}% normal CI)",
                 f"  sign test (exact binomial, two-sided, non-ties): p = {self.p_value:.3g}",
-                f"  preferred: {self.winner}",
+                f"  preferred: {preferred}",
             ]
         )
 

@@ -50,7 +50,7 @@ def _curves(
     if logx and df.filter(pl.col(x) <= 0).height:
         raise InputError(f"{what}: '{x}' must be > 0 (the x axis is logarithmic)")
 
-    fig, ax, own = new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (8.0, 4.3))
     methods = list(dict.fromkeys(df["method"].to_list()))
     refs = [
         m
@@ -87,7 +87,8 @@ def _curves(
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    # outside the axes, on the right: inside, "best" still covers a reference band
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return finish(fig, path, own=own)
 
 
@@ -188,6 +189,6 @@ def power_curves(
             f"power_curve must be a clickrank.online.PowerCurve, got {type(power_curve).__name__}"
         )
     _empty_check(len(power_curve.power) * len(power_curve.n), "power_curves", "empty curve")
-    fig, ax, own = new_axes(ax, (6.6, 4.3))
+    fig, ax, own = new_axes(ax, (8.0, 4.3))
     power_curve.plot(ax=ax)
     return finish(fig, path, own=own)

@@ -14,21 +14,6 @@ from .._segments import rank_order
 from .._validation import InputError
 
 
-def _label_raw_values(ax, bars, raw: np.ndarray) -> None:
-    """Print each bar's raw force above (or below) it."""
-    for bar, v in zip(bars, raw, strict=True):
-        h = bar.get_height()
-        ax.annotate(
-            f"{v:+.3f}",
-            (bar.get_x() + bar.get_width() / 2, h),
-            xytext=(0, 2 if h >= 0 else -2),
-            textcoords="offset points",
-            ha="center",
-            va="bottom" if h >= 0 else "top",
-            fontsize=7,
-        )
-
-
 def forces(
     scores: Any = (2.5, 2.0, 1.5, 1.0, 0.5, 0.0),
     labels: Any = (0, 3, 1, 0, 2, 0),
@@ -57,7 +42,10 @@ def forces(
         Logistic steepness.
     normalize : bool
         Divide each method's forces by its largest absolute force so both fit one
-        axis (the raw values are printed on the bars); False draws raw forces.
+        axis: RankNet's forces are an order of magnitude larger than LambdaRank's,
+        and the comparison is of their *shapes*. The legend gives each method's
+        largest :math:`|\lambda|` (the 1 of its bars), the one number that turns a
+        bar back into a force. False draws the raw forces on one axis.
     """
     from ..lambdas import lambdas
 
@@ -84,21 +72,22 @@ def forces(
     w = 0.38
     scale_rn = np.abs(f_rn).max() if normalize else 1.0
     scale_lr = np.abs(f_lr).max() if normalize else 1.0
-    b1 = ax.bar(x - w / 2, f_rn / scale_rn, w, color="#7f7f7f", label="RankNet (all pairs equal)")
-    b2 = ax.bar(
-        x + w / 2, f_lr / scale_lr, w, color="#1f77b4", label="LambdaRank (pairs × |ΔNDCG|)"
-    )
-    if normalize:
-        _label_raw_values(ax, b1, f_rn)
-        _label_raw_values(ax, b2, f_lr)
+    unit_rn = f"; 1 = {scale_rn:.3g}" if normalize else ""
+    unit_lr = f"; 1 = {scale_lr:.3g}" if normalize else ""
+    ax.bar(x - w / 2, f_rn / scale_rn, w, color="#7f7f7f",
+           label=f"RankNet (all pairs equal{unit_rn})")  # fmt: skip
+    ax.bar(x + w / 2, f_lr / scale_lr, w, color="#1f77b4",
+           label=f"LambdaRank (pairs × |ΔNDCG|{unit_lr})")  # fmt: skip
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, [f"rank {r + 1}\nlabel {v:g}" for r, v in enumerate(yr)])
     ax.set_xlabel("documents in the current ranking (by score)")
-    ax.set_ylabel("force λᵢ / max |λ| (+ = push up)" if normalize else "force λᵢ (+ = push up)")
+    ax.set_ylabel(
+        "force λᵢ / the method's max |λ| (+ = push up)" if normalize else "force λᵢ (+ = push up)"
+    )
     if normalize:
-        ax.set_ylim(-1.3, 1.65)
+        ax.set_ylim(-1.15, 1.5)
     ax.set_title(
-        f"Forces on one query (σ = {sigma:g}; printed: raw λᵢ)"
+        f"Forces on one query (σ = {sigma:g}; each method scaled to its largest force)"
         if normalize
         else f"Forces on one query (σ = {sigma:g})",
         fontsize=10,

@@ -17,6 +17,7 @@ _NAMES = {
     "unbiased-lambdamart": "Unbiased LambdaMART",
     "prs-pairs": "propensity-ratio pairs",
     "ips-pairs": "IPS-weighted rank pairs",
+    "pairs:fairpairs": "FairPairs",
 }
 _DETERMINISTIC = ("production", "oracle")
 

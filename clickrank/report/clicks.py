@@ -92,7 +92,7 @@ def _section_data(results: dict) -> list[str]:
     return [
         "## Data and click log",
         "",
-        f"Data: **{d['name'] or d['source']}** ({d['n_features']} features).",
+        f"Data: **{d['name'] or d['source']}** ({d['n_features']} features).{_seed_note(results)}",
         "",
         _table(["part", "queries", "documents", "labels (grade: count)"], rows),
         "",
@@ -105,6 +105,22 @@ def _section_data(results: dict) -> list[str]:
         f"intervention: {iv}.",
         "",
     ]
+
+
+def _seed_note(results: dict) -> str:
+    """Why the data's seed is not the config's ``seed`` (it is derived from it)."""
+    cfg = results.get("config") or {}
+    name = results["data"].get("name") or ""
+    if "seed=" not in name or "seed" not in cfg:
+        return ""
+    if (cfg.get("data") or {}).get("seed") is not None:
+        return " Its seed is the `[data] seed` of the configuration."
+    return (
+        f" Its seed is not the configuration's `seed = {cfg['seed']}` but derived from it: "
+        "every stage draws its own seed from the master seed (numpy `SeedSequence`), so "
+        "the stages never share a random stream and changing one stage's seed moves no "
+        "other; `[data] seed` sets it directly."
+    )
 
 
 def _section_ctr(results: dict) -> list[str]:

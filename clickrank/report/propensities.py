@@ -32,13 +32,27 @@ def _coverage(est: dict, truth: list[float]) -> tuple[int, int, float, int] | No
     return (covered, n, worst, worst_p) if n else None
 
 
+def _sessions_used(results: dict, method: str, est: dict) -> str:
+    """The estimate's session count, and which sessions those are when the log tells."""
+    n = est["n_sessions"]
+    by = (results.get("log") or {}).get("sessions_by_intervention") or {}
+    kind = {"swap": "swap", "randpair": "randpair"}.get(method)
+    none = by.get("none", 0) + by.get("", 0)
+    if kind and by.get(kind) and n == by[kind] + none:
+        return (
+            f"{n:,} sessions: the {by[kind]:,} {kind} sessions compared with the {none:,} "
+            "sessions without intervention, which show the same lists unswapped"
+        )
+    return f"{n:,} sessions"
+
+
 def _reading_propensities(results: dict) -> list[str]:
     prop = results["propensities"]
     out = []
     truth = prop.get("truth")
     level = _level(prop["alpha"])
     for method, est in prop["estimates"].items():
-        head = f"The {method} estimate of θ ({est['n_sessions']:,} sessions)"
+        head = f"The {method} estimate of θ ({_sessions_used(results, method, est)})"
         if truth is None:
             out.append(f"{head} cannot be checked: the click model has no true θ.")
             continue
@@ -165,9 +179,18 @@ def _section_click_fit(results: dict) -> list[str]:
         ),
         "",
         f"Best: **{rec['model']}** ({rec['reason']}); the correction it calls for: "
-        f"`{rec['correction']}` (`{rec['call']}`).",
+        f"`{rec['correction']}` (in Python `{rec['call']}`, with `fit` the fitted "
+        f"{rec['model']}). From the command line:",
+        "",
+        "```bash",
+        *rec.get("command", "").splitlines(),
+        "```",
         "",
     ]
+    if rec.get("note"):
+        out += [f"Note: {rec['note']}.", ""]
+    if rec.get("warning"):
+        out += [f"**Warning**: {rec['warning']}", ""]
     if cf.get("figure"):
         out += [f"![Perplexity by rank]({cf['figure']})", ""]
     return out

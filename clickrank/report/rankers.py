@@ -15,7 +15,6 @@ from ._format import (
     _name,
     _p,
     _pct,
-    _peq,
     _table,
 )
 from .clicks import _log
@@ -58,20 +57,70 @@ def _reading_rankers(results: dict) -> list[str]:
                 f"Naive ({_f(naive)}) already matches or beats the oracle ({_f(oracle)}) "
                 f"on {m}: there is no gap for IPS ({ci}) to close."
             )
-    for c in _comparisons(ev):
-        if c.metric != m:
-            continue
-        sig = c.t_p_value < c.alpha and c.randomization_p_value < c.alpha
-        better = _name(c.a) if c.diff > 0 else _name(c.b)
-        verdict = f"significant: {better} is better" if sig else "not significant at this level"
-        out.append(
-            f"Paired test on {m}, {_name(c.a)} − {_name(c.b)}: {c.diff:+.3f} "
-            f"({level} CI [{c.t_ci[0]:+.3f}, {c.t_ci[1]:+.3f}]; t-test "
-            f"{_peq(c.t_p_value)}, randomization {_peq(c.randomization_p_value)}, "
-            f"{c.n_queries} queries): {verdict}."
-        )
+    out += _reading_paired(results)
     out += _reading_skip_above(results, val)
     return out
+
+
+def _significant(c) -> bool:
+    """Both paired tests reject at the comparison's level (the report's one rule)."""
+    return c.t_p_value < c.alpha and c.randomization_p_value < c.alpha
+
+
+def _reading_paired(results: dict) -> list[str]:
+    """One sentence over the paired tests on the headline metric (the table is below it)."""
+    ev = results["evaluation"]
+    m = _headline(results)
+    tests = [c for c in _comparisons(ev) if c.metric == m]
+    if not tests:
+        return []
+    sig = [c for c in tests if _significant(c)]
+    parts = []
+    for c in sig:
+        hi, lo = (c.a, c.b) if c.diff > 0 else (c.b, c.a)
+        parts.append(f"{_name(hi)} beats {_name(lo)} by {abs(c.diff):.3f}")
+    ns = [f"{_name(c.a)} vs {_name(c.b)} ({c.diff:+.3f})" for c in tests if not _significant(c)]
+    text = (
+        f"Paired tests on {m} over the same {tests[0].n_queries} test queries (table "
+        f"below): {len(sig)} of {len(tests)} differences are significant at "
+        f"{_level(tests[0].alpha)}"
+    )
+    if parts:
+        text += ": " + "; ".join(parts)
+    if ns:
+        text += ("; " if parts else ": ") + "not significant at this level: " + "; ".join(ns)
+    return [text + "."]
+
+
+def _paired_table(results: dict) -> list[str]:
+    """The paired tests on the headline metric, one row each (rendered after the reading)."""
+    ev = results["evaluation"]
+    m = _headline(results)
+    tests = [c for c in _comparisons(ev) if c.metric == m]
+    if not tests:
+        return []
+    level = _level(tests[0].alpha)
+    rows = []
+    for c in tests:
+        better = _name(c.a) if c.diff > 0 else _name(c.b)
+        rows.append(
+            [
+                _name(c.a),
+                _name(c.b),
+                f"{c.diff:+.3f} [{c.t_ci[0]:+.3f}, {c.t_ci[1]:+.3f}]",
+                _p(c.t_p_value),
+                _p(c.randomization_p_value),
+                f"{better} is better" if _significant(c) else "not significant",
+            ]
+        )
+    return [
+        f"Paired tests on {m}, A − B over the same {tests[0].n_queries} test queries; "
+        "significant = both the t-test and the sign-flip randomization test reject at "
+        f"{level} (every metric: *Paired comparisons* below).",
+        "",
+        _table(["A", "B", f"A − B [{level} CI]", "t-test p", "randomization p", "verdict"], rows),
+        "",
+    ]
 
 
 def _reading_skip_above(results: dict, val) -> list[str]:
@@ -118,7 +167,7 @@ def _offline_significant(results: dict, a: str, b: str, metric: str) -> bool | N
     """Whether the paired offline test of a vs b (either order) rejects; None if not run."""
     for c in _comparisons(results["evaluation"]):
         if c.metric == metric and {c.a, c.b} == {a, b}:
-            return c.t_p_value < c.alpha and c.randomization_p_value < c.alpha
+            return _significant(c)
     return None
 
 

@@ -67,6 +67,11 @@ CORRECTIONS = {
     "dbn": "cascade_ips",
     "trust": "affine",
 }
+#: The model ``clickrank train --target NAME`` fits to the log for a model-aware target
+#: (``clickrank.specs._names.MODEL_AWARE``, repeated here: the clicks layer cannot import specs).
+_CLI_REFIT = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
+#: Below this median of training impressions per (query, doc) pair, the comparison warns.
+SPARSE_IMPRESSIONS = 10
 
 
 def _fitter(name: str):
@@ -228,8 +233,24 @@ class ClickModelComparison(Result):
         ]
         return min(tied, key=lambda m: self.fits[m].n_params)
 
-    def recommend(self) -> dict[str, str]:
-        """The correction the best model calls for: ``{"model", "correction", "reason"}``."""
+    def recommend(self, log: str = "LOG.parquet", data: str = "DATA") -> dict[str, Any]:
+        """The correction the best model calls for, and how to run it.
+
+        Parameters
+        ----------
+        log, data : str
+            The log and the training data as the printed command names them
+            (placeholders by default; ``clickrank fit-clicks`` passes its LOG).
+
+        Returns
+        -------
+        dict
+            ``model`` (the best), ``correction`` (the target function),
+            ``reason``, ``command`` (the ``clickrank`` command line(s) to run),
+            ``call`` (the Python call, with ``fit`` = the fitted best model),
+            ``note`` (when the command does not correct with the best model
+            itself, else None) and ``warning`` (:meth:`reliability`, or None).
+        """
         best = self.best
         corr = CORRECTIONS[best]
         ev = self.evaluations[best]
@@ -243,13 +264,78 @@ class ClickModelComparison(Result):
             "fitted_relevance": "clickrank.targets.fitted_relevance(data, fit)",
             "affine": "clickrank.targets.affine(data, log, fit)",
         }[corr]
+        target = corr.replace("_", "-")
+        train = f"clickrank train --data {data} --log {log} --target {target}"
+        if corr == "ips":
+            # the PBM's theta is what the EM propensity estimator fits
+            command = (
+                f"clickrank propensity {log} --method em --out theta.json\n"
+                f"{train} --propensities theta.json --out ips/"
+            )
+        else:
+            command = f"{train} --out {target}/"
+        refit = _CLI_REFIT.get(target)
+        note = None
+        if refit is not None and refit != best:
+            note = (
+                f"--target {target} fits a {refit.upper()} to the log; to correct with the "
+                f"{best.upper()} that won here, use the Python call with fit = this {best} fit"
+            )
+        warning = self.reliability()
         return {
             "model": best,
             "correction": corr,
+            "command": command,
             "call": how,
+            "note": note,
+            "warning": warning,
             "reason": f"lowest {'in-sample' if self.in_sample else 'test'} conditional "
             f"perplexity: {best} {ev.conditional_perplexity:.4f}{runner}",
         }
+
+    def reliability(self) -> str | None:
+        r"""Why the comparison should not be trusted, or None.
+
+        Two checks. **Sparse logs**: every model but the position-only ones
+        has one or two parameters per (query, doc) pair; when the median pair
+        has fewer than :data:`SPARSE_IMPRESSIONS` training impressions, or more
+        than a fifth of the held-out impressions show a pair never seen in
+        training, the held-out perplexity measures how each model guesses
+        the click probability of results it has (almost) never seen (its
+        prior, the clipping, a per-rank click floor such as the trust model's
+        :math:`\beta_k`), not how users examine a list. **No separation**: the
+        paired difference of the best and the runner-up in log-likelihood per
+        test session (:meth:`difference`) is within two standard errors.
+        """
+        best = self.best
+        fit, ev = self.fits[best], self.evaluations[best]
+        imp = np.asarray(fit.impressions, dtype=np.float64)
+        imp = imp[imp > 0]
+        median = float(np.median(imp)) if imp.size else 0.0
+        reasons = []
+        if median < SPARSE_IMPRESSIONS or ev.unseen_share > 0.2:
+            reasons.append(
+                f"the log is sparse: {fit.n_params:,} {best} parameters from "
+                f"{self.n_train:,} sessions, a median of {median:g} training impressions per "
+                f"(query, doc) pair, and {ev.unseen_share:.0%} of the evaluated impressions "
+                "show a pair never seen in training; the perplexities then measure how each "
+                "model guesses the clicks on results it has barely seen (its prior and "
+                "clipping; the trust model's per-rank click floor keeps its guesses away "
+                "from 0 and 1), not how users examine a list. Fit more sessions, or pool "
+                "the per-document estimates with --shrinkage"
+            )
+        rivals = [m for m in self.evaluations if m != best]
+        if rivals and not self.in_sample:
+            runner = min(rivals, key=lambda m: self.evaluations[m].conditional_perplexity)
+            d, se = self.difference(best, runner)
+            if se > 0 and abs(d) < 2 * se:
+                reasons.append(
+                    f"{best} and {runner} are not separated: their log-likelihood per test "
+                    f"session differs by {d:+.4f} (standard error {se:.4f})"
+                )
+        if not reasons:
+            return None
+        return "the comparison is unreliable: " + "; ".join(reasons) + "."
 
     def difference(self, a: str, b: str) -> tuple[float, float]:
         r"""Mean log-likelihood per test session of model ``a`` minus model ``b``, and its SE.
@@ -309,6 +395,10 @@ class ClickModelComparison(Result):
 
     def summary(self) -> str:
         """The comparison table and the recommended correction, as text."""
+        return "\n".join(self.table_lines() + self.recommendation_lines())
+
+    def table_lines(self) -> list[str]:
+        """The comparison table, as lines of text."""
         where = "training sessions (in-sample)" if self.in_sample else "test sessions"
         lines = [
             f"Click models fitted on {self.n_train:,} sessions, evaluated on "
@@ -324,31 +414,54 @@ class ClickModelComparison(Result):
                 f"{r['conditional_perplexity']:>10.4f} {r['ctr_rmse']:>9.4f} "
                 f"{r['seconds']:>8.2f}"
             )
-        rec = self.recommend()
-        lines.append(
-            f"Best: {rec['model']} ({rec['reason']}); correction: {rec['correction']} "
-            f"-> {rec['call']}"
-        )
-        return "\n".join(lines)
+        return lines
 
-    def plot(self, *, conditional: bool = False, path: str | Path | None = None, ax: Any = None):
-        """Perplexity by rank, one line per model (a matplotlib Figure; PNG written atomically)."""
+    def recommendation_lines(self, log: str = "LOG.parquet", data: str = "DATA") -> list[str]:
+        """The recommendation as text: the best model, the command to run, the caveats."""
+        rec = self.recommend(log=log, data=data)
+        lines = [
+            f"Best: {rec['model']} ({rec['reason']}).",
+            f"Correction: {rec['correction']}. Run:",
+            *[f"  {c}" for c in rec["command"].split("\n")],
+            f"In Python (fit = the fitted {rec['model']}): {rec['call']}",
+        ]
+        if rec["note"]:
+            lines.append(f"Note: {rec['note']}.")
+        if rec["warning"]:
+            lines.append(f"Warning: {rec['warning']}")
+        return lines
+
+    def plot(self, *, conditional: bool = True, path: str | Path | None = None, ax: Any = None):
+        """Perplexity by rank, one line per model (a matplotlib Figure; PNG written atomically).
+
+        By default the conditional perplexity, the criterion :attr:`best` picks
+        the model by (``conditional=False``: the marginal perplexity). Lines
+        that overlap stay apart: each model has its own marker and dash
+        pattern and is drawn slightly shifted along the rank axis; the best
+        model is drawn thicker, on top.
+        """
         from ..._figures import finish as _finish
         from ..._figures import new_axes as _new_axes
 
         fig, ax, own = _new_axes(ax, (6.4, 4.0))
         key = "conditional_perplexity_by_rank" if conditional else "perplexity_by_rank"
+        markers, dashes = "osD^vP*X", ["-", "--", "-.", ":"]
+        n, best = len(self.evaluations), self.best
         for i, (name, ev) in enumerate(self.evaluations.items()):
             v = getattr(ev, key)
             mean = ev.conditional_perplexity if conditional else ev.perplexity
+            shift = (i - (n - 1) / 2) * min(0.08, 0.4 / max(n, 1))
             ax.plot(
-                np.arange(1, v.size + 1),
+                np.arange(1, v.size + 1) + shift,
                 v,
-                marker="o",
-                ms=3,
-                lw=1.4,
+                marker=markers[i % len(markers)],
+                ms=4,
+                lw=2.4 if name == best else 1.2,
+                ls=dashes[i % len(dashes)],
                 color=f"C{i}",
-                label=f"{name} ({mean:.4f})",
+                alpha=0.9,
+                zorder=3 if name == best else 2,
+                label=f"{name} ({mean:.4f})" + (" best" if name == best else ""),
             )
         ax.set_xlabel("rank")
         ax.set_ylabel(("conditional " if conditional else "") + "perplexity (1 = perfect)")

@@ -1,4 +1,8 @@
-"""``clickrank demo``: a short tour on the embedded synthetic data."""
+"""``clickrank tour``: metrics on the worked example and a ranker on synthetic data.
+
+It was ``clickrank demo`` until that name was confused with ``python3 tasks.py demo``
+(which runs the default experiment); ``demo`` still works, hidden, with a warning.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,31 @@ import click
 
 from ._root import cli
 
+_SEED = click.option(
+    "--seed", type=click.IntRange(min=0), default=0, help="Seed of the synthetic data."
+)
+
+
+@cli.command("demo", hidden=True)
+@_SEED
+@click.pass_context
+def demo(ctx: click.Context, seed: int) -> None:
+    """The old name of ``clickrank tour``."""
+    click.echo(
+        "warning: `clickrank demo` is now `clickrank tour` (`python3 tasks.py demo` runs the "
+        "default experiment: `clickrank run`)",
+        err=True,
+    )
+    ctx.invoke(tour, seed=seed)
+
 
 @cli.command()
-@click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the synthetic data.")
-def demo(seed: int) -> None:
-    """Metrics on the worked example and a ranker on synthetic data."""
+@_SEED
+def tour(seed: int) -> None:
+    """A two-minute tour: metrics on the worked example and rankers on synthetic data.
+
+    Not the default experiment (that is `clickrank run`, or `python3 tasks.py demo`).
+    """
     import numpy as np
 
     from ..datasets import split_queries, synthetic
