@@ -668,3 +668,43 @@ def test_full_is_one_flag_away_and_a_config_keeps_its_own_keys():
     mine = load_config({"learning_curve": {"sessions": [5000]}}, full=True)
     assert mine["learning_curve"]["sessions"] == [5000]
     assert "--full" in CliRunner().invoke(cli, ["run", "--help"]).output
+
+
+def test_the_default_target_is_the_click_ranker_with_its_choice_and_safety_record(tmp_path):
+    """``default`` in [targets] names fits ClickRanker's family; the summary records what it
+    chose, why, and every click model's counterfactual gain over the production ranker."""
+    cfg = _with(
+        targets={"names": ["default", "naive"], "clip": 0.02},
+        evaluation={"compare": [["default", "naive"]]},
+        interleaving={"pairs": [], "ab": False},
+        learning_curve={"sessions": [], "targets": []},
+    )
+    res = run_experiment(cfg, tmp_path / "default", progress=False)
+    models = res.results["models"]
+    d = models["default"]
+    assert d["choice"] in ("naive", "ips-shown", "ips-hybrid", "ips-all", "dr",
+                           "unbiased-lambdamart") and d["reason"]  # fmt: skip
+    assert d["vs_logged"]["b"] == "logged ranking"
+    assert models["naive"]["vs_safe"]["b"] == "logging"  # the production ranker's scores
+    sel = json.loads((tmp_path / "default" / "models" / "default" / "selection.json").read_text())
+    assert sel["choice"] == d["choice"] and len(sel["table"]) >= 5
+    assert "default" in res.results["evaluation"]["rankers"]
+
+
+def test_the_report_shows_the_safety_check_of_every_click_model(tmp_path):
+    from clickrank.report import render_report
+
+    cfg = _with(
+        targets={"names": ["default", "naive"], "clip": 0.02},
+        evaluation={"compare": [["default", "naive"]]},
+        interleaving={"pairs": [], "ab": False},
+        learning_curve={"sessions": [], "targets": []},
+    )
+    res = run_experiment(cfg, tmp_path / "r", progress=False)
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "### Safety check before deployment" in text
+    safety = text.split("### Safety check before deployment", 1)[1]
+    line = next(x for x in safety.splitlines() if x.startswith("| naive |"))
+    gain = res.results["models"]["naive"]["vs_safe"]["gain"]
+    assert f"{gain:+.4f}" in line and "logging" in line
+    assert render_report  # the report module renders from the summary alone

@@ -184,6 +184,42 @@ def _model_cell(model: dict) -> str:
     return f"{trees}{shape}, {model['kind']}" + (f", {cand} candidates" if cand else "")
 
 
+def _safety_table(results: dict) -> list[str]:
+    """Each click model's counterfactual gain over the production ranker, before deployment.
+
+    Read from the ``vs_safe`` / ``vs_logged`` records the train stage keeps
+    (:class:`clickrank.ClickRanker`'s safety check); none for older results.
+    """
+    rows = []
+    for name, model in results.get("models", {}).items():
+        c = model.get("vs_safe") or model.get("vs_logged")
+        if c is None:
+            continue
+        sure = "yes" if c["lower"] > 0 else "**no**"
+        choice = f" (chose {model['choice']})" if name == "default" else ""
+        rows.append([f"{name}{choice}", c["b"], f"{c['gain']:+.4f}", f"{c['se']:.4f}",
+                     f"{c['lower']:+.4f}", sure])  # fmt: skip
+    if not rows:
+        return []
+    conf = next(m for m in results["models"].values() if m.get("vs_safe") or m.get("vs_logged"))
+    level = (conf.get("vs_safe") or conf.get("vs_logged"))["confidence"]
+    return [
+        "### Safety check before deployment",
+        "",
+        "What could be known without labels: each click model's counterfactual gain in DCG@k "
+        "per session over the ranker that logged the clicks (`logging`: the production "
+        "ranker), from out-of-fold rankings of the training queries restricted to the "
+        f"documents the log shows, with a one-sided {level:.0%} lower bound over queries "
+        '(docs/lambdamart.md, "The default click learner"). `default` offers a model only '
+        "when its bound is above 0.",
+        "",
+        _table(
+            ["model", "against", "gain", "SE", f"{level:.0%} lower bound", "sure better"], rows
+        ),  # fmt: skip
+        "",
+    ]
+
+
 def _section_rankers(results: dict) -> list[str]:
     ev = results["evaluation"]
     level = _level(ev["alpha"])
@@ -219,6 +255,7 @@ def _section_rankers(results: dict) -> list[str]:
             'docs/lambdamart.md, "Model selection without labels".',
             "",
         ]
+    out += _safety_table(results)
     if ev["comparisons"]:
         crow = [
             [
