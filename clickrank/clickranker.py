@@ -201,7 +201,7 @@ class ClickRanker:
         family: tuple[str, ...] | list[str] = DEFAULT_FAMILY,
         validation: str = "ips",
         restrict: bool = True,
-        tolerance: float = 1.0,
+        tolerance: float = 0.0,
         safe: bool = True,
         confidence: float = 0.95,
         folds: int = 5,
@@ -354,7 +354,7 @@ class ClickRanker:
         if self.proximal is not None and reference is None:
             raise InputError("proximal (PRPO) needs the logging_model to stay close to")
         reps = self._repeats(data.n_queries)
-        self.members_, oof = {}, {}
+        self.members_, oof, every = {}, {}, {}
         for name in family:
             if targets is not None:
                 tgt = targets[name]
@@ -371,10 +371,12 @@ class ClickRanker:
             ).fit(data, tgt, validation=val, reference=reference)  # fmt: skip
             self.members_[name] = cv
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
+            every[name] = np.mean([val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
             say(f"  {name}: {cmp_val.metric_name(int(self.eval_at))} "
                 f"{oof[name].sum() / val.n_sessions:.4g}, {cv.best_params_}")  # fmt: skip
         self.validation_ = cmp_val
         self.terms_ = oof
+        self.terms_all_ = every  # the same rankings scored over every document (diagnostic)
         logged = cmp_val.per_query(logged_ranking(stats), int(self.eval_at))
         self.terms_["logged"] = logged
         safe_name, safe_terms = "naive", oof.get("naive")
@@ -438,6 +440,7 @@ class ClickRanker:
                         if safe_terms is not None and choice != safe_name else None),
         }  # fmt: skip
         rows = []
+        every = getattr(self, "terms_all_", {})
         for m in family:
             cv = self.members_[m]
             vb = Comparison.of(m, best, oof[m], oof[best], n_sessions, conf)
@@ -448,6 +451,7 @@ class ClickRanker:
                 "vs_best": vb.gain, "vs_best_se": vb.se,
                 "vs_safe": None if vs is None else vs.gain,
                 "vs_safe_lower": None if vs is None else vs.lower,
+                "score_all": float(every[m].sum() / n_sessions) if m in every else None,
                 "num_leaves": cv.best_params_.get("num_leaves"),
                 "max_depth": cv.best_params_.get("max_depth"),
                 "trees": cv.best_params_["n_estimators"],
@@ -495,6 +499,8 @@ class ClickRanker:
             if c is not None:
                 lines.append(f"    {c.line()}")
         lines.append(f"  choice: {self.choice_} ({self.reason_})")
+        if hasattr(self.model_, "summary"):
+            lines.append(self.model_.summary())
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
