@@ -27,9 +27,11 @@ Input
     problem in its errors.
 """
 
-from ._checks import check_output, check_writable
+from ._checks import check_folder_output, check_output, check_writable
 from ._ledger import (
     LEDGER,
+    LEDGER_LIMIT,
+    check_ledger,
     clear_owned,
     first_foreign,
     is_owned,
@@ -49,6 +51,8 @@ from ._write import (
 
 __all__ = [
     "LEDGER",
+    "LEDGER_LIMIT",
+    "check_ledger",
     "atomic_write",
     "atomic_write_text",
     "atomic_write_json",
@@ -66,6 +70,7 @@ __all__ = [
     "clear_owned",
     "remove_owned",
     "check_output",
+    "check_folder_output",
     "check_writable",
     "output_errors",
 ]

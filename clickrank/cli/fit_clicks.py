@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
+from .._io import check_output
 from .._validation import InputError
 from ._root import cli, out_option
 
@@ -78,9 +77,10 @@ def fit_clicks(log, models, test_fraction, seed, shrinkage, fmt, out, plot_path,
         raise InputError(f"--test-fraction must be in [0, 1), got {test_fraction}")
     if shrinkage < 0:
         raise InputError(f"--shrinkage must be >= 0, got {shrinkage}")
-    for path in (out, plot_path):
-        if path is not None and Path(path).exists() and not force:
-            raise InputError(f"{path} exists; pass --force to overwrite it")
+    if out is not None:
+        check_output(out, force=force, what="--out", inputs=[log])
+    if plot_path is not None:
+        check_output(plot_path, force=force, what="--plot", inputs=[log, out])
     if fmt == "yandex":
         from ..publiclogs import load_yandex_sample
 

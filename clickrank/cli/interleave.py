@@ -132,9 +132,10 @@ def interleave(
     from ..online import ab_experiment, interleaving_experiment
 
     check_alpha(alpha, name="--alpha")
-    for path, what in ((output, "--out"), (plot, "--plot")):
-        if path:
-            check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
+    if output:
+        check_output(output, force=force, what="--out", inputs=[a_path, b_path, data_path])
+    if plot:
+        check_output(plot, force=force, what="--plot", inputs=[a_path, b_path, data_path, output])
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
     model = _click_model(click_model, eta, data)

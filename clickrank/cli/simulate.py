@@ -54,6 +54,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
             )
         defaults[known[name]] = val
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    ctx.meta["clickrank.config"] = value  # an input: never an output
     return value
 
 
@@ -214,7 +215,12 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
     _check_options(ctx, opts)
     need = 0 if opts["skip_space_check"] else estimate_log_bytes(opts["sessions"], opts["top_k"])
     check_output(
-        out, force=opts["force"], what="--out", need_bytes=need, inputs=[opts["data_path"]]
+        out,
+        force=opts["force"],
+        what="--out",
+        need_bytes=need,
+        inputs=[opts["data_path"], ctx.meta.get("clickrank.config")],
+        mkdir=False,
     )
     data = _load_data(opts)
     spec = {k: opts[k] for k in ("relevance", "eps", "eta", "max_label", "threshold")}

@@ -334,11 +334,12 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
 
 def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
     """``--out`` is a folder whose model files clickrank may replace (with ``--force``)."""
-    from .._io import check_output
+    from .._io import check_folder_output, check_output
 
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
     files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json")]
+    check_folder_output(out_dir, what="--out")
     for f in files:  # files clickrank did not write are refused, even with --force
         check_output(f, force=True, what="--out", inputs=inputs)
     if any(f.exists() for f in files[:2]) and not force:

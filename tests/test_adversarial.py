@@ -1,0 +1,197 @@
+"""Adversarial use (issue 19): inputs never overwritten, ledgers that are not clickrank's,
+checks before the work, sizes refused before the work, concurrent writers refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from _safety import no_temp_files, one_line_error, snapshot
+from click.testing import CliRunner
+
+import clickrank as cr
+from clickrank._io import LEDGER, LEDGER_LIMIT, atomic_write_text, check_output
+from clickrank._validation import InputError
+from clickrank.cli import cli
+from clickrank.simulation import Swap
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, str]:
+    """A LETOR file and a click log (with swaps) in a folder of their own."""
+    root = tmp_path_factory.mktemp("adv_inputs")
+    data = cr.synthetic(30, 10, seed=2)
+    letor = cr.save_letor(data, root / "train.txt")
+    log = root / "log.parquet"
+    cr.simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=2000, top_k=5,
+                interventions=[Swap(0.5)], seed=1, out=log)  # fmt: skip
+    return {"data": str(letor), "log": str(log), "root": str(root)}
+
+
+def _copy_log(inputs, folder: Path) -> Path:
+    log = folder / "log.parquet"
+    log.write_bytes(Path(inputs["log"]).read_bytes())
+    return log
+
+
+# -- 1. an output is never an input, nor inside an input folder -----------------------------
+
+
+@pytest.mark.parametrize("option", ["-o", "--plot"])
+def test_fit_clicks_never_overwrites_its_log_even_with_force(tmp_path, inputs, option):
+    log = _copy_log(inputs, tmp_path)
+    before = snapshot(tmp_path)
+    res = CliRunner().invoke(
+        cli, ["fit-clicks", str(log), "--models", "pbm", option, str(log), "--force"]
+    )
+    msg = one_line_error(res)
+    assert "is the input" in msg and option.lstrip("-")[:1] in msg
+    assert snapshot(tmp_path) == before
+
+
+def test_a_hard_link_to_the_input_is_the_input(tmp_path, inputs):
+    log = _copy_log(inputs, tmp_path)
+    link = tmp_path / "link.json"
+    os.link(log, link)
+    with pytest.raises(InputError, match="is the input"):
+        check_output(link, force=True, inputs=[log])
+
+
+def test_an_output_inside_an_input_folder_is_refused(tmp_path):
+    folder = tmp_path / "logdir"
+    folder.mkdir()
+    with pytest.raises(InputError, match="lies inside the input"):
+        check_output(folder / "theta.json", inputs=[folder])
+
+
+def test_the_plot_of_interleave_is_not_its_out(tmp_path, inputs):
+    out = tmp_path / "res.json"
+    res = CliRunner().invoke(
+        cli,
+        ["interleave", "--a", inputs["data"], "--b", inputs["data"], "--data", inputs["data"],
+         "--power", "-o", str(out), "--plot", str(out)],
+    )  # fmt: skip
+    assert "is the input" in one_line_error(res)
+    assert not out.exists()
+
+
+# -- 2. ledgers that are not small regular files ---------------------------------------------
+
+
+def _ledger_kinds(folder: Path, kind: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(folder / LEDGER)
+    elif kind == "folder":
+        (folder / LEDGER).mkdir()
+    elif kind == "symlink":
+        (folder / "elsewhere.json").write_text("{}")
+        (folder / LEDGER).symlink_to(folder / "elsewhere.json")
+    else:  # too large
+        with open(folder / LEDGER, "wb") as fh:
+            fh.truncate(LEDGER_LIMIT + 1)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "symlink", "large"])
+@pytest.mark.parametrize("force", [False, True])
+def test_a_ledger_that_is_not_a_small_file_is_refused_before_the_work(tmp_path, kind, force):
+    out = tmp_path / "out"
+    out.mkdir()
+    _ledger_kinds(out, kind)
+    before = snapshot(tmp_path)
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(
+        cli,
+        ["simulate", "--synthetic", "30", "--sessions", "200", "-o", str(out / "log.parquet")]
+        + (["--force"] if force else []),
+    )
+    msg = one_line_error(res)
+    assert LEDGER in msg and "neither reads nor replaces it" in msg
+    assert time.perf_counter() - t0 < 10  # refused before the work, never blocked on a FIFO
+    assert snapshot(tmp_path) == before and no_temp_files(tmp_path)
+    assert (out / LEDGER).is_symlink() or not (out / LEDGER).is_file() or kind == "large"
+
+
+def test_a_fifo_ledger_never_blocks_a_library_write(tmp_path):
+    os.mkfifo(tmp_path / LEDGER)
+    with pytest.raises(InputError, match="FIFO"):
+        check_output(tmp_path / "x.json")
+    with pytest.raises(InputError, match="FIFO"):
+        atomic_write_text(tmp_path / "x.json", "{}")
+    assert not (tmp_path / LEDGER).is_file() and not (tmp_path / "x.json").exists()
+
+
+def test_the_ledger_is_compact_and_a_write_with_many_entries_is_fast(tmp_path):
+    files = {f"f{i}": {"size": 0, "mtime_ns": 0} for i in range(20_000)}
+    (tmp_path / LEDGER).write_text(
+        json.dumps({"format": "clickrank.files", "version": 1, "files": files})
+    )
+    t0 = time.perf_counter()
+    atomic_write_text(tmp_path / "x.json", "{}")
+    assert time.perf_counter() - t0 < 2.0
+    entries = json.loads((tmp_path / LEDGER).read_text())["files"]
+    assert set(entries) == {"x.json"}  # entries of files that are gone are dropped
+
+
+# -- 7. every output check before the work ---------------------------------------------------
+
+
+def test_simulate_into_a_missing_folder_is_refused_before_the_work(tmp_path):
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(
+        cli, ["simulate", "--synthetic", "30", "-o", str(tmp_path / "nosuch/dir/x.parquet")]
+    )
+    assert "does not exist" in one_line_error(res)
+    assert time.perf_counter() - t0 < 5
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fit_clicks_refuses_a_foreign_out_before_the_fit(tmp_path, inputs, monkeypatch):
+    import clickrank.clickmodels.fitting as fitting
+
+    def boom(*a, **k):
+        raise AssertionError("the fit ran before the output check")
+
+    monkeypatch.setattr(fitting, "compare_click_models", boom)
+    out = tmp_path / "mine.json"
+    out.write_text("my notes")
+    res = CliRunner().invoke(
+        cli, ["fit-clicks", inputs["log"], "--models", "pbm", "-o", str(out), "--force"]
+    )
+    assert "did not write" in one_line_error(res)
+    assert out.read_text() == "my notes"
+
+
+# -- 8. train into a user's folder ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_train_never_writes_beside_a_users_files(tmp_path, inputs, force):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    res = CliRunner().invoke(
+        cli,
+        ["train", "--data", inputs["data"], "--target", "oracle", "--no-select", "--trees", "2",
+         "--out", str(folder)] + (["--force"] if force else []),
+    )  # fmt: skip
+    msg = one_line_error(res)
+    assert "notes.txt" in msg and "did not write" in msg
+    assert snapshot(tmp_path) == before and sorted(p.name for p in folder.iterdir()) == [
+        "notes.txt"
+    ]
+
+
+def test_train_into_an_empty_folder_works(tmp_path, inputs):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    res = CliRunner().invoke(
+        cli,
+        ["train", "--data", inputs["data"], "--target", "oracle", "--no-select", "--trees", "2",
+         "--out", str(folder)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (folder / "model.txt").is_file()
