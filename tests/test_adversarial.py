@@ -195,3 +195,53 @@ def test_train_into_an_empty_folder_works(tmp_path, inputs):
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert (folder / "model.txt").is_file()
+
+
+# -- 6. concurrent writers -------------------------------------------------------------------
+
+
+def test_a_second_writer_of_the_same_output_is_refused(tmp_path):
+    from _safety import run_cli
+
+    from clickrank._io import locking
+
+    out = tmp_path / "log.parquet"
+    with locking():
+        check_output(out)  # this process now writes `out`
+        proc = run_cli(["simulate", "--synthetic", "20", "--sessions", "100", "-o", str(out)])
+        assert proc.returncode == 1, proc.stderr
+        assert f"another clickrank process (PID {os.getpid()})" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+    proc = run_cli(["simulate", "--synthetic", "20", "--sessions", "100", "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr  # released at the end of the block
+    assert out.is_file()
+
+
+def test_the_lock_of_a_killed_writer_is_released(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "x.json"
+    code = (
+        "import os, signal\n"
+        "from clickrank._io import check_output, locking\n"
+        "with locking():\n"
+        f"    check_output({str(out)!r})\n"
+        "    print('locked', flush=True)\n"
+        "    signal.pause()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "locked"
+        from clickrank._io import locking
+
+        with locking(), pytest.raises(InputError, match=f"PID {child.pid}"):
+            check_output(out)
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        with locking():
+            check_output(out)  # the kernel released the dead writer's lock
+    finally:
+        child.kill()
+        child.wait()

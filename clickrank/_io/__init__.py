@@ -39,6 +39,7 @@ from ._ledger import (
     record,
     remove_owned,
 )
+from ._lock import lock_output, locking, release_locks
 from ._read import read_json, read_text
 from ._temp import clean_stale, discard, is_temp_name, temp_path
 from ._write import (
@@ -73,4 +74,7 @@ __all__ = [
     "check_folder_output",
     "check_writable",
     "output_errors",
+    "lock_output",
+    "locking",
+    "release_locks",
 ]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .._validation import InputError
 from ._ledger import LEDGER, check_ledger, first_foreign, foreign_message
+from ._lock import lock_output
 from ._temp import discard, is_temp_name, temp_path
 
 __all__ = ["check_output", "check_writable", "check_folder_output"]
@@ -122,8 +123,10 @@ def check_output(
     InputError
         The output is an input, exists (without ``force``) or is not
         clickrank's (whatever ``force``), or its location is not a writable folder with room (see
-        :func:`check_writable`). One line naming the path; ``--force`` is
-        suggested only where it would work.
+        :func:`check_writable`), or another clickrank process is writing it
+        (inside :func:`locking`, which the CLI commands run in: the output is
+        then locked until the command ends). One line naming the path;
+        ``--force`` is suggested only where it would work.
     mkdir : bool
         Whether the writer creates a missing folder; if False, a missing folder
         of ``path`` is refused here, before the work.
@@ -139,6 +142,7 @@ def check_output(
     if not mkdir and not parent.is_dir():
         raise InputError(f"{label}: the folder {path.parent} does not exist")
     check_ledger(path.parent, what=label)
+    lock_output(path, what=what)
     if path.is_dir() and not path.is_symlink():
         check_ledger(path, what=label)
     if path.exists() or path.is_symlink():

@@ -109,8 +109,11 @@ class _Group(click.Group):
     """Group that turns a bad input or an OS error into one line and exit code 1."""
 
     def invoke(self, ctx: click.Context):  # noqa: D401 - click API
+        from .._io import locking
+
         try:
-            return super().invoke(ctx)
+            with locking():  # the outputs a command checks are locked until it ends
+                return super().invoke(ctx)
         except Exception as err:
             msg = one_line(err)
             if msg is None or (ctx.obj and ctx.obj.get("debug")):
