@@ -245,3 +245,52 @@ def test_the_lock_of_a_killed_writer_is_released(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+# -- 8. silent acceptance ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[true, false, true]", "position 1 is true; expected a number"),
+        ('{"theta": [1, 1, false]}', "position 3 is false; expected a number"),
+        ("[1.0, 2.5, 0.3]", "position 2 is 2.5 > theta_1 = 1"),
+        ('{"theta": [1.0, 0.5, 7]}', "position 3 is 7.0 > theta_1 = 1"),
+    ],
+)
+def test_train_refuses_boolean_or_above_one_propensities(tmp_path, inputs, text, expected):
+    theta = tmp_path / "theta.json"
+    theta.write_text(text)
+    res = CliRunner().invoke(
+        cli,
+        ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "ips",
+         "--propensities", str(theta), "--no-select", "--trees", "2",
+         "--out", str(tmp_path / "m")],
+    )  # fmt: skip
+    msg = one_line_error(res)
+    assert expected in msg and "theta.json" in msg
+    assert not (tmp_path / "m" / "model.txt").exists()
+
+
+@pytest.mark.parametrize("kind", ["one row", "no clicks"])
+def test_train_on_a_thin_log_warns_with_the_cause(tmp_path, inputs, kind):
+    import polars as pl
+
+    log = pl.read_parquet(inputs["log"])
+    if kind == "one row":
+        log = log.filter(pl.col("click")).head(1)
+    else:
+        log = log.with_columns(click=pl.lit(False))
+    path = tmp_path / "thin.parquet"
+    log.write_parquet(path)
+    res = CliRunner().invoke(
+        cli,
+        ["train", "--data", inputs["data"], "--log", str(path), "--target", "naive",
+         "--no-select", "--trees", "2", "--out", str(tmp_path / "m")],
+    )  # fmt: skip
+    warned = [ln for ln in res.output.splitlines() if ln.startswith("warning: ")]
+    cause = "only 1 session(s) (1 rows" if kind == "one row" else "has no clicks"
+    assert res.exit_code in (0, 1), res.output
+    assert any(cause in ln and "thin.parquet" in ln for ln in warned), res.output
+    assert "Traceback" not in res.output

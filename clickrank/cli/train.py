@@ -203,7 +203,7 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     from pathlib import Path
 
     from .. import targets as T
-    from ..clicklog import read_log
+    from ..clicklog import read_log, warn_thin_log
     from ..datasets import load_letor
     from ..specs import make_learner
 
@@ -214,6 +214,7 @@ def train(data_path, log_path, target, theta_path, out_dir, valid_path, select, 
     _check_model_folder(
         Path(out_dir), force, [data_path, local_path(log_path), theta_path, valid_path]
     )
+    warn_thin_log(local_path(log_path))  # no clicks or a handful of sessions: say so
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     if log_path is None:
