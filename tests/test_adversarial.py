@@ -294,3 +294,130 @@ def test_train_on_a_thin_log_warns_with_the_cause(tmp_path, inputs, kind):
     assert res.exit_code in (0, 1), res.output
     assert any(cause in ln and "thin.parquet" in ln for ln in warned), res.output
     assert "Traceback" not in res.output
+
+
+# -- 3. sizes refused before the work, with the estimate --------------------------------------
+
+
+def _sizes(inputs) -> list[tuple[str, list[str]]]:
+    d, log = inputs["data"], inputs["log"]
+    return [
+        ("--synthetic x --docs-per-query", ["simulate", "--synthetic", "1000000000"]),
+        ("--synthetic x --docs-per-query", ["simulate", "--synthetic", "30",
+                                            "--docs-per-query", "10000000"]),
+        ("--bootstrap", ["propensity", log, "--bootstrap", "1000000000"]),
+        ("--bootstrap", ["evaluate", "--scores", d, "--data", d, "--bootstrap", "1000000000"]),
+        ("--impressions", ["interleave", "--a", d, "--b", d, "--data", d,
+                           "--impressions", "1000000000000"]),
+        ("--top-k", ["interleave", "--a", d, "--b", d, "--data", d, "--top-k", "100000000"]),
+        ("--trees", ["train", "--data", d, "--target", "oracle", "--trees", "1000000000",
+                     "--no-select"]),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_a_size_beyond_the_memory_is_refused_before_the_work(tmp_path, inputs, case):
+    option, args = _sizes(inputs)[case]
+    out = tmp_path / ("m" if args[0] == "train" else "out.json")
+    args = [*args, "-o", str(out)] if args[0] != "simulate" else [*args, "-o", str(out) + ".pq"]
+    before = snapshot(Path(inputs["root"]))
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(cli, args)
+    msg = one_line_error(res)
+    assert msg.startswith(f"Error: {option} ") and "of memory" in msg and "available" in msg
+    assert time.perf_counter() - t0 < 10
+    assert list(tmp_path.iterdir()) == [] and snapshot(Path(inputs["root"])) == before
+
+
+def test_check_budget_notes_long_work_and_refuses_big_work():
+    from clickrank._budget import check_budget
+
+    assert check_budget("--x", 5, memory=10, seconds=1, available=100) is None
+    note = check_budget("--sessions", 10**12, memory=10, seconds=10**6, available=100)
+    assert note.startswith("estimate: --sessions 1,000,000,000,000: at least 11.6 days")
+    with pytest.raises(InputError, match=r"^--x 5: needs about 1.0 KiB of memory, but 100 bytes"):
+        check_budget("--x", 5, memory=1024, available=100)
+
+
+def test_simulate_prints_the_time_estimate_of_a_long_run(tmp_path, monkeypatch):
+    import clickrank.cli.simulate as sim
+
+    monkeypatch.setattr(sim, "ROW_SECONDS", 1.0)  # every row a second: 2,000 s
+    res = CliRunner().invoke(
+        cli, ["simulate", "--synthetic", "20", "--sessions", "200", "-o", str(tmp_path / "l.pq")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "estimate: --sessions 200: at least 33.3 minutes" in res.output
+
+
+# -- 5. SIGTERM honoured within seconds, even in native code ----------------------------------
+
+
+def _term_when(tmp_path: Path, args: list[str], ready: str) -> tuple[int, float, str]:
+    """Start ``clickrank ARGS``, wait for ``ready`` on stderr (and 1 s), SIGTERM, time the exit."""
+    import signal
+    import subprocess
+
+    from _safety import CLI
+
+    proc = subprocess.Popen(
+        [*CLI, *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp_path
+    )
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if ready in line:
+                break
+        time.sleep(1.0)
+        assert proc.poll() is None, "".join(seen)
+        t0 = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=10)
+        return code, time.perf_counter() - t0, "".join(seen) + proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sigterm_stops_an_endless_simulation_within_3_s(tmp_path):
+    args = ["simulate", "--synthetic", "30", "--sessions", "1000000000000", "--skip-space-check",
+            "-o", "log.parquet"]  # fmt: skip
+    code, took, err = _term_when(tmp_path, args, "production ranker")
+    assert code == 143 and took < 3, (code, took, err)
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no log, no temporary file, no ledger entry left
+
+
+def test_sigterm_stops_a_long_training_within_3_s(tmp_path, inputs):
+    args = ["train", "--data", inputs["data"], "--target", "oracle", "--trees", "1000000",
+            "--no-select", "--out", "m"]  # fmt: skip
+    code, took, err = _term_when(tmp_path, args, "estimate: --trees")
+    assert code == 143 and took < 3, (code, took, err)
+    assert "Traceback" not in err
+    assert not (tmp_path / "m" / "model.txt").exists() and no_temp_files(tmp_path)
+
+
+# -- 4. readers check their bounds, naming the line --------------------------------------------
+
+
+def test_a_yandex_record_with_100000_documents_is_one_line(tmp_path):
+    f = tmp_path / "sample.txt"
+    docs = ",".join(str(i) for i in range(100_000))
+    f.write_text(f"q1\t1,2,3 : 1 ;\nq2\t{docs} : 5 ;\n")
+    res = CliRunner().invoke(cli, ["fit-clicks", str(f), "--format", "yandex", "--models", "pbm"])
+    msg = one_line_error(res)
+    assert "sample.txt:2" in msg and "more than 65,535 documents" in msg
+
+
+def test_a_trec_impression_with_70000_documents_names_its_line(tmp_path):
+    from clickrank import DataFormatError
+    from clickrank.publiclogs import load_trec_session
+
+    n = 70_000
+    lst = "[" + ",".join("0" for _ in range(n)) + "]"
+    docs = "[" + ",".join(str(i) for i in range(n)) + "]"
+    f = tmp_path / "trec.txt"
+    f.write_text(f"1\t2\t[1,2]\t[0,0]\t[0,1]\n1\t3\t{docs}\t{lst}\t{lst}\n")
+    with pytest.raises(DataFormatError, match=r"trec.txt:2, column 'doc': an impression lists"):
+        load_trec_session(f)

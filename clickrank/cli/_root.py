@@ -115,6 +115,10 @@ class _Group(click.Group):
             with locking():  # the outputs a command checks are locked until it ends
                 return super().invoke(ctx)
         except Exception as err:
+            from .._signals import TERMINATED, requested
+
+            if requested():  # an error raised by a check() inside a library: exit 143
+                raise SystemExit(TERMINATED) from None
             msg = one_line(err)
             if msg is None or (ctx.obj and ctx.obj.get("debug")):
                 raise

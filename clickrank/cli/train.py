@@ -331,6 +331,29 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         raise click.UsageError(f"--folds must be >= 2, got {folds}")
     if seed < 0:
         raise click.UsageError(f"--seed must be >= 0, got {seed}")
+    _check_trees(trees, folds if select else 0)
+
+
+#: Rough size of one tree node held by LightGBM and in the saved model text, the most
+#: nodes of a tree (2 x 31 leaves), and the least time per tree (small data, 2 cores).
+_NODE_BYTES = 128
+_TREE_NODES = 61
+_TREE_SECONDS = 1e-3
+
+
+def _check_trees(trees: int, folds: int) -> None:
+    """--trees: memory of the model and time of the boosting, before the work (one line)."""
+    from .._budget import check_budget
+
+    fits = 1 + folds  # the selection fits every fold, then refits
+    note = check_budget(
+        "--trees",
+        trees,
+        memory=trees * _TREE_NODES * _NODE_BYTES,
+        seconds=trees * fits * _TREE_SECONDS,
+    )
+    if note:
+        click.echo(note, err=True)
 
 
 def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
