@@ -431,3 +431,27 @@ def test_a_trec_impression_with_70000_documents_names_its_line(tmp_path):
     f.write_text(f"1\t2\t[1,2]\t[0,0]\t[0,1]\n1\t3\t{docs}\t{lst}\t{lst}\n")
     with pytest.raises(DataFormatError, match=r"trec.txt:2, column 'doc': an impression lists"):
         load_trec_session(f)
+
+
+# -- 9. the LETOR reader streams blocks: same data whatever the block size ---------------------
+
+
+@pytest.mark.parametrize("block", [7, 100, 4096])
+def test_load_letor_is_the_same_for_any_block_size(tmp_path, monkeypatch, block):
+    import numpy as np
+
+    import clickrank.datasets as ds
+
+    data = cr.synthetic(12, 7, seed=4)
+    f = cr.save_letor(data, tmp_path / "d.txt")
+    whole = ds.load_letor(f)
+    monkeypatch.setattr(ds, "LETOR_BLOCK_BYTES", block)  # lines longer than a block included
+    parts = ds.load_letor(f)
+    for a, b in ((whole.X, parts.X), (whole.y, parts.y), (whole.qptr, parts.qptr)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(whole.qid, parts.qid)
+    text = f.read_text().splitlines()
+    text[50] = "zz " + text[50]  # line 51: a label that is not a number
+    (tmp_path / "bad.txt").write_text("\n".join(text) + "\n")
+    with pytest.raises(cr.DataFormatError, match=r"bad.txt:51: label 'zz'"):
+        ds.load_letor(tmp_path / "bad.txt")
