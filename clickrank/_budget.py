@@ -97,7 +97,7 @@ def check_budget(
     avail = available_memory() if available is None else available
     shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
     if avail is not None and memory > avail:
-        when = f" and at least {format_seconds(seconds)}" if seconds else ""
+        when = f" and at least {format_seconds(seconds)}" if seconds and seconds >= 1 else ""
         raise InputError(
             f"{option} {shown}: needs about {format_bytes(memory)} of memory{when}, but "
             f"{format_bytes(avail)} are available; choose a smaller {option.split(' ')[0]}"

@@ -455,3 +455,11 @@ def test_load_letor_is_the_same_for_any_block_size(tmp_path, monkeypatch, block)
     (tmp_path / "bad.txt").write_text("\n".join(text) + "\n")
     with pytest.raises(cr.DataFormatError, match=r"bad.txt:51: label 'zz'"):
         ds.load_letor(tmp_path / "bad.txt")
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1"])
+def test_fit_clicks_refuses_a_shrinkage_that_is_not_a_finite_non_negative_number(inputs, value):
+    res = CliRunner().invoke(
+        cli, ["fit-clicks", inputs["log"], "--models", "pbm", "--shrinkage", value]
+    )
+    assert "--shrinkage must be a finite number >= 0" in one_line_error(res)

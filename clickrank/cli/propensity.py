@@ -67,8 +67,9 @@ def _check_bootstrap(method: str, n_boot: int | None, K: int | None) -> None:
         raise InputError(f"--bootstrap must be >= 0, got {n_boot}")
     n = n_boot if n_boot is not None else (100 if method == "em" else 0)
     positions = K if K is not None and K > 0 else _MIN_POSITIONS
+    option, value = ("--bootstrap", n) if K is None else ("--bootstrap x --top-k", n * positions)
     note = check_budget(
-        "--bootstrap", n, memory=n * positions * _REPLICATE_BYTES, seconds=n * _REPLICATE_SECONDS
+        option, value, memory=n * positions * _REPLICATE_BYTES, seconds=n * _REPLICATE_SECONDS
     )
     if note:
         click.echo(note, err=True)
