@@ -324,8 +324,11 @@ def load_letor(
     LightGBM-style group file (one row count per line): ``query_file``, or
     ``<path>.query`` when it exists.
 
-    Parsing is vectorized with polars, so large files (MSLR-WEB30K) load at
-    memory speed; every error names the file and line.
+    Parsing is vectorized with polars, block by block (whole lines, about
+    :data:`LETOR_BLOCK_BYTES` at a time), so large files (MSLR-WEB30K) load at
+    memory speed with a peak memory of about 1.5 times the file (the dense
+    matrix and one block's work), not a multiple of it; every error names
+    the file and line.
 
     Parameters
     ----------
@@ -345,8 +348,8 @@ def load_letor(
         For a missing ``qid:`` (without a group file), a non-numeric label or
         value, a feature index below 1 or repeated on a line, an implausibly
         large feature index (the dense matrix would exceed 256 MiB and 64 cells
-        per value in the file), a token without ``:``, or a query whose rows
-        are not contiguous. The message names the file and line.
+        per value in the file; judged on the whole file), a token without
+        ``:``, or a query whose rows are not contiguous. The message names the file and line.
     """
     path = Path(path)
     if not path.is_file():
