@@ -463,3 +463,16 @@ def test_fit_clicks_refuses_a_shrinkage_that_is_not_a_finite_non_negative_number
         cli, ["fit-clicks", inputs["log"], "--models", "pbm", "--shrinkage", value]
     )
     assert "--shrinkage must be a finite number >= 0" in one_line_error(res)
+
+
+def test_a_second_run_into_the_same_results_folder_is_refused(tmp_path):
+    from _safety import run_cli
+
+    from clickrank._io import locking
+
+    out = tmp_path / "results"
+    with locking():
+        check_output(out)  # this process now writes `out`
+        proc = run_cli(["run", "--out", str(out)])
+    assert proc.returncode == 1, proc.stderr
+    assert "another clickrank process" in proc.stderr and not out.exists()
