@@ -76,10 +76,12 @@ def _handler(signum: int, frame: object) -> None:
 
 def _finish() -> None:
     """End the process now: remove this process's temporary files, exit 143."""
+    from ._io._lock import release_locks
     from ._io._temp import _discard_live
 
     try:
         _discard_live()
+        release_locks()  # the kernel would release them; this also removes the lock files
     finally:
         os._exit(TERMINATED)
 
