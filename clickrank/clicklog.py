@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,12 +51,20 @@ import polars as pl
 
 from ._io import atomic_write, check_output, json_default
 from ._result import Result
-from ._validation import InputError, LogSchemaError, check_alpha
+from ._validation import (
+    ClickRankError,
+    ClickRankWarning,
+    InputError,
+    LogSchemaError,
+    check_alpha,
+)
 
 __all__ = [
     "LOG_SCHEMA",
     "REQUIRED_COLUMNS",
     "validate_log",
+    "warn_thin_log",
+    "MIN_TRAIN_SESSIONS",
     "read_log",
     "read_log_metadata",
     "write_log",
@@ -697,6 +706,43 @@ def ctr_by_position_and_label(log: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     """
     lf = log.lazy()
     return click_counts(lf.filter(pl.col("label").is_not_null()), ["position", "label"])
+
+
+#: A log with fewer sessions than this is too little click evidence to train on (a warning).
+MIN_TRAIN_SESSIONS = 10
+
+
+def warn_thin_log(path: str | os.PathLike | None) -> None:
+    """Warn (one :class:`ClickRankWarning` line naming the cause) about a log too thin to
+    train on: no clicks at all, or fewer than :data:`MIN_TRAIN_SESSIONS` sessions.
+
+    One streaming pass over three columns; a log that cannot be read is left to
+    :func:`read_log`, which reports it.
+    """
+    if path is None:
+        return
+    try:
+        lf = read_log(path, validate=False)
+        row = lf.select(
+            sessions=pl.col("session").n_unique(),
+            rows=pl.len(),
+            clicks=pl.col("click").cast(pl.Int64).sum(),
+        ).collect()
+    except (ClickRankError, pl.exceptions.PolarsError, OSError):
+        return
+    sessions, rows, clicks = (int(row[c][0] or 0) for c in ("sessions", "rows", "clicks"))
+    if clicks == 0:
+        cause = f"has no clicks ({rows:,} rows)"
+    elif sessions < MIN_TRAIN_SESSIONS:
+        cause = f"has only {sessions:,} session(s) ({rows:,} rows, {clicks:,} clicks)"
+    else:
+        return
+    warnings.warn(
+        f"{path}: the log {cause}: too little click evidence, the model learns next to "
+        "nothing from it",
+        ClickRankWarning,
+        stacklevel=2,
+    )
 
 
 def log_totals(log: pl.DataFrame | pl.LazyFrame) -> dict[str, Any]:

@@ -324,8 +324,11 @@ def load_letor(
     LightGBM-style group file (one row count per line): ``query_file``, or
     ``<path>.query`` when it exists.
 
-    Parsing is vectorized with polars, so large files (MSLR-WEB30K) load at
-    memory speed; every error names the file and line.
+    Parsing is vectorized with polars, block by block (whole lines, about
+    :data:`LETOR_BLOCK_BYTES` at a time), so large files (MSLR-WEB30K) load at
+    memory speed with a peak memory of about 1.5 times the file (the dense
+    matrix and one block's work), not a multiple of it; every error names
+    the file and line.
 
     Parameters
     ----------
@@ -345,30 +348,97 @@ def load_letor(
         For a missing ``qid:`` (without a group file), a non-numeric label or
         value, a feature index below 1 or repeated on a line, an implausibly
         large feature index (the dense matrix would exceed 256 MiB and 64 cells
-        per value in the file), a token without ``:``, or a query whose rows
-        are not contiguous. The message names the file and line.
+        per value in the file; judged on the whole file), a token without
+        ``:``, or a query whose rows are not contiguous. The message names the file and line.
     """
     path = Path(path)
     if not path.is_file():
         raise DataFormatError("no such file", path=path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        reason = f"not UTF-8 text ({err.reason} at byte {err.start})"
-        raise DataFormatError(reason, path=path) from None
+    blocks = [
+        _parse_letor_block(text, first, path, n_features) for text, first in _letor_blocks(path)
+    ]
+    blocks = [b for b in blocks if b["n_rows"]]
+    if not blocks:
+        raise DataFormatError("no data lines", path=path)
+    lineno = np.concatenate([b["lineno"] for b in blocks])
+    has_qid = np.concatenate([b["has_qid"] for b in blocks])
+    group_path = Path(query_file) if query_file is not None else Path(str(path) + ".query")
+    if not has_qid.all() and (has_qid.any() or not group_path.is_file()):
+        b = next(b for b in blocks if b["no_qid"] is not None)
+        line, second = b["no_qid"]
+        raise DataFormatError(
+            f"missing 'qid:<id>' after the label (got {second!r})", path=path, line=line
+        )
+    n_rows = len(lineno)
+    X = _letor_matrix(blocks, n_rows, n_features, path)
+    label = np.concatenate([b["label"] for b in blocks])
+    if has_qid.all():
+        qid_str = pl.concat([b["qid"] for b in blocks])
+        qptr, qid = _contiguous_groups(qid_str, pl.Series(lineno), path)
+    else:
+        qptr = _read_group_file(group_path, n_rows)
+        qid = np.arange(len(qptr) - 1, dtype=np.int64)
+    docid = pl.concat([b["docid"] for b in blocks])
+    doc = _ids(docid) if docid.null_count() == 0 else None
+    data = RankingData(X, label, qptr, qid, doc, name=name or path.name)
+    if doc is not None:
+        _check_unique_docs(data, path, lineno)
+    return data
 
+
+#: Bytes of a LETOR file parsed at once: the reader's peak memory is a small multiple of
+#: this plus the dense matrix, not a multiple of the file size.
+LETOR_BLOCK_BYTES = 4 << 20
+
+
+def _letor_blocks(path: Path, size: int | None = None):
+    """``(text, first line number)`` of consecutive blocks of whole lines of ``path``."""
+    size = size or LETOR_BLOCK_BYTES
+    first, offset, rest = 1, 0, b""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(size)
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1 if chunk else len(data)
+            if cut == 0 and chunk:
+                rest = data  # a line longer than the block: read on
+                continue
+            block, rest = data[:cut], data[cut:]
+            if block:
+                try:
+                    text = block.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    reason = f"not UTF-8 text ({err.reason} at byte {offset + err.start})"
+                    raise DataFormatError(reason, path=path) from None
+                yield text, first
+                first += len(text.splitlines())
+                offset += len(block)
+            if not chunk:
+                return
+
+
+def _parse_letor_block(text: str, first: int, path: Path, n_features: int | None) -> dict:
+    """Parse and check one block of lines (numbered from ``first``) of a LETOR file.
+
+    Returns the block's labels, qid strings, docids, line numbers, which rows
+    have ``qid:``, and its features: a dense float32 matrix as wide as its
+    largest index, or (for an implausibly wide block) the sparse triplets,
+    which :func:`_letor_matrix` checks against the whole file.
+    """
     lines = pl.Series("line", text.splitlines(), dtype=pl.String)
     frame = (
         pl.DataFrame({"line": lines})
-        .with_row_index("lineno", offset=1)
+        .with_row_index("lineno", offset=first)
         .with_columns(
             body=pl.col("line").str.replace(r"#.*$", "").str.strip_chars(),
             docid=pl.col("line").str.extract(_DOCID, 1),
         )
         .filter(pl.col("body") != "")
+        .drop("line")
     )
+    del lines
     if frame.height == 0:
-        raise DataFormatError("no data lines", path=path)
+        return {"n_rows": 0}
     split = pl.col("body").str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
     tokens = frame.select("lineno", tok=split).with_columns(
         label_s=pl.col("tok").list.get(0),
@@ -382,32 +452,24 @@ def load_letor(
         "label {value!r} is not a finite number",
         tokens["label_s"],
     )
-
     has_qid = tokens["second"].str.starts_with("qid:").fill_null(False)
-    group_path = Path(query_file) if query_file is not None else Path(str(path) + ".query")
-    if has_qid.all():
-        qid_str = tokens["second"].str.slice(4)
-        _raise_first(qid_str == "", tokens["lineno"], path, "empty qid", qid_str)
-        feat_lists = tokens["tok"].list.slice(2)
-    elif not has_qid.any() and group_path.is_file():
-        qid_str = None
-        feat_lists = tokens["tok"].list.slice(1)
-    else:
-        _raise_first(
-            ~has_qid,
-            tokens["lineno"],
-            path,
-            "missing 'qid:<id>' after the label (got {value!r})",
-            tokens["second"].fill_null("<end of line>"),
-        )
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    # Features: explode to one row per token, then scatter into a dense matrix.
+    qid_str = tokens["second"].str.slice(4)
+    _raise_first(has_qid & (qid_str == ""), tokens["lineno"], path, "empty qid", qid_str)
+    no_qid = None
+    if not has_qid.all():
+        i = int((~has_qid).arg_true()[0])
+        no_qid = (int(tokens["lineno"][i]), tokens["second"].fill_null("<end of line>")[i])
+    feat_lists = (
+        pl.DataFrame({"tok": tokens["tok"], "q": has_qid})
+        .select(pl.when(pl.col("q")).then(pl.col("tok").list.slice(2)).otherwise(
+            pl.col("tok").list.slice(1)))
+        .to_series()
+    )  # fmt: skip
     n_rows = tokens.height
     feats = (
         pl.DataFrame(
             {
-                "row": np.arange(n_rows, dtype=np.int64),
+                "row": np.arange(n_rows, dtype=np.int32),
                 "tok": feat_lists,
                 "lineno": tokens["lineno"],
             }
@@ -415,6 +477,7 @@ def load_letor(
         .explode("tok")
         .drop_nulls("tok")
     )
+    del feat_lists
     parts = feats["tok"].str.split_exact(":", 1).struct.unnest()
     index = parts["field_0"].cast(pl.Int64, strict=False)
     value = parts["field_1"].cast(pl.Float64, strict=False)
@@ -455,12 +518,7 @@ def load_letor(
         "feature index in {value!r} appears twice on this line",
         feats["tok"],
     )
-    idx = index.to_numpy()
-    max_idx = int(idx.max()) if idx.size else 0
-    if n_features is None:
-        _check_dense_size(n_rows, max_idx, feats.height, index, feats, path)
-        n_features = max_idx
-    elif max_idx > n_features:
+    if n_features is not None:
         _raise_first(
             index > n_features,
             feats["lineno"],
@@ -468,55 +526,73 @@ def load_letor(
             f"feature index in {{value!r}} exceeds n_features={n_features}",
             feats["tok"],
         )
-    elif n_rows * n_features > max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * feats.height):
+    idx = index.to_numpy()
+    max_idx = int(idx.max()) if idx.size else 0
+    widest = None
+    if max_idx:
+        i = int((index == max_idx).arg_true()[0])
+        widest = (int(feats["lineno"][i]), feats["tok"][i])
+    out = {
+        "n_rows": n_rows,
+        "n_values": feats.height,
+        "max_idx": max_idx,
+        "widest": widest,
+        "label": label.to_numpy(),
+        "qid": qid_str.fill_null(""),
+        "has_qid": has_qid.to_numpy(),
+        "no_qid": no_qid,
+        "docid": frame["docid"],
+        "lineno": tokens["lineno"].to_numpy().astype(np.int64),
+    }
+    rows = feats["row"].to_numpy()
+    if n_rows * max_idx <= MAX_DENSE_CELLS:
+        X = np.zeros((n_rows, max_idx), dtype=np.float32)
+        X[rows, idx - 1] = value.to_numpy()
+        out["X"] = X
+    else:  # implausibly wide for one block: the whole file decides (_letor_matrix)
+        out["sparse"] = (rows, (idx - 1).astype(np.int64), value.to_numpy().astype(np.float32))
+    return out
+
+
+def _letor_matrix(blocks: list[dict], n_rows: int, n_features: int | None, path: Path):
+    """The dense float32 matrix of the blocks, after the whole file's plausibility check."""
+    max_idx = max(b["max_idx"] for b in blocks)
+    n_values = sum(b["n_values"] for b in blocks)
+    if n_features is None:
+        cells = n_rows * max_idx
+        if cells > max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * n_values):
+            line, tok = next(b["widest"] for b in blocks if b["max_idx"] == max_idx)
+            raise DataFormatError(
+                f"feature index in {tok!r} is implausible: {n_rows:,} rows x {max_idx:,} "
+                f"features would take {cells * 4 / 2**30:,.1f} GiB for {n_values:,} values in "
+                "the file (LETOR features are numbered 1..number of features)",
+                path=path,
+                line=line,
+            )
+        n_features = max_idx
+    elif n_rows * n_features > max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * n_values):
         raise InputError(
             f"n_features={n_features:,} is implausible for {path}: "
             f"{n_rows:,} rows would take {n_rows * n_features * 4 / 2**30:,.1f} GiB"
         )
     X = np.zeros((n_rows, max(int(n_features), 0)), dtype=np.float32)
-    X[feats["row"].to_numpy(), idx - 1] = value.to_numpy()
-
-    if qid_str is not None:
-        qptr, qid = _contiguous_groups(qid_str, tokens["lineno"], path)
-    else:
-        qptr = _read_group_file(group_path, n_rows)
-        qid = np.arange(len(qptr) - 1, dtype=np.int64)
-    docid = frame["docid"]
-    doc = _ids(docid) if docid.null_count() == 0 else None
-    data = RankingData(X, label.to_numpy(), qptr, qid, doc, name=name or path.name)
-    if doc is not None:
-        _check_unique_docs(data, path, tokens["lineno"].to_numpy())
-    return data
+    start = 0
+    for b in blocks:
+        stop = start + b["n_rows"]
+        if "X" in b:
+            block = b.pop("X")
+            X[start:stop, : block.shape[1]] = block
+        else:
+            rows, cols, vals = b.pop("sparse")
+            X[start + rows, cols] = vals
+        start = stop
+    return X
 
 
 #: A LETOR file is read into a dense matrix; beyond this many cells (256 MiB of float32) the
 #: matrix may hold at most MAX_DENSITY_RATIO cells per value in the file.
 MAX_DENSE_CELLS = 1 << 26
 MAX_DENSITY_RATIO = 64
-
-
-def _check_dense_size(
-    n_rows: int, n_features: int, n_values: int, index: pl.Series, feats: pl.DataFrame, path: Path
-) -> None:
-    """Refuse a feature index that would blow the dense matrix up (e.g. ``1000000000:1``).
-
-    LETOR features are dense (indices 1..number of features on every line),
-    so a matrix far larger than the values in the file means a typo or a
-    sparse file; reading it would allocate ``n_rows * n_features * 4`` bytes.
-    """
-    cells = n_rows * n_features
-    if cells <= max(MAX_DENSE_CELLS, MAX_DENSITY_RATIO * n_values):
-        return
-    size = cells * 4 / 2**30
-    _raise_first(
-        index == n_features,
-        feats["lineno"],
-        path,
-        f"feature index in {{value!r}} is implausible: {n_rows:,} rows x {n_features:,} "
-        f"features would take {size:,.1f} GiB for {n_values:,} values in the file "
-        "(LETOR features are numbered 1..number of features)",
-        feats["tok"],
-    )
 
 
 def _raise_first(

@@ -410,7 +410,9 @@ class LambdaMART:
             ref = ref if _rows is None else ref[_rows]
         params["objective"] = self._objective(qptr, gains, pairs, pw, dw, ref)
         dtrain = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
-        callbacks = []
+        from ._signals import lightgbm_callback
+
+        callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._signals)
         valid_sets = []
         feval = None
         self.evals_result_ = {}

@@ -26,6 +26,9 @@ __all__ = ["load_yandex_sample", "load_trec_session"]
 
 _log = logging.getLogger(__name__)
 
+#: Positions and click counts are UInt16 in the log schema.
+MAX_POSITION = 65_535
+
 
 def _read_text(path: str | os.PathLike) -> tuple[Path, str]:
     path = Path(path)
@@ -122,6 +125,13 @@ def load_yandex_sample(
         )
     )
     _first_bad(records, pl.col("query") == "", "empty query id", path, "query")
+    _first_bad(
+        records.with_columns(_show=pl.col("docs_s").str.slice(0, 40)),
+        pl.col("docs_s").str.count_matches(",") >= MAX_POSITION,
+        f"a session lists more than {MAX_POSITION:,} documents (positions are UInt16)",
+        path,
+        "doc",
+    )
     _first_bad(records, pl.col("clicks_s").str.contains(":"), "more than one ':' in a record", path)
     docs = (
         records.select("session", "line", "query", doc_s=pl.col("docs_s").str.split(","))
@@ -147,7 +157,15 @@ def load_yandex_sample(
         .with_columns(doc=pl.col("c").cast(pl.Int64, strict=False), _show=pl.col("c"))
     )
     _first_bad(clicks, pl.col("doc").is_null(), "clicked id is not an integer", path, "click")
-    per_doc = clicks.group_by("session", "doc").agg(n_clicks=pl.len().cast(pl.UInt16))
+    per_doc = clicks.group_by("session", "doc").agg(n_clicks=pl.len(), line=pl.first("line"))
+    _first_bad(
+        per_doc.with_columns(_show=pl.col("doc").cast(pl.String)),
+        pl.col("n_clicks") > MAX_POSITION,
+        f"a document is clicked more than {MAX_POSITION:,} times in one session",
+        path,
+        "click",
+    )
+    per_doc = per_doc.select("session", "doc", pl.col("n_clicks").cast(pl.UInt16))
     outside = per_doc.join(docs.select("session", "doc"), on=["session", "doc"], how="anti")
     log = (
         docs.join(per_doc, on=["session", "doc"], how="left")
@@ -293,6 +311,13 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
     )
     _first_bad(parsed, pl.col("query").is_null(), "query id is not an integer", path, "query")
     _first_bad(parsed, ~pl.col("ok_brackets"), "a list field is not a [..] list", path)
+    _first_bad(
+        parsed.with_columns(_show=pl.col("f").list.get(2).str.slice(0, 40)),
+        pl.col("doc").list.len() > MAX_POSITION,
+        f"an impression lists more than {MAX_POSITION:,} documents (positions are UInt16)",
+        path,
+        "doc",
+    )
     lists = ["doc", "click"] + (["label"] if has_label else [])
     for col in lists:
         _first_bad(

@@ -23,6 +23,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "data",
         (
             "_validation",
+            "_budget",
+            "_signals",
             "_version",
             "_segments",
             "_random",

@@ -610,5 +610,11 @@ def test_read_theta_checks_the_scale_of_propensity_files(tmp_path):
     with pytest.raises(ClickRankError, match="> 1; absolute propensities"):
         read_theta(f)
     f.write_text("[1.0, 1.1, 0.5]")
+    with pytest.raises(ClickRankError, match="position 2 is 1.1 > theta_1 = 1 with no interval"):
+        read_theta(f)
+    f.write_text('{"theta": [1.0, 1.1, 0.5], "lower": [1.0, 0.95, 0.4]}')  # noise: warned
     with pytest.warns(ClickRankWarning, match="position 2: theta = 1.1 > theta_1 = 1"):
+        read_theta(f)
+    f.write_text("[true, false]")
+    with pytest.raises(ClickRankError, match="position 1 is true; expected a number"):
         read_theta(f)

@@ -27,9 +27,11 @@ Input
     problem in its errors.
 """
 
-from ._checks import check_output, check_writable
+from ._checks import check_folder_output, check_output, check_writable
 from ._ledger import (
     LEDGER,
+    LEDGER_LIMIT,
+    check_ledger,
     clear_owned,
     first_foreign,
     is_owned,
@@ -37,6 +39,7 @@ from ._ledger import (
     record,
     remove_owned,
 )
+from ._lock import lock_output, locking, release_locks
 from ._read import read_json, read_text
 from ._temp import clean_stale, discard, is_temp_name, temp_path
 from ._write import (
@@ -49,6 +52,8 @@ from ._write import (
 
 __all__ = [
     "LEDGER",
+    "LEDGER_LIMIT",
+    "check_ledger",
     "atomic_write",
     "atomic_write_text",
     "atomic_write_json",
@@ -66,6 +71,10 @@ __all__ = [
     "clear_owned",
     "remove_owned",
     "check_output",
+    "check_folder_output",
     "check_writable",
     "output_errors",
+    "lock_output",
+    "locking",
+    "release_locks",
 ]

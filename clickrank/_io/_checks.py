@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .._validation import InputError
-from ._ledger import first_foreign, foreign_message
-from ._temp import discard, temp_path
+from ._ledger import LEDGER, check_ledger, first_foreign, foreign_message
+from ._lock import lock_output
+from ._temp import discard, is_temp_name, temp_path
 
-__all__ = ["check_output", "check_writable"]
+__all__ = ["check_output", "check_writable", "check_folder_output"]
 
 _PROBE_BYTES = 1 << 16  # a file system with less room than this is full for clickrank
 
@@ -71,6 +72,23 @@ def check_writable(path: str | os.PathLike, *, what: str = "output", need_bytes:
     return path
 
 
+def _not_an_input(path: Path, src: Path, label: str) -> None:
+    """Refuse an output that is the input ``src``, holds it, or lies inside it (a folder)."""
+    target, source = path.resolve(), src.resolve()
+    same = target == source
+    if not same and path.exists() and src.exists():
+        try:
+            same = os.path.samefile(path, src)  # a hard link or another name of the input
+        except OSError:
+            same = False
+    if same or target in source.parents or source in target.parents:
+        how = "is" if same else "holds" if target in source.parents else "lies inside"
+        raise InputError(
+            f"{label} {how} the input {src}; clickrank never overwrites its inputs "
+            "nor writes into an input folder: choose another output path"
+        )
+
+
 def check_output(
     path: str | os.PathLike,
     *,
@@ -79,6 +97,7 @@ def check_output(
     need_bytes: int = 0,
     inputs: Iterable[str | os.PathLike | None] = (),
     hint: str = "--force",
+    mkdir: bool = True,
 ) -> Path:
     """Check, before any work, that clickrank may and can write the output ``path``.
 
@@ -104,21 +123,28 @@ def check_output(
     InputError
         The output is an input, exists (without ``force``) or is not
         clickrank's (whatever ``force``), or its location is not a writable folder with room (see
-        :func:`check_writable`). One line naming the path; ``--force`` is
-        suggested only where it would work.
+        :func:`check_writable`), or another clickrank process is writing it
+        (inside :func:`locking`, which the CLI commands run in: the output is
+        then locked until the command ends). One line naming the path;
+        ``--force`` is suggested only where it would work.
+    mkdir : bool
+        Whether the writer creates a missing folder; if False, a missing folder
+        of ``path`` is refused here, before the work.
     """
     path = Path(path)
     label = f"{what} {path}" if what else str(path)
-    target = path.resolve()
     for inp in inputs:
-        if inp is None:
-            continue
-        src = Path(inp).resolve()
-        if src == target or target in src.parents:
-            raise InputError(
-                f"{label} {'is' if src == target else 'holds'} the input {inp}; "
-                "clickrank never overwrites its inputs: choose another output path"
-            )
+        if inp is not None:
+            _not_an_input(path, Path(inp), label)
+    parent = path.absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"{label}: {path.parent} is not a folder")
+    if not mkdir and not parent.is_dir():
+        raise InputError(f"{label}: the folder {path.parent} does not exist")
+    check_ledger(path.parent, what=label)
+    lock_output(path, what=what)
+    if path.is_dir() and not path.is_symlink():
+        check_ledger(path, what=label)
     if path.exists() or path.is_symlink():
         bad = first_foreign(path)
         if bad is not None:
@@ -129,3 +155,28 @@ def check_output(
                 f"{label} exists (a {kind} clickrank wrote); pass {hint} to replace it"
             )
     return check_writable(path.parent if path.is_dir() else path, what=what, need_bytes=need_bytes)
+
+
+def check_folder_output(folder: str | os.PathLike, *, what: str = "output") -> Path:
+    """Refuse a folder output that holds anything clickrank did not write.
+
+    A folder that clickrank fills with several files (a model) may be new,
+    empty, or clickrank's; a user's folder with files of its own is refused
+    (one line naming the first such file), whatever ``--force`` says, so
+    clickrank never writes beside a user's files.
+    """
+    folder = Path(folder)
+    if not folder.is_dir() or folder.is_symlink():
+        return folder
+    check_ledger(folder, what=f"{what} {folder}")
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.name == LEDGER or is_temp_name(entry.name):
+            continue
+        bad = first_foreign(entry.path)
+        if bad is not None:
+            raise InputError(
+                f"{what} {folder} holds {bad}, which clickrank did not write; clickrank "
+                "writes a model only into a new, empty or clickrank-written folder: "
+                "choose another output path"
+            )
+    return folder

@@ -8,10 +8,11 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._validation import InputError
+from .._validation import InputError, OutputError
 from ._temp import discard, is_temp_name, release, temp_path, umask
 
 __all__ = [
@@ -23,12 +24,58 @@ __all__ = [
     "remove_owned",
     "clear_owned",
     "foreign_message",
+    "check_ledger",
+    "LEDGER_LIMIT",
 ]
 
 #: Name of the ledger of clickrank's files in each folder it writes into.
 LEDGER = ".clickrank.json"
 _LEDGER_FORMAT = "clickrank.files"
 _DIGEST_LIMIT = 8 * 2**20  # files up to this size also get a content digest
+#: Largest ledger clickrank reads or rewrites (about 250,000 entries).
+LEDGER_LIMIT = 32 * 2**20
+
+
+def _ledger_problem(folder: Path) -> str | None:
+    """Why ``folder``'s ledger cannot be used (not a regular file, too large), or None."""
+    path = folder / LEDGER
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # no ledger (or no folder): nothing to check
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a folder"
+            if stat.S_ISDIR(st.st_mode)
+            else "a symbolic link"
+            if stat.S_ISLNK(st.st_mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "not a regular file"
+        )
+        return f"{path} is {kind}, not clickrank's ledger (a regular file)"
+    if st.st_size > LEDGER_LIMIT:
+        return (
+            f"{path} has {st.st_size / 2**20:,.1f} MiB, more than the "
+            f"{LEDGER_LIMIT // 2**20} MiB a ledger of clickrank may have"
+        )
+    return None
+
+
+def check_ledger(folder: str | os.PathLike, *, what: str = "", error: type = InputError) -> None:
+    """Refuse (one line) a folder whose ledger is not a regular file of at most LEDGER_LIMIT.
+
+    A FIFO, folder, symbolic link or oversized file named :data:`LEDGER` is
+    not something clickrank wrote: it is never read (a FIFO would block) nor
+    replaced, and the output is refused before the work.
+    """
+    problem = _ledger_problem(Path(folder))
+    if problem is not None:
+        prefix = f"{what}: " if what else ""
+        raise error(
+            f"{prefix}{problem}; clickrank neither reads nor replaces it: remove it "
+            "or choose another folder"
+        )
 
 
 def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
@@ -61,8 +108,17 @@ def _locked(folder: Path) -> Iterator[None]:
 
 
 def _read_ledger(folder: Path) -> dict[str, dict]:
+    """The entries of ``folder``'s ledger; none if it is missing, unreadable, forged or
+    not a small regular file (never opened then: a FIFO would block)."""
+    if _ledger_problem(folder) is not None:
+        return {}
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        obj = json.loads((folder / LEDGER).read_text(encoding="utf-8"))
+        fd = os.open(folder / LEDGER, flags)
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return {}
+            obj = json.loads(fh.read(LEDGER_LIMIT + 1).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(obj, dict) or obj.get("format") != _LEDGER_FORMAT:
@@ -73,7 +129,9 @@ def _read_ledger(folder: Path) -> dict[str, dict]:
 
 def _write_ledger(folder: Path, files: dict[str, dict]) -> None:
     text = json.dumps(
-        {"format": _LEDGER_FORMAT, "version": 1, "files": files}, indent=1, sort_keys=True
+        {"format": _LEDGER_FORMAT, "version": 1, "files": files},
+        separators=(",", ":"),
+        sort_keys=True,
     )
     tmp = temp_path(folder / LEDGER)
     try:
@@ -109,14 +167,16 @@ def record(path: str | os.PathLike) -> None:
     path = Path(path)
     folder = path.parent
     with _locked(folder):
+        check_ledger(folder, what=f"cannot record {path}", error=OutputError)
         files = _read_ledger(folder)
-        files = {k: v for k, v in files.items() if (folder / k).exists() or k == path.name}
+        present = set(os.listdir(folder))
+        files = {k: v for k, v in files.items() if k in present or k == path.name}
         files[path.name] = _entry(path)
         _write_ledger(folder, files)
 
 
 def _forget(folder: Path, names: set[str]) -> None:
-    if not (folder / LEDGER).is_file():
+    if not (folder / LEDGER).is_file() or _ledger_problem(folder) is not None:
         return
     with _locked(folder):
         files = {k: v for k, v in _read_ledger(folder).items() if k not in names}
@@ -150,7 +210,7 @@ def first_foreign(path: str | os.PathLike) -> Path | None:
         return path
     if path.is_file():
         return None if _file_owned(path, _read_ledger(path.parent)) else path
-    if not (path / LEDGER).is_file():
+    if not (path / LEDGER).is_file() or _ledger_problem(path) is not None:
         return path
     files = _read_ledger(path)
     for entry in sorted(os.scandir(path), key=lambda e: e.name):

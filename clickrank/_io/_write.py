@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import InputError, OutputError
-from ._ledger import first_foreign, foreign_message, publish
+from ._ledger import check_ledger, first_foreign, foreign_message, publish
 from ._temp import clean_stale, discard, temp_path
 
 __all__ = [
@@ -59,6 +59,7 @@ def atomic_write(
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not path.parent.is_dir():
         raise InputError(f"the folder of {path} does not exist")
+    check_ledger(path.parent, what=str(path))
     clean_stale(path.parent)
     with output_errors(path):
         tmp = temp_path(path)

@@ -8,17 +8,12 @@ from ._root import cli
 from . import evaluate, fit_clicks, interleave, propensity, run, simulate, tour, train  # noqa: E402,F401  isort: skip
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM: unwind like Ctrl-C, so every write in progress removes its temporary file."""
-    raise SystemExit(128 + signum)
-
-
 def main() -> None:
-    """Console-script entry point (SIGTERM, like SIGINT, cleans up unfinished writes)."""
-    import signal
+    """Console-script entry point: SIGTERM, like SIGINT, cleans up unfinished writes and is
+    honoured within seconds even inside native code (:mod:`clickrank._signals`)."""
+    from .._signals import install
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
+    install()
     cli(obj={})
 
 

@@ -109,9 +109,16 @@ class _Group(click.Group):
     """Group that turns a bad input or an OS error into one line and exit code 1."""
 
     def invoke(self, ctx: click.Context):  # noqa: D401 - click API
+        from .._io import locking
+
         try:
-            return super().invoke(ctx)
+            with locking():  # the outputs a command checks are locked until it ends
+                return super().invoke(ctx)
         except Exception as err:
+            from .._signals import TERMINATED, requested
+
+            if requested():  # an error raised by a check() inside a library: exit 143
+                raise SystemExit(TERMINATED) from None
             msg = one_line(err)
             if msg is None or (ctx.obj and ctx.obj.get("debug")):
                 raise

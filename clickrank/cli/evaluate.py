@@ -44,6 +44,29 @@ def load_data(path: str):
     return data
 
 
+#: Rough memory per bootstrap replicate and column (the replicate means and the copies
+#: of the percentile intervals and paired tests), and the least time per replicate.
+_REPLICATE_BYTES = 32
+_REPLICATE_SECONDS = 1e-6
+
+
+def _check_bootstrap(n: int, rankers: int, metrics: int) -> None:
+    """--bootstrap: memory and time of the resamples, before the work (one line)."""
+    from .._budget import check_budget
+
+    if n < 1:
+        raise InputError(f"--bootstrap must be >= 1, got {n}")
+    columns = max(rankers, 1) * max(metrics, 1)
+    note = check_budget(
+        "--bootstrap",
+        n,
+        memory=n * columns * _REPLICATE_BYTES,
+        seconds=n * columns * _REPLICATE_SECONDS,
+    )
+    if note:
+        click.echo(note, err=True)
+
+
 @cli.command()
 @click.option(
     "--model",
@@ -116,6 +139,7 @@ def evaluate(
     from ..evaluation import evaluate as run
 
     check_alpha(alpha, name="--alpha")
+    _check_bootstrap(n_bootstrap, len(models) + len(scores), len(metrics))
     if output:
         check_output(output, force=force, what="--out", inputs=[data_path, *models, *scores])
     data = load_data(data_path)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
+from .._io import check_output
 from .._validation import InputError
 from ._root import cli, out_option
 
@@ -84,8 +83,8 @@ def fit_clicks(log, models, test_fraction, seed, shrinkage, fmt, out, plot_path,
         )
     if not 0 <= test_fraction < 1:
         raise InputError(f"--test-fraction must be in [0, 1), got {test_fraction}")
-    if shrinkage < 0:
-        raise InputError(f"--shrinkage must be >= 0, got {shrinkage}")
+    if not shrinkage >= 0 or shrinkage == float("inf"):  # NaN and inf included
+        raise InputError(f"--shrinkage must be a finite number >= 0, got {shrinkage}")
     inputs = [log]
     if out is not None:
         check_output(out, force=force, what="--out", inputs=inputs)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from .._io import check_output
-from .._validation import check_alpha
+from .._validation import InputError, check_alpha
 from ..specs._names import CLICK_MODELS, INTERLEAVING_METHODS, POPULATION_MODELS
 from ._root import cli, out_option, top_k_option
 from .evaluate import load_data, load_rankers
@@ -132,9 +132,11 @@ def interleave(
     from ..online import ab_experiment, interleaving_experiment
 
     check_alpha(alpha, name="--alpha")
-    for path, what in ((output, "--out"), (plot, "--plot")):
-        if path:
-            check_output(path, force=force, what=what, inputs=[a_path, b_path, data_path])
+    _check_sizes(impressions, k, ab)
+    if output:
+        check_output(output, force=force, what="--out", inputs=[a_path, b_path, data_path])
+    if plot:
+        check_output(plot, force=force, what="--plot", inputs=[a_path, b_path, data_path, output])
     data = load_data(data_path)
     a, b = _ranker(data, a_path), _ranker(data, b_path)
     model = _click_model(click_model, eta, data)
@@ -178,6 +180,35 @@ def interleave(
 def _label(path: str) -> str:
     """A ranker's name in the output: its model folder or score file, as given."""
     return str(path).rstrip("/\\") or str(path)
+
+
+#: Rough memory per impression (its outcome; with --ab, per-impression clicks), per shown
+#: result of a chunk in flight (uniforms, lists, clicks), the impressions of a chunk, and
+#: the least time per shown result.
+_IMPRESSION_BYTES = 1
+_AB_BYTES = 16
+_SLOT_BYTES = 64
+_CHUNK = 250_000
+_SLOT_SECONDS = 5e-8
+
+
+def _check_sizes(impressions: int, k: int, ab: bool) -> None:
+    """--impressions and --top-k: memory and time, before the work (one line each)."""
+    from .._budget import check_budget
+
+    for name, value in (("--impressions", impressions), ("--top-k", k)):
+        if value < 1:
+            raise InputError(f"{name} must be >= 1, got {value}")
+    check_budget("--top-k", k, memory=min(impressions, _CHUNK) * k * _SLOT_BYTES)
+    per = _IMPRESSION_BYTES + (_AB_BYTES if ab else 0)
+    note = check_budget(
+        "--impressions",
+        impressions,
+        memory=impressions * per + min(impressions, _CHUNK) * k * _SLOT_BYTES,
+        seconds=impressions * k * _SLOT_SECONDS * (2 if ab else 1),
+    )
+    if note:
+        click.echo(note, err=True)
 
 
 def _click_model(name: str, eta: float, data: Any) -> Any:

@@ -50,6 +50,31 @@ def _read(log: str):
         return read_log(log, progress=bar.update)
 
 
+#: Rough memory per bootstrap replicate and position (log theta, its finite copy and the
+#: temporaries of the interval), the fewest positions assumed without --top-k, and the
+#: least time of one replicate's fit.
+_REPLICATE_BYTES = 32
+_MIN_POSITIONS = 10
+_REPLICATE_SECONDS = 2e-4
+
+
+def _check_bootstrap(method: str, n_boot: int | None, K: int | None) -> None:
+    """--bootstrap: memory and time of the replicates, before the work (one line)."""
+    from .._budget import check_budget
+    from .._validation import InputError
+
+    if n_boot is not None and n_boot < 0:
+        raise InputError(f"--bootstrap must be >= 0, got {n_boot}")
+    n = n_boot if n_boot is not None else (100 if method == "em" else 0)
+    positions = K if K is not None and K > 0 else _MIN_POSITIONS
+    option, value = ("--bootstrap", n) if K is None else ("--bootstrap x --top-k", n * positions)
+    note = check_budget(
+        option, value, memory=n * positions * _REPLICATE_BYTES, seconds=n * _REPLICATE_SECONDS
+    )
+    if note:
+        click.echo(note, err=True)
+
+
 @cli.command()
 @click.argument("log", callback=check_log_source)
 @click.option(
@@ -107,6 +132,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, engin
     from ..propensity import bootstrap, estimate_propensities
 
     check_alpha(alpha, name="--alpha")
+    _check_bootstrap(method, n_boot, K)
     inputs = [] if is_table(log) else [log]
     check_output(out, force=force, what="--out", inputs=inputs)
     if plot_path is not None:

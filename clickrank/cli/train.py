@@ -239,7 +239,7 @@ def train(data_path, log_path, target, theta_path, family, logging_path, proxima
     from pathlib import Path
 
     from .. import targets as T
-    from ..clicklog import read_log
+    from ..clicklog import read_log, warn_thin_log
     from ..datasets import load_letor
 
     members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
@@ -250,6 +250,7 @@ def train(data_path, log_path, target, theta_path, family, logging_path, proxima
     _check_model_folder(
         Path(out_dir), force, [data_path, local_path(log_path), theta_path, valid_path]
     )
+    warn_thin_log(local_path(log_path))  # no clicks or a handful of sessions: say so
     data = load_letor(data_path)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     if log_path is None:
@@ -404,6 +405,7 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         raise click.UsageError(f"--folds must be >= 2, got {folds}")
     if seed < 0:
         raise click.UsageError(f"--seed must be >= 0, got {seed}")
+    _check_trees(trees, folds if select else 0)
     return members
 
 
@@ -412,13 +414,36 @@ def _check_proximal(proximal, logging_path) -> None:
         raise click.UsageError("--proximal takes a positive EPS and needs --logging-model")
 
 
+#: Rough size of one tree node held by LightGBM and in the saved model text, the most
+#: nodes of a tree (2 x 31 leaves), and the least time per tree (small data, 2 cores).
+_NODE_BYTES = 128
+_TREE_NODES = 61
+_TREE_SECONDS = 1e-3
+
+
+def _check_trees(trees: int, folds: int) -> None:
+    """--trees: memory of the model and time of the boosting, before the work (one line)."""
+    from .._budget import check_budget
+
+    fits = 1 + folds  # the selection fits every fold, then refits
+    note = check_budget(
+        "--trees",
+        trees,
+        memory=trees * _TREE_NODES * _NODE_BYTES,
+        seconds=trees * fits * _TREE_SECONDS,
+    )
+    if note:
+        click.echo(note, err=True)
+
+
 def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
     """``--out`` is a folder whose model files clickrank may replace (with ``--force``)."""
-    from .._io import check_output
+    from .._io import check_folder_output, check_output
 
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
     files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json")]
+    check_folder_output(out_dir, what="--out")
     for f in files:  # files clickrank did not write are refused, even with --force
         check_output(f, force=True, what="--out", inputs=inputs)
     if any(f.exists() for f in files[:2]) and not force:

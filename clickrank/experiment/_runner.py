@@ -18,6 +18,7 @@ from .._io import (
     check_writable,
     first_foreign,
     is_owned,
+    lock_output,
 )
 from .._validation import ClickRankError, InputError
 from .._version import __version__
@@ -167,7 +168,9 @@ class _Runner:
 
 
 def _check_out_dir(out: Path, need_bytes: int) -> None:
-    """A new or empty folder, or a results folder of clickrank's own, that can be written."""
+    """A new or empty folder, or a results folder of clickrank's own, that can be written
+    and that no other clickrank process is writing (locked while the CLI command runs)."""
+    lock_output(out, what="--out")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} exists and is not a folder")
     if out.is_dir() and any(e.name != LEDGER for e in out.iterdir()):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -55,23 +56,48 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
     The object form is what :meth:`clickrank.propensity.Propensities.save`
     writes. Errors name the file; values are checked by :func:`as_theta` and
     :func:`clickrank._validation.check_theta_scale` (theta_1 = 1 unless the
-    object says ``"absolute": true``; a relative theta_p > 1 gives a
-    :class:`~clickrank._validation.ClickRankWarning`).
+    object says ``"absolute": true``). A relative theta_p > 1 is refused
+    unless the file's own interval (``"lower"``, as ``Propensities.save``
+    writes it) reaches 1 at p, which is estimation noise and gives a
+    :class:`~clickrank._validation.ClickRankWarning`; booleans are refused.
     """
     p = Path(path)
     obj = read_json(p)
     absolute = isinstance(obj, dict) and obj.get("absolute") is True
+    lower = obj.get("lower") if isinstance(obj, dict) else None
     if isinstance(obj, dict):
         obj = obj.get("theta")
-    if not isinstance(obj, list) or not all(isinstance(v, (int, float)) or v is None for v in obj):
+    if not isinstance(obj, list):
         raise DataFormatError(
             'expected a JSON list of numbers or an object with a "theta" list', path=p
         )
+    for i, v in enumerate(obj):
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) or v is None):
+            raise DataFormatError(
+                f"theta at position {i + 1} is {json.dumps(v)[:40]}; expected a number "
+                "(or null for a position that is not identified)",
+                path=p,
+                column="theta",
+            )
     try:
         theta = as_theta([np.nan if v is None else v for v in obj], allow_zero=True)
         notes = check_theta_scale(theta, absolute=absolute)
+        _check_above_one(theta, lower)
     except InputError as err:
         raise DataFormatError(str(err), path=p, column="theta") from None
     for note in notes:
         warnings.warn(f"{p}: {note}", ClickRankWarning, stacklevel=2)
     return theta
+
+
+def _check_above_one(theta: np.ndarray, lower: Any) -> None:
+    """Refuse a relative theta_p > 1 unless the file's own interval at p reaches 1 (noise)."""
+    for p in np.flatnonzero(np.isfinite(theta) & (theta > 1)):
+        low = lower[p] if isinstance(lower, list) and p < len(lower) else None
+        if isinstance(low, (int, float)) and not isinstance(low, bool) and low <= 1:
+            continue  # an estimate whose interval includes 1: noise, warned about
+        raise InputError(
+            f"theta at position {p + 1} is {float(theta[p])!r} > theta_1 = 1 with no "
+            "interval reaching 1 (a position examined more than the first): propensities "
+            "are examination probabilities relative to position 1, at most 1"
+        )

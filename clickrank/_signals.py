@@ -1,0 +1,129 @@
+"""Termination requests honoured promptly, even while native code (numba, LightGBM, polars) runs.
+
+Python runs a signal handler only when the main thread executes Python code,
+so a SIGTERM that arrives while the main thread waits in native code (a
+polars sink pulling chunks on its own threads, a long numba kernel) would
+wait until that code returns. :func:`install` (called by the ``clickrank``
+command) therefore also registers a wake-up descriptor that the C-level
+handler writes to at once, and a watchdog thread that reads it:
+
+* it sets the flag that :func:`requested` reads and :func:`check` raises on,
+  which long loops call between chunks, replicates or trees, in any thread
+  (:func:`lightgbm_callback` does so between LightGBM's trees);
+* the Python handler raises ``SystemExit(143)`` in the main thread as soon as it
+  runs, so every write in progress removes its temporary file on the way out;
+* if the process is still running :data:`GRACE` seconds later, the watchdog
+  removes this process's temporary files itself and ends the process with exit
+  code 143 (``os._exit``): nothing partial is left, and the locks on the outputs
+  are released by the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+__all__ = [
+    "GRACE",
+    "TERMINATED",
+    "Terminated",
+    "check",
+    "install",
+    "lightgbm_callback",
+    "requested",
+]
+
+#: Exit code after SIGTERM (128 + 15).
+TERMINATED = 128 + signal.SIGTERM
+#: Seconds the main thread gets to unwind before the watchdog ends the process.
+GRACE = 1.5
+
+_REQUESTED = threading.Event()
+_INSTALLED = [False]
+
+
+class Terminated(SystemExit):
+    """Raised by :func:`check` once termination was requested (exit code 143)."""
+
+    def __init__(self) -> None:
+        super().__init__(TERMINATED)
+
+
+def requested() -> bool:
+    """True once SIGTERM was received (after :func:`install`)."""
+    return _REQUESTED.is_set()
+
+
+def check() -> None:
+    """Raise :class:`Terminated` if termination was requested; call it between chunks or trees."""
+    if _REQUESTED.is_set():
+        raise Terminated()
+
+
+def lightgbm_callback(env: object) -> None:
+    """A LightGBM callback (``callbacks=[lightgbm_callback]``): stop between trees on SIGTERM."""
+    check()
+
+
+lightgbm_callback.order = 0  # type: ignore[attr-defined]  # LightGBM sorts callbacks by it
+
+
+def _handler(signum: int, frame: object) -> None:
+    _REQUESTED.set()
+    raise Terminated()
+
+
+def _finish() -> None:
+    """End the process now: remove this process's temporary files, exit 143."""
+    from ._io._lock import release_locks
+    from ._io._temp import _discard_live
+
+    try:
+        _discard_live()
+        release_locks()  # the kernel would release them; this also removes the lock files
+    finally:
+        os._exit(TERMINATED)
+
+
+def _watch(fd: int) -> None:
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except InterruptedError:  # pragma: no cover
+            continue
+        except OSError:  # pragma: no cover - descriptor closed
+            return
+        if not data:  # pragma: no cover
+            return
+        if signal.SIGTERM in data:
+            _REQUESTED.set()
+            # the main thread unwinds (SystemExit) unless native code holds it
+            threading.Event().wait(GRACE)
+            _finish()
+
+
+def install() -> bool:
+    """Honour SIGTERM promptly (see the module docstring); main thread only, idempotent.
+
+    Leaves a SIGTERM handler that is not the default alone (an embedding
+    application's). Returns True if installed.
+    """
+    if _INSTALLED[0]:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return False
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):  # pragma: no cover
+        os.close(r)
+        os.close(w)
+        return False
+    signal.signal(signal.SIGTERM, _handler)
+    threading.Thread(target=_watch, args=(r,), name="clickrank-sigterm", daemon=True).start()
+    _INSTALLED[0] = True
+    return True

@@ -1,0 +1,6 @@
+"""``python -m clickrank.cli``: the ``clickrank`` command."""
+
+from . import main
+
+if __name__ == "__main__":
+    main()
