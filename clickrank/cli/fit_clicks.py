@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from .._io import check_output
 from .._validation import InputError
 from ._root import cli, out_option
 
