@@ -69,6 +69,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -382,11 +383,15 @@ def run_suite(args: Any, methods: list[str]) -> None:
     dump: dict[str, list[dict]] = {}
     if args.json and Path(args.json).is_file():
         dump = json.loads(Path(args.json).read_text())
-    for name, load, n, logger in suite_cells(args):
-        cell = f"{name} n={n:g} {logger}"
-        rows = dump.setdefault(cell, [])
-        cell_args = argparse.Namespace(**{**vars(args), "sessions": n, "logger": logger})
-        for seed in range(len(rows), args.seeds):
+    cells = [(f"{name} n={n:g} {logger}", load, n, logger)
+             for name, load, n, logger in suite_cells(args)]  # fmt: skip
+    cells = [c for c in cells if not args.only or re.search(args.only, c[0])]
+    for seed in range(args.seeds):  # seed by seed over every cell: a stopped run covers them all
+        for cell, load, n, logger in cells:
+            rows = dump.setdefault(cell, [])
+            if len(rows) > seed:
+                continue
+            cell_args = argparse.Namespace(**{**vars(args), "sessions": n, "logger": logger})
             rows.append(run_seed(cell, load, seed, cell_args, methods))
             _save(args.json, dump)  # a stopped run keeps every seed it finished
     print(suite_report(dump, methods))
@@ -426,6 +431,17 @@ def main() -> None:
     ap.add_argument("--methods", default=None, help="rows (default: all; --suite: SUITE_METHODS)")
     ap.add_argument("--json", help="write every per-seed score here")
     ap.add_argument("--suite", action="store_true", help="the robustness suite (see above)")
+    ap.add_argument(
+        "--only",
+        help="--suite: run only the cells matching this regex "
+        "(e.g. to split the suite over processes, each with its own --json)",
+    )
+    ap.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSON",
+        help="print the suite report of these --json files (merged) and exit",
+    )
     ap.add_argument("--suite-sessions", default="2000,20000,200000",
                     help="--suite: log sizes")  # fmt: skip
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "clickrank-mq2008"),
@@ -437,6 +453,13 @@ def main() -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         ap.error(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    if args.report:
+        dump: dict[str, list[dict]] = {}
+        for path in args.report:
+            for cell, rows in json.loads(Path(path).read_text()).items():
+                dump.setdefault(cell, []).extend(rows)
+        print(suite_report(dump, methods))
+        return None
     if args.suite:
         args.suite_sessions = [int(float(x)) for x in args.suite_sessions.split(",")]
         return run_suite(args, methods)
