@@ -198,6 +198,21 @@ def _lambda_kernel(
                 hes[r] *= factor
 
 
+@njit(cache=True)
+def _stable_order_desc(s, cnt, order):  # pragma: no cover
+    """``order[:cnt]`` = indices of ``s[:cnt]`` by descending value, ties in index order."""
+    if cnt > 64:
+        order[:cnt] = np.argsort(-s[:cnt], kind="mergesort")
+        return
+    for k in range(cnt):
+        v = s[k]
+        m = k
+        while m > 0 and s[order[m - 1]] < v:
+            order[m] = order[m - 1]
+            m -= 1
+        order[m] = k
+
+
 @njit(cache=True, error_model="numpy")
 def _session_kernel(
     scores,
@@ -224,22 +239,69 @@ def _session_kernel(
     ``trunc``; the pair's force and weight are divided by
     ``t_plus[p_clicked] * t_minus[p_unclicked]`` (0-based positions < K), its
     cost feeds ``li``/``lj``; everything is multiplied by the session's count.
+
+    Sessions that show the same rows at the same positions (a *list*; they
+    differ only in their clicks) are consecutive in
+    :class:`~clickrank.targets.SessionLists`. Per list, the order of its rows
+    and every (clicked rank, unclicked rank) pair's force, Newton weight and
+    cost without the session's :math:`1/\\mathrm{IDCG}` are tabulated once; a
+    session then only sums table entries over its (clicked, unclicked) pairs
+    and multiplies by its :math:`1/\\mathrm{IDCG}`. The transcendental part of
+    a pair depends only on its two rows' scores, so it is cached per pair of
+    rows within a *block* of consecutive lists (those of one query, mostly).
+    The costs are summed per (clicked, unclicked) position cell, and
+    ``li``/``lj`` are those ``K x K`` sums divided by the other side's bias
+    at the end (Eq. 30-31 as one pass over the cells).
     """
-    eps = 2.220446049250313e-16
     n_k = t_plus.shape[0]
+    eps = 2.220446049250313e-16
     for r in range(forces.shape[0]):
         forces[r] = 0.0
         weights[r] = 0.0
     for k in range(n_k):
         li[k] = 0.0
         lj[k] = 0.0
-    longest = 0
-    for u in range(sptr.shape[0] - 1):
+    # bias scale of a (clicked, unclicked) position cell; a bias below eps turns it off
+    scale_tab = np.ones(n_k * n_k)
+    for k in range(n_k):
+        for m in range(n_k):
+            if t_plus[k] >= eps and t_minus[m] >= eps:
+                scale_tab[k * n_k + m] = 1.0 / (t_plus[k] * t_minus[m])
+    cost_sum = np.zeros(n_k * n_k)  # count-weighted pair costs per position cell
+    n_s = sptr.shape[0] - 1
+    longest = 1
+    for u in range(n_s):
         longest = max(longest, sptr[u + 1] - sptr[u])
+    # the cache of a pair of rows of a block: sigma |s_a - s_b|, log1p(exp(-that)),
+    # misorder probabilities when the clicked row scores higher / not higher,
+    # 1 / (0.01 + |s_a - s_b|)
+    cap = max(64, longest)
+    local = np.full(forces.shape[0], -1, np.int64)  # row -> index in the block
+    block = np.empty(cap, np.int64)
+    n_block = 0
+    gen = 0
+    stamp = np.zeros(cap * cap, np.int64)
+    xa = np.empty(cap * cap)
+    lg = np.empty(cap * cap)
+    r_up = np.empty(cap * cap)
+    r_dn = np.empty(cap * cap)
+    inv_gap = np.empty(cap * cap)
+    # the tables of the current list, by (clicked rank, unclicked rank)
+    n2 = longest * longest
+    t_f = np.zeros(n2)
+    t_h = np.zeros(n2)
+    t_c = np.zeros(n2)
+    t_cell = np.full(n2, -1, np.int64)
     s = np.empty(longest)
+    loc = np.empty(longest, np.int64)
+    order = np.empty(longest, np.int64)
     lam = np.empty(longest)
     hes = np.empty(longest)
-    for u in range(sptr.shape[0] - 1):
+    up_r = np.empty(longest, np.int64)  # clicked ranks of a session, ascending
+    dn_r = np.empty(longest, np.int64)  # unclicked ranks
+    prev_a = -1
+    prev_cnt = -1
+    for u in range(n_s):
         a = sptr[u]
         cnt = sptr[u + 1] - a
         n_click = 0
@@ -247,65 +309,126 @@ def _session_kernel(
             n_click += clicks[r]
         if n_click == 0 or n_click == cnt:
             continue
-        best = -np.inf
-        worst = np.inf
-        for r in range(cnt):
-            s[r] = scores[rows[a + r]]
-            lam[r] = 0.0
-            hes[r] = 0.0
-            best = max(best, s[r])
-            worst = min(worst, s[r])
-        flat = best == worst
+        same = cnt == prev_cnt
+        if same:
+            for r in range(cnt):
+                if rows[a + r] != rows[prev_a + r] or pos[a + r] != pos[prev_a + r]:
+                    same = False
+                    break
+        if not same:  # a new list: its order and tables
+            prev_a = a
+            prev_cnt = cnt
+            fresh = 0
+            for r in range(cnt):
+                if local[rows[a + r]] < 0:
+                    fresh += 1
+            if n_block + fresh > cap:  # a new block
+                for b in range(n_block):
+                    local[block[b]] = -1
+                n_block = 0
+                gen += 1
+            best = -np.inf
+            worst = np.inf
+            for r in range(cnt):
+                row = rows[a + r]
+                if local[row] < 0:
+                    local[row] = n_block
+                    block[n_block] = row
+                    n_block += 1
+                loc[r] = local[row]
+                s[r] = scores[row]
+                best = max(best, s[r])
+                worst = min(worst, s[r])
+            damp = normalize and best != worst
+            _stable_order_desc(s, cnt, order)
+            for i in range(min(cnt - 1, trunc)):
+                ri = order[i]
+                for j in range(i + 1, cnt):
+                    rj = order[j]
+                    c = loc[ri] * cap + loc[rj]
+                    if stamp[c] != gen + 1:
+                        x = sigma * abs(s[ri] - s[rj])
+                        e = np.exp(-x)
+                        v_lg = np.log1p(e)
+                        v_up = e / (1.0 + e)
+                        v_dn = 1.0 / (1.0 + e)
+                        v_gap = 1.0 / (0.01 + abs(s[ri] - s[rj]))
+                        for cc in (c, loc[rj] * cap + loc[ri]):
+                            stamp[cc] = gen + 1
+                            xa[cc] = x
+                            lg[cc] = v_lg
+                            r_up[cc] = v_up
+                            r_dn[cc] = v_dn
+                            inv_gap[cc] = v_gap
+                    dz = disc[i] - disc[j]
+                    if damp:
+                        dz *= inv_gap[c]
+                    for side in range(2):  # clicked at rank i, then clicked at rank j
+                        hi, lo = (ri, rj) if side == 0 else (rj, ri)
+                        t = i * cnt + j if side == 0 else j * cnt + i
+                        up = s[hi] > s[lo]
+                        rho = r_up[c] if up else r_dn[c]
+                        p_hi = pos[a + hi] - 1
+                        p_lo = pos[a + lo] - 1
+                        scale = 1.0
+                        t_cell[t] = -1
+                        if p_hi < n_k and p_lo < n_k:
+                            t_cell[t] = p_hi * n_k + p_lo
+                            scale = scale_tab[p_hi * n_k + p_lo]
+                        t_c[t] = dz * lg[c] if up != xgb_cost else dz * (xa[c] + lg[c])
+                        t_f[t] = sigma * rho * dz * scale
+                        t_h[t] = sigma * t_f[t] * (1.0 - rho)
+        # the session: its clicked and unclicked ranks, then the table sums
+        n_up = 0
+        n_dn = 0
+        for i in range(cnt):
+            lam[i] = 0.0
+            hes[i] = 0.0
+            if clicks[a + order[i]]:
+                up_r[n_up] = i
+                n_up += 1
+            else:
+                dn_r[n_dn] = i
+                n_dn += 1
         m = 0.0
         for r in range(min(n_click, trunc)):
             m += disc[r]
         inv_idcg = 1.0 / m
-        order = np.argsort(-s[:cnt], kind="mergesort")  # stable: ties keep logged order
+        w = counts[u]
+        wc = w * inv_idcg
         total = 0.0
-        for i in range(min(cnt - 1, trunc)):
-            ri = order[i]
-            for j in range(i + 1, cnt):
-                rj = order[j]
-                ci = clicks[a + ri]
-                if ci == clicks[a + rj]:
-                    continue
-                hi, lo = (ri, rj) if ci else (rj, ri)
-                dz = (disc[i] - disc[j]) * inv_idcg
-                ds = s[hi] - s[lo]
-                if normalize and not flat:
-                    dz /= 0.01 + abs(ds)
-                x = sigma * ds
-                if x > 0.0:
-                    e = np.exp(-x)
-                    rho = e / (1.0 + e)
-                else:
-                    rho = 1.0 / (1.0 + np.exp(x))
-                y = x if xgb_cost else -x  # cost = dz * log(1 + exp(y))
-                cost = dz * (max(y, 0.0) + np.log1p(np.exp(-abs(y))))
-                p_hi = pos[a + hi] - 1
-                p_lo = pos[a + lo] - 1
-                tracked = p_hi < n_k and p_lo < n_k
-                scale = 1.0
-                if tracked and t_plus[p_hi] >= eps and t_minus[p_lo] >= eps:
-                    scale = 1.0 / (t_plus[p_hi] * t_minus[p_lo])
-                f = sigma * rho * dz * scale
-                h = sigma * f * (1.0 - rho)
-                lam[hi] += f
-                lam[lo] -= f
-                hes[hi] += h
-                hes[lo] += h
-                total += 2.0 * f
-                if tracked:
-                    if t_minus[p_lo] >= eps:
-                        li[p_hi] += counts[u] * cost / t_minus[p_lo]
-                    if t_plus[p_hi] >= eps:
-                        lj[p_lo] += counts[u] * cost / t_plus[p_hi]
-        factor = counts[u]
+        for x in range(n_up):
+            i = up_r[x]
+            row_t = i * cnt
+            for y in range(n_dn):
+                j = dn_r[y]
+                if i >= trunc and j >= trunc:
+                    break  # the unclicked ranks only grow
+                t = row_t + j
+                f = t_f[t]
+                h = t_h[t]
+                lam[i] += f
+                lam[j] -= f
+                hes[i] += h
+                hes[j] += h
+                total += f
+                if t_cell[t] >= 0:
+                    cost_sum[t_cell[t]] += wc * t_c[t]
+        total *= 2.0 * inv_idcg
+        factor = wc
         if normalize and total > 0.0:
             factor *= np.log2(1.0 + total) / total
-        for r in range(cnt):
-            forces[rows[a + r]] += factor * lam[r]
-            weights[rows[a + r]] += factor * hes[r]
+        for i in range(cnt):
+            row = rows[a + order[i]]
+            forces[row] += factor * lam[i]
+            weights[row] += factor * hes[i]
+    for k in range(n_k):  # the t+/t- sums (Eq. 30-31) from the cell sums
+        for m in range(n_k):
+            c = cost_sum[k * n_k + m]
+            if t_minus[m] >= eps:
+                li[k] += c / t_minus[m]
+            if t_plus[k] >= eps:
+                lj[m] += c / t_plus[k]
 
 
 @njit(cache=True)
