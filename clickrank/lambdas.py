@@ -50,6 +50,7 @@ __all__ = [
     "pair_lambdas",
     "SessionLambdas",
     "session_lambdas",
+    "SessionStep",
     "position_bias_update",
     "ranknet_loss",
     "pair_loss",
@@ -243,10 +244,11 @@ def _session_kernel(
     Sessions that show the same rows at the same positions (a *list*; they
     differ only in their clicks) are consecutive in
     :class:`~clickrank.targets.SessionLists`. Per list, the order of its rows
-    and every (clicked rank, unclicked rank) pair's force, Newton weight and
-    cost without the session's :math:`1/\\mathrm{IDCG}` are tabulated once; a
-    session then only sums table entries over its (clicked, unclicked) pairs
-    and multiplies by its :math:`1/\\mathrm{IDCG}`. The transcendental part of
+    is found once, and a (clicked rank, unclicked rank) pair's force, Newton
+    weight and cost without the session's :math:`1/\\mathrm{IDCG}` are
+    tabulated when a session of the list first has that pair; a session then
+    sums table entries over its pairs and is scaled by its count and
+    :math:`1/\\mathrm{IDCG}`. The transcendental part of
     a pair depends only on its two rows' scores, so it is cached per pair of
     rows within a *block* of consecutive lists (those of one query, mostly).
     The costs are summed per (clicked, unclicked) position cell, and
@@ -279,7 +281,7 @@ def _session_kernel(
     local = np.full(forces.shape[0], -1, np.int64)  # row -> index in the block
     block = np.empty(cap, np.int64)
     n_block = 0
-    gen = 0
+    gen = 1
     stamp = np.zeros(cap * cap, np.int64)
     xa = np.empty(cap * cap)
     lg = np.empty(cap * cap)
@@ -292,6 +294,8 @@ def _session_kernel(
     t_h = np.zeros(n2)
     t_c = np.zeros(n2)
     t_cell = np.full(n2, -1, np.int64)
+    t_stamp = np.zeros(n2, np.int64)  # the list an entry was made for
+    n_list = 0
     s = np.empty(longest)
     loc = np.empty(longest, np.int64)
     order = np.empty(longest, np.int64)
@@ -341,43 +345,7 @@ def _session_kernel(
                 worst = min(worst, s[r])
             damp = normalize and best != worst
             _stable_order_desc(s, cnt, order)
-            for i in range(min(cnt - 1, trunc)):
-                ri = order[i]
-                for j in range(i + 1, cnt):
-                    rj = order[j]
-                    c = loc[ri] * cap + loc[rj]
-                    if stamp[c] != gen + 1:
-                        x = sigma * abs(s[ri] - s[rj])
-                        e = np.exp(-x)
-                        v_lg = np.log1p(e)
-                        v_up = e / (1.0 + e)
-                        v_dn = 1.0 / (1.0 + e)
-                        v_gap = 1.0 / (0.01 + abs(s[ri] - s[rj]))
-                        for cc in (c, loc[rj] * cap + loc[ri]):
-                            stamp[cc] = gen + 1
-                            xa[cc] = x
-                            lg[cc] = v_lg
-                            r_up[cc] = v_up
-                            r_dn[cc] = v_dn
-                            inv_gap[cc] = v_gap
-                    dz = disc[i] - disc[j]
-                    if damp:
-                        dz *= inv_gap[c]
-                    for side in range(2):  # clicked at rank i, then clicked at rank j
-                        hi, lo = (ri, rj) if side == 0 else (rj, ri)
-                        t = i * cnt + j if side == 0 else j * cnt + i
-                        up = s[hi] > s[lo]
-                        rho = r_up[c] if up else r_dn[c]
-                        p_hi = pos[a + hi] - 1
-                        p_lo = pos[a + lo] - 1
-                        scale = 1.0
-                        t_cell[t] = -1
-                        if p_hi < n_k and p_lo < n_k:
-                            t_cell[t] = p_hi * n_k + p_lo
-                            scale = scale_tab[p_hi * n_k + p_lo]
-                        t_c[t] = dz * lg[c] if up != xgb_cost else dz * (xa[c] + lg[c])
-                        t_f[t] = sigma * rho * dz * scale
-                        t_h[t] = sigma * t_f[t] * (1.0 - rho)
+            n_list += 1  # its table entries are made when a session first needs them
         # the session: its clicked and unclicked ranks, then the table sums
         n_up = 0
         n_dn = 0
@@ -405,6 +373,41 @@ def _session_kernel(
                 if i >= trunc and j >= trunc:
                     break  # the unclicked ranks only grow
                 t = row_t + j
+                if t_stamp[t] != n_list:  # the list's entry (clicked rank i, unclicked rank j)
+                    t_stamp[t] = n_list
+                    hi = order[i]
+                    lo = order[j]
+                    c = loc[hi] * cap + loc[lo]
+                    if stamp[c] != gen:  # the pair of rows' terms, for this block
+                        d = abs(s[hi] - s[lo])
+                        v_x = sigma * d
+                        e = np.exp(-v_x)
+                        v_lg = np.log1p(e)
+                        v_up = e / (1.0 + e)
+                        v_dn = 1.0 / (1.0 + e)
+                        v_gap = 1.0 / (0.01 + d)
+                        for cc in (c, loc[lo] * cap + loc[hi]):
+                            stamp[cc] = gen
+                            xa[cc] = v_x
+                            lg[cc] = v_lg
+                            r_up[cc] = v_up
+                            r_dn[cc] = v_dn
+                            inv_gap[cc] = v_gap
+                    dz = abs(disc[i] - disc[j])
+                    if damp:
+                        dz *= inv_gap[c]
+                    up = s[hi] > s[lo]
+                    rho = r_up[c] if up else r_dn[c]
+                    p_hi = pos[a + hi] - 1
+                    p_lo = pos[a + lo] - 1
+                    scale = 1.0
+                    t_cell[t] = -1
+                    if p_hi < n_k and p_lo < n_k:
+                        t_cell[t] = p_hi * n_k + p_lo
+                        scale = scale_tab[p_hi * n_k + p_lo]
+                    t_c[t] = dz * lg[c] if up != xgb_cost else dz * (xa[c] + lg[c])
+                    t_f[t] = sigma * rho * dz * scale
+                    t_h[t] = sigma * t_f[t] * (1.0 - rho)
                 f = t_f[t]
                 h = t_h[t]
                 lam[i] += f
@@ -798,42 +801,80 @@ def session_lambdas(
         ``(forces, weights, li, lj)``; the forces of every session sum to zero.
     """
     s = _vec(scores, None, "scores")
-    n_rows = s.shape[0]
-    r = np.ascontiguousarray(rows, dtype=np.int64)
-    sp = np.ascontiguousarray(sptr, dtype=np.int64)
-    p = np.ascontiguousarray(positions, dtype=np.int64)
-    c = np.ascontiguousarray(clicks, dtype=np.bool_)
-    if r.ndim != 1 or p.shape != r.shape or c.shape != r.shape:
-        raise InputError("rows, positions and clicks must be 1-d arrays of one length")
-    if sp.ndim != 1 or sp.size < 1 or sp[0] != 0 or sp[-1] != r.size or np.any(np.diff(sp) < 0):
-        raise InputError(
-            f"sptr must run from 0 to {r.size} (the number of entries), non-decreasing"
-        )
-    if r.size and (r.min() < 0 or r.max() >= n_rows):
-        raise InputError(f"rows hold indices outside 0..{n_rows - 1}")
-    if r.size and p.min() < 1:
-        raise InputError("positions are 1-based; found a position < 1")
-    n_s = sp.size - 1
-    w = np.ones(n_s) if counts is None else _vec(counts, n_s, "counts")
-    if np.any(w < 0):
-        raise InputError("counts must be non-negative")
-    k = int(p.max()) if p.size else 1
-    tp = np.ones(k) if t_plus is None else _vec(t_plus, None, "t_plus")
-    tm = np.ones(tp.size) if t_minus is None else _vec(t_minus, tp.size, "t_minus")
-    if tp.size == 0 or np.any(tp < 0) or np.any(tm < 0):
-        raise InputError("t_plus and t_minus must be non-empty and non-negative")
-    sigma = float(check_positive(sigma, name="sigma"))
-    if cost not in ("ranknet", "xgboost"):
-        raise InputError(f"cost must be 'ranknet' or 'xgboost', got {cost!r}")
-    longest = int(np.diff(sp).max()) if n_s else 0
-    disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
-    forces, weights = np.empty(n_rows), np.empty(n_rows)
-    li, lj = np.empty(tp.size), np.empty(tp.size)
-    _session_kernel(
-        s, r, sp, p, c, w, tp, tm, sigma, _truncation(truncation), bool(normalize),
-        cost == "xgboost", disc, forces, weights, li, lj,
+    step = SessionStep(
+        rows, sptr, positions, clicks, counts, n_rows=s.shape[0], sigma=sigma,
+        truncation=truncation, normalize=normalize, cost=cost,
     )  # fmt: skip
-    return SessionLambdas(forces, weights, li, lj)
+    return step(s, t_plus, t_minus)
+
+
+class SessionStep:
+    """:func:`session_lambdas` with the sessions checked once, for one call per boosting round.
+
+    ``SessionStep(rows, sptr, positions, clicks, counts, n_rows=..., sigma=...,
+    truncation=..., normalize=..., cost=...)(scores, t_plus, t_minus)`` is
+    ``session_lambdas(scores, rows, ..., t_plus=t_plus, t_minus=t_minus, ...)``;
+    the arrays are converted and checked when the step is made, only the
+    scores and the biases at each call.
+    """
+
+    def __init__(
+        self,
+        rows,
+        sptr,
+        positions,
+        clicks,
+        counts=None,
+        *,
+        n_rows: int,
+        sigma: float = 1.0,
+        truncation: int | None = None,
+        normalize: bool = False,
+        cost: str = "ranknet",
+    ) -> None:
+        r = np.ascontiguousarray(rows, dtype=np.int64)
+        sp = np.ascontiguousarray(sptr, dtype=np.int64)
+        p = np.ascontiguousarray(positions, dtype=np.int64)
+        c = np.ascontiguousarray(clicks, dtype=np.bool_)
+        if r.ndim != 1 or p.shape != r.shape or c.shape != r.shape:
+            raise InputError("rows, positions and clicks must be 1-d arrays of one length")
+        if sp.ndim != 1 or sp.size < 1 or sp[0] != 0 or sp[-1] != r.size or np.any(np.diff(sp) < 0):
+            raise InputError(
+                f"sptr must run from 0 to {r.size} (the number of entries), non-decreasing"
+            )
+        if r.size and (r.min() < 0 or r.max() >= n_rows):
+            raise InputError(f"rows hold indices outside 0..{n_rows - 1}")
+        if r.size and p.min() < 1:
+            raise InputError("positions are 1-based; found a position < 1")
+        n_s = sp.size - 1
+        w = np.ones(n_s) if counts is None else _vec(counts, n_s, "counts")
+        if np.any(w < 0):
+            raise InputError("counts must be non-negative")
+        self.sigma = float(check_positive(sigma, name="sigma"))
+        if cost not in ("ranknet", "xgboost"):
+            raise InputError(f"cost must be 'ranknet' or 'xgboost', got {cost!r}")
+        longest = int(np.diff(sp).max()) if n_s else 0
+        self.n_rows = int(n_rows)
+        self.n_positions = int(p.max()) if p.size else 1
+        self._arrays = (r, sp, p, c, w)
+        self._options = (_truncation(truncation), bool(normalize), cost == "xgboost")
+        self._disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
+
+    def __call__(self, scores, t_plus=None, t_minus=None) -> SessionLambdas:
+        """Forces, weights and bias sums at ``scores`` (see :func:`session_lambdas`)."""
+        s = _vec(scores, self.n_rows, "scores")
+        tp = np.ones(self.n_positions) if t_plus is None else _vec(t_plus, None, "t_plus")
+        tm = np.ones(tp.size) if t_minus is None else _vec(t_minus, tp.size, "t_minus")
+        if tp.size == 0 or np.any(tp < 0) or np.any(tm < 0):
+            raise InputError("t_plus and t_minus must be non-empty and non-negative")
+        forces, weights = np.empty(self.n_rows), np.empty(self.n_rows)
+        li, lj = np.empty(tp.size), np.empty(tp.size)
+        trunc, normalize, xgb = self._options
+        _session_kernel(
+            s, *self._arrays, tp, tm, self.sigma, trunc, normalize, xgb, self._disc,
+            forces, weights, li, lj,
+        )  # fmt: skip
+        return SessionLambdas(forces, weights, li, lj)
 
 
 def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
