@@ -234,7 +234,7 @@ def _session_kernel(
     li,
     lj,
 ):  # pragma: no cover
-    """Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
+    r"""Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
 
     Pairs (clicked, unclicked) of a session with a document in the current top
     ``trunc``; the pair's force and weight are divided by
@@ -245,10 +245,10 @@ def _session_kernel(
     differ only in their clicks) are consecutive in
     :class:`~clickrank.targets.SessionLists`. Per list, the order of its rows
     is found once, and a (clicked rank, unclicked rank) pair's force, Newton
-    weight and cost without the session's :math:`1/\\mathrm{IDCG}` are
+    weight and cost without the session's :math:`1/\mathrm{IDCG}` are
     tabulated when a session of the list first has that pair; a session then
     sums table entries over its pairs and is scaled by its count and
-    :math:`1/\\mathrm{IDCG}`. The transcendental part of
+    :math:`1/\mathrm{IDCG}`. The transcendental part of
     a pair depends only on its two rows' scores, so it is cached per pair of
     rows within a *block* of consecutive lists (those of one query, mostly).
     The costs are summed per (clicked, unclicked) position cell, and

@@ -64,7 +64,8 @@ Intervals
     right on average (issue 21). The intervals use the Student-t quantile on
     :math:`G - 1` degrees of freedom (:math:`G` the clusters of a set; for the
     adjacent chain, Satterthwaite's combination over its links; for AllPairs
-    the clusters that score the position's parameter).
+    Satterthwaite's effective number of clusters, which is small when a few
+    (query, doc) pairs carry most of a position's variance).
 """
 
 from __future__ import annotations
@@ -324,10 +325,12 @@ def _ratio_chain(
 def _allpairs_fit(
     pairs: dict[str, np.ndarray], K: int, *, max_iter: int = 2000
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str], list[str]]:
-    """AllPairs maximum likelihood with a cluster-jackknife covariance (see module docstring).
+    r"""AllPairs maximum likelihood with a cluster-jackknife covariance (see module docstring).
 
-    The degrees of freedom of position k's SE are :math:`G_k - 1`, :math:`G_k`
-    the (query, doc) clusters whose scores enter θ_k's row of the meat.
+    The degrees of freedom of position k's SE are Satterthwaite's for the
+    jackknife sum: :math:`3 (\sum_g d_g^2)^2 / \sum_g d_g^4` (:math:`d_g` the
+    centred per-cluster changes of :math:`\log\hat\theta_k`), the effective
+    number of clusters, at most :math:`G - 1`.
     """
     A, B, W = _pair_sums(pairs, K)
     warns: list[str] = []
@@ -429,7 +432,7 @@ def _allpairs_fit(
     # when cluster g is left out is (H - H_g)^-1 s_g, with H_g its share of the information
     curv = mu_full / (1 - mu_full) ** 2
     Hg = np.zeros((G, n_par, n_par))
-    for side, y_side, off in ((0, pairs["y"][member], 0), (1, pairs["y2"][member], P)):
+    for y_side, off in ((pairs["y"][member], 0), (pairs["y2"][member], P)):
         r = off + pk_m
         hv = np.where(fixed_zero[r], 0.0, pairs["w"][member] * (1 - y_side) * curv[r])
         c_p = len(free) + pk_m
@@ -448,18 +451,23 @@ def _allpairs_fit(
         D = np.linalg.solve(H[None] - Hg + ridge[None], Ud[:, :, None])[:, :, 0]
         Dc = D - D.mean(axis=0)
         cov = (G - 1) / G * (Dc.T @ Dc)
+        # Satterthwaite's degrees of freedom of each variance: the effective number of
+        # clusters, 3 (sum d^2)^2 / sum d^4 (E d^4 = 3 var^2), at most G - 1
+        s2, s4 = (Dc**2).sum(axis=0), (Dc**4).sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df_par = np.clip(np.where(s4 > 0, 3 * s2 * s2 / s4, G - 1), 1, G - 1)
     except np.linalg.LinAlgError:
         warns.append("harvest-allpairs: singular information matrix; no standard errors")
         cov = np.full((n_par, n_par), np.nan)
+        df_par = np.full(n_par, np.inf)
     theta = np.full(K, np.nan)
     se = np.full(K, np.nan)
     df = np.full(K, np.inf)
     theta[0], se[0] = 1.0, 0.0
-    g_per_col = np.asarray((U != 0).sum(axis=0)).ravel()  # clusters scoring each parameter
     for p, i in col_of.items():
         theta[p - 1] = np.exp(beta[i])
         se[p - 1] = np.sqrt(max(cov[i, i], 0.0))
-        df[p - 1] = max(int(g_per_col[i]) - 1, 1)
+        df[p - 1] = df_par[i]
     for p in zero:
         theta[p - 1] = 0.0
     return theta, se, df, reasons, warns

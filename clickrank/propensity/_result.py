@@ -21,7 +21,7 @@ from .._validation import (
     check_alpha,
     check_theta_scale,
 )
-from ._stats import ratio_score_interval
+from ._intervals import ratio_score_interval
 
 __all__ = ["Propensities"]
 
@@ -72,7 +72,7 @@ class Propensities(Result):
         bootstrap SE); ``t``: the same with the Student-t quantile on ``df``
         degrees of freedom (a jackknife or sandwich SE from a few clusters);
         ``score``: the score interval of a ratio of two independent binomial
-        rates from ``ci_counts`` (:func:`._stats.ratio_score_interval`);
+        rates from ``ci_counts`` (:func:`._intervals.ratio_score_interval`);
         ``percentile``: quantiles of ``replicates``.
     df : array ``[K]``, optional
         Degrees of freedom of ``se`` per position (``ci_method="t"``).

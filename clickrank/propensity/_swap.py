@@ -35,7 +35,7 @@ session shows one result per slot, so the click counts are independent
 binomials. ``se`` is the delta method on the log ratio,
 :math:`\widehat{\mathrm{Var}}\log\hat r = \frac{1-\hat p_k}{n_k \hat p_k}
 + \frac{1-\hat p_1}{n_1\hat p_1}`; the interval is the score interval of
-the ratio of the two rates (:func:`._stats.ratio_score_interval`; Koopman
+the ratio of the two rates (:func:`._intervals.ratio_score_interval`; Koopman
 (1984)): the delta method evaluates the variance at the estimate, which with
 the few dozen clicks a swapped pair gets is smallest exactly when the
 estimate is too high, and the interval undercovered (0.90 at position 2,
