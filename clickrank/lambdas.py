@@ -214,6 +214,40 @@ def _stable_order_desc(s, cnt, order):  # pragma: no cover
         order[m] = k
 
 
+@njit(cache=True)
+def _session_kinds(rows, sptr, pos, clicks):  # pragma: no cover
+    """Per session: its clicks, and 1 if it starts a list, 0 if it continues one, -1 if no pair.
+
+    A *list* is a run of consecutive sessions with pairs that show the same rows
+    at the same positions (they differ only in their clicks).
+    """
+    n_s = sptr.shape[0] - 1
+    kind = np.empty(n_s, np.int8)
+    n_clicks = np.empty(n_s, np.int64)
+    prev_a = -1
+    prev_cnt = -1
+    for u in range(n_s):
+        a = sptr[u]
+        cnt = sptr[u + 1] - a
+        n_click = 0
+        for r in range(a, a + cnt):
+            n_click += clicks[r]
+        n_clicks[u] = n_click
+        if n_click == 0 or n_click == cnt:
+            kind[u] = -1
+            continue
+        same = cnt == prev_cnt
+        if same:
+            for r in range(cnt):
+                if rows[a + r] != rows[prev_a + r] or pos[a + r] != pos[prev_a + r]:
+                    same = False
+                    break
+        kind[u] = 0 if same else 1
+        prev_a = a
+        prev_cnt = cnt
+    return kind, n_clicks
+
+
 @njit(cache=True, error_model="numpy")
 def _session_kernel(
     scores,
@@ -222,6 +256,8 @@ def _session_kernel(
     pos,
     clicks,
     counts,
+    kind,
+    n_clicks,
     t_plus,
     t_minus,
     sigma,
@@ -303,25 +339,13 @@ def _session_kernel(
     hes = np.empty(longest)
     up_r = np.empty(longest, np.int64)  # clicked ranks of a session, ascending
     dn_r = np.empty(longest, np.int64)  # unclicked ranks
-    prev_a = -1
-    prev_cnt = -1
     for u in range(n_s):
+        if kind[u] < 0:  # no (clicked, unclicked) pair
+            continue
         a = sptr[u]
         cnt = sptr[u + 1] - a
-        n_click = 0
-        for r in range(a, a + cnt):
-            n_click += clicks[r]
-        if n_click == 0 or n_click == cnt:
-            continue
-        same = cnt == prev_cnt
-        if same:
-            for r in range(cnt):
-                if rows[a + r] != rows[prev_a + r] or pos[a + r] != pos[prev_a + r]:
-                    same = False
-                    break
-        if not same:  # a new list: its order and tables
-            prev_a = a
-            prev_cnt = cnt
+        n_click = n_clicks[u]
+        if kind[u] == 1:  # a new list: its order and tables
             fresh = 0
             for r in range(cnt):
                 if local[rows[a + r]] < 0:
@@ -856,7 +880,8 @@ class SessionStep:
         longest = int(np.diff(sp).max()) if n_s else 0
         self.n_rows = int(n_rows)
         self.n_positions = int(p.max()) if p.size else 1
-        self._arrays = (r, sp, p, c, w)
+        kind, n_clicks = _session_kinds(r, sp, p, c)
+        self._arrays = (r, sp, p, c, w, kind, n_clicks)
         self._options = (_truncation(truncation), bool(normalize), cost == "xgboost")
         self._disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
 
