@@ -3,8 +3,10 @@
 Run ``python3 benchmarks/check_perf.py [benchmarks/perf_record.json]``. Standard library
 only and no benchmark is run, so CI calls it on the committed record in well under a
 second. A ratio above its target is reported (``over``); the check fails (exit 1) only
-when a ratio is more than twice its target, because shared machines are noisy. Coverage
-entries (smallest and largest coverage per cell) are printed and never fail.
+when a ratio is more than twice its target, because shared machines are noisy. Figures
+whose work is known to be unfinished carry ``open`` (the reason, from
+``perf_record.OPEN``): they are printed with it and do not fail. Coverage entries
+(smallest and largest coverage per cell) are printed and never fail.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ def check(record: dict) -> tuple[list[str], list[str]]:
         if "ratio" in fig:
             ratio, target = float(fig["ratio"]), float(fig["target"])
             status = "ok" if ratio <= target else "over"
-            if ratio > 2 * target:
+            if ratio > target and fig.get("open"):
+                status = f"open: {fig['open']}"
+            elif ratio > 2 * target:
                 status = "FAIL (> 2x target)"
                 failures.append(f"{name}: {ratio:.2f}x against a target of {target:g}x")
             lines.append(f"{name:<36} {ratio:>13.2f}x {'<= ' + format(target, 'g') + 'x':>12}  "
