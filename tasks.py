@@ -86,10 +86,20 @@ def test() -> None:
 
 
 def bench() -> None:
-    """Set up with the baseline libraries and pyspark, then run every benchmark script."""
+    """Set up, then write the performance record and check it against the targets.
+
+    ``bench`` runs the quick benchmarks (``benchmarks/perf_record.py``: one JSON of
+    ratios, ``benchmarks/perf_record.json``; extra arguments go to it) and prints the
+    table of ``benchmarks/check_perf.py``; ``bench --all`` runs every benchmark script
+    in full instead.
+    """
     setup("test,bench,spark")
-    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
-        run(PY, script)
+    if sys.argv[2:3] == ["--all"]:
+        for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+            run(PY, script)
+        return
+    run(PY, ROOT / "benchmarks" / "perf_record.py", *sys.argv[2:])
+    run(PY, ROOT / "benchmarks" / "check_perf.py")
 
 
 def docs() -> None:

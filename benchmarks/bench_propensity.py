@@ -16,8 +16,10 @@ scale      a randomized top-10 log with ``--sessions`` sessions (default 10^7, i
            rows) streamed to parquet, then estimated lazily in a child process: wall time,
            peak RSS, and the largest relative error of θ̂ over the 10 positions (PBM,
            θ_p = 1/p).
-coverage   empirical coverage of the 95% intervals over many independent simulated logs:
-           swap (per eta), randomized, randpair, harvest-allpairs.
+coverage   empirical coverage of the 95% intervals over many independent simulated logs
+           (``--logs``, default 1000 per cell; ``--cells`` picks some; ``--json`` keeps the
+           results as they come): swap at eta 0.5/1/2, randpair, randomized, harvest
+           pivot/adjacent/allpairs, EM (session bootstrap; ``--em-logs``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ import polars as pl
 from clickrank.clickmodels import make_click_model, power_law
 from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy, MixturePolicy
-from clickrank.propensity import estimate_propensities, randomized
+from clickrank.propensity import em, estimate_propensities, randomized
+from clickrank.propensity._harvest import cell_statistics, harvest_from_cells
 from clickrank.propensity._randomized import randomized_from_counts
 from clickrank.propensity._swap import pair_from_counts
 from clickrank.simulation import Randomize, RandPair, Swap, simulate
@@ -279,111 +282,118 @@ def _rand_by(chunk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def bench_coverage(n_logs: int = 2000, per_log: int = 2000) -> dict:
+COVERAGE_CELLS = (
+    "swap-0.5", "swap-1", "swap-2", "randpair", "randomized",
+    "harvest-pivot", "harvest-adjacent", "harvest-allpairs", "em",
+)  # fmt: skip
+
+
+def _hits(ci: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    return np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1])).astype(float)
+
+
+def bench_coverage(
+    n_logs: int = 1000,
+    per_log: int = 2000,
+    *,
+    cells: tuple[str, ...] = COVERAGE_CELLS,
+    harvest_sessions: int = 20_000,
+    em_logs: int | None = None,
+    em_boot: int = 100,
+    out: str | None = None,
+) -> dict:
+    """Share of ``n_logs`` independent logs whose 95% interval covers the true θ, per position.
+
+    Swap (Swap(0.5), per eta), randpair (RandPair(0.8)) and randomized (Randomize(1.0),
+    ``per_log / 2`` sessions) logs have ``per_log`` sessions over ``synthetic(300, 20)``
+    with a deterministic logger; harvesting and EM logs have ``harvest_sessions`` sessions
+    over ``synthetic(30, 10)`` from three deterministic rankers (one cell statistics per
+    log, the three harvest estimators on it; EM with ``em_boot`` bootstrap replicates
+    on the first ``em_logs`` of them). A log whose estimator fails counts as a miss
+    everywhere. With ``out`` the results are written to that JSON after every cell.
+    """
     data = _data()
-    results = {}
+    results: dict = {"n_logs": n_logs, "per_log": per_log, "harvest_sessions": harvest_sessions,
+                     "cells": {}}  # fmt: skip
 
-    def report(name, hits, n):
-        cov = hits[1:] / n
-        se = np.sqrt(0.95 * 0.05 / n)
+    def report(name, hits, n, sessions):
+        cov = hits / max(n, 1)
+        se = np.sqrt(0.95 * 0.05 / max(n, 1))
         print(
-            f"[coverage] {name:<22} {n} logs: "
-            + " ".join(f"{c:.3f}" for c in cov)
-            + f"  (nominal 0.95, SE {se:.3f})"
+            f"[coverage] {name:<18} {n} logs x {sessions} sessions: "
+            + " ".join(f"{c:.3f}" for c in cov[1:])
+            + f"  (positions 2..{K}; nominal 0.95, SE {se:.3f})",
+            flush=True,
         )
-        results[name] = cov.tolist()
+        results["cells"][name] = {"logs": n, "sessions": sessions, "coverage": cov.tolist(),
+                                  "se": float(se)}  # fmt: skip
+        if out:
+            Path(out).write_text(json.dumps(results, indent=1) + "\n")
 
-    for eta in (0.5, 1.0, 2.0):
-        parts = _per_log_counts(
-            data,
-            n_logs,
-            per_log,
-            interventions=[Swap(0.5)],
-            eta=eta,
-            top_k=K,
-            seed=17,
-            by=_pairs_by,
-        )
-        truth = power_law(K, eta)
-        hits = np.zeros(K)
+    def pair_cell(name, design, interventions, eta, seed):
+        parts = _per_log_counts(data, n_logs, per_log, interventions=interventions, eta=eta,
+                                top_k=K, seed=seed, by=_pairs_by)  # fmt: skip
+        truth, hits = power_law(K, eta), np.zeros(K)
         for part in parts.values():
             st = {c: part[c].to_numpy() for c in ("kind", "a", "b", "position", "n", "c")}
             try:
-                ci = (
-                    pair_from_counts(st, design="swap", K=K)
-                    .conf_int(0.05)
-                    .select("lower", "upper")
-                    .to_numpy()
-                )
+                est = pair_from_counts(st, design=design, K=K)
             except Exception:  # an unidentified log counts as a miss everywhere
                 continue
-            hits += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
-        report(f"swap eta={eta}", hits, len(parts))
+            hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+        report(name, hits, len(parts), per_log)
 
-    parts = _per_log_counts(
-        data,
-        n_logs,
-        per_log,
-        interventions=[RandPair(0.8)],
-        eta=1.0,
-        top_k=K,
-        seed=18,
-        by=_pairs_by,
-    )
-    hits = np.zeros(K)
-    truth = power_law(K, 1.0)
-    for part in parts.values():
-        st = {c: part[c].to_numpy() for c in ("kind", "a", "b", "position", "n", "c")}
-        ci = (
-            pair_from_counts(st, design="randpair", K=K)
-            .conf_int(0.05)
-            .select("lower", "upper")
-            .to_numpy()
-        )
-        hits += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
-    report("randpair eta=1", hits, len(parts))
+    for eta in (0.5, 1.0, 2.0):
+        if f"swap-{eta:g}" in cells:
+            pair_cell(f"swap-{eta:g}", "swap", [Swap(0.5)], eta, 17)
+    if "randpair" in cells:
+        pair_cell("randpair", "randpair", [RandPair(0.8)], 1.0, 18)
+    if "randomized" in cells:
+        parts = _per_log_counts(data, n_logs, per_log // 2, interventions=[Randomize(1.0)],
+                                eta=1.0, top_k=K, seed=19, by=_rand_by)  # fmt: skip
+        truth, hits = power_law(K, 1.0), np.zeros(K)
+        for part in parts.values():
+            st = {c: part[c].to_numpy() for c in ("position", "n", "c", "cc", "n1p")}
+            est = randomized_from_counts(st, K=K)
+            hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+        report("randomized", hits, len(parts), per_log // 2)
 
-    parts = _per_log_counts(
-        data,
-        n_logs,
-        per_log // 2,
-        interventions=[Randomize(1.0)],
-        eta=1.0,
-        top_k=K,
-        seed=19,
-        by=_rand_by,
-    )
-    hits = np.zeros(K)
-    for part in parts.values():
-        st = {c: part[c].to_numpy() for c in ("position", "n", "c", "cc", "n1p")}
-        ci = randomized_from_counts(st, K=K).conf_int(0.05).select("lower", "upper").to_numpy()
-        hits += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
-    report("randomized eta=1", hits, len(parts))
-
-    # harvesting: a full estimator call per log (AllPairs MLE), fewer logs
-    small = synthetic(30, 10, seed=0)
-    mix = MixturePolicy([DeterministicPolicy(small.X[:, j], name=f"r{j}") for j in range(3)])
-    n_h = max(200, n_logs // 10)
-    hits = {m: np.zeros(K) for m in ("harvest-allpairs", "harvest-pivot")}
-    for r in range(n_h):
-        log = simulate(
-            small,
-            policy=mix,
-            click_model=make_click_model("pbm", eta=1.0),
-            n_sessions=20_000,
-            first_session=r * 20_000,
-            seed=23,
-        )
-        for m in hits:
-            ci = (
-                estimate_propensities(log, method=m)
-                .conf_int(0.05)
-                .select("lower", "upper")
-                .to_numpy()
-            )
-            hits[m] += np.nan_to_num((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
-    for m, h in hits.items():
-        report(f"{m} eta=1", h, n_h)
+    harvest = [m for m in ("harvest-pivot", "harvest-adjacent", "harvest-allpairs") if m in cells]
+    n_em = (n_logs if em_logs is None else em_logs) if "em" in cells else 0
+    if harvest or n_em:
+        small = synthetic(30, 10, seed=0)
+        mix = MixturePolicy([DeterministicPolicy(small.X[:, j], name=f"r{j}") for j in range(3)])
+        truth = power_law(K, 1.0)
+        hits = {m: np.zeros(K) for m in harvest}
+        em_hits = np.zeros(K)
+        for r in range(max(n_logs if harvest else 0, n_em)):
+            log = simulate(small, policy=mix, click_model=make_click_model("pbm", eta=1.0),
+                           n_sessions=harvest_sessions, first_session=r * harvest_sessions,
+                           seed=23)  # fmt: skip
+            if r < n_logs and harvest:
+                stats = cell_statistics(log.lazy())
+                for m in harvest:
+                    try:
+                        est = harvest_from_cells(stats, estimator=m.split("-")[1], K=K)
+                    except Exception:
+                        continue
+                    hits[m] += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+            if r < n_em:
+                try:
+                    est = em(log, K=K, n_boot=em_boot, seed=r)
+                    em_hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+                except Exception:
+                    pass
+            if (r + 1) % 100 == 0 or r + 1 == n_logs:
+                for m, h in hits.items():
+                    if r < n_logs:
+                        report(m, h, r + 1, harvest_sessions)
+                if r < n_em:
+                    report("em", em_hits, r + 1, harvest_sessions)
+        for m, h in hits.items():
+            report(m, h, n_logs, harvest_sessions)
+        if n_em:
+            report("em", em_hits, n_em, harvest_sessions)
     return results
 
 
@@ -398,7 +408,11 @@ def main() -> None:
         choices=["baseline", "scale", "scale-all", "coverage"],
     )
     ap.add_argument("--sessions", type=int, default=10_000_000, help="sessions for 'scale'")
-    ap.add_argument("--logs", type=int, default=2000, help="logs per coverage experiment")
+    ap.add_argument("--logs", type=int, default=1000, help="logs per coverage experiment")
+    ap.add_argument("--cells", nargs="+", default=list(COVERAGE_CELLS), choices=COVERAGE_CELLS)
+    ap.add_argument("--harvest-sessions", type=int, default=20_000)
+    ap.add_argument("--em-logs", type=int, default=None, help="logs for the EM cell")
+    ap.add_argument("--json", default=None, help="coverage results, rewritten after every cell")
     ap.add_argument("--tmp", default=None, help="folder for the temporary parquet log")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--method", default="randomized", help=argparse.SUPPRESS)
@@ -414,7 +428,8 @@ def main() -> None:
     if "scale-all" in args.parts:
         bench_scale_all(args.sessions, args.tmp)
     if "coverage" in args.parts:
-        bench_coverage(args.logs)
+        bench_coverage(args.logs, cells=tuple(args.cells), harvest_sessions=args.harvest_sessions,
+                       em_logs=args.em_logs, out=args.json)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
 from .datasets import RankingData
-from .lambdas import lambdas, pair_lambdas, position_bias_update, session_lambdas
+from .lambdas import SessionStep, lambdas, pair_lambdas, position_bias_update
 from .targets import SessionLists, Target, oracle
 
 __all__ = ["LambdaMART"]
@@ -338,13 +338,17 @@ class LambdaMART:
         t_plus, t_minus = np.ones(k), np.ones(k)
         self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}
 
+        step = None  # the sessions checked once (SessionStep), at the first round
+
         def fobj(preds, _dataset):
-            nonlocal t_plus, t_minus
-            lam = session_lambdas(
-                preds, sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
-                sessions.counts, t_plus=t_plus, t_minus=t_minus, sigma=sigma, truncation=trunc,
-                normalize=norm, cost=sessions.cost,
-            )  # fmt: skip
+            nonlocal t_plus, t_minus, step
+            if step is None:
+                step = SessionStep(
+                    sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
+                    sessions.counts, n_rows=len(preds), sigma=sigma, truncation=trunc,
+                    normalize=norm, cost=sessions.cost,
+                )  # fmt: skip
+            lam = step(preds, t_plus, t_minus)
             t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)
             self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}  # the latest estimate
             return -lam.forces, lam.weights

@@ -50,6 +50,7 @@ __all__ = [
     "pair_lambdas",
     "SessionLambdas",
     "session_lambdas",
+    "SessionStep",
     "position_bias_update",
     "ranknet_loss",
     "pair_loss",
@@ -198,6 +199,55 @@ def _lambda_kernel(
                 hes[r] *= factor
 
 
+@njit(cache=True)
+def _stable_order_desc(s, cnt, order):  # pragma: no cover
+    """``order[:cnt]`` = indices of ``s[:cnt]`` by descending value, ties in index order."""
+    if cnt > 64:
+        order[:cnt] = np.argsort(-s[:cnt], kind="mergesort")
+        return
+    for k in range(cnt):
+        v = s[k]
+        m = k
+        while m > 0 and s[order[m - 1]] < v:
+            order[m] = order[m - 1]
+            m -= 1
+        order[m] = k
+
+
+@njit(cache=True)
+def _session_kinds(rows, sptr, pos, clicks):  # pragma: no cover
+    """Per session: its clicks, and 1 if it starts a list, 0 if it continues one, -1 if no pair.
+
+    A *list* is a run of consecutive sessions with pairs that show the same rows
+    at the same positions (they differ only in their clicks).
+    """
+    n_s = sptr.shape[0] - 1
+    kind = np.empty(n_s, np.int8)
+    n_clicks = np.empty(n_s, np.int64)
+    prev_a = -1
+    prev_cnt = -1
+    for u in range(n_s):
+        a = sptr[u]
+        cnt = sptr[u + 1] - a
+        n_click = 0
+        for r in range(a, a + cnt):
+            n_click += clicks[r]
+        n_clicks[u] = n_click
+        if n_click == 0 or n_click == cnt:
+            kind[u] = -1
+            continue
+        same = cnt == prev_cnt
+        if same:
+            for r in range(cnt):
+                if rows[a + r] != rows[prev_a + r] or pos[a + r] != pos[prev_a + r]:
+                    same = False
+                    break
+        kind[u] = 0 if same else 1
+        prev_a = a
+        prev_cnt = cnt
+    return kind, n_clicks
+
+
 @njit(cache=True, error_model="numpy")
 def _session_kernel(
     scores,
@@ -206,6 +256,8 @@ def _session_kernel(
     pos,
     clicks,
     counts,
+    kind,
+    n_clicks,
     t_plus,
     t_minus,
     sigma,
@@ -218,94 +270,192 @@ def _session_kernel(
     li,
     lj,
 ):  # pragma: no cover
-    """Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
+    r"""Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
 
     Pairs (clicked, unclicked) of a session with a document in the current top
     ``trunc``; the pair's force and weight are divided by
     ``t_plus[p_clicked] * t_minus[p_unclicked]`` (0-based positions < K), its
     cost feeds ``li``/``lj``; everything is multiplied by the session's count.
+
+    Sessions that show the same rows at the same positions (a *list*; they
+    differ only in their clicks) are consecutive in
+    :class:`~clickrank.targets.SessionLists`. Per list, the order of its rows
+    is found once, and a (clicked rank, unclicked rank) pair's force, Newton
+    weight and cost without the session's :math:`1/\mathrm{IDCG}` are
+    tabulated when a session of the list first has that pair; a session then
+    sums table entries over its pairs and is scaled by its count and
+    :math:`1/\mathrm{IDCG}`. The transcendental part of
+    a pair depends only on its two rows' scores, so it is cached per pair of
+    rows within a *block* of consecutive lists (those of one query, mostly).
+    The costs are summed per (clicked, unclicked) position cell, and
+    ``li``/``lj`` are those ``K x K`` sums divided by the other side's bias
+    at the end (Eq. 30-31 as one pass over the cells).
     """
-    eps = 2.220446049250313e-16
     n_k = t_plus.shape[0]
+    eps = 2.220446049250313e-16
     for r in range(forces.shape[0]):
         forces[r] = 0.0
         weights[r] = 0.0
     for k in range(n_k):
         li[k] = 0.0
         lj[k] = 0.0
-    longest = 0
-    for u in range(sptr.shape[0] - 1):
+    # bias scale of a (clicked, unclicked) position cell; a bias below eps turns it off
+    scale_tab = np.ones(n_k * n_k)
+    for k in range(n_k):
+        for m in range(n_k):
+            if t_plus[k] >= eps and t_minus[m] >= eps:
+                scale_tab[k * n_k + m] = 1.0 / (t_plus[k] * t_minus[m])
+    cost_sum = np.zeros(n_k * n_k)  # count-weighted pair costs per position cell
+    n_s = sptr.shape[0] - 1
+    longest = 1
+    for u in range(n_s):
         longest = max(longest, sptr[u + 1] - sptr[u])
+    # the cache of a pair of rows of a block: sigma |s_a - s_b|, log1p(exp(-that)),
+    # misorder probabilities when the clicked row scores higher / not higher,
+    # 1 / (0.01 + |s_a - s_b|)
+    cap = max(64, longest)
+    local = np.full(forces.shape[0], -1, np.int64)  # row -> index in the block
+    block = np.empty(cap, np.int64)
+    n_block = 0
+    gen = 1
+    stamp = np.zeros(cap * cap, np.int64)
+    xa = np.empty(cap * cap)
+    lg = np.empty(cap * cap)
+    r_up = np.empty(cap * cap)
+    r_dn = np.empty(cap * cap)
+    inv_gap = np.empty(cap * cap)
+    # the tables of the current list, by (clicked rank, unclicked rank)
+    n2 = longest * longest
+    t_f = np.zeros(n2)
+    t_h = np.zeros(n2)
+    t_c = np.zeros(n2)
+    t_cell = np.full(n2, -1, np.int64)
+    t_stamp = np.zeros(n2, np.int64)  # the list an entry was made for
+    n_list = 0
     s = np.empty(longest)
+    loc = np.empty(longest, np.int64)
+    order = np.empty(longest, np.int64)
     lam = np.empty(longest)
     hes = np.empty(longest)
-    for u in range(sptr.shape[0] - 1):
+    up_r = np.empty(longest, np.int64)  # clicked ranks of a session, ascending
+    dn_r = np.empty(longest, np.int64)  # unclicked ranks
+    for u in range(n_s):
+        if kind[u] < 0:  # no (clicked, unclicked) pair
+            continue
         a = sptr[u]
         cnt = sptr[u + 1] - a
-        n_click = 0
-        for r in range(a, a + cnt):
-            n_click += clicks[r]
-        if n_click == 0 or n_click == cnt:
-            continue
-        best = -np.inf
-        worst = np.inf
-        for r in range(cnt):
-            s[r] = scores[rows[a + r]]
-            lam[r] = 0.0
-            hes[r] = 0.0
-            best = max(best, s[r])
-            worst = min(worst, s[r])
-        flat = best == worst
+        n_click = n_clicks[u]
+        if kind[u] == 1:  # a new list: its order and tables
+            fresh = 0
+            for r in range(cnt):
+                if local[rows[a + r]] < 0:
+                    fresh += 1
+            if n_block + fresh > cap:  # a new block
+                for b in range(n_block):
+                    local[block[b]] = -1
+                n_block = 0
+                gen += 1
+            best = -np.inf
+            worst = np.inf
+            for r in range(cnt):
+                row = rows[a + r]
+                if local[row] < 0:
+                    local[row] = n_block
+                    block[n_block] = row
+                    n_block += 1
+                loc[r] = local[row]
+                s[r] = scores[row]
+                best = max(best, s[r])
+                worst = min(worst, s[r])
+            damp = normalize and best != worst
+            _stable_order_desc(s, cnt, order)
+            n_list += 1  # its table entries are made when a session first needs them
+        # the session: its clicked and unclicked ranks, then the table sums
+        n_up = 0
+        n_dn = 0
+        for i in range(cnt):
+            lam[i] = 0.0
+            hes[i] = 0.0
+            if clicks[a + order[i]]:
+                up_r[n_up] = i
+                n_up += 1
+            else:
+                dn_r[n_dn] = i
+                n_dn += 1
         m = 0.0
         for r in range(min(n_click, trunc)):
             m += disc[r]
         inv_idcg = 1.0 / m
-        order = np.argsort(-s[:cnt], kind="mergesort")  # stable: ties keep logged order
+        w = counts[u]
+        wc = w * inv_idcg
         total = 0.0
-        for i in range(min(cnt - 1, trunc)):
-            ri = order[i]
-            for j in range(i + 1, cnt):
-                rj = order[j]
-                ci = clicks[a + ri]
-                if ci == clicks[a + rj]:
-                    continue
-                hi, lo = (ri, rj) if ci else (rj, ri)
-                dz = (disc[i] - disc[j]) * inv_idcg
-                ds = s[hi] - s[lo]
-                if normalize and not flat:
-                    dz /= 0.01 + abs(ds)
-                x = sigma * ds
-                if x > 0.0:
-                    e = np.exp(-x)
-                    rho = e / (1.0 + e)
-                else:
-                    rho = 1.0 / (1.0 + np.exp(x))
-                y = x if xgb_cost else -x  # cost = dz * log(1 + exp(y))
-                cost = dz * (max(y, 0.0) + np.log1p(np.exp(-abs(y))))
-                p_hi = pos[a + hi] - 1
-                p_lo = pos[a + lo] - 1
-                tracked = p_hi < n_k and p_lo < n_k
-                scale = 1.0
-                if tracked and t_plus[p_hi] >= eps and t_minus[p_lo] >= eps:
-                    scale = 1.0 / (t_plus[p_hi] * t_minus[p_lo])
-                f = sigma * rho * dz * scale
-                h = sigma * f * (1.0 - rho)
-                lam[hi] += f
-                lam[lo] -= f
-                hes[hi] += h
-                hes[lo] += h
-                total += 2.0 * f
-                if tracked:
-                    if t_minus[p_lo] >= eps:
-                        li[p_hi] += counts[u] * cost / t_minus[p_lo]
-                    if t_plus[p_hi] >= eps:
-                        lj[p_lo] += counts[u] * cost / t_plus[p_hi]
-        factor = counts[u]
+        for x in range(n_up):
+            i = up_r[x]
+            row_t = i * cnt
+            for y in range(n_dn):
+                j = dn_r[y]
+                if i >= trunc and j >= trunc:
+                    break  # the unclicked ranks only grow
+                t = row_t + j
+                if t_stamp[t] != n_list:  # the list's entry (clicked rank i, unclicked rank j)
+                    t_stamp[t] = n_list
+                    hi = order[i]
+                    lo = order[j]
+                    c = loc[hi] * cap + loc[lo]
+                    if stamp[c] != gen:  # the pair of rows' terms, for this block
+                        d = abs(s[hi] - s[lo])
+                        v_x = sigma * d
+                        e = np.exp(-v_x)
+                        v_lg = np.log1p(e)
+                        v_up = e / (1.0 + e)
+                        v_dn = 1.0 / (1.0 + e)
+                        v_gap = 1.0 / (0.01 + d)
+                        for cc in (c, loc[lo] * cap + loc[hi]):
+                            stamp[cc] = gen
+                            xa[cc] = v_x
+                            lg[cc] = v_lg
+                            r_up[cc] = v_up
+                            r_dn[cc] = v_dn
+                            inv_gap[cc] = v_gap
+                    dz = abs(disc[i] - disc[j])
+                    if damp:
+                        dz *= inv_gap[c]
+                    up = s[hi] > s[lo]
+                    rho = r_up[c] if up else r_dn[c]
+                    p_hi = pos[a + hi] - 1
+                    p_lo = pos[a + lo] - 1
+                    scale = 1.0
+                    t_cell[t] = -1
+                    if p_hi < n_k and p_lo < n_k:
+                        t_cell[t] = p_hi * n_k + p_lo
+                        scale = scale_tab[p_hi * n_k + p_lo]
+                    t_c[t] = dz * lg[c] if up != xgb_cost else dz * (xa[c] + lg[c])
+                    t_f[t] = sigma * rho * dz * scale
+                    t_h[t] = sigma * t_f[t] * (1.0 - rho)
+                f = t_f[t]
+                h = t_h[t]
+                lam[i] += f
+                lam[j] -= f
+                hes[i] += h
+                hes[j] += h
+                total += f
+                if t_cell[t] >= 0:
+                    cost_sum[t_cell[t]] += wc * t_c[t]
+        total *= 2.0 * inv_idcg
+        factor = wc
         if normalize and total > 0.0:
             factor *= np.log2(1.0 + total) / total
-        for r in range(cnt):
-            forces[rows[a + r]] += factor * lam[r]
-            weights[rows[a + r]] += factor * hes[r]
+        for i in range(cnt):
+            row = rows[a + order[i]]
+            forces[row] += factor * lam[i]
+            weights[row] += factor * hes[i]
+    for k in range(n_k):  # the t+/t- sums (Eq. 30-31) from the cell sums
+        for m in range(n_k):
+            c = cost_sum[k * n_k + m]
+            if t_minus[m] >= eps:
+                li[k] += c / t_minus[m]
+            if t_plus[k] >= eps:
+                lj[m] += c / t_plus[k]
 
 
 @njit(cache=True)
@@ -675,42 +825,81 @@ def session_lambdas(
         ``(forces, weights, li, lj)``; the forces of every session sum to zero.
     """
     s = _vec(scores, None, "scores")
-    n_rows = s.shape[0]
-    r = np.ascontiguousarray(rows, dtype=np.int64)
-    sp = np.ascontiguousarray(sptr, dtype=np.int64)
-    p = np.ascontiguousarray(positions, dtype=np.int64)
-    c = np.ascontiguousarray(clicks, dtype=np.bool_)
-    if r.ndim != 1 or p.shape != r.shape or c.shape != r.shape:
-        raise InputError("rows, positions and clicks must be 1-d arrays of one length")
-    if sp.ndim != 1 or sp.size < 1 or sp[0] != 0 or sp[-1] != r.size or np.any(np.diff(sp) < 0):
-        raise InputError(
-            f"sptr must run from 0 to {r.size} (the number of entries), non-decreasing"
-        )
-    if r.size and (r.min() < 0 or r.max() >= n_rows):
-        raise InputError(f"rows hold indices outside 0..{n_rows - 1}")
-    if r.size and p.min() < 1:
-        raise InputError("positions are 1-based; found a position < 1")
-    n_s = sp.size - 1
-    w = np.ones(n_s) if counts is None else _vec(counts, n_s, "counts")
-    if np.any(w < 0):
-        raise InputError("counts must be non-negative")
-    k = int(p.max()) if p.size else 1
-    tp = np.ones(k) if t_plus is None else _vec(t_plus, None, "t_plus")
-    tm = np.ones(tp.size) if t_minus is None else _vec(t_minus, tp.size, "t_minus")
-    if tp.size == 0 or np.any(tp < 0) or np.any(tm < 0):
-        raise InputError("t_plus and t_minus must be non-empty and non-negative")
-    sigma = float(check_positive(sigma, name="sigma"))
-    if cost not in ("ranknet", "xgboost"):
-        raise InputError(f"cost must be 'ranknet' or 'xgboost', got {cost!r}")
-    longest = int(np.diff(sp).max()) if n_s else 0
-    disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
-    forces, weights = np.empty(n_rows), np.empty(n_rows)
-    li, lj = np.empty(tp.size), np.empty(tp.size)
-    _session_kernel(
-        s, r, sp, p, c, w, tp, tm, sigma, _truncation(truncation), bool(normalize),
-        cost == "xgboost", disc, forces, weights, li, lj,
+    step = SessionStep(
+        rows, sptr, positions, clicks, counts, n_rows=s.shape[0], sigma=sigma,
+        truncation=truncation, normalize=normalize, cost=cost,
     )  # fmt: skip
-    return SessionLambdas(forces, weights, li, lj)
+    return step(s, t_plus, t_minus)
+
+
+class SessionStep:
+    """:func:`session_lambdas` with the sessions checked once, for one call per boosting round.
+
+    ``SessionStep(rows, sptr, positions, clicks, counts, n_rows=..., sigma=...,
+    truncation=..., normalize=..., cost=...)(scores, t_plus, t_minus)`` is
+    ``session_lambdas(scores, rows, ..., t_plus=t_plus, t_minus=t_minus, ...)``;
+    the arrays are converted and checked when the step is made, only the
+    scores and the biases at each call.
+    """
+
+    def __init__(
+        self,
+        rows,
+        sptr,
+        positions,
+        clicks,
+        counts=None,
+        *,
+        n_rows: int,
+        sigma: float = 1.0,
+        truncation: int | None = None,
+        normalize: bool = False,
+        cost: str = "ranknet",
+    ) -> None:
+        r = np.ascontiguousarray(rows, dtype=np.int64)
+        sp = np.ascontiguousarray(sptr, dtype=np.int64)
+        p = np.ascontiguousarray(positions, dtype=np.int64)
+        c = np.ascontiguousarray(clicks, dtype=np.bool_)
+        if r.ndim != 1 or p.shape != r.shape or c.shape != r.shape:
+            raise InputError("rows, positions and clicks must be 1-d arrays of one length")
+        if sp.ndim != 1 or sp.size < 1 or sp[0] != 0 or sp[-1] != r.size or np.any(np.diff(sp) < 0):
+            raise InputError(
+                f"sptr must run from 0 to {r.size} (the number of entries), non-decreasing"
+            )
+        if r.size and (r.min() < 0 or r.max() >= n_rows):
+            raise InputError(f"rows hold indices outside 0..{n_rows - 1}")
+        if r.size and p.min() < 1:
+            raise InputError("positions are 1-based; found a position < 1")
+        n_s = sp.size - 1
+        w = np.ones(n_s) if counts is None else _vec(counts, n_s, "counts")
+        if np.any(w < 0):
+            raise InputError("counts must be non-negative")
+        self.sigma = float(check_positive(sigma, name="sigma"))
+        if cost not in ("ranknet", "xgboost"):
+            raise InputError(f"cost must be 'ranknet' or 'xgboost', got {cost!r}")
+        longest = int(np.diff(sp).max()) if n_s else 0
+        self.n_rows = int(n_rows)
+        self.n_positions = int(p.max()) if p.size else 1
+        kind, n_clicks = _session_kinds(r, sp, p, c)
+        self._arrays = (r, sp, p, c, w, kind, n_clicks)
+        self._options = (_truncation(truncation), bool(normalize), cost == "xgboost")
+        self._disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
+
+    def __call__(self, scores, t_plus=None, t_minus=None) -> SessionLambdas:
+        """Forces, weights and bias sums at ``scores`` (see :func:`session_lambdas`)."""
+        s = _vec(scores, self.n_rows, "scores")
+        tp = np.ones(self.n_positions) if t_plus is None else _vec(t_plus, None, "t_plus")
+        tm = np.ones(tp.size) if t_minus is None else _vec(t_minus, tp.size, "t_minus")
+        if tp.size == 0 or np.any(tp < 0) or np.any(tm < 0):
+            raise InputError("t_plus and t_minus must be non-empty and non-negative")
+        forces, weights = np.empty(self.n_rows), np.empty(self.n_rows)
+        li, lj = np.empty(tp.size), np.empty(tp.size)
+        trunc, normalize, xgb = self._options
+        _session_kernel(
+            s, *self._arrays, tp, tm, self.sigma, trunc, normalize, xgb, self._disc,
+            forces, weights, li, lj,
+        )  # fmt: skip
+        return SessionLambdas(forces, weights, li, lj)
 
 
 def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:

@@ -146,6 +146,78 @@ def test_session_lambdas_equal_brute_force(seed, trunc, normalize, cost, sigma):
     assert np.any(got.li > 0) and np.any(got.forces != 0)
 
 
+def _list_sessions(seed: int, n_queries: int = 12, docs: int = 12, shown: int = 8):
+    """Sessions as a SessionLists holds them: per query a few lists (the same rows, a swap
+    of rank 1, a shorter list), each with several click patterns; one list of 80 rows."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for q in range(n_queries):
+        base = q * docs + rng.permutation(docs)[:shown]
+        for variant in range(4):
+            lst = base.copy()
+            if variant == 1:
+                j = rng.integers(1, shown)
+                lst[[0, j]] = lst[[j, 0]]
+            if variant == 2:
+                lst = lst[: shown - 2]
+            for _ in range(rng.integers(1, 5)):
+                out.append((lst, rng.random(lst.size) < 0.35))
+    long = n_queries * docs + np.arange(80)  # a long list (sorted by score another way)
+    out += [(long, rng.random(80) < 0.2) for _ in range(2)]
+    out.sort(key=lambda e: (tuple(e[0]), tuple(e[1])))
+    rows = np.concatenate([e[0] for e in out])
+    sptr = np.concatenate([[0], np.cumsum([e[0].size for e in out])])
+    pos = np.concatenate([np.arange(1, e[0].size + 1) for e in out])
+    clicks = np.concatenate([e[1] for e in out])
+    counts = rng.integers(1, 4, size=len(out)).astype(float)
+    scores = np.round(rng.normal(size=n_queries * docs + 80), 1)  # ties
+    return scores, rows, sptr, pos, clicks, counts
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    ("trunc", "normalize", "cost"),
+    [(None, True, "ranknet"), (3, True, "xgboost"), (30, False, "ranknet")],
+)
+def test_session_lambdas_of_repeated_lists_equal_brute_force(seed, trunc, normalize, cost):
+    """Lists shown in many sessions (the kernel tabulates them once) and rows shared across
+    lists (cached pair terms): the same forces, weights and bias sums as pair by pair."""
+    scores, rows, sptr, pos, clicks, counts = _list_sessions(seed)
+    rng = np.random.default_rng(seed + 10)
+    tp, tm = rng.uniform(0.3, 1.5, size=6), rng.uniform(0.5, 2.0, size=6)
+    got = session_lambdas(
+        scores, rows, sptr, pos, clicks, counts, t_plus=tp, t_minus=tm,
+        truncation=trunc, normalize=normalize, cost=cost,
+    )  # fmt: skip
+    want = _reference(
+        scores, rows, sptr, pos, clicks, counts, tp, tm, 1.0,
+        10**9 if trunc is None else trunc, normalize, cost,
+    )  # fmt: skip
+    for g, w, name in zip(got, want, ("forces", "weights", "li", "lj"), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_aggregated_sessions_give_the_lambdas_of_the_repeated_sessions():
+    """A session with count n gives the lambdas of n copies of it with count 1."""
+    scores, rows, sptr, pos, clicks, counts = _list_sessions(5)
+    sizes = np.diff(sptr)
+    reps = counts.astype(int)
+    copy = np.repeat(np.arange(sizes.size), reps)
+    idx = np.concatenate([np.arange(sptr[u], sptr[u + 1]) for u in copy])
+    sptr_rep = np.concatenate([[0], np.cumsum(sizes[copy])])
+    tp, tm = np.linspace(1.0, 0.4, 6), np.linspace(1.0, 0.7, 6)
+    for normalize in (False, True):
+        agg = session_lambdas(
+            scores, rows, sptr, pos, clicks, counts, t_plus=tp, t_minus=tm, normalize=normalize
+        )
+        rep = session_lambdas(
+            scores, rows[idx], sptr_rep, pos[idx], clicks[idx], t_plus=tp, t_minus=tm,
+            normalize=normalize,
+        )  # fmt: skip
+        for a, b in zip(agg, rep, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_forces_of_every_session_sum_to_zero():
     scores, rows, sptr, pos, clicks, counts, tp, tm = _random_sessions(7, n_rows=200)
     rows = np.arange(rows.size)  # one row per entry: a session's forces stay apart

@@ -618,3 +618,83 @@ def test_read_theta_checks_the_scale_of_propensity_files(tmp_path):
     f.write_text("[true, false]")
     with pytest.raises(ClickRankError, match="position 1 is true; expected a number"):
         read_theta(f)
+
+
+# -- intervals that keep their level (issue 21) -------------------------------------------
+
+
+def test_ratio_score_interval_solves_the_score_equation_and_keeps_its_level():
+    from clickrank.propensity._intervals import ratio_score_interval
+
+    z = norm.isf(0.025)
+    ci = ratio_score_interval(20.0, 100.0, 300.0, 1000.0, z)
+    est = (20 / 100) / (300 / 1000)
+    assert ci[0] < est < ci[1]
+    for phi in ci:  # the bounds are where the score statistic equals z^2
+        a, b, c = phi * 1100, -(phi * 100 + 20 + 1000 + phi * 300), 320
+        q0 = (-b - np.sqrt(b * b - 4 * a * c)) / (2 * a)
+        q1 = phi * q0
+        stat = (0.2 - phi * 0.3) ** 2 / (q1 * (1 - q1) / 100 + phi**2 * q0 * (1 - q0) / 1000)
+        assert stat == pytest.approx(z * z, rel=1e-6)
+    # no clicks in the numerator: lower bound 0, finite upper; none in the denominator: inf
+    assert ratio_score_interval(0.0, 50.0, 30.0, 100.0, z)[0] == 0.0
+    assert np.isfinite(ratio_score_interval(0.0, 50.0, 30.0, 100.0, z)[1])
+    assert ratio_score_interval(5.0, 50.0, 0.0, 100.0, z)[1] == np.inf
+    # with many clicks it is the delta-method interval on the log scale
+    big = ratio_score_interval(4e4, 1e5, 6e4, 1e5, z)
+    se = np.sqrt(0.6 / 4e4 + 0.4 / 6e4)
+    np.testing.assert_allclose(big, (4 / 6) * np.exp([-z * se, z * se]), rtol=2e-3)
+    # coverage with 10-30 clicks in the numerator (where the delta method undercovered)
+    rng = np.random.default_rng(0)
+    n1, p1, n0, p0 = 110, 0.16, 1000, 0.32
+    c1, c0 = rng.binomial(n1, p1, 4000), rng.binomial(n0, p0, 4000)
+    cis = ratio_score_interval(c1, np.full(4000, n1), c0, np.full(4000, n0), z)
+    cover = np.mean((cis[:, 0] <= p1 / p0) & (p1 / p0 <= cis[:, 1]))
+    assert 0.935 <= cover <= 0.965
+
+
+def test_swap_gives_score_intervals_and_harvest_t_intervals(harvest_log_for_intervals):
+    from scipy.stats import t as t_dist
+
+    log = harvest_log_for_intervals
+    for method in ("harvest-pivot", "harvest-adjacent", "harvest-allpairs"):
+        est = estimate_propensities(log, method=method)
+        assert est.ci_method == "t" and est.df[0] == np.inf
+        ok = np.isfinite(est.se) & (est.se > 0)
+        assert np.all(est.df[ok] >= 1)
+        q = t_dist.isf(0.025, est.df[ok])
+        ci = est.conf_int(0.05).select("lower", "upper").to_numpy()[ok]
+        np.testing.assert_allclose(ci[:, 1], est.theta[ok] * np.exp(q * est.se[ok]))
+        assert np.all(q > norm.isf(0.025))  # wider than the normal interval
+        back = Propensities.from_dict(json.loads(json.dumps(est.to_dict())))
+        np.testing.assert_allclose(back.conf_int().select("lower", "upper").to_numpy()[ok], ci)
+
+
+def test_swap_score_intervals_round_trip():
+    data = synthetic(40, 10, seed=1)
+    log = simulate(
+        data, policy=DeterministicPolicy(data.X[:, 0]), click_model=make_click_model("pbm"),
+        n_sessions=20_000, interventions=[Swap(0.5)], top_k=5, seed=3,
+    )  # fmt: skip
+    est = estimate_propensities(log, method="swap")
+    assert est.ci_method == "score" and est.ci_counts.shape == (5, 4)
+    ci = est.conf_int(0.05).select("lower", "upper").to_numpy()
+    assert ci[0, 0] == ci[0, 1] == 1.0
+    assert np.all(ci[1:, 0] < est.theta[1:]) and np.all(est.theta[1:] < ci[1:, 1])
+    back = Propensities.from_dict(json.loads(json.dumps(est.to_dict())))
+    np.testing.assert_allclose(back.conf_int().select("lower", "upper").to_numpy(), ci)
+    with pytest.raises(InputError, match="ci_counts"):
+        Propensities(theta=est.theta, se=est.se, method="swap", n_sessions=1, n=est.n,
+                     ci_method="score")  # fmt: skip
+    with pytest.raises(InputError, match="df"):
+        Propensities(theta=est.theta, se=est.se, method="swap", n_sessions=1, n=est.n,
+                     ci_method="t")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def harvest_log_for_intervals():
+    small = synthetic(30, 10, seed=0)
+    mix = MixturePolicy([DeterministicPolicy(small.X[:, j], name=f"r{j}") for j in range(3)])
+    return simulate(
+        small, policy=mix, click_model=make_click_model("pbm", eta=1.0), n_sessions=20_000, seed=23
+    )

@@ -6,12 +6,12 @@ path, and returns :class:`Propensities`):
 ====================  ================================================  ===========================
 method                design needed in the log                          interval
 ====================  ================================================  ===========================
-``swap``              rank-1 <-> rank-k swaps (Joachims et al. (2017))  delta method, log ratio
-``randpair``          RandPair swaps, pivot 1 (Wang et al. (2018))      delta method, log ratio
+``swap``              rank-1 <-> rank-k swaps (Joachims et al. (2017))  score, ratio of rates
+``randpair``          RandPair swaps, pivot 1 (Wang et al. (2018))      score, ratio of rates
 ``randomized``        shuffled top k (RandTop-k; Wang et al. (2016))    delta method, session cov.
-``harvest-pivot``     (q, d) at several ranks (Agarwal et al. (2019a))  jackknife over (q, d)
-``harvest-adjacent``  same                                              jackknife over (q, d)
-``harvest-allpairs``  same                                              sandwich (Hessian + scores)
+``harvest-pivot``     (q, d) at several ranks (Agarwal et al. (2019a))  jackknife over (q, d), t
+``harvest-adjacent``  same                                              jackknife over (q, d), t
+``harvest-allpairs``  same                                              jackknife over (q, d), t
 ``em``                same, no interventions (Wang et al. (2018))       session bootstrap
 ====================  ================================================  ===========================
 

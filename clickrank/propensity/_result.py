@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 from scipy.stats import norm
+from scipy.stats import t as t_dist
 
 from .._io import atomic_write_text, check_output, read_json
 from .._result import Result, check_format
@@ -20,10 +21,12 @@ from .._validation import (
     check_alpha,
     check_theta_scale,
 )
+from ._intervals import ratio_score_interval
 
 __all__ = ["Propensities"]
 
 _FORMAT_VERSION = 1
+_CI_METHODS = ("normal", "t", "score", "percentile")
 
 
 def _as_float_array(values: Any, name: str, size: int | None = None) -> np.ndarray:
@@ -64,9 +67,18 @@ class Propensities(Result):
         True if the estimator identifies the absolute level of ``theta``.
     replicates : array ``[B, K]``, optional
         Bootstrap replicates of :math:`\log\hat\theta`.
-    ci_method : {"normal", "percentile"}
+    ci_method : {"normal", "t", "score", "percentile"}
         ``normal``: :math:`\hat\theta\exp(\pm z\,\mathrm{se})` (delta method or
-        bootstrap SE); ``percentile``: quantiles of ``replicates``.
+        bootstrap SE); ``t``: the same with the Student-t quantile on ``df``
+        degrees of freedom (a jackknife or sandwich SE from a few clusters);
+        ``score``: the score interval of a ratio of two independent binomial
+        rates from ``ci_counts`` (:func:`._intervals.ratio_score_interval`);
+        ``percentile``: quantiles of ``replicates``.
+    df : array ``[K]``, optional
+        Degrees of freedom of ``se`` per position (``ci_method="t"``).
+    ci_counts : array ``[K, 4]``, optional
+        ``(clicks, impressions)`` of the numerator then of the denominator of
+        each position's ratio (``ci_method="score"``).
     info : dict
         Method-specific details (JSON-serializable), e.g. ``{"route": "top"}``.
 
@@ -90,6 +102,8 @@ class Propensities(Result):
     replicates: np.ndarray | None = None
     info: dict = field(default_factory=dict)
     ci_method: str = "normal"
+    df: np.ndarray | None = None
+    ci_counts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         theta = _as_float_array(self.theta, "theta")
@@ -107,10 +121,25 @@ class Propensities(Result):
                 raise InputError(f"replicates must have shape [B, {k}], got {rep.shape}")
             rep.setflags(write=False)
             object.__setattr__(self, "replicates", rep)
-        if self.ci_method not in ("normal", "percentile"):
-            raise InputError(f"ci_method must be 'normal' or 'percentile', got {self.ci_method!r}")
+        if self.ci_method not in _CI_METHODS:
+            raise InputError(f"ci_method must be one of {_CI_METHODS}, got {self.ci_method!r}")
         if self.ci_method == "percentile" and self.replicates is None:
             raise InputError("ci_method='percentile' needs bootstrap replicates")
+        if self.df is not None:
+            df = _as_float_array(self.df, "df", k)
+            if np.any(df[np.isfinite(df)] <= 0):
+                raise InputError("df must be positive")
+            object.__setattr__(self, "df", df)
+        if self.ci_method == "t" and self.df is None:
+            raise InputError("ci_method='t' needs df (degrees of freedom per position)")
+        if self.ci_counts is not None:
+            cc = np.array(self.ci_counts, dtype=np.float64)
+            if cc.shape != (k, 4):
+                raise InputError(f"ci_counts must have shape [{k}, 4], got {cc.shape}")
+            cc.setflags(write=False)
+            object.__setattr__(self, "ci_counts", cc)
+        if self.ci_method == "score" and self.ci_counts is None:
+            raise InputError("ci_method='score' needs ci_counts")
         warns = list(self.warnings)
         for w in check_theta_scale(theta, absolute=bool(self.absolute)):
             if not any(x.startswith(w.split(":")[0] + ": theta =") for x in warns):
@@ -177,8 +206,17 @@ class Propensities(Result):
             with np.errstate(all="ignore"):
                 lo, hi = np.nanquantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
             out = np.column_stack([np.exp(lo), np.exp(hi)])
+        elif self.ci_method == "score":
+            c = self.ci_counts
+            out = ratio_score_interval(c[:, 0], c[:, 1], c[:, 2], c[:, 3], norm.isf(alpha / 2))
+            out[0] = self.theta[0]  # the reference position
         else:
-            half = norm.isf(alpha / 2) * self.se
+            q = (
+                t_dist.isf(alpha / 2, np.where(np.isfinite(self.df), self.df, np.inf))
+                if self.ci_method == "t"
+                else norm.isf(alpha / 2)
+            )
+            half = q * self.se
             with np.errstate(all="ignore"):
                 out = np.column_stack([self.theta * np.exp(-half), self.theta * np.exp(half)])
             zero = self.theta == 0
@@ -212,6 +250,8 @@ class Propensities(Result):
             "normal": "normal on log scale, bootstrap SE"
             if self.replicates is not None
             else "normal on log scale, delta-method SE",
+            "t": "Student t on log scale, cluster SE",
+            "score": "score interval of a ratio of binomial rates",
         }[self.ci_method]
         lines = [
             f"Propensities ({self.method}; {scale}; {level} CI: {ci_kind})",
@@ -274,6 +314,10 @@ class Propensities(Result):
         }
         if self.replicates is not None:
             out["replicates"] = [clean(r) for r in self.replicates]
+        if self.df is not None:
+            out["df"] = clean(self.df)
+        if self.ci_counts is not None:
+            out["ci_counts"] = [clean(r) for r in self.ci_counts]
         return out
 
     def save(self, path: str | os.PathLike, *, alpha: float = 0.05, overwrite: bool = True) -> Path:
@@ -319,6 +363,7 @@ class Propensities(Result):
         if obj.get("se_scale", "log") != "log":
             raise InputError("only se_scale 'log' is supported (key se_scale)")
         rep = obj.get("replicates")
+        cc = obj.get("ci_counts")
         return cls(
             theta=theta,
             se=se,
@@ -332,6 +377,10 @@ class Propensities(Result):
             else np.array([[np.nan if v is None else v for v in r] for r in rep], dtype=float),
             info=dict(obj.get("info", {})),
             ci_method=str(obj.get("ci_method", "normal")),
+            df=None if obj.get("df") is None else arr("df", []),
+            ci_counts=None
+            if cc is None
+            else np.array([[np.nan if v is None else v for v in r] for r in cc], dtype=float),
         )
 
     # ------------------------------------------------------------------ plot

@@ -164,6 +164,9 @@ def finish(
     warnings: list[str] | None = None,
     absolute: bool = False,
     info: dict | None = None,
+    ci_method: str = "normal",
+    df: np.ndarray | None = None,
+    ci_counts: np.ndarray | None = None,
 ):
     """Assemble :class:`Propensities`, turning every non-finite value into a warning.
 
@@ -206,4 +209,7 @@ def finish(
         warnings=tuple(warns),
         absolute=absolute,
         info=dict(info or {}),
+        ci_method=ci_method,
+        df=df,
+        ci_counts=ci_counts,
     )

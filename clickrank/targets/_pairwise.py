@@ -152,11 +152,12 @@ def unbiased_lambdamart(
         if is_spark(base)
         else (
             base.join(keys.lazy(), on=["query", "doc"], how="inner")
-            .group_by("session")
+            .sort("session", "position")  # one sort, then lists in logged order
+            .group_by("session", maintain_order=True)
             .agg(
-                pl.col("row").sort_by("position"),
-                pl.col("position").sort(),
-                pl.col("click").sort_by("position"),
+                "row",
+                "position",
+                "click",
                 pl.col("click").sum().alias("n_click"),
                 pl.len().alias("n"),
             )
