@@ -34,6 +34,8 @@ defaults, chosen without labels.
 
 Rows (``--methods`` picks some):
   production        the logging ranker
+  default-nosafe    the member the default selected, offered without the safety check
+                    (`clickrank train --no-safe`)
   default           clickrank's default click learner, clickrank.ClickRanker (what `clickrank
                     train` does): its family of targets cross-validated on held-out clicks, a
                     one-SE choice and the safety check, with the production ranker as the
@@ -157,6 +159,7 @@ class Setup:
 METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "production": lambda s: s.prod.predict(s.test.X),
     "default": lambda s: s.click_ranker().predict(s.test),
+    "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
     "old-default": lambda s: s.cv(s.target("ips")),
     "naive": lambda s: s.fixed(s.target("naive", candidates="shown")),
@@ -284,11 +287,12 @@ def run_seed(name: str, load, seed: int, args: Any, methods: list[str]) -> dict[
 
 
 #: The rows of the suite: the default, every member, the baselines and the libraries' modes.
-SUITE_METHODS = ["production", "default", *(f"{m}-member" for m in DEFAULT_FAMILY),
+SUITE_METHODS = ["production", "default", "default-nosafe",
+                 *(f"{m}-member" for m in DEFAULT_FAMILY),
                  "naive-cv", "old-default", "lightgbm-position", "xgboost-unbiased",
                  "oracle"]  # fmt: skip
 #: Rows that are references, not click learners a user could pick instead of the default.
-_REFERENCES = ("default", "production", "oracle", "oracle-cv")
+_REFERENCES = ("default", "default-nosafe", "production", "oracle", "oracle-cv")
 
 
 def suite_cells(args: Any) -> list[tuple[str, Any, int, str]]:

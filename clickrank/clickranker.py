@@ -313,7 +313,10 @@ class ClickRanker:
         logging_model : ranker, optional
             The ranker that logged the clicks (anything
             :func:`clickrank.ranking.ranker_scores` takes). It becomes the safe
-            ranker: kept when no member is shown to beat it.
+            ranker: kept when no member is shown to beat it. If it has a
+            ``train_qid_`` attribute (as :class:`~clickrank.production.ProductionRanker`),
+            those queries are left out of the comparison with it: a ranker
+            scored on its own training queries looks better than it is.
         targets : dict, optional
             Name -> :class:`~clickrank.targets.Target` to use instead of the
             family (an explicit target: ``clickrank train --target``); they go
@@ -380,10 +383,16 @@ class ClickRanker:
         logged = cmp_val.per_query(logged_ranking(stats), int(self.eval_at))
         self.terms_["logged"] = logged
         safe_name, safe_terms = "naive", oof.get("naive")
+        self.checked_ = np.ones(data.n_queries, dtype=bool)
         if logging_model is not None:
             safe_name = "logging"
             safe_terms = cmp_val.per_query(reference, int(self.eval_at))
             self.terms_["logging"] = safe_terms
+            # a ranker scored on its own training queries looks better than it is: when the
+            # logging model says which queries it was trained on, they are left out of the check
+            own = getattr(logging_model, "train_qid_", None)
+            if own is not None:
+                self.checked_ = ~np.isin(np.asarray(data.qid), np.asarray(own))
         self._choose(family, oof, safe_name, safe_terms, logged, val.n_sessions)
         self.model_ = (
             logging_model if self.choice_ == "logging" else self.members_[self.choice_].model_
@@ -405,8 +414,12 @@ class ClickRanker:
                 break
         self.selected_ = selected
         vs_safe = {}
+        keep = getattr(self, "checked_", None)
+        if keep is None or safe_name != "logging" or keep.size != safe_terms.size:
+            keep = slice(None)
         if safe_terms is not None:
-            vs_safe = {m: Comparison.of(m, safe_name, oof[m], safe_terms, n_sessions, conf)
+            vs_safe = {m: Comparison.of(m, safe_name, oof[m][keep], safe_terms[keep], n_sessions,
+                                        conf)
                        for m in family if m != safe_name}  # fmt: skip
         choice, why = (
             selected,
@@ -436,7 +449,8 @@ class ClickRanker:
                                        conf),
             "vs_naive": (Comparison.of(choice, "naive", offered, oof["naive"], n_sessions, conf)
                          if "naive" in oof and choice != "naive" else None),
-            "vs_safe": (Comparison.of(choice, safe_name, offered, safe_terms, n_sessions, conf)
+            "vs_safe": (Comparison.of(choice, safe_name, offered[keep], safe_terms[keep],
+                                      n_sessions, conf)
                         if safe_terms is not None and choice != safe_name else None),
         }  # fmt: skip
         rows = []

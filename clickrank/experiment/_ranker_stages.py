@@ -72,9 +72,11 @@ class _RankerStages:
             spec["truncation_level"] = None
         if "grid" in lm:
             spec["grid"] = [dict(g) for g in lm["grid"]]
+        # one target: one K-fold split, the selection LambdaMARTCV always made (same models);
+        # the default's choice among targets repeats it where queries are few
         ranker = ClickRanker(validation=lm["validation"], safe=name == "default",
                              eval_at=self._eval_at(), seed=self.cfg.seed("lambdamart"),
-                             **spec)  # fmt: skip
+                             repeats="auto" if name == "default" else 1, **spec)  # fmt: skip
         targets = None if name == "default" else {name: tgt}
         # the production ranker's scores: the ranker every model is checked against (the
         # run keeps no production model to fall back to, so the default's safe ranker is naive)
