@@ -63,14 +63,14 @@ def test_one_se_rule_prefers_the_safer_member():
     close = {"naive": base, "ips-shown": base + 0.001 + 0.1 * noise}  # a gain far below its SE
     far = {"naive": base, "ips-shown": base + 0.5 + 0.1 * noise}  # a gain of many SEs
     for terms, want in ((close, "naive"), (far, "ips-shown")):
-        r = ClickRanker(family=("naive", "ips-shown"), safe=False)
+        r = ClickRanker(family=("naive", "ips-shown"), safe=False, tolerance=1.0)
         r.members_ = {m: _Fake() for m in terms}
         r._choose(list(terms), terms, "naive", terms["naive"], base, n_sessions=400.0)
         assert r.selected_ == want == r.choice_
-    r = ClickRanker(family=("naive", "ips-shown"), safe=False, tolerance=0.0)
+    r = ClickRanker(family=("naive", "ips-shown"), safe=False)
     r.members_ = {m: _Fake() for m in close}
     r._choose(list(close), close, "naive", close["naive"], base, n_sessions=400.0)
-    assert r.choice_ == "ips-shown"  # tolerance 0: the plain best mean
+    assert r.choice_ == "ips-shown"  # the default tolerance 0: the plain best mean
 
 
 def test_safety_keeps_the_safe_ranker_unless_the_gain_is_sure():
@@ -262,3 +262,24 @@ def test_prpo_keeps_the_learned_ranking_near_the_safe_one(setup):
     assert d[0.01] < d[0.3] < d[None] and d[0.01] < 0.75 * d[None]
     with pytest.raises(InputError, match="reference"):
         LambdaMART(n_estimators=2, proximal=0.1).fit(train, tgt, reference=ref[:5])
+
+
+def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_documents():
+    """The best restricted score is not chosen when, over all documents, the member gives
+    more than 10% of the best score to documents the log never showed."""
+    rng = np.random.default_rng(4)
+    base = rng.random(200)
+    shown = {"naive": base, "ips-hybrid": base + 0.02, "dr": base + 0.05}
+    every = {"naive": base, "ips-hybrid": base + 0.01, "dr": 0.7 * base}
+    r = ClickRanker(family=tuple(shown), safe=False)
+    r.members_ = {m: _Fake() for m in shown}
+    r.terms_all_ = every
+    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
+    assert r.choice_ == "ips-hybrid" and set(r.excluded_) == {"dr"}
+    assert r.excluded_["dr"] == pytest.approx(1 - every["dr"].sum() / every["ips-hybrid"].sum())
+    assert r.table_.filter(r.table_["member"] == "dr")["excluded"].item()
+    r = ClickRanker(family=tuple(shown), safe=False, unseen_guard=None)
+    r.members_ = {m: _Fake() for m in shown}
+    r.terms_all_ = every
+    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
+    assert r.choice_ == "dr" and not r.excluded_
