@@ -449,14 +449,15 @@ class ClickRanker:
             vs_safe = {m: Comparison.of(m, safe_name, oof[m][keep], safe_terms[keep], n_sessions,
                                         conf)
                        for m in family if m != safe_name}  # fmt: skip
-        choice, why = (
-            selected,
-            (
-                f"{selected} has the best counterfactual score"
-                if selected == best
-                else f"{selected}: within {tol:g} SE of the best ({best}), and safer"
-            ),
-        )
+        if len(family) == 1:
+            why = f"{selected}: the one target asked for"
+        elif selected == best:
+            why = f"{selected} has the best counterfactual score" + (
+                f" ({', '.join(self.excluded_)} excluded by the unseen guard)"
+                if self.excluded_ else "")  # fmt: skip
+        else:
+            why = f"{selected}: within {tol:g} SE of the best ({best}), and safer"
+        choice = selected
         if self.safe and selected in vs_safe and vs_safe[selected].lower <= 0:
             # the members whose gain over the safe ranker is sure, best of them by the same rule
             sure = [m for m in eligible if m in vs_safe and vs_safe[m].lower > 0]
