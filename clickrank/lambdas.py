@@ -287,8 +287,10 @@ def _session_kernel(
     :math:`1/\mathrm{IDCG}`. The transcendental part of
     a pair depends only on its two rows' scores, so it is cached per pair of
     rows within a *block* of consecutive lists (those of one query, mostly).
-    The costs are summed per (clicked, unclicked) position cell, and
-    ``li``/``lj`` are those ``K x K`` sums divided by the other side's bias
+    A list's sessions add their count / IDCG to each pair they have; once per
+    list, these weights times the pairs' costs are summed per (clicked,
+    unclicked) position cell and its forces are added to its data rows;
+    ``li``/``lj`` are the ``K x K`` cell sums divided by the other side's bias
     at the end (Eq. 30-31 as one pass over the cells).
     """
     n_k = t_plus.shape[0]
@@ -331,6 +333,19 @@ def _session_kernel(
     t_c = np.zeros(n2)
     t_cell = np.full(n2, -1, np.int64)
     t_stamp = np.zeros(n2, np.int64)  # the list an entry was made for
+    t_w = np.zeros(n2)  # summed count / IDCG of the list's sessions with the entry's pair
+    touched = np.empty(n2, np.int64)  # the entries made for the current list
+    l_f = np.zeros(longest)  # the current list's forces and weights, by rank
+    l_h = np.zeros(longest)
+    l_a = 0
+    l_cnt = 0
+    inv_idcg_tab = np.zeros(longest + 1)  # 1 / IDCG of a session with n clicks
+    m = 0.0
+    for n_c in range(1, longest + 1):
+        if n_c <= trunc:
+            m += disc[n_c - 1]
+        inv_idcg_tab[n_c] = 1.0 / m
+    n_touched = 0
     n_list = 0
     s = np.empty(longest)
     loc = np.empty(longest, np.int64)
@@ -346,6 +361,19 @@ def _session_kernel(
         cnt = sptr[u + 1] - a
         n_click = n_clicks[u]
         if kind[u] == 1:  # a new list: its order and tables
+            for e_ in range(n_touched):  # the costs of the list before, per position cell
+                t = touched[e_]
+                if t_cell[t] >= 0:
+                    cost_sum[t_cell[t]] += t_w[t] * t_c[t]
+            n_touched = 0
+            for i in range(l_cnt):  # the forces of the list before, onto its rows
+                row = rows[l_a + order[i]]
+                forces[row] += l_f[i]
+                weights[row] += l_h[i]
+                l_f[i] = 0.0
+                l_h[i] = 0.0
+            l_a = a
+            l_cnt = cnt
             fresh = 0
             for r in range(cnt):
                 if local[rows[a + r]] < 0:
@@ -382,16 +410,15 @@ def _session_kernel(
             else:
                 dn_r[n_dn] = i
                 n_dn += 1
-        m = 0.0
-        for r in range(min(n_click, trunc)):
-            m += disc[r]
-        inv_idcg = 1.0 / m
+        inv_idcg = inv_idcg_tab[n_click]
         w = counts[u]
         wc = w * inv_idcg
         total = 0.0
         for x in range(n_up):
             i = up_r[x]
             row_t = i * cnt
+            acc_f = 0.0  # the clicked row's force and weight, added once after its pairs
+            acc_h = 0.0
             for y in range(n_dn):
                 j = dn_r[y]
                 if i >= trunc and j >= trunc:
@@ -399,6 +426,9 @@ def _session_kernel(
                 t = row_t + j
                 if t_stamp[t] != n_list:  # the list's entry (clicked rank i, unclicked rank j)
                     t_stamp[t] = n_list
+                    touched[n_touched] = t
+                    n_touched += 1
+                    t_w[t] = 0.0
                     hi = order[i]
                     lo = order[j]
                     c = loc[hi] * cap + loc[lo]
@@ -434,21 +464,29 @@ def _session_kernel(
                     t_h[t] = sigma * t_f[t] * (1.0 - rho)
                 f = t_f[t]
                 h = t_h[t]
-                lam[i] += f
+                acc_f += f
                 lam[j] -= f
-                hes[i] += h
+                acc_h += h
                 hes[j] += h
-                total += f
-                if t_cell[t] >= 0:
-                    cost_sum[t_cell[t]] += wc * t_c[t]
+                t_w[t] += wc  # the list's summed session weight of this pair
+            lam[i] += acc_f
+            hes[i] += acc_h
+            total += acc_f
         total *= 2.0 * inv_idcg
         factor = wc
         if normalize and total > 0.0:
             factor *= np.log2(1.0 + total) / total
-        for i in range(cnt):
-            row = rows[a + order[i]]
-            forces[row] += factor * lam[i]
-            weights[row] += factor * hes[i]
+        for i in range(cnt):  # onto the list's rows (by rank), added to the data rows per list
+            l_f[i] += factor * lam[i]
+            l_h[i] += factor * hes[i]
+    for e_ in range(n_touched):  # the costs of the last list
+        t = touched[e_]
+        if t_cell[t] >= 0:
+            cost_sum[t_cell[t]] += t_w[t] * t_c[t]
+    for i in range(l_cnt):  # and its forces
+        row = rows[l_a + order[i]]
+        forces[row] += l_f[i]
+        weights[row] += l_h[i]
     for k in range(n_k):  # the t+/t- sums (Eq. 30-31) from the cell sums
         for m in range(n_k):
             c = cost_sum[k * n_k + m]
