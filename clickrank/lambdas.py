@@ -108,12 +108,43 @@ def _idcg_one(g: np.ndarray, k: int) -> float:
 
 
 @njit(cache=True)
+def _idcg_small(g, cnt, k, buf):  # pragma: no cover
+    """:func:`_idcg_one` of ``g[:cnt]`` with an insertion sort into ``buf`` (no allocation)."""
+    for i in range(cnt):  # descending, as np.sort(g)[::-1]
+        v = g[i]
+        m = i
+        while m > 0 and buf[m - 1] < v:
+            buf[m] = buf[m - 1]
+            m -= 1
+        buf[m] = v
+    out = 0.0
+    for r in range(min(k, cnt)):
+        out += buf[r] / np.log2(2.0 + r)
+    return out
+
+
+@njit(cache=True)
 def _idcg_kernel(gains, qptr, k):
     nq = qptr.shape[0] - 1
     out = np.zeros(nq)
     for q in range(nq):
         out[q] = _idcg_one(gains[qptr[q] : qptr[q + 1]], k)
     return out
+
+
+@njit(cache=True)
+def _stable_order_desc(s, cnt, order):  # pragma: no cover
+    """``order[:cnt]`` = indices of ``s[:cnt]`` by descending value, ties in index order."""
+    if cnt > 64:
+        order[:cnt] = np.argsort(-s[:cnt], kind="mergesort")
+        return
+    for k in range(cnt):
+        v = s[k]
+        m = k
+        while m > 0 and s[order[m - 1]] < v:
+            order[m] = order[m - 1]
+            m -= 1
+        order[m] = k
 
 
 @njit(cache=True, error_model="numpy")
@@ -129,6 +160,12 @@ def _lambda_kernel(
     pair); when both terms underflow it falls back to the direct formula.
     """
     nq = qptr.shape[0] - 1
+    longest = 1
+    for q in range(nq):
+        longest = max(longest, qptr[q + 1] - qptr[q])
+    order_buf = np.empty(longest, np.int64)  # buffers reused by every query
+    g_buf = np.empty(longest)
+    ex = np.empty(longest)
     for q in range(nq):
         a = qptr[q]
         cnt = qptr[q + 1] - a
@@ -143,15 +180,20 @@ def _lambda_kernel(
         hes = weights[a : a + cnt]
         inv_idcg = 1.0
         if ndcg:
-            m = _idcg_one(g, trunc)
+            m = _idcg_small(g, cnt, trunc, g_buf) if cnt <= 64 else _idcg_one(g, trunc)
             if m <= 0.0:
                 continue
             inv_idcg = 1.0 / m
-        order = np.argsort(-s, kind="mergesort")  # stable: ties keep row order
+        if cnt <= 64:
+            _stable_order_desc(s, cnt, order_buf)  # stable: ties keep row order
+            order = order_buf
+        else:
+            order = np.argsort(-s, kind="mergesort")
         best = s[order[0]]
         worst = s[order[cnt - 1]]
         flat = best == worst
-        ex = np.exp(sigma * (s - best))
+        for r in range(cnt):
+            ex[r] = np.exp(sigma * (s[r] - best))
         total = 0.0
         top = min(cnt - 1, trunc)
         for i in range(top):
@@ -197,21 +239,6 @@ def _lambda_kernel(
             for r in range(cnt):
                 lam[r] *= factor
                 hes[r] *= factor
-
-
-@njit(cache=True)
-def _stable_order_desc(s, cnt, order):  # pragma: no cover
-    """``order[:cnt]`` = indices of ``s[:cnt]`` by descending value, ties in index order."""
-    if cnt > 64:
-        order[:cnt] = np.argsort(-s[:cnt], kind="mergesort")
-        return
-    for k in range(cnt):
-        v = s[k]
-        m = k
-        while m > 0 and s[order[m - 1]] < v:
-            order[m] = order[m - 1]
-            m -= 1
-        order[m] = k
 
 
 @njit(cache=True)
