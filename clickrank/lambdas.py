@@ -108,12 +108,43 @@ def _idcg_one(g: np.ndarray, k: int) -> float:
 
 
 @njit(cache=True)
+def _idcg_small(g, cnt, k, buf):  # pragma: no cover
+    """:func:`_idcg_one` of ``g[:cnt]`` with an insertion sort into ``buf`` (no allocation)."""
+    for i in range(cnt):  # descending, as np.sort(g)[::-1]
+        v = g[i]
+        m = i
+        while m > 0 and buf[m - 1] < v:
+            buf[m] = buf[m - 1]
+            m -= 1
+        buf[m] = v
+    out = 0.0
+    for r in range(min(k, cnt)):
+        out += buf[r] / np.log2(2.0 + r)
+    return out
+
+
+@njit(cache=True)
 def _idcg_kernel(gains, qptr, k):
     nq = qptr.shape[0] - 1
     out = np.zeros(nq)
     for q in range(nq):
         out[q] = _idcg_one(gains[qptr[q] : qptr[q + 1]], k)
     return out
+
+
+@njit(cache=True)
+def _stable_order_desc(s, cnt, order):  # pragma: no cover
+    """``order[:cnt]`` = indices of ``s[:cnt]`` by descending value, ties in index order."""
+    if cnt > 64:
+        order[:cnt] = np.argsort(-s[:cnt], kind="mergesort")
+        return
+    for k in range(cnt):
+        v = s[k]
+        m = k
+        while m > 0 and s[order[m - 1]] < v:
+            order[m] = order[m - 1]
+            m -= 1
+        order[m] = k
 
 
 @njit(cache=True, error_model="numpy")
@@ -129,6 +160,12 @@ def _lambda_kernel(
     pair); when both terms underflow it falls back to the direct formula.
     """
     nq = qptr.shape[0] - 1
+    longest = 1
+    for q in range(nq):
+        longest = max(longest, qptr[q + 1] - qptr[q])
+    order_buf = np.empty(longest, np.int64)  # buffers reused by every query
+    g_buf = np.empty(longest)
+    ex = np.empty(longest)
     for q in range(nq):
         a = qptr[q]
         cnt = qptr[q + 1] - a
@@ -143,15 +180,20 @@ def _lambda_kernel(
         hes = weights[a : a + cnt]
         inv_idcg = 1.0
         if ndcg:
-            m = _idcg_one(g, trunc)
+            m = _idcg_small(g, cnt, trunc, g_buf) if cnt <= 64 else _idcg_one(g, trunc)
             if m <= 0.0:
                 continue
             inv_idcg = 1.0 / m
-        order = np.argsort(-s, kind="mergesort")  # stable: ties keep row order
+        if cnt <= 64:
+            _stable_order_desc(s, cnt, order_buf)  # stable: ties keep row order
+            order = order_buf
+        else:
+            order = np.argsort(-s, kind="mergesort")
         best = s[order[0]]
         worst = s[order[cnt - 1]]
         flat = best == worst
-        ex = np.exp(sigma * (s - best))
+        for r in range(cnt):
+            ex[r] = np.exp(sigma * (s[r] - best))
         total = 0.0
         top = min(cnt - 1, trunc)
         for i in range(top):
@@ -197,21 +239,6 @@ def _lambda_kernel(
             for r in range(cnt):
                 lam[r] *= factor
                 hes[r] *= factor
-
-
-@njit(cache=True)
-def _stable_order_desc(s, cnt, order):  # pragma: no cover
-    """``order[:cnt]`` = indices of ``s[:cnt]`` by descending value, ties in index order."""
-    if cnt > 64:
-        order[:cnt] = np.argsort(-s[:cnt], kind="mergesort")
-        return
-    for k in range(cnt):
-        v = s[k]
-        m = k
-        while m > 0 and s[order[m - 1]] < v:
-            order[m] = order[m - 1]
-            m -= 1
-        order[m] = k
 
 
 @njit(cache=True)
@@ -287,8 +314,10 @@ def _session_kernel(
     :math:`1/\mathrm{IDCG}`. The transcendental part of
     a pair depends only on its two rows' scores, so it is cached per pair of
     rows within a *block* of consecutive lists (those of one query, mostly).
-    The costs are summed per (clicked, unclicked) position cell, and
-    ``li``/``lj`` are those ``K x K`` sums divided by the other side's bias
+    A list's sessions add their count / IDCG to each pair they have; once per
+    list, these weights times the pairs' costs are summed per (clicked,
+    unclicked) position cell and its forces are added to its data rows;
+    ``li``/``lj`` are the ``K x K`` cell sums divided by the other side's bias
     at the end (Eq. 30-31 as one pass over the cells).
     """
     n_k = t_plus.shape[0]
@@ -331,6 +360,19 @@ def _session_kernel(
     t_c = np.zeros(n2)
     t_cell = np.full(n2, -1, np.int64)
     t_stamp = np.zeros(n2, np.int64)  # the list an entry was made for
+    t_w = np.zeros(n2)  # summed count / IDCG of the list's sessions with the entry's pair
+    touched = np.empty(n2, np.int64)  # the entries made for the current list
+    l_f = np.zeros(longest)  # the current list's forces and weights, by rank
+    l_h = np.zeros(longest)
+    l_a = 0
+    l_cnt = 0
+    inv_idcg_tab = np.zeros(longest + 1)  # 1 / IDCG of a session with n clicks
+    m = 0.0
+    for n_c in range(1, longest + 1):
+        if n_c <= trunc:
+            m += disc[n_c - 1]
+        inv_idcg_tab[n_c] = 1.0 / m
+    n_touched = 0
     n_list = 0
     s = np.empty(longest)
     loc = np.empty(longest, np.int64)
@@ -346,6 +388,19 @@ def _session_kernel(
         cnt = sptr[u + 1] - a
         n_click = n_clicks[u]
         if kind[u] == 1:  # a new list: its order and tables
+            for e_ in range(n_touched):  # the costs of the list before, per position cell
+                t = touched[e_]
+                if t_cell[t] >= 0:
+                    cost_sum[t_cell[t]] += t_w[t] * t_c[t]
+            n_touched = 0
+            for i in range(l_cnt):  # the forces of the list before, onto its rows
+                row = rows[l_a + order[i]]
+                forces[row] += l_f[i]
+                weights[row] += l_h[i]
+                l_f[i] = 0.0
+                l_h[i] = 0.0
+            l_a = a
+            l_cnt = cnt
             fresh = 0
             for r in range(cnt):
                 if local[rows[a + r]] < 0:
@@ -382,16 +437,15 @@ def _session_kernel(
             else:
                 dn_r[n_dn] = i
                 n_dn += 1
-        m = 0.0
-        for r in range(min(n_click, trunc)):
-            m += disc[r]
-        inv_idcg = 1.0 / m
+        inv_idcg = inv_idcg_tab[n_click]
         w = counts[u]
         wc = w * inv_idcg
         total = 0.0
         for x in range(n_up):
             i = up_r[x]
             row_t = i * cnt
+            acc_f = 0.0  # the clicked row's force and weight, added once after its pairs
+            acc_h = 0.0
             for y in range(n_dn):
                 j = dn_r[y]
                 if i >= trunc and j >= trunc:
@@ -399,6 +453,9 @@ def _session_kernel(
                 t = row_t + j
                 if t_stamp[t] != n_list:  # the list's entry (clicked rank i, unclicked rank j)
                     t_stamp[t] = n_list
+                    touched[n_touched] = t
+                    n_touched += 1
+                    t_w[t] = 0.0
                     hi = order[i]
                     lo = order[j]
                     c = loc[hi] * cap + loc[lo]
@@ -434,21 +491,29 @@ def _session_kernel(
                     t_h[t] = sigma * t_f[t] * (1.0 - rho)
                 f = t_f[t]
                 h = t_h[t]
-                lam[i] += f
+                acc_f += f
                 lam[j] -= f
-                hes[i] += h
+                acc_h += h
                 hes[j] += h
-                total += f
-                if t_cell[t] >= 0:
-                    cost_sum[t_cell[t]] += wc * t_c[t]
+                t_w[t] += wc  # the list's summed session weight of this pair
+            lam[i] += acc_f
+            hes[i] += acc_h
+            total += acc_f
         total *= 2.0 * inv_idcg
         factor = wc
         if normalize and total > 0.0:
             factor *= np.log2(1.0 + total) / total
-        for i in range(cnt):
-            row = rows[a + order[i]]
-            forces[row] += factor * lam[i]
-            weights[row] += factor * hes[i]
+        for i in range(cnt):  # onto the list's rows (by rank), added to the data rows per list
+            l_f[i] += factor * lam[i]
+            l_h[i] += factor * hes[i]
+    for e_ in range(n_touched):  # the costs of the last list
+        t = touched[e_]
+        if t_cell[t] >= 0:
+            cost_sum[t_cell[t]] += t_w[t] * t_c[t]
+    for i in range(l_cnt):  # and its forces
+        row = rows[l_a + order[i]]
+        forces[row] += l_f[i]
+        weights[row] += l_h[i]
     for k in range(n_k):  # the t+/t- sums (Eq. 30-31) from the cell sums
         for m in range(n_k):
             c = cost_sum[k * n_k + m]
