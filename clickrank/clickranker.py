@@ -140,7 +140,10 @@ class ClickRanker:
     restrict : bool
         Compare the targets (and check safety) on each ranking restricted to
         the documents the log shows (:class:`~clickrank.selection.ClickValidation`
-        ``shown``): the IPS estimate is unbiased there, while counting
+        ``shown``), with policy-aware relevance estimates :math:`N_q C(d)/E(d)`
+        (Oosterhuis & de Rijke (2020): a document a stochastic logger shows in few
+        sessions is not taken for an irrelevant one; for a deterministic logger
+        this is the IPS sum): the estimate is unbiased there, while counting
         never-shown documents as irrelevant favours rankers that copy the
         logger's cut-off (measured: it picks naive clicks on MQ2008, the worst
         member there). Each member's trees are still chosen on all documents.
@@ -363,7 +366,10 @@ class ClickRanker:
                                        seed=self.seed)  # fmt: skip
         cmp_val = val
         if self.restrict:
-            cmp_val = ClickValidation(data, val.gains, val.n_sessions, val.estimator, stats.shown)
+            gains = val.gains
+            if est == "ips":  # policy-aware: N_q C(d)/E(d), the IPS sum where d is always shown
+                gains = stats.sessions * stats.ratio()
+            cmp_val = ClickValidation(data, gains, val.n_sessions, val.estimator, stats.shown)
         reference = None
         if logging_model is not None:
             from .ranking import ranker_scores
