@@ -356,20 +356,7 @@ class ClickRanker:
         self.propensities_ = theta
         stats = T.click_stats(data, log, theta, clip=self.clip if theta is not None else None)
         self.stats_ = stats
-        est = self.validation if theta is not None else "clicks"
-        if est == "clicks":
-            say("note: the selection scores held-out clicks as they are (no propensities; "
-                "biased towards the logger)")  # fmt: skip
-        # trees are chosen on every document (as LambdaMARTCV always has); targets are
-        # compared on the shown ones (restrict), where the estimate is unbiased
-        val = ClickValidation.from_log(data, log, theta, estimator=est, stats=stats,
-                                       seed=self.seed)  # fmt: skip
-        cmp_val = val
-        if self.restrict:
-            gains = val.gains
-            if est == "ips":  # policy-aware: N_q C(d)/E(d), the IPS sum where d is always shown
-                gains = stats.sessions * stats.ratio()
-            cmp_val = ClickValidation(data, gains, val.n_sessions, val.estimator, stats.shown)
+        val, cmp_val = self._validations(data, log, theta, stats, say)
         reference = None
         if logging_model is not None:
             from .ranking import ranker_scores
@@ -380,19 +367,9 @@ class ClickRanker:
         reps = self._repeats(data.n_queries)
         self.members_, oof, every = {}, {}, {}
         for name in family:
-            if targets is not None:
-                tgt = targets[name]
-            else:
-                tname, opts = FAMILY[name]
-                stats_arg = stats if tname in ("ips", "dr", "naive") else None
-                tgt = T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
-                                    stats=stats_arg, **opts)  # fmt: skip
-            extra = {} if self.proximal is None else {"proximal": float(self.proximal)}
-            cv = LambdaMARTCV(
-                grid=self.grid, folds=self.folds, repeats=reps, n_estimators=self.n_estimators,
-                learning_rate=self.learning_rate, early_stopping_rounds=self.early_stopping_rounds,
-                eval_at=self.eval_at, seed=self.seed, n_jobs=self.n_jobs, **self.params, **extra,
-            ).fit(data, tgt, validation=val, reference=reference)  # fmt: skip
+            tgt = targets[name] if targets is not None else self._target(name, data, log, theta,
+                                                                         stats)  # fmt: skip
+            cv = self._cv(reps).fit(data, tgt, validation=val, reference=reference)
             self.members_[name] = cv
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
             every[name] = np.mean([val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
@@ -419,6 +396,40 @@ class ClickRanker:
             logging_model if self.choice_ == "logging" else self.members_[self.choice_].model_
         )
         return self
+
+    def _validations(self, data, log, theta, stats, say):
+        """The estimate trees are chosen on (every document, as LambdaMARTCV always has)
+        and the one targets are compared and checked on (``restrict``: the shown ones)."""
+        est = self.validation if theta is not None else "clicks"
+        if est == "clicks":
+            say("note: the selection scores held-out clicks as they are (no propensities; "
+                "biased towards the logger)")  # fmt: skip
+        val = ClickValidation.from_log(data, log, theta, estimator=est, stats=stats,
+                                       seed=self.seed)  # fmt: skip
+        if not self.restrict:
+            return val, val
+        gains = val.gains
+        if est == "ips":  # policy-aware: N_q C(d)/E(d), the IPS sum where d is always shown
+            gains = stats.sessions * stats.ratio()
+        return val, ClickValidation(data, gains, val.n_sessions, val.estimator, stats.shown)
+
+    def _target(self, name, data, log, theta, stats):
+        """The target of family member ``name``."""
+        from . import targets as T
+
+        tname, opts = FAMILY[name]
+        stats_arg = stats if tname in ("ips", "dr", "naive") else None
+        return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
+                             stats=stats_arg, **opts)  # fmt: skip
+
+    def _cv(self, repeats: int) -> LambdaMARTCV:
+        """Every member's selection: the same grid, folds and seed (so the same splits)."""
+        extra = {} if self.proximal is None else {"proximal": float(self.proximal)}
+        return LambdaMARTCV(
+            grid=self.grid, folds=self.folds, repeats=repeats, n_estimators=self.n_estimators,
+            learning_rate=self.learning_rate, early_stopping_rounds=self.early_stopping_rounds,
+            eval_at=self.eval_at, seed=self.seed, n_jobs=self.n_jobs, **self.params, **extra,
+        )  # fmt: skip
 
     def _unseen_guard(self, family) -> dict[str, float]:
         """Members that give more than ``unseen_guard`` of the best member's all-documents
