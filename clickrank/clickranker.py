@@ -317,7 +317,7 @@ class ClickRanker:
         targets: dict[str, Any] | None = None,
         progress: Any = None,
     ) -> ClickRanker:
-        """Fit every member, select one, check it against the safe ranker.
+        r"""Fit every member, select one, check it against the safe ranker.
 
         Parameters
         ----------
@@ -326,7 +326,7 @@ class ClickRanker:
         log : polars DataFrame or LazyFrame (or Spark DataFrame)
             The click log (DESIGN §2) over ``data``'s documents.
         propensities : array-like or Propensities, optional
-            :math:`\\theta_p`; when None and the log has interventions they are
+            :math:`\theta_p`; when None and the log has interventions they are
             estimated (``propensity_method``); with neither, only naive is tried.
         logging_model : ranker, optional
             The ranker that logged the clicks (anything

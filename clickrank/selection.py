@@ -52,7 +52,7 @@ DEFAULT_GRID: tuple[dict[str, int], ...] = (
 
 @dataclass(frozen=True, eq=False)
 class ClickValidation:
-    """Held-out queries with per-document relevance estimates from clicks.
+    r"""Held-out queries with per-document relevance estimates from clicks.
 
     Parameters
     ----------

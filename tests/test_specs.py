@@ -37,7 +37,7 @@ def test_the_run_config_and_the_targets_use_the_same_lists():
 
     assert experiment.TARGETS == specs.RUN_TARGETS
     assert targets.TARGET_NAMES == specs.TARGET_NAMES
-    assert set(specs.RUN_TARGETS) == set(specs.TARGET_NAMES) | {"ips-true"}
+    assert set(specs.RUN_TARGETS) == set(specs.TARGET_NAMES) | {"ips-true", "default"}
     assert all(
         targets.needs_propensities(n) == (n in specs.NEEDS_THETA) for n in specs.TARGET_NAMES
     )
