@@ -435,8 +435,13 @@ def test_the_recommendation_names_the_command_and_when_it_refits_another_model(c
     assert pbm["command"].splitlines()[0].startswith("clickrank propensity LOG.parquet --method em")
     assert "--propensities theta.json" in pbm["command"]
     ubm = comparisons["ubm"]
-    if ubm.best == "ubm":
-        assert "fits a DBN" in ubm.recommend()["note"] and "UBM that won" in ubm.recommend()["note"]
+    if ubm.best == "ubm":  # the command corrects with the UBM that won, not the default DBN
+        rec = ubm.recommend(log="log.parquet", data="train.txt")
+        assert rec["command"] == (
+            "clickrank train --data train.txt --log log.parquet --target cascade-ips "
+            "--click-model ubm --out cascade-ips/"
+        )
+        assert rec["note"] is None
     for cmp in comparisons.values():  # 60,000 sessions on 400 pairs: dense enough
         assert cmp.recommend()["warning"] is None or "not separated" in cmp.recommend()["warning"]
 

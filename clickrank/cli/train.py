@@ -9,8 +9,10 @@ from ..engine._cli import check_log_source, engine_options, local_path, open_log
 from ..specs._names import (
     CANDIDATE_SETS,
     CLICK_FAMILY,
+    CLICK_MODELS,
     LAMBDAMART_SELECTION,
     LAMBDAMART_SHAPE,
+    MODEL_AWARE,
     NAIVE_KINDS,
     NORMALIZATIONS,
     TRAIN_TARGETS,
@@ -60,6 +62,13 @@ FIXED = LAMBDAMART_SHAPE
     help='JSON propensities ({"theta": [...]} or a plain list); '
     "required by --target ips and dr and by --ips-weighted skip-above. With --target auto "
     "they are estimated from the log's interventions when not given.",
+)
+@click.option(
+    "--click-model",
+    default=None,
+    help="Model-aware targets (affine, cascade-ips, fitted-relevance): the click model fitted "
+    "to the log instead of the target's default (trust, dbn, dbn), e.g. ubm when "
+    "clickrank fit-clicks found it fits best.",
 )
 @click.option(
     "--family",
@@ -222,7 +231,8 @@ FIXED = LAMBDAMART_SHAPE
     help="Replace a model clickrank wrote in --out (never other files).",
 )
 @engine_options
-def train(data_path, log_path, target, theta_path, family, logging_path, proximal, safe, out_dir,
+def train(data_path, log_path, target, theta_path, click_model, family, logging_path, proximal,
+          safe, out_dir,
           valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
           min_data_in_leaf, truncation, early_stopping, eval_at, clip, normalize, candidates,
           naive_kind, strategy, ips_weighted, seed, jobs, force, engine,
@@ -246,6 +256,7 @@ def train(data_path, log_path, target, theta_path, family, logging_path, proxima
                              folds=folds, trees=trees, early_stopping=early_stopping,
                              truncation=truncation, seed=seed, family=family)  # fmt: skip
     _check_proximal(proximal, logging_path)
+    _check_click_model(click_model, target)
     clip_value = _clip(clip)
     _check_model_folder(
         Path(out_dir), force, [data_path, local_path(log_path), theta_path, valid_path]
@@ -276,7 +287,8 @@ def train(data_path, log_path, target, theta_path, family, logging_path, proxima
         model = _one_target(data, log, theta, target, spec, shape, valid_path, select,
                             folds=folds, validation=validation, clip=clip_value,
                             candidates=candidates, normalize=normalize, naive_kind=naive_kind,
-                            strategy=strategy, ips_weighted=ips_weighted, seed=seed)  # fmt: skip
+                            strategy=strategy, ips_weighted=ips_weighted, seed=seed,
+                            click_model=click_model)  # fmt: skip
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"model written to {path}")
@@ -302,7 +314,7 @@ def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *,
 
 def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, folds,
                 validation, clip, candidates, normalize, naive_kind, strategy, ips_weighted,
-                seed):  # fmt: skip
+                seed, click_model):  # fmt: skip
     """An explicit --target: its LambdaMART, cross-validated on clicks (or labels)."""
     from .. import targets as T
     from ..datasets import load_letor
@@ -317,7 +329,7 @@ def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, fo
     same_stats = target in ("ips", "dr", "naive")  # naive reads clicks and impressions only
     tgt = T.make_target(name, data, log, theta, candidates=candidates, clip=clip,
                         normalize=normalize, naive_kind=naive_kind, seed=seed,
-                        stats=stats if same_stats else None)  # fmt: skip
+                        stats=stats if same_stats else None, click_model=click_model)  # fmt: skip
     click.echo(tgt.summary(), err=True)
     if valid_path is not None or not select:
         valid = load_letor(valid_path) if valid_path is not None else None
@@ -407,6 +419,21 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         raise click.UsageError(f"--seed must be >= 0, got {seed}")
     _check_trees(trees, folds if select else 0)
     return members
+
+
+def _check_click_model(click_model, target) -> None:
+    if click_model is None:
+        return
+    if target not in MODEL_AWARE:
+        raise click.UsageError(
+            f"--click-model goes with a model-aware --target ({', '.join(MODEL_AWARE)}), "
+            f"not {target}"
+        )
+    if click_model not in CLICK_MODELS or click_model == "pbm":
+        raise click.UsageError(
+            f"--click-model must be one of {', '.join(m for m in CLICK_MODELS if m != 'pbm')}, "
+            f"got {click_model!r}"
+        )
 
 
 def _check_proximal(proximal, logging_path) -> None:

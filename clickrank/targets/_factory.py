@@ -48,6 +48,7 @@ def make_target(
     naive_kind: str = "clicks",
     seed: int = 0,
     stats: ClickStats | None = None,
+    click_model: str | None = None,
 ) -> Target:
     """The target called ``name`` for ``data`` from ``log``.
 
@@ -64,7 +65,10 @@ def make_target(
     (:func:`~clickrank.targets.skip_above` unweighted / weighted by 1/theta), ``"pairs:<strategy>"``
     (:func:`~clickrank.targets.click_preferences`), ``"oracle"`` (the labels).
     ``stats`` (from :func:`~clickrank.targets.click_stats` with the same
-    propensities and clipping) saves reading the log again.
+    propensities and clipping) saves reading the log again. ``click_model``
+    names the model a model-aware target fits to the log instead of its
+    default (:data:`MODEL_AWARE`), e.g. ``"ubm"`` for ``cascade-ips`` when
+    ``clickrank fit-clicks`` found that UBM describes the users best.
     """
     if name == "oracle":
         return oracle(data)
@@ -103,7 +107,7 @@ def make_target(
         from ..clickmodels import fit_click_model
         from ._corrections import affine, cascade_ips, fitted_relevance
 
-        fit = fit_click_model(log, MODEL_AWARE[name])
+        fit = fit_click_model(log, click_model or MODEL_AWARE[name])
         if name == "affine":
             return affine(data, log, fit, candidates=pair_candidates)
         if name == "cascade-ips":

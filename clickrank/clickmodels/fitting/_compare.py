@@ -67,8 +67,10 @@ CORRECTIONS = {
     "dbn": "cascade_ips",
     "trust": "affine",
 }
-#: The model ``clickrank train --target NAME`` fits to the log for a model-aware target
-#: (``clickrank.specs._names.MODEL_AWARE``, repeated here: the clicks layer cannot import specs).
+#: The model ``clickrank train --target NAME`` fits to the log for a model-aware target unless
+#: ``--click-model`` names another (``clickrank.specs._names.MODEL_AWARE``, repeated here: the
+#: clicks layer cannot import specs); the recommendation adds ``--click-model`` when the best
+#: model is not the default.
 _CLI_REFIT = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
 #: Below this median of training impressions per (query, doc) pair, the comparison warns.
 SPARSE_IMPRESSIONS = 10
@@ -248,8 +250,9 @@ class ClickModelComparison(Result):
             ``model`` (the best), ``correction`` (the target function),
             ``reason``, ``command`` (the ``clickrank`` command line(s) to run),
             ``call`` (the Python call, with ``fit`` = the fitted best model),
-            ``note`` (when the command does not correct with the best model
-            itself, else None) and ``warning`` (:meth:`reliability`, or None).
+            ``note`` (None: the command corrects with the best model itself,
+            through ``--click-model`` when it is not the target's default) and
+            ``warning`` (:meth:`reliability`, or None).
         """
         best = self.best
         corr = CORRECTIONS[best]
@@ -273,14 +276,10 @@ class ClickModelComparison(Result):
                 f"{train} --propensities theta.json --out ips/"
             )
         else:
-            command = f"{train} --out {target}/"
-        refit = _CLI_REFIT.get(target)
+            refit = _CLI_REFIT.get(target)
+            model = f" --click-model {best}" if refit is not None and refit != best else ""
+            command = f"{train}{model} --out {target}/"
         note = None
-        if refit is not None and refit != best:
-            note = (
-                f"--target {target} fits a {refit.upper()} to the log; to correct with the "
-                f"{best.upper()} that won here, use the Python call with fit = this {best} fit"
-            )
         warning = self.reliability()
         return {
             "model": best,
