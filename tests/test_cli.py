@@ -412,7 +412,8 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
          "--target", "ips", "--folds", "3", "--trees", "60", "--out", str(out)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "candidate set: shown (auto)" in res.output and "ips-dcg@10" in res.output
+    assert "candidates: " in res.output and "-> shown" in res.output and "ips-dcg@10" in res.output
+    assert res.output.count("candidates: ") == 1  # the candidate set said once (issue 20)
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert sel["choice"] == "ips" and len(sel["members"]["ips"]["cv_results"]) == 3

@@ -286,7 +286,7 @@ def test_target_must_hold_gains_or_pairs():
 
 def test_summary_mentions_candidates(data, log):
     text = ips(data, log, THETA).summary()
-    assert "ips" in text and "documents shown" in text
+    assert "ips" in text and "candidates: " in text and "documents shown" in text
 
 
 def test_targets_do_not_depend_on_log_row_order(data, log):

@@ -366,21 +366,14 @@ def _clip(value: str) -> float | str | None:
 
 
 def _say_candidates(stats, candidates: str) -> None:
-    """One line on the share of documents the log shows, with a warning when it is small."""
-    from ..targets import auto_candidates
-
+    """A warning when the log shows few of the documents (the target summary says the rest)."""
     share = stats.shown_fraction
-    chosen = auto_candidates(stats) if candidates == "auto" else candidates
-    line = (
-        f"the log shows {share:.1%} of the training documents at least once; "
-        f"candidate set: {chosen}" + (" (auto)" if candidates == "auto" else "")
-    )
-    if share < 0.5:
-        line += (
-            "; never-shown documents carry no click evidence (see docs/lambdamart.md, "
-            "'Candidate sets')"
+    if share < 0.2:
+        click.echo(
+            f"warning: the log shows only {share:.1%} of the training documents; never-shown "
+            "documents carry no click evidence (see docs/lambdamart.md, 'Candidate sets')",
+            err=True,
         )
-    click.echo(("warning: " if share < 0.2 else "") + line, err=True)
 
 
 def _check_options(target, log_path, theta_path, validation, ips_weighted, select, *,

@@ -325,12 +325,14 @@ class Target:
                 f"{s.n_logged:.0f} logged sessions, {s.rows.size} entries, "
                 f"{s.n_positions} positions with biases"
             )
-        cand = (
-            "all documents" if self.candidates is None else f"{self.n_candidates} documents shown"
-        )
-        lines.append(f"  candidates: {cand}")
-        for k, v in self.metadata.items():
-            lines.append(f"  {k}: {v}")
+        meta = dict(self.metadata)
+        rule = meta.pop("candidates_rule", None)
+        named = meta.pop("candidates", None)
+        n = "all documents" if self.candidates is None else f"{self.n_candidates} documents"
+        lines.append(f"  candidates: {n}" + (f" ({named})" if named else "")
+                     + (f"; {rule}" if rule else ""))  # fmt: skip
+        for k, v in meta.items():
+            lines.append(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
