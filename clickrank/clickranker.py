@@ -165,6 +165,17 @@ class ClickRanker:
     safe : bool
         Offer a member only if its one-sided ``confidence`` lower bound of gain
         over the safe ranker is above zero; else keep the safe ranker.
+    fallback : {"proximal", "safe"}
+        What ``safe`` offers when no member is shown to beat the logging
+        ranker: ``"proximal"`` (default) the selected member retrained with
+        PRPO's clipping ``fallback_eps`` around the logging ranker's rankings
+        (:class:`~clickrank.lambdamart.LambdaMART` ``proximal``: each
+        document's exposure stays within a factor ``1 + fallback_eps`` of the
+        logger's, the risk-bounded step PRPO was designed for when the data
+        cannot show a gain); ``"safe"`` the logging ranker itself (GENSPEC's
+        choice). Without a logging model the naive member is kept either way.
+    fallback_eps : float
+        The PRPO clipping of the fallback (0.2).
     confidence : float
         Level of that one-sided bound (0.95).
     folds, repeats : int or "auto"
@@ -219,6 +230,8 @@ class ClickRanker:
         tolerance: float = 0.0,
         unseen_guard: float | None = 0.1,
         safe: bool = True,
+        fallback: str = "proximal",
+        fallback_eps: float = 0.2,
         confidence: float = 0.95,
         folds: int = 5,
         repeats: int | str = "auto",
@@ -240,6 +253,8 @@ class ClickRanker:
         self.tolerance = tolerance
         self.unseen_guard = unseen_guard
         self.safe = safe
+        self.fallback = fallback
+        self.fallback_eps = fallback_eps
         self.confidence = confidence
         self.folds = folds
         self.repeats = repeats
@@ -261,6 +276,7 @@ class ClickRanker:
             "family": list(self.family), "validation": self.validation,
             "restrict": self.restrict, "tolerance": self.tolerance,
             "unseen_guard": self.unseen_guard, "safe": self.safe,
+            "fallback": self.fallback, "fallback_eps": self.fallback_eps,
             "confidence": self.confidence,
             "folds": self.folds, "repeats": self.repeats, "grid": [dict(g) for g in self.grid],
             "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
@@ -277,6 +293,8 @@ class ClickRanker:
             raise InputError(f"family must name members of {list(FAMILY)}, got {list(self.family)}")
         if self.validation not in ("ips", "dr", "clicks"):
             raise InputError(f"validation must be 'ips', 'dr' or 'clicks', got {self.validation!r}")
+        if self.fallback not in ("proximal", "safe"):
+            raise InputError(f"fallback must be 'proximal' or 'safe', got {self.fallback!r}")
         if not 0.5 <= float(self.confidence) < 1:
             raise InputError(f"confidence must be in [0.5, 1), got {self.confidence}")
         if float(self.tolerance) < 0:
@@ -366,9 +384,11 @@ class ClickRanker:
             raise InputError("proximal (PRPO) needs the logging_model to stay close to")
         reps = self._repeats(data.n_queries)
         self.members_, oof, every = {}, {}, {}
+        self.targets_ = {}
         for name in family:
             tgt = targets[name] if targets is not None else self._target(name, data, log, theta,
                                                                          stats)  # fmt: skip
+            self.targets_[name] = tgt
             cv = self._cv(reps).fit(data, tgt, validation=val, reference=reference)
             self.members_[name] = cv
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
@@ -395,7 +415,31 @@ class ClickRanker:
         self.model_ = (
             logging_model if self.choice_ == "logging" else self.members_[self.choice_].model_
         )
+        if self.choice_ == "logging" and self.fallback == "proximal":
+            self._proximal_fallback(data, val, reference, reps, say)
         return self
+
+    def _proximal_fallback(self, data, val, reference, reps, say) -> None:
+        """No member is sure to beat the logger: the selected one, retrained with PRPO's
+        clipping around the logger's rankings (Gupta et al. (2024)), is offered instead."""
+        eps = float(self.fallback_eps)
+        cv = self._cv(reps, proximal=eps).fit(data, self.targets_[self.selected_],
+                                              validation=val, reference=reference)  # fmt: skip
+        name = f"{self.selected_}+prpo"
+        self.members_[name] = cv
+        self.model_ = cv.model_
+        self.choice_ = name
+        k = int(self.eval_at)
+        terms = np.mean([self.validation_.per_query(s, k) for s in cv.oof_], axis=0)
+        self.terms_[name] = terms
+        keep, logging = self.checked_, self.terms_["logging"]
+        self.safety_["vs_safe"] = Comparison.of(name, "logging", terms[keep], logging[keep],
+                                                self.validation_.n_sessions,
+                                                float(self.confidence))  # fmt: skip
+        self.reason_ += (f"; offering {self.selected_} retrained with PRPO (eps {eps:g}) around "
+                         "the logging ranker: its exposures stay within that factor of the "
+                         "logger's")  # fmt: skip
+        say(f"  {name}: the fallback, {cv.best_params_}")
 
     def _validations(self, data, log, theta, stats, say):
         """The estimate trees are chosen on (every document, as LambdaMARTCV always has)
@@ -422,9 +466,10 @@ class ClickRanker:
         return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
                              stats=stats_arg, **opts)  # fmt: skip
 
-    def _cv(self, repeats: int) -> LambdaMARTCV:
+    def _cv(self, repeats: int, proximal: float | None = None) -> LambdaMARTCV:
         """Every member's selection: the same grid, folds and seed (so the same splits)."""
-        extra = {} if self.proximal is None else {"proximal": float(self.proximal)}
+        eps = self.proximal if proximal is None else proximal
+        extra = {} if eps is None else {"proximal": float(eps)}
         return LambdaMARTCV(
             grid=self.grid, folds=self.folds, repeats=repeats, n_estimators=self.n_estimators,
             learning_rate=self.learning_rate, early_stopping_rounds=self.early_stopping_rounds,
@@ -538,7 +583,7 @@ class ClickRanker:
         k = int(self.eval_at)
         reps = next(iter(self.members_.values())).repeats
         lines = [
-            f"ClickRanker: {len(self.members_)} targets x {self.folds}-fold CV by query"
+            f"ClickRanker: {len(self.table_)} targets x {self.folds}-fold CV by query"
             + (f" x {reps} repeats" if reps > 1 else "")
             + f", each scored on {val.metric_name(k)} of its out-of-fold rankings "
             f"({val.data.n_queries} queries, {val.n_sessions:,.0f} sessions)",

@@ -394,7 +394,7 @@ def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp
         cli,
         ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
          "--family", "naive,ips-shown", "--folds", "3", "--trees", "30", "--leaves", "4",
-         "--logging-model", str(oracle_dir), "--out", str(out)],
+         "--logging-model", str(oracle_dir), "--fallback", "safe", "--out", str(out)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "choice: logging" in res.output and "logging kept" in res.output

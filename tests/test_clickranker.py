@@ -126,11 +126,24 @@ def test_a_perfect_logger_is_kept(setup):
     cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
     log = simulate(train, policy=DeterministicPolicy(oracle), click_model=cm, n_sessions=600,
                    interventions=[Swap(0.1)], top_k=10, seed=3)  # fmt: skip
-    r = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
+    r = ClickRanker(family=("naive", "ips-shown"), seed=0, fallback="safe", **SMALL).fit(
         train, log, theta, logging_model=oracle
     )
     assert r.choice_ == "logging", r.summary()
     np.testing.assert_array_equal(r.predict(test), oracle.predict(test))
+    # the default fallback: the selected member retrained with PRPO around the logger,
+    # which stays closer to the logger's rankings than the member itself
+    p = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
+        train, log, theta, logging_model=oracle
+    )
+    assert p.choice_ == f"{p.selected_}+prpo" and "PRPO" in p.reason_
+    ref = _exposure(oracle.predict(train.X), train.qptr)
+
+    def drift(scores):
+        return np.mean(np.abs(_exposure(scores, train.qptr) / ref - 1))
+
+    assert drift(p.predict(train)) < drift(p.members_[p.selected_].predict(train))
+    assert p.safety_["vs_safe"].a == p.choice_
 
 
 def test_save_writes_the_model_and_the_selection(tmp_path, fitted):

@@ -92,6 +92,15 @@ FIXED = LAMBDAMART_SHAPE
     "times its exposure under --logging-model's ranking (needs --logging-model).",
 )
 @click.option(
+    "--fallback",
+    type=click.Choice(["proximal", "safe"]),
+    default="proximal",
+    show_default=True,
+    help="--safe, when no trained ranker is shown to beat --logging-model: offer the selected "
+    "one retrained with PRPO around the logger (proximal, exposures within a factor 1.2 of "
+    "the logger's), or keep the logger itself (safe).",
+)
+@click.option(
     "--safe/--no-safe",
     default=True,
     show_default=True,
@@ -232,7 +241,7 @@ FIXED = LAMBDAMART_SHAPE
 )
 @engine_options
 def train(data_path, log_path, target, theta_path, click_model, family, logging_path, proximal,
-          safe, out_dir,
+          fallback, safe, out_dir,
           valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
           min_data_in_leaf, truncation, early_stopping, eval_at, clip, normalize, candidates,
           naive_kind, strategy, ips_weighted, seed, jobs, force, engine,
@@ -282,7 +291,7 @@ def train(data_path, log_path, target, theta_path, click_model, family, logging_
     if target == "auto" and select and valid_path is None:
         model = _click_ranker(data, log, theta, members, logging_path, safe, spec, shape,
                               folds=folds, validation=validation, clip=clip_value,
-                              proximal=proximal)  # fmt: skip
+                              proximal=proximal, fallback=fallback)  # fmt: skip
     else:
         model = _one_target(data, log, theta, target, spec, shape, valid_path, select,
                             folds=folds, validation=validation, clip=clip_value,
@@ -299,7 +308,7 @@ def _progress(message: str) -> None:
 
 
 def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *, folds,
-                  validation, clip, proximal):  # fmt: skip
+                  validation, clip, proximal, fallback):  # fmt: skip
     """--target auto: clickrank.ClickRanker over ``members``."""
     from ..clickranker import ClickRanker
     from ..lambdamart import LambdaMART
@@ -308,7 +317,7 @@ def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *,
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
-                         clip=clip, proximal=proximal, **spec)  # fmt: skip
+                         clip=clip, proximal=proximal, fallback=fallback, **spec)  # fmt: skip
     return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
 
 
