@@ -311,10 +311,11 @@ class ClickRanker:
         """The propensities given, or estimated from the log's interventions, or None."""
         if propensities is not None or self.propensity_method is None:
             return propensities
-        from .engine import as_lazy
+        from .engine import as_lazy, is_spark
 
         lf = as_lazy(log)
-        if "intervention" not in lf.collect_schema().names():
+        names = lf.columns if is_spark(lf) else lf.collect_schema().names()
+        if "intervention" not in names:
             say("no propensities and no interventions in the log: no target that needs "
                 "propensities can be trained (see clickrank propensity)")  # fmt: skip
             return None

@@ -349,3 +349,18 @@ def test_fair_pairs_equal(spark, data):
     a, b = fair_pairs(data, engine.to_spark(log, spark)), fair_pairs(data, log)
     same_target(a, b)
     assert a.metadata["fairpairs_sessions"] > 1000 and a.metadata["preferences"] > 0
+
+
+def test_click_ranker_on_a_spark_log_equals_polars(data, log, sdf):
+    """ClickRanker takes a Spark DataFrame (propensities estimated from its swaps on Spark):
+    the same members, scores and choice as on the polars log."""
+    from clickrank.clickranker import ClickRanker
+
+    kw = {"family": ("naive", "ips-shown"), "folds": 3, "repeats": 1, "n_estimators": 20,
+          "grid": ({"num_leaves": 4, "max_depth": 2},), "seed": 0}  # fmt: skip
+    a = ClickRanker(**kw).fit(data, log)
+    b = ClickRanker(**kw).fit(data, sdf)
+    assert a.choice_ == b.choice_
+    np.testing.assert_allclose(a.table_["score"].to_numpy(), b.table_["score"].to_numpy(),
+                               rtol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(a.predict(data), b.predict(data), rtol=1e-9)
