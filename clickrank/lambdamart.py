@@ -120,9 +120,10 @@ class LambdaMART:
         once its exposure :math:`D(\mathrm{rank})` under the current scores
         is more than :math:`1 + \epsilon` times its exposure under the safe
         ranking and the force pushes it further up (or less than
-        :math:`1/(1 + \epsilon)` times and the force pushes it down). The
-        learned ranker then cannot move far from the safe one however noisy
-        the target is (:func:`proximal_mask`). None: no constraint.
+        :math:`1/(1 + \epsilon)` times and the force pushes it down), so the
+        learned ranking drifts less from the safe one the smaller
+        :math:`\epsilon` (:func:`proximal_mask`; on trees a soft constraint: a
+        leaf moves all its documents). None: no constraint.
     seed : int
         Seed of LightGBM's randomness (bagging, feature fraction); training
         runs with ``deterministic=True`` and ``force_row_wise=True``, so a seed
@@ -627,11 +628,9 @@ class LambdaMART:
 def _exposure(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
     r"""Each document's DCG exposure :math:`1/\log_2(1 + \mathrm{rank})` in its query's
     ranking by ``scores`` (descending; ties keep row order)."""
-    q = np.repeat(np.arange(len(qptr) - 1), np.diff(qptr))
-    order = np.lexsort((np.arange(q.size), -scores, q))
-    rank = np.empty(q.size, dtype=np.float64)
-    rank[order] = np.arange(q.size) - qptr[q[order]] + 1
-    return 1.0 / np.log2(1.0 + rank)
+    from ._segments import ranks
+
+    return 1.0 / np.log2(1.0 + ranks(scores, qptr))
 
 
 def proximal_mask(

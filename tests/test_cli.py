@@ -581,3 +581,32 @@ def test_dash_dash_output_still_works_with_one_warning_line(tmp_path):
         assert lines == ([] if opt == "--out" else ["warning: --output is deprecated; use --out"])
     new, old = (json.loads((tmp_path / n).read_text()) for n in ("new.json", "old.json"))
     assert new == old
+
+
+def test_train_safety_and_model_options_are_checked_before_any_work(runner, tmp_path, logged):
+    path, log, theta = logged
+    base = ["train", "--data", str(path), "--log", str(log), "--out", str(tmp_path / "x")]
+    for extra, msg in (
+        (["--proximal", "0.2"], "needs --logging-model"),
+        (["--proximal", "-1", "--logging-model", str(tmp_path)], "positive EPS"),
+        (
+            ["--target", "ips", "--propensities", str(theta), "--click-model", "ubm"],
+            "model-aware --target",
+        ),  # fmt: skip
+        (["--target", "cascade-ips", "--click-model", "pbm"], "--click-model must be one of"),
+        (["--fallback", "maybe"], "'maybe' is not one of"),
+    ):
+        res = runner.invoke(cli, base + extra)
+        assert res.exit_code == 2 and msg in res.output, (extra, res.output)
+    assert not (tmp_path / "x").exists()
+
+
+def test_train_a_model_aware_target_with_the_click_model_fit_clicks_chose(runner, tmp_path, logged):
+    path, log, _ = logged
+    out = tmp_path / "ubm"
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
+                              "cascade-ips", "--click-model", "ubm", "--no-select", "--trees",
+                              "5", "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "meta.json").read_text())["target"] == "cascade-ips"
+    assert "model: ubm" in res.output  # the target's summary: the UBM, not the default DBN

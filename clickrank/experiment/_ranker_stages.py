@@ -59,23 +59,17 @@ class _RankerStages:
         cross-validated on its labels; ``select = false`` grows a fixed LambdaMART.
         """
         from ..clickranker import ClickRanker
+        from ..specs import selection_params
 
         lm, train = self.cfg["lambdamart"], self.parts["train"]
         if not lm["select"]:
             return self._lambdamart().fit(train, tgt, valid=self.parts.get("valid"))
         if name == "oracle":
             return self._lambdamart().fit(train, tgt)  # labels: cross-validated NDCG
-        keys = ("folds", "n_estimators", "early_stopping_rounds", "learning_rate",
-                "min_data_in_leaf", "truncation_level", "n_jobs")  # fmt: skip
-        spec = {k: lm[k] for k in keys if lm.get(k) is not None}
-        if spec.get("truncation_level") == 0:
-            spec["truncation_level"] = None
-        if "grid" in lm:
-            spec["grid"] = [dict(g) for g in lm["grid"]]
+        spec = selection_params(lm, eval_at=self._eval_at(), seed=self.cfg.seed("lambdamart"))
         # one target: one K-fold split, the selection LambdaMARTCV always made (same models);
         # the default's choice among targets repeats it where queries are few
         ranker = ClickRanker(validation=lm["validation"], safe=name == "default",
-                             eval_at=self._eval_at(), seed=self.cfg.seed("lambdamart"),
                              repeats="auto" if name == "default" else 1, **spec)  # fmt: skip
         targets = None if name == "default" else {name: tgt}
         # the production ranker's scores: the ranker every model is checked against (the

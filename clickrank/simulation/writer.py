@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .._budget import available_memory
 from .._io import (
     check_output,
     clean_stale,
@@ -165,24 +166,9 @@ def estimate_log_bytes(n_sessions: int, top_k: int, *, on_disk: bool = True) -> 
     return int(n_sessions) * int(top_k) * per_row
 
 
-def _available_memory() -> int | None:
-    """Bytes of memory available to new allocations (Linux ``MemAvailable``), or None."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return None
-
-
 def _check_memory(n_sessions: int, top_k: int) -> None:
     need = estimate_log_bytes(n_sessions, top_k, on_disk=False)
-    avail = _available_memory()
+    avail = available_memory()
     if avail is not None and need > avail:
         raise InputError(
             f"n_sessions={n_sessions:,} x top_k={top_k} would need about {need / 2**30:,.1f} GiB "

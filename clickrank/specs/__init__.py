@@ -52,6 +52,7 @@ _BUILDERS = (
     "make_lambdamart",
     "make_target",
     "make_learner",
+    "selection_params",
     "SELECTION_KEYS",
 )
 
@@ -103,4 +104,5 @@ if TYPE_CHECKING:
         make_policy,
         make_target,
         policy_from_scores,
+        selection_params,
     )

@@ -222,6 +222,26 @@ def make_lambdamart(spec: Mapping[str, Any] | None = None, **overrides: Any) -> 
 _SHARED = ("learning_rate", "min_data_in_leaf", "truncation_level", "eval_at", "seed", "n_jobs")
 
 
+def _common(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The LambdaMART parameters every learner of a spec shares (truncation 0: all pairs)."""
+    common = {k: spec[k] for k in _SHARED if k in spec}
+    if common.get("truncation_level") == 0:
+        common["truncation_level"] = None
+    return common
+
+
+def selection_params(spec: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
+    """Keyword arguments of a selection from a ``[lambdamart]`` spec: ``folds``,
+    ``n_estimators``, ``early_stopping_rounds``, ``grid`` and the shared LambdaMART
+    parameters (what :class:`~clickrank.selection.LambdaMARTCV` and
+    :class:`~clickrank.clickranker.ClickRanker` take)."""
+    spec = {k: v for k, v in {**spec, **overrides}.items() if v is not None}
+    sel = {k: spec[k] for k in ("folds", "n_estimators", "early_stopping_rounds") if k in spec}
+    if "grid" in spec:
+        sel["grid"] = [dict(g) for g in spec["grid"]]
+    return {**sel, **_common(spec)}
+
+
 def make_learner(
     spec: Mapping[str, Any], *, select: bool, early_stopping: bool = True, **overrides: Any
 ) -> Any:
@@ -237,15 +257,10 @@ def make_learner(
     """
     from ..selection import LambdaMARTCV
 
-    spec = {k: v for k, v in {**spec, **overrides}.items() if v is not None}
-    common = {k: spec[k] for k in _SHARED if k in spec}
-    if common.get("truncation_level") == 0:
-        common["truncation_level"] = None
     if select:
-        sel = {k: spec[k] for k in ("folds", "n_estimators", "early_stopping_rounds") if k in spec}
-        if "grid" in spec:
-            sel["grid"] = [dict(g) for g in spec["grid"]]
-        return LambdaMARTCV(**sel, **common)
+        return LambdaMARTCV(**selection_params(spec, **overrides))
+    spec = {k: v for k, v in {**spec, **overrides}.items() if v is not None}
+    common = _common(spec)
     fixed = {k: spec[k] for k in ("n_estimators", "num_leaves", "max_depth") if k in spec}
     if early_stopping and "early_stopping_rounds" in spec:
         fixed["early_stopping_rounds"] = spec["early_stopping_rounds"]
