@@ -64,7 +64,8 @@ def demo() -> None:
 
 def test() -> None:
     """Set up, then run ruff (lint and format), a strict docs build and the whole test suite
-    (with pyspark: tests/test_spark.py runs Spark in local mode where Java is installed).
+    (with pyspark: where Java is installed, tests/test_spark.py runs Spark in local mode and on a
+    standalone cluster of its own, a master and two workers on this machine).
 
     ``--quick``: ruff and the tests not marked slow (no docs build), for day-to-day work.
     Other arguments go to pytest; ``-n 0`` runs the tests in one process.
@@ -80,7 +81,13 @@ def test() -> None:
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
         with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
             run(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", site, env=env)
-    parallel = [] if any(a == "-n" or a.startswith("-n") for a in args) else ["-n", "2"]
+    # loadgroup: the tests of an xdist_group (Spark's, one session and one cluster at a
+    # time) share one worker; the others are spread as usual
+    parallel = (
+        []
+        if any(a == "-n" or a.startswith("-n") for a in args)
+        else ["-n", "2", "--dist", "loadgroup"]
+    )
     selection = ["-m", "not slow"] if quick else []
     run(PY, "-m", "pytest", *parallel, *selection, "--doctest-modules", "clickrank", "tests", *args)
 

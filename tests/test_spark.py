@@ -1,8 +1,13 @@
 """The Spark engine gives the polars results: every estimator, every target, the simulation.
 
-A local SparkSession (``local[2]``) runs the same aggregations as polars on
-the same simulated logs. Skipped, with the reason, where pyspark or a Java
-runtime is missing (``pip install 'clickrank[spark]'``; Java 17).
+Every test that takes the ``spark`` fixture runs twice: on a local
+SparkSession (``local[2]``) and on a Spark standalone cluster started here
+(:class:`clickrank.engine.cluster.StandaloneCluster`: a master and two
+workers as separate processes, the executors separate JVMs with their own
+Python workers). Both give the polars numbers. The cluster also runs
+``spark-submit`` jobs with clickrank shipped by ``--py-files``, and loses a
+worker in the middle of one. Skipped, with the reason, where pyspark or a
+Java runtime is missing (``pip install 'clickrank[spark]'``; Java 17).
 """
 
 from __future__ import annotations
@@ -25,11 +30,15 @@ if shutil.which("java") is None:
     pytest.skip("no Java runtime on the PATH (Spark needs Java 17)", allow_module_level=True)
 
 from clickrank import engine  # noqa: E402
+from clickrank.engine.cluster import StandaloneCluster, code_zip  # noqa: E402
 from clickrank.engine.simulate import simulate_spark  # noqa: E402
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
-    pytest.mark.slow,  # a local Spark session: 20 s to start, seconds per test
+    pytest.mark.slow,  # a Spark session: 10-20 s to start, seconds per test
+    # one pytest-xdist worker runs this module: one SparkSession per process at a time,
+    # and one cluster on the machine
+    pytest.mark.xdist_group("spark"),
 ]
 from clickrank.propensity import (  # noqa: E402
     bootstrap,
@@ -43,16 +52,35 @@ from clickrank.propensity import (  # noqa: E402
 from clickrank.propensity._harvest import cell_statistics  # noqa: E402
 
 
+def stop_active_session() -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
 @pytest.fixture(scope="module")
-def spark():
-    s = engine.spark_session(
-        "local[2]",
-        spark_sql_shuffle_partitions="2",
-        spark_default_parallelism="2",
-        spark_ui_enabled="false",
-        spark_driver_memory="1g",
-    )
+def cluster(tmp_path_factory):
+    """A standalone cluster: a master and two workers of two task slots each (this
+    process's session takes two slots, one per worker; spark-submit jobs the others)."""
+    with StandaloneCluster(workers=2, cores=2, folder=tmp_path_factory.mktemp("cluster")) as c:
+        yield c
+        stop_active_session()
+
+
+@pytest.fixture(scope="module", params=["local", "standalone"])
+def spark(request):
+    stop_active_session()
+    conf = {"spark_sql_shuffle_partitions": "2", "spark_default_parallelism": "2",
+            "spark_ui_enabled": "false"}  # fmt: skip
+    if request.param == "local":
+        s = engine.spark_session("local[2]", spark_driver_memory="1g", **conf)
+    else:
+        c = request.getfixturevalue("cluster")
+        s = c.session(spark_cores_max="2", spark_executor_cores="1", **conf)
     yield s
+    s.stop()
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +274,7 @@ def logged(tmp_path_factory, data):
     return root
 
 
-def test_cli_propensity_engine_spark(spark, logged):
+def test_cli_propensity_engine_spark(spark, logged, tmp_path):
     import json
 
     from click.testing import CliRunner
@@ -255,16 +283,16 @@ def test_cli_propensity_engine_spark(spark, logged):
 
     out = {}
     for eng in ("polars", "spark"):
-        args = ["propensity", str(logged / "log"), "--out", str(logged / f"{eng}.json")]
+        args = ["propensity", str(logged / "log"), "--out", str(tmp_path / f"{eng}.json")]
         res = CliRunner().invoke(cli, [*args, "--engine", eng, "--spark-master", "local[2]"])
         assert res.exit_code == 0, res.output
-        out[eng] = json.loads((logged / f"{eng}.json").read_text())
+        out[eng] = json.loads((tmp_path / f"{eng}.json").read_text())
     for key in ("theta", "lower", "upper", "n_sessions"):
         np.testing.assert_allclose(out["spark"][key], out["polars"][key], rtol=1e-12)
 
 
 @pytest.mark.parametrize("target", ["ips", "skip-above"])
-def test_cli_train_engine_spark(spark, logged, target):
+def test_cli_train_engine_spark(spark, logged, target, tmp_path):
     """The same target gives the same trees: model.txt is identical for both engines."""
     from click.testing import CliRunner
 
@@ -272,7 +300,7 @@ def test_cli_train_engine_spark(spark, logged, target):
 
     models = {}
     for eng in ("polars", "spark"):
-        out = logged / f"model-{target}-{eng}"
+        out = tmp_path / f"model-{target}-{eng}"
         args = ["train", "--data", str(logged / "train.txt"), "--log", str(logged / "log")]
         args += ["--target", target, "--propensities", str(logged / "theta.json")]
         args += ["--no-select", "--trees", "5", "--leaves", "4", "--out", str(out)]
@@ -364,3 +392,134 @@ def test_click_ranker_on_a_spark_log_equals_polars(data, log, sdf):
     np.testing.assert_allclose(a.table_["score"].to_numpy(), b.table_["score"].to_numpy(),
                                rtol=1e-9)  # fmt: skip
     np.testing.assert_allclose(a.predict(data), b.predict(data), rtol=1e-9)
+
+
+# -- the standalone cluster ----------------------------------------------------------------
+
+
+def test_standalone_tasks_run_in_executors_of_both_workers(cluster, spark, data):
+    """On the cluster, clickrank's numpy code runs in Python workers of executor JVMs started
+    by each worker (not in this process), and the simulation gives the polars rows."""
+    if not spark.sparkContext.master.startswith("spark://"):
+        pytest.skip("the local session has no workers")
+    import os
+
+    where = (
+        spark.sparkContext.parallelize(range(8), 8)
+        .map(lambda _: (os.getpid(), __import__("clickrank._random").__file__))
+        .collect()
+    )
+    assert os.getpid() not in {pid for pid, _ in where}
+    by_worker = {}
+    for p in cluster.processes():
+        by_worker.setdefault(p["role"], set()).add(p["kind"])
+    assert {"executor", "python"} <= by_worker["worker-0"], by_worker
+    assert {"executor", "python"} <= by_worker["worker-1"], by_worker
+
+
+DRIVER = "from clickrank.cli import main\nmain()\n"  # docs/scale.md's spark-submit driver
+
+
+def test_spark_submit_with_py_files(cluster, logged, tmp_path):
+    """docs/scale.md's spark-submit line, with clickrank shipped as a zip by --py-files (the
+    executors compute the bootstrap buckets with it): the estimate equals the polars one."""
+    import json
+
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    driver = tmp_path / "clickrank_driver.py"
+    driver.write_text(DRIVER)
+    code = code_zip(tmp_path / "clickrank.zip")
+    args = ["propensity", str(logged / "log"), "--bootstrap", "50", "--seed", "3"]
+    cluster.submit(
+        driver, *args, "--engine", "spark", "--out", str(tmp_path / "spark.json"),
+        py_files=[code], conf={"spark.cores.max": "2"},
+    )  # fmt: skip
+    res = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "polars.json")])
+    assert res.exit_code == 0, res.output
+    a, b = (json.loads((tmp_path / f"{e}.json").read_text()) for e in ("spark", "polars"))
+    for key in ("theta", "lower", "upper", "n_sessions"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-12)
+
+
+GATED_JOB = """
+import json, os, sys, time
+from pyspark import TaskContext
+from clickrank.engine import read_spark_log, spark_session
+from clickrank.propensity import bootstrap
+
+log_path, marks, out = sys.argv[1:4]
+spark = spark_session(None)
+
+def gate(batches):  # each task says it started, then waits for the test's go
+    import clickrank
+
+    ctx = TaskContext.get()
+    with open(os.path.join(marks, f"{ctx.partitionId()}-{ctx.attemptNumber()}"), "w") as f:
+        f.write(clickrank.__file__)  # where the executor found clickrank
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(marks, "go")) and time.time() < deadline:
+        time.sleep(0.05)
+    yield from batches
+
+log = read_spark_log(log_path, spark).repartition(8)
+log = log.mapInArrow(gate, log.schema)
+theta = bootstrap("swap", log, n=40, buckets=16, seed=4)
+with open(out, "w") as f:
+    json.dump({"theta": theta.theta.tolist(), "replicates": theta.replicates.tolist()}, f)
+"""
+
+
+def test_worker_killed_mid_job_same_result(logged, tmp_path):
+    """A worker (with its executor and Python workers) is killed while the job's tasks run:
+    Spark retries them on the other worker, and the estimate is the polars one. The
+    executors import clickrank from the zip that spark-submit shipped."""
+    import json
+    import time
+
+    from clickrank.clicklog import read_log
+
+    script = tmp_path / "job.py"
+    script.write_text(GATED_JOB)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    code = code_zip(tmp_path / "clickrank.zip")
+    with StandaloneCluster(workers=2, cores=1, folder=tmp_path / "cluster") as c:
+        job = c.submit(script, str(logged / "log"), str(marks), str(tmp_path / "out.json"),
+                       py_files=[code], wait=False)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(list(marks.iterdir())) < 2 and job.poll() is None:  # a task on each worker
+            assert time.monotonic() < deadline, "the job's tasks never started"
+            time.sleep(0.1)
+        c.kill_worker(1)
+        (marks / "go").touch()
+        stdout, stderr = job.communicate(timeout=240)
+    assert job.returncode == 0, stderr[-2000:]
+    tasks = [m for m in marks.iterdir() if m.name != "go"]
+    assert any(not m.name.endswith("-0") for m in tasks), "no task retried: the kill came late"
+    assert all("clickrank.zip" in m.read_text() for m in tasks)
+    got = json.loads((tmp_path / "out.json").read_text())
+    want = bootstrap("swap", read_log(logged / "log"), n=40, buckets=16, seed=4)
+    np.testing.assert_allclose(got["theta"], want.theta, rtol=1e-12)
+    np.testing.assert_allclose(got["replicates"], want.replicates, rtol=1e-9, equal_nan=True)
+
+
+def test_dead_master_is_one_line(logged, tmp_path):
+    """``clickrank propensity --engine spark`` against a master nobody runs: one line, at once
+    (Spark itself would retry for a minute, then print a Java stack trace)."""
+    import subprocess
+    import sys
+
+    from clickrank.engine.cluster import _free_port
+
+    url = f"spark://127.0.0.1:{_free_port('127.0.0.1')}"  # nothing listens there
+    args = ["propensity", str(logged / "log"), "--engine", "spark", "--spark-master", url]
+    res = subprocess.run(
+        [sys.executable, "-m", "clickrank.cli", *args, "--out", str(tmp_path / "t.json")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode != 0
+    lines = (res.stdout + res.stderr).strip().splitlines()
+    assert lines == [f"Error: cannot reach the Spark master {url}: Connection refused"], lines

@@ -11,6 +11,7 @@ import polars as pl
 from .._validation import LogSchemaError
 from ._detect import require_spark
 from ._spark import normalize, spark_schema
+from .cluster import check_master
 
 __all__ = ["spark_session", "read_spark_log", "to_spark", "spark_ready", "TABLE_PREFIX"]
 
@@ -35,7 +36,8 @@ def spark_session(master: str | None = "local[*]", **conf: str) -> Any:
     Raises
     ------
     InputError
-        If pyspark or Java is missing.
+        If pyspark or Java is missing, or a ``spark://`` master does not
+        accept connections.
     """
     require_spark()
     from pyspark.sql import SparkSession
@@ -43,6 +45,8 @@ def spark_session(master: str | None = "local[*]", **conf: str) -> Any:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if master and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        check_master(master)  # one line for a dead master, not a minute of retries
     builder = SparkSession.builder.appName("clickrank")
     if master and "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit's master wins
         builder = builder.master(master)
