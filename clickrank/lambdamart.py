@@ -28,7 +28,7 @@ from .datasets import RankingData
 from .lambdas import SessionStep, lambdas, pair_lambdas, position_bias_update
 from .targets import SessionLists, Target, oracle
 
-__all__ = ["LambdaMART"]
+__all__ = ["LambdaMART", "load_model"]
 
 
 def _restrict(
@@ -623,6 +623,27 @@ class LambdaMART:
         changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
         args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
         return f"LambdaMART({args})"
+
+
+def load_model(path: str | os.PathLike) -> Any:
+    """A saved ranker of any clickrank model format, by the ``format`` of its ``meta.json``.
+
+    ``clickrank-xgboost`` folders (:class:`clickrank.distributed.SparkRanker`,
+    trained on Spark) load with XGBoost; everything else is read as a
+    :class:`LambdaMART` folder, whose loader reports what is wrong with it.
+    Both have ``predict(data)``: this is the loader of every user-given model
+    folder (``clickrank evaluate --model``, ``clickrank train --logging-model``).
+
+    Raises
+    ------
+    DataFormatError
+        If the folder is not a model clickrank wrote, or was changed since.
+    """
+    if _modelfile.model_format(Path(path)) == _modelfile.XGB_FORMAT:
+        from .distributed import SparkRanker
+
+        return SparkRanker.load(path)
+    return LambdaMART.load(path)
 
 
 def _exposure(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
