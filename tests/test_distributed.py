@@ -104,6 +104,24 @@ def mq2008(spark, tmp_path_factory):
     return dict(train=train, test=test, log=log, features=features, slog=slog, root=root)
 
 
+@pytest.fixture(scope="module")
+def gains():
+    """The distributed gains table of a case, by (case, target, candidates), built once. The
+    log is the polars one: the Spark aggregation is test_training_table_holds_clickranks_gains'
+    (and tests/test_spark.py's) subject; here it would only add seconds."""
+    cache: dict = {}
+
+    def get(case: dict, name: str, candidates: str):
+        key = (id(case), name, candidates)
+        if key not in cache:
+            theta = THETA if name == "ips" else None
+            cache[key] = spark_target(case["features"], case["log"], name, theta,
+                                      candidates=candidates, clip=None)[0]  # fmt: skip
+        return cache[key]
+
+    return get
+
+
 def _local_gains(case: dict, name: str, candidates: str):
     """make_target on the whole local data: the reference of every distributed target."""
     theta = THETA if name == "ips" else None
@@ -128,11 +146,14 @@ def _ndcg10(scores, data: RankingData) -> float:
 
 
 @pytest.mark.parametrize(("name", "candidates"), [("naive", "all"), ("ips", "shown")])
-def test_training_table_holds_clickranks_gains(synth, name, candidates):
-    """Every candidate (query, doc) once, with make_target's gain on the full local data."""
-    theta = THETA if name == "ips" else None
-    table, _ = spark_target(synth["features"], synth["slog"], name, theta,
-                            candidates=candidates, clip=None)  # fmt: skip
+def test_training_table_holds_clickranks_gains(synth, gains, name, candidates):
+    """Every candidate (query, doc) once, with make_target's gain on the full local data
+    (naive: the log aggregated on Spark; ips: the polars log, as the agreement tests)."""
+    if name == "naive":
+        table, _ = spark_target(synth["features"], synth["slog"], name, candidates=candidates,
+                                clip=None)  # fmt: skip
+    else:
+        table = gains(synth, name, candidates)
     joined = engine._spark.to_polars(
         SparkRanker().training_frame(synth["features"], table).select("query", "doc", "gain")
     ).sort("query", "doc")
@@ -162,7 +183,7 @@ def test_keys_only_make_a_featureless_ranking_data(synth):
 
 def test_hybrid_candidates_are_refused(synth):
     with pytest.raises(InputError, match="weights documents"):
-        spark_target(synth["features"], synth["slog"], "naive", candidates="hybrid")
+        spark_target(synth["features"], synth["log"], "naive", candidates="hybrid")
 
 
 # -- agreement with a local XGBRanker ----------------------------------------------------
@@ -170,11 +191,10 @@ def test_hybrid_candidates_are_refused(synth):
 
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("case_name", ["synth", "mq2008"])
-def test_distributed_ndcg_agrees_with_local_xgboost(request, case_name, workers):
+def test_distributed_ndcg_agrees_with_local_xgboost(request, gains, case_name, workers):
     case = request.getfixturevalue(case_name)
     name, candidates = "ips", "shown"
-    table, _ = spark_target(case["features"], case["slog"], name, THETA,
-                            candidates=candidates, clip=None)  # fmt: skip
+    table = gains(case, name, candidates)
     ranker = SparkRanker(n_estimators=TREES, num_workers=workers, early_stopping_rounds=None)
     ranker.fit(case["features"], table, target_name=name)
     local = _local_fit(case, ranker, name, candidates, TREES)
@@ -188,14 +208,15 @@ def test_distributed_ndcg_agrees_with_local_xgboost(request, case_name, workers)
         np.testing.assert_allclose(dist, ref, rtol=1e-5, atol=1e-6)
 
 
-def test_early_stopping_on_held_out_clicks_matches_local_xgboost(synth):
+def test_early_stopping_on_held_out_clicks_matches_local_xgboost(synth, gains):
     """The chosen number of trees and the validation curve are a local eval_set's, and the
     curve is clickrank's NDCG@k with linear gains (ndcg_exp_gain=False reaches the metric)."""
-    table, _ = spark_target(synth["features"], synth["slog"], "naive", candidates="all")
+    table = gains(synth, "naive", "all")
     ranker = SparkRanker(n_estimators=60, num_workers=1, early_stopping_rounds=5, refit=False,
                          valid_fraction=0.3)  # fmt: skip
     ranker.fit(synth["features"], table, target_name="naive")
-    train, tgt = synth["train"], _local_gains(synth, "naive", "all")
+    train, tgt = synth["train"], make_target("naive", synth["train"], synth["log"],
+                                             candidates="all")  # fmt: skip
     held = validation_queries(train.qid.tolist(), 0.3, 0)
     assert 0 < held.sum() < held.size
     fit_rows, val_rows = ~held[train.query_index], held[train.query_index]
@@ -218,18 +239,33 @@ def test_early_stopping_on_held_out_clicks_matches_local_xgboost(synth):
 
 @pytest.fixture(scope="module")
 def saved(synth):
-    table, _ = spark_target(synth["features"], synth["slog"], "naive", candidates="all")
-    ranker = SparkRanker(n_estimators=TREES, num_workers=2, early_stopping_rounds=5)
-    ranker.fit(synth["features"], table, target_name="naive")
-    path = ranker.save(synth["root"] / "model")
-    return ranker, path
+    """``clickrank train --engine spark --distributed``: its output and model folder."""
+    out = synth["root"] / "cli-model"
+    args = ["train", "--engine", "spark", "--distributed", "--spark-master", "local[2]"]
+    args += ["--data", str(synth["root"] / "train.parquet")]
+    args += ["--log", str(synth["root"] / "log.parquet"), "--target", "naive"]
+    args += ["--candidates", "all", "--trees", "30", "--early-stopping", "5", "--out", str(out)]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    return res.output, out
 
 
-def test_save_load_predict_round_trip(saved, synth):
-    ranker, path = saved
+def test_cli_train_distributed_end_to_end(saved, synth):
+    output, path = saved
+    model = load_model(path)
+    assert f"trees chosen: {model.best_iteration_}" in output
+    assert "SparkRanker" in output and "held-out clicks" in output
+    assert model.target_name_ == "naive" and model.n_features_in_ == synth["train"].n_features
+    assert model.n_train_docs_ == synth["train"].n_docs  # candidates all: every document
+
+
+def test_save_load_predict_round_trip(saved, synth, tmp_path):
+    ranker = load_model(saved[1])
+    assert isinstance(ranker, SparkRanker)
+    path = ranker.save(tmp_path / "again")
     back = load_model(path)
-    assert isinstance(back, SparkRanker)
     assert back.best_iteration_ == ranker.best_iteration_ == back.booster_.num_boosted_rounds()
+    assert (path / "model.json").read_bytes() == (saved[1] / "model.json").read_bytes()
     np.testing.assert_array_equal(back.predict(synth["test"]), ranker.predict(synth["test"]))
     scored = engine._spark.to_polars(
         back.predict(read_spark_data(synth["root"] / "train.parquet")).select("score")
@@ -240,7 +276,7 @@ def test_save_load_predict_round_trip(saved, synth):
 
 
 def test_cli_evaluate_reads_the_saved_folder(saved, synth):
-    _, path = saved
+    path = saved[1]
     save_letor(synth["test"], synth["root"] / "test.txt")
     res = CliRunner().invoke(
         cli,
@@ -262,7 +298,7 @@ def test_cli_evaluate_reads_the_saved_folder(saved, synth):
 
 
 def test_tampered_model_json_is_refused(saved, tmp_path):
-    _, path = saved
+    path = saved[1]
     copy = tmp_path / "model"
     shutil.copytree(path, copy)
     raw = bytearray((copy / "model.json").read_bytes())
@@ -279,19 +315,6 @@ def test_tampered_model_json_is_refused(saved, tmp_path):
 
 
 # -- the command line --------------------------------------------------------------------
-
-
-def test_cli_train_distributed_end_to_end(synth):
-    out = synth["root"] / "cli-model"
-    args = ["train", "--engine", "spark", "--distributed", "--spark-master", "local[2]"]
-    args += ["--data", str(synth["root"] / "train.parquet")]
-    args += ["--log", str(synth["root"] / "log.parquet"), "--target", "naive"]
-    args += ["--candidates", "all", "--trees", "30", "--early-stopping", "5", "--out", str(out)]
-    res = CliRunner().invoke(cli, args)
-    assert res.exit_code == 0, res.output
-    model = load_model(out)
-    assert f"trees chosen: {model.best_iteration_}" in res.output
-    assert model.target_name_ == "naive" and model.n_features_in_ == synth["train"].n_features
 
 
 @pytest.mark.parametrize(
