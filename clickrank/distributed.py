@@ -123,24 +123,10 @@ def read_spark_data(source: str | os.PathLike, spark: Any = None) -> Any:
         missing or not numeric (:func:`feature_columns`); one line naming the
         path and column.
     """
-    from .engine._session import TABLE_PREFIX, spark_session
-    from .engine._spark import normalize
-
-    spark = spark if spark is not None else spark_session()
-    from pyspark.errors import AnalysisException
+    from .engine._session import read_spark_source
 
     src = str(source)
-    if not src.startswith(TABLE_PREFIX) and "://" not in src and not os.path.exists(src):
-        raise DataFormatError("no such file or folder", path=src)
-    try:
-        if src.startswith(TABLE_PREFIX):
-            df = spark.table(src[len(TABLE_PREFIX) :])
-        else:
-            df = spark.read.option("recursiveFileLookup", "true").parquet(src)
-        df = normalize(df)
-    except AnalysisException as err:
-        first = (str(err).strip().splitlines() or ["?"])[0]
-        raise DataFormatError(f"Spark cannot read feature data here: {first}", path=src) from None
+    df = read_spark_source(src, spark, what="feature data", error=DataFormatError)
     feature_columns(df.schema, src)
     return df
 
