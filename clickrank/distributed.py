@@ -40,7 +40,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -48,7 +48,7 @@ import polars as pl
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import DataFormatError, InputError, check_is_fitted
-from .datasets import RankingData
+from .datasets import RankingData, feature_matrix
 from .targets import Target, make_target
 
 __all__ = [
@@ -287,6 +287,9 @@ class SparkRanker:
         ``{"valid": {"ndcg@k": [...]}}`` per round of the selection fit.
     """
 
+    #: ``predict`` takes a RankingData (read by :func:`clickrank.ranking.ranker_scores`).
+    accepts_ranking_data: ClassVar[bool] = True
+
     def __init__(
         self,
         *,
@@ -469,14 +472,7 @@ class SparkRanker:
         check_is_fitted(self, "booster_")
         if type(data).__name__ == "DataFrame" and hasattr(data, "sparkSession"):
             return self._predict_spark(data)
-        name = f"data {data.name!r}" if isinstance(data, RankingData) else "X"
-        X = np.asarray(data.X if isinstance(data, RankingData) else data, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            model = f"model {self.source_}" if getattr(self, "source_", None) else "this model"
-            got = f"{X.shape[1]} features" if X.ndim == 2 else f"shape {X.shape}"
-            raise InputError(
-                f"{model} was trained on {self.n_features_in_} features but {name} has {got}"
-            )
+        X = feature_matrix(data, self.n_features_in_, getattr(self, "source_", None))
         if X.shape[0] == 0:
             return np.zeros(0)
         return np.asarray(self.booster_.inplace_predict(X), dtype=np.float64)

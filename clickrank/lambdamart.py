@@ -24,7 +24,7 @@ import numpy as np
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
-from .datasets import RankingData
+from .datasets import RankingData, feature_matrix
 from .lambdas import SessionStep, lambdas, pair_lambdas, position_bias_update
 from .targets import SessionLists, Target, oracle
 
@@ -476,16 +476,7 @@ class LambdaMART:
     def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
         """Scores (higher ranks higher) for a feature matrix or a RankingData."""
         check_is_fitted(self, "booster_")
-        name = f"data {X.name!r}" if isinstance(X, RankingData) else "X"
-        if isinstance(X, RankingData):
-            X = X.X
-        X = np.asarray(X, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            model = f"model {self.source_}" if getattr(self, "source_", None) else "this model"
-            got = f"{X.shape[1]} features" if X.ndim == 2 else f"shape {X.shape}"
-            raise InputError(
-                f"{model} was trained on {self.n_features_in_} features but {name} has {got}"
-            )
+        X = feature_matrix(X, self.n_features_in_, getattr(self, "source_", None))
         return self.booster_.predict(X, num_iteration=self.best_iteration_).astype(np.float64)
 
     @property
