@@ -18,6 +18,14 @@ in Python, before LightGBM sees it:
   categorical or linear trees, which clickrank never writes). What follows
   ``end of trees`` (importances, training parameters) is not passed on.
 
+A folder of :class:`~clickrank.distributed.SparkRanker` (format
+``clickrank-xgboost``) holds XGBoost's JSON model ``model.json`` instead:
+its ``meta.json`` is checked the same way (:func:`read_xgb_meta`) and
+``model.json`` must have the recorded size and SHA-256 digest
+(:func:`read_xgb_model`) before XGBoost parses it. :func:`model_format`
+reads the format name for the one loader that dispatches on it,
+:func:`clickrank.lambdamart.load_model`.
+
 Every problem is a :class:`~clickrank._validation.DataFormatError` naming the
 file (and line, for the model text).
 """
@@ -33,7 +41,20 @@ import numpy as np
 from ._io import read_json
 from ._validation import DataFormatError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "META_KEYS", "digest", "read_meta", "read_model_text"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "META_KEYS",
+    "XGB_FORMAT",
+    "XGB_FORMAT_VERSION",
+    "XGB_META_KEYS",
+    "digest",
+    "model_format",
+    "read_meta",
+    "read_model_text",
+    "read_xgb_meta",
+    "read_xgb_model",
+]
 
 FORMAT = "clickrank-lambdamart"
 FORMAT_VERSION = 2
@@ -67,15 +88,21 @@ def _int(meta: dict, key: str, path: Path, low: int) -> int:
     return v
 
 
-def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
-    """Read and check ``meta.json`` (see the module docstring); returns the dict."""
+def _read_object(path: Path, fmt: str) -> dict[str, Any]:
+    """``meta.json`` as a JSON object whose ``format`` is ``fmt``."""
     meta = read_json(path)
     if not isinstance(meta, dict):
         raise DataFormatError("expected a JSON object", path=path)
-    if meta.get("format") != FORMAT:
+    if meta.get("format") != fmt:
         raise DataFormatError(
-            f"not a {FORMAT} metadata file (its 'format' is {meta.get('format')!r})", path=path
+            f"not a {fmt} metadata file (its 'format' is {meta.get('format')!r})", path=path
         )
+    return meta
+
+
+def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
+    """Read and check ``meta.json`` (see the module docstring); returns the dict."""
+    meta = _read_object(path, FORMAT)
     version = meta.get("format_version")
     if version not in (1, FORMAT_VERSION):
         raise DataFormatError(
@@ -113,13 +140,27 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
         raise DataFormatError("must be an object", path=path, column="evals_result")
     _check_bias(meta.get("position_bias"), path)
     if version == FORMAT_VERSION:
-        _int(meta, "model_bytes", path, 1)
-        sha = meta["model_sha256"]
-        if not (
-            isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
-        ):
-            raise DataFormatError("must be a SHA-256 hex digest", path=path, column="model_sha256")
+        _check_sha(meta, path)
     return meta
+
+
+def _check_sha(meta: dict, path: Path) -> None:
+    """``model_bytes`` an integer >= 1 and ``model_sha256`` a SHA-256 hex digest."""
+    _int(meta, "model_bytes", path, 1)
+    sha = meta["model_sha256"]
+    if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        raise DataFormatError("must be a SHA-256 hex digest", path=path, column="model_sha256")
+
+
+def _check_digest(raw: bytes, meta: dict, path: Path, meta_path: Path) -> None:
+    """Refuse model bytes whose size or SHA-256 digest is not the one ``meta`` records."""
+    if len(raw) != meta["model_bytes"] or digest(raw) != meta["model_sha256"]:
+        raise DataFormatError(
+            f"does not match the size and SHA-256 digest recorded in {meta_path} "
+            f"({len(raw):,} bytes, expected {meta['model_bytes']:,}): the model file is "
+            "truncated, corrupted or was replaced",
+            path=path,
+        )
 
 
 def _check_bias(bias: Any, path: Path) -> None:
@@ -163,13 +204,7 @@ def read_model_text(path: Path, meta: dict[str, Any], meta_path: Path) -> str:
             "is not a LightGBM text model (line 1 is not 'tree')", path=path, line=1
         )
     if "model_sha256" in meta:
-        if len(raw) != meta["model_bytes"] or digest(raw) != meta["model_sha256"]:
-            raise DataFormatError(
-                f"does not match the size and SHA-256 digest recorded in {meta_path} "
-                f"({len(raw):,} bytes, expected {meta['model_bytes']:,}): the model file is "
-                "truncated, corrupted or was replaced",
-                path=path,
-            )
+        _check_digest(raw, meta, path, meta_path)
     return check_model_text(text, int(meta["n_features_in"]), path)
 
 
@@ -326,3 +361,73 @@ def check_model_text(text: str, n_features: int, path: Path) -> str:
         _check_tree(block, i, n_features, path, line)
         line += block.count("\n")
     return model
+
+
+# -- the XGBoost model folder (clickrank.distributed.SparkRanker) --------------------
+
+XGB_FORMAT = "clickrank-xgboost"
+XGB_FORMAT_VERSION = 1
+#: Keys of an XGBoost model's ``meta.json`` (all required): LambdaMART's version 2 keys
+#: but the position biases.
+XGB_META_KEYS = (META_KEYS - {"position_bias"}) | META_KEYS_V2
+
+
+def model_format(folder: Path) -> str | None:
+    """The ``format`` recorded in ``folder/meta.json``, or None when there is none to read.
+
+    Only the dispatch of :func:`clickrank.lambdamart.load_model` reads this; the
+    loader of the format then checks the whole file.
+    """
+    meta_path = Path(folder) / "meta.json"
+    if not meta_path.is_file():
+        return None
+    try:
+        meta = read_json(meta_path)
+    except DataFormatError:
+        return None
+    return meta.get("format") if isinstance(meta, dict) else None
+
+
+def read_xgb_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
+    """Read and check the ``meta.json`` of an XGBoost model folder; returns the dict."""
+    meta = _read_object(path, XGB_FORMAT)
+    if meta.get("format_version") != XGB_FORMAT_VERSION:
+        raise DataFormatError(
+            f"format_version {meta.get('format_version')!r} is not supported (this clickrank "
+            f"reads {XGB_FORMAT_VERSION})",
+            path=path,
+            column="format_version",
+        )
+    missing = sorted(XGB_META_KEYS - meta.keys())
+    if missing:
+        raise DataFormatError(f"missing key(s) {', '.join(missing)}", path=path)
+    unknown = sorted(meta.keys() - XGB_META_KEYS)
+    if unknown:
+        raise DataFormatError(f"unknown key(s) {', '.join(unknown)}", path=path)
+    params = meta["params"]
+    if not isinstance(params, dict) or params.keys() - param_names:
+        bad = sorted(params.keys() - param_names) if isinstance(params, dict) else params
+        raise DataFormatError(
+            f"must be an object of SparkRanker parameters (unknown: {bad})",
+            path=path,
+            column="params",
+        )
+    _int(meta, "n_features_in", path, 1)
+    for key in ("best_iteration", "n_train_docs", "n_train_queries"):
+        _int(meta, key, path, 0)
+    if not isinstance(meta["target"], str):
+        raise DataFormatError("must be a string", path=path, column="target")
+    if not isinstance(meta["evals_result"], dict):
+        raise DataFormatError("must be an object", path=path, column="evals_result")
+    _check_sha(meta, path)
+    return meta
+
+
+def read_xgb_model(path: Path, meta: dict[str, Any], meta_path: Path) -> bytes:
+    """The bytes of ``model.json`` if their size and SHA-256 digest are those of ``meta``."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise DataFormatError(f"cannot read ({err.strerror})", path=path) from None
+    _check_digest(raw, meta, path, meta_path)
+    return raw

@@ -24,6 +24,7 @@ from ._validation import DataFormatError, InputError, check_qptr
 
 __all__ = [
     "RankingData",
+    "feature_matrix",
     "load_letor",
     "save_letor",
     "from_frame",
@@ -186,6 +187,27 @@ class RankingData:
         frame = pl.DataFrame(cols)
         feats = pl.DataFrame(self.X, schema=[f"f{j + 1}" for j in range(self.n_features)])
         return pl.concat([frame, feats], how="horizontal")
+
+
+def feature_matrix(X: Any, n_features: int, model: str | None = None) -> np.ndarray:
+    """The float32 features of ``X`` (a RankingData or a matrix) for a model trained on
+    ``n_features`` features.
+
+    Raises
+    ------
+    InputError
+        One line naming ``model`` (its folder, when loaded) and the data, if the
+        number of features differs.
+    """
+    name = f"data {X.name!r}" if isinstance(X, RankingData) else "X"
+    X = np.asarray(X.X if isinstance(X, RankingData) else X, dtype=np.float32)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        got = f"{X.shape[1]} features" if X.ndim == 2 else f"shape {X.shape}"
+        raise InputError(
+            f"{f'model {model}' if model else 'this model'} was trained on {n_features} "
+            f"features but {name} has {got}"
+        )
+    return X
 
 
 def _count(n_or_fraction: float, total: int, name: str) -> int:

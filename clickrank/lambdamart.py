@@ -24,11 +24,11 @@ import numpy as np
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
-from .datasets import RankingData
+from .datasets import RankingData, feature_matrix
 from .lambdas import SessionStep, lambdas, pair_lambdas, position_bias_update
 from .targets import SessionLists, Target, oracle
 
-__all__ = ["LambdaMART"]
+__all__ = ["LambdaMART", "load_model"]
 
 
 def _restrict(
@@ -476,16 +476,7 @@ class LambdaMART:
     def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
         """Scores (higher ranks higher) for a feature matrix or a RankingData."""
         check_is_fitted(self, "booster_")
-        name = f"data {X.name!r}" if isinstance(X, RankingData) else "X"
-        if isinstance(X, RankingData):
-            X = X.X
-        X = np.asarray(X, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            model = f"model {self.source_}" if getattr(self, "source_", None) else "this model"
-            got = f"{X.shape[1]} features" if X.ndim == 2 else f"shape {X.shape}"
-            raise InputError(
-                f"{model} was trained on {self.n_features_in_} features but {name} has {got}"
-            )
+        X = feature_matrix(X, self.n_features_in_, getattr(self, "source_", None))
         return self.booster_.predict(X, num_iteration=self.best_iteration_).astype(np.float64)
 
     @property
@@ -623,6 +614,27 @@ class LambdaMART:
         changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
         args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
         return f"LambdaMART({args})"
+
+
+def load_model(path: str | os.PathLike) -> Any:
+    """A saved ranker of any clickrank model format, by the ``format`` of its ``meta.json``.
+
+    ``clickrank-xgboost`` folders (:class:`clickrank.distributed.SparkRanker`,
+    trained on Spark) load with XGBoost; everything else is read as a
+    :class:`LambdaMART` folder, whose loader reports what is wrong with it.
+    Both have ``predict(data)``: this is the loader of every user-given model
+    folder (``clickrank evaluate --model``, ``clickrank train --logging-model``).
+
+    Raises
+    ------
+    DataFormatError
+        If the folder is not a model clickrank wrote, or was changed since.
+    """
+    if _modelfile.model_format(Path(path)) == _modelfile.XGB_FORMAT:
+        from .distributed import SparkRanker
+
+        return SparkRanker.load(path)
+    return LambdaMART.load(path)
 
 
 def _exposure(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:

@@ -43,7 +43,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("clicks", ("clickmodels", "clicklog", "engine", "publiclogs", "policies", "simulation")),
     ("propensities", ("propensity",)),
     ("targets", ("targets",)),
-    ("training", ("lambdas", "lambdamart", "selection", "clickranker", "production")),
+    (
+        "training",
+        ("lambdas", "lambdamart", "selection", "clickranker", "production", "distributed"),
+    ),
     ("specs", ("specs",)),
     ("evaluation", ("evaluation", "interleaving", "online")),
     ("report", ("plots", "report")),

@@ -13,9 +13,10 @@ from ._root import cli, out_option
 
 
 def load_rankers(data, models: tuple[str, ...], scores: tuple[str, ...]) -> dict:
-    """Name -> ranker or scores, from LambdaMART model folders and score files (unique names)."""
+    """Name -> ranker or scores, from model folders (LambdaMART, or XGBoost from
+    ``train --distributed``) and score files (unique names)."""
     from ..evaluation import load_scores
-    from ..lambdamart import LambdaMART
+    from ..lambdamart import load_model
 
     out: dict = {}
 
@@ -27,7 +28,7 @@ def load_rankers(data, models: tuple[str, ...], scores: tuple[str, ...]) -> dict
         out[name] = value
 
     for m in models:
-        add(m, LambdaMART.load(m))
+        add(m, load_model(m))
     for s in scores:
         add(s, load_scores(s, data))
     if not out:
@@ -73,7 +74,7 @@ def _check_bootstrap(n: int, rankers: int, metrics: int) -> None:
     "models",
     multiple=True,
     type=click.Path(exists=True, file_okay=False),
-    help="LambdaMART model folder (from `clickrank train`); repeatable.",
+    help="Model folder (from `clickrank train`, LambdaMART or --distributed XGBoost); repeatable.",
 )
 @click.option(
     "--scores",

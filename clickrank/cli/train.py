@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from .._validation import InputError
@@ -26,13 +28,30 @@ SELECTION = LAMBDAMART_SELECTION
 FIXED = LAMBDAMART_SHAPE
 
 
+def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--data: a LETOR file; with --distributed, also a parquet folder, URI or table:db.name."""
+    if value is None or not ctx.params.get("distributed"):
+        return click.Path(exists=True, dir_okay=False).convert(value, param, ctx)
+    return check_log_source(ctx, param, value)
+
+
 @cli.command()
+@click.option(
+    "--distributed",
+    is_flag=True,
+    is_eager=True,  # --data reads it
+    help="With --engine spark: train on the cluster (XGBoost's SparkXGBRanker), the features "
+    "never collected to this machine; --data is then what Spark reads (a parquet file or "
+    "folder with query, doc, f1..fK, a URI or table:db.name). Targets naive and ips; "
+    "docs/scale.md, 'Distributed training'.",
+)
 @click.option(
     "--data",
     "data_path",
-    type=click.Path(exists=True, dir_okay=False),
+    callback=_check_data,
     required=True,
-    help="Training documents: LETOR/SVMlight file (features, qid, docid comments).",
+    help="Training documents: LETOR/SVMlight file (features, qid, docid comments); with "
+    "--distributed, feature data Spark reads.",
 )
 @click.option(
     "--log",
@@ -232,6 +251,20 @@ FIXED = LAMBDAMART_SHAPE
 )
 @click.option("--ips-weighted", is_flag=True, help="Weight preference pairs by 1/theta.")
 @click.option("--seed", type=int, default=0, help="Seed of LightGBM's randomness.")
+@click.option(
+    "--workers",
+    type=int,
+    default=2,
+    show_default=True,
+    help="--distributed: XGBoost workers, one Spark task each.",
+)
+@click.option(
+    "--valid-fraction",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="--distributed: share of the queries held out for early stopping on their clicks.",
+)
 @click.option("--jobs", type=int, default=1, help="Threads of the tree learner.")
 @click.option(
     "-f",
@@ -240,12 +273,12 @@ FIXED = LAMBDAMART_SHAPE
     help="Replace a model clickrank wrote in --out (never other files).",
 )
 @engine_options
-def train(data_path, log_path, target, theta_path, click_model, family, logging_path, proximal,
-          fallback, safe, out_dir,
+def train(distributed, data_path, log_path, target, theta_path, click_model, family,
+          logging_path, proximal, fallback, safe, out_dir,
           valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
           min_data_in_leaf, truncation, early_stopping, eval_at, clip, normalize, candidates,
-          naive_kind, strategy, ips_weighted, seed, jobs, force, engine,
-          spark_master):  # fmt: skip
+          naive_kind, strategy, ips_weighted, seed, workers, valid_fraction, jobs, force,
+          engine, spark_master):  # fmt: skip
     """Train a ranker on DATA from a click log (or the labels), choosing it from clicks.
 
     By default (--target auto) clickrank.ClickRanker fits every target of
@@ -255,12 +288,27 @@ def train(data_path, log_path, target, theta_path, click_model, family, logging_
     if its gain over the safe ranker is sure at 95%: no labels needed
     (docs/lambdamart.md, "The default click learner").
     """
-    from pathlib import Path
-
     from .. import targets as T
     from ..clicklog import read_log, warn_thin_log
     from ..datasets import load_letor
 
+    if distributed:
+        _check_distributed(engine, target, valid_path, logging_path, workers,
+                           valid_fraction)  # fmt: skip
+        clip_value = _clip(clip)
+        _check_options(target, log_path, theta_path, None, False, False, folds=folds,
+                       trees=trees, early_stopping=early_stopping, truncation=truncation,
+                       seed=seed, family=family)  # fmt: skip
+        _check_model_folder(Path(out_dir), force, [local_path(data_path), local_path(log_path),
+                                                   theta_path])  # fmt: skip
+        spec = dict(n_estimators=trees, learning_rate=learning_rate,
+                    max_depth=6 if max_depth is None else max_depth, num_workers=workers,
+                    early_stopping_rounds=early_stopping, eval_at=eval_at,
+                    valid_fraction=valid_fraction, seed=seed)  # fmt: skip
+        options = dict(candidates=candidates, clip=clip_value, normalize=normalize,
+                       naive_kind=naive_kind)  # fmt: skip
+        return _distributed(data_path, log_path, theta_path, target, spec, options, out_dir,
+                            force, spark_master)  # fmt: skip
     members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
                              folds=folds, trees=trees, early_stopping=early_stopping,
                              truncation=truncation, seed=seed, family=family)  # fmt: skip
@@ -303,6 +351,51 @@ def train(data_path, log_path, target, theta_path, click_model, family, logging_
     click.echo(f"model written to {path}")
 
 
+def _check_distributed(engine, target, valid_path, logging_path, workers,
+                       valid_fraction) -> None:  # fmt: skip
+    """The options of --distributed (one line each), before anything is read."""
+    from ..distributed import DISTRIBUTED_TARGETS
+
+    supported = " or ".join(DISTRIBUTED_TARGETS)
+    if engine != "spark":
+        raise click.UsageError("--distributed trains on a Spark cluster: add --engine spark")
+    if target not in DISTRIBUTED_TARGETS:
+        why = {"dr": "dr fits a direct-method model on the features, which stay on the cluster",
+               "auto": "auto's selection among targets runs on one machine"}.get(
+                   target, "its gains or pairs are built on one machine")  # fmt: skip
+        raise click.UsageError(f"--distributed supports --target {supported}, not {target} ({why})")
+    for name, value in (("--valid", valid_path), ("--logging-model", logging_path)):
+        if value is not None:
+            raise click.UsageError(f"{name} is not supported with --distributed")
+    if workers < 1:
+        raise click.UsageError(f"--workers must be >= 1, got {workers}")
+    if not 0.0 < valid_fraction < 1.0:
+        raise click.UsageError(f"--valid-fraction must be in (0, 1), got {valid_fraction}")
+
+
+def _distributed(data_path, log_path, theta_path, target, spec, options, out_dir, force,
+                 master):  # fmt: skip
+    """--distributed: clickrank's target from the keys, XGBoost's trees on the cluster."""
+    import logging
+
+    from .. import targets as T
+    from ..distributed import SparkRanker, read_spark_data, spark_target
+    from ..engine import spark_session
+
+    logging.getLogger("XGBoost-PySpark").setLevel(logging.WARNING)
+    spark = spark_session(master)
+    features = read_spark_data(data_path, spark)
+    log = open_log(log_path, master)
+    theta = T.read_theta(theta_path) if theta_path is not None else None
+    table, tgt = spark_target(features, log, target, theta, source=str(data_path), **options)
+    click.echo(tgt.summary(), err=True)
+    model = SparkRanker(**spec).fit(features, table, target_name=target)
+    path = model.save(out_dir, overwrite=force)
+    click.echo(model.summary())
+    click.echo(f"trees chosen: {model.best_iteration_}")
+    click.echo(f"model written to {path}")
+
+
 def _progress(message: str) -> None:
     click.echo(message, err=True)
 
@@ -311,9 +404,9 @@ def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *,
                   validation, clip, proximal, fallback):  # fmt: skip
     """--target auto: clickrank.ClickRanker over ``members``."""
     from ..clickranker import ClickRanker
-    from ..lambdamart import LambdaMART
+    from ..lambdamart import load_model
 
-    logging_model = None if logging_path is None else LambdaMART.load(logging_path)
+    logging_model = None if logging_path is None else load_model(logging_path)
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
@@ -471,7 +564,7 @@ def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
 
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir} is a file; expected a folder for the model")
-    files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json")]
+    files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json", "model.json")]
     check_folder_output(out_dir, what="--out")
     for f in files:  # files clickrank did not write are refused, even with --force
         check_output(f, force=True, what="--out", inputs=inputs)

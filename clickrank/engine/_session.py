@@ -8,12 +8,19 @@ from typing import Any
 
 import polars as pl
 
-from .._validation import LogSchemaError
+from .._validation import DataFormatError, LogSchemaError
 from ._detect import require_spark
 from ._spark import normalize, spark_schema
 from .cluster import check_master
 
-__all__ = ["spark_session", "read_spark_log", "to_spark", "spark_ready", "TABLE_PREFIX"]
+__all__ = [
+    "spark_session",
+    "read_spark_log",
+    "read_spark_source",
+    "to_spark",
+    "spark_ready",
+    "TABLE_PREFIX",
+]
 
 #: ``table:db.name`` names a Hive/metastore table instead of a path.
 TABLE_PREFIX = "table:"
@@ -75,21 +82,8 @@ def read_spark_log(source: str | os.PathLike, spark: Any = None) -> Any:
     """
     from ..clicklog import REQUIRED_COLUMNS
 
-    spark = spark if spark is not None else spark_session()
-    from pyspark.errors import AnalysisException
-
     src = str(source)
-    if not src.startswith(TABLE_PREFIX) and "://" not in src and not os.path.exists(src):
-        raise LogSchemaError("no such file or folder", path=src)
-    try:
-        if src.startswith(TABLE_PREFIX):
-            df = spark.table(src[len(TABLE_PREFIX) :])
-        else:
-            df = spark.read.option("recursiveFileLookup", "true").parquet(src)
-        df = normalize(df)
-    except AnalysisException as err:
-        first = (str(err).strip().splitlines() or ["?"])[0]
-        raise LogSchemaError(f"Spark cannot read a click log here: {first}", path=src) from None
+    df = read_spark_source(src, spark, what="a click log", error=LogSchemaError)
     missing = [c for c in REQUIRED_COLUMNS if c not in spark_schema(df)]
     if missing:
         raise LogSchemaError(
@@ -97,6 +91,32 @@ def read_spark_log(source: str | os.PathLike, spark: Any = None) -> Any:
             path=src,
         )
     return df
+
+
+def read_spark_source(
+    source: str | os.PathLike, spark: Any = None, *, what: str, error: type = DataFormatError
+) -> Any:
+    """A parquet file or folder, a URI or ``table:db.name`` as a Spark DataFrame, with the
+    integer columns :func:`~clickrank.engine._spark.normalize` casts.
+
+    Raises ``error`` (one line naming the path) if a local path does not exist or
+    Spark cannot read ``what`` there. Columns are the caller's to check.
+    """
+    spark = spark if spark is not None else spark_session()
+    from pyspark.errors import AnalysisException
+
+    src = str(source)
+    if not src.startswith(TABLE_PREFIX) and "://" not in src and not os.path.exists(src):
+        raise error("no such file or folder", path=src)
+    try:
+        if src.startswith(TABLE_PREFIX):
+            df = spark.table(src[len(TABLE_PREFIX) :])
+        else:
+            df = spark.read.option("recursiveFileLookup", "true").parquet(src)
+        return normalize(df)
+    except AnalysisException as err:
+        first = (str(err).strip().splitlines() or ["?"])[0]
+        raise error(f"Spark cannot read {what} here: {first}", path=src) from None
 
 
 def spark_ready(frame: pl.DataFrame) -> pl.DataFrame:
