@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from typing import Any
 
 import polars as pl
 
-from .._validation import DataFormatError, LogSchemaError
+from .._validation import DataFormatError, InputError, LogSchemaError
 from ._detect import require_spark
 from ._spark import normalize, spark_schema
-from .cluster import check_master
 
 __all__ = [
     "spark_session",
+    "check_master",
     "read_spark_log",
     "read_spark_source",
     "to_spark",
@@ -24,6 +25,29 @@ __all__ = [
 
 #: ``table:db.name`` names a Hive/metastore table instead of a path.
 TABLE_PREFIX = "table:"
+
+
+def check_master(master: str, timeout: float = 3.0) -> None:
+    """Fail with one line if a ``spark://host:port`` master does not accept connections.
+
+    Spark itself would retry for a minute and then print a Java stack trace;
+    other masters (``local[*]``, ``yarn``, ``k8s://...``) are left to Spark.
+
+    Raises
+    ------
+    InputError
+        Naming the master and the network error.
+    """
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://") :].split(","):  # a list of masters (ZooKeeper HA)
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as err:
+            reason = getattr(err, "strerror", None) or str(err)
+    raise InputError(f"cannot reach the Spark master {master}: {reason}")
 
 
 def spark_session(master: str | None = "local[*]", **conf: str) -> Any:

@@ -36,8 +36,9 @@ from typing import Any, Self
 
 from .._validation import InputError
 from ._detect import require_spark
+from ._session import spark_session
 
-__all__ = ["StandaloneCluster", "code_zip", "spark_home", "check_master"]
+__all__ = ["StandaloneCluster", "code_zip", "spark_home"]
 
 
 def spark_home() -> Path:
@@ -57,29 +58,6 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def check_master(master: str, timeout: float = 3.0) -> None:
-    """Fail with one line if a ``spark://host:port`` master does not accept connections.
-
-    Spark itself would retry for a minute and then print a Java stack trace;
-    other masters (``local[*]``, ``yarn``, ``k8s://...``) are left to Spark.
-
-    Raises
-    ------
-    InputError
-        Naming the master and the network error.
-    """
-    if not master.startswith("spark://"):
-        return
-    for address in master[len("spark://") :].split(","):  # a list of masters (ZooKeeper HA)
-        host, _, port = address.strip().rpartition(":")
-        try:
-            with socket.create_connection((host, int(port)), timeout=timeout):
-                return
-        except (OSError, ValueError) as err:
-            reason = getattr(err, "strerror", None) or str(err)
-    raise InputError(f"cannot reach the Spark master {master}: {reason}")
-
-
 def code_zip(path: str | os.PathLike | None = None) -> Path:
     """Zip the importable ``clickrank`` package (Python files and bundled data) for
     ``spark-submit --py-files`` or ``SparkContext.addPyFile``.
@@ -95,9 +73,7 @@ def code_zip(path: str | os.PathLike | None = None) -> Path:
     Path
         The zip, written atomically.
     """
-    import clickrank
-
-    package = Path(clickrank.__file__).parent
+    package = Path(__file__).resolve().parents[1]  # this clickrank package
     if path is None:
         fd, name = tempfile.mkstemp(prefix="clickrank-", suffix=".zip")
         os.close(fd)
@@ -265,8 +241,6 @@ class StandaloneCluster:
         :func:`clickrank.engine.spark_session`; by default two shuffle
         partitions per offered core and 512 MiB per executor.
         """
-        from ._session import spark_session
-
         if self.master is None:
             self.start()
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
