@@ -325,6 +325,7 @@ def test_tampered_model_json_is_refused(saved, tmp_path):
         (["--engine", "spark", "--target", "dr"], "not dr (dr fits a direct-method"),
         (["--engine", "spark", "--target", "ips-pairs"], "not ips-pairs"),
         (["--engine", "spark", "--target", "naive", "--workers", "0"], "--workers must be"),
+        (["--engine", "spark", "--target", "naive", "--leaves", "8"], "--leaves (XGBoost"),
     ],
 )
 def test_cli_distributed_option_errors_are_one_line(synth, tmp_path, extra, message):

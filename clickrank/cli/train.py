@@ -293,7 +293,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     from ..datasets import load_letor
 
     if distributed:
-        _check_distributed(engine, target, valid_path, logging_path, workers,
+        _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
                            valid_fraction)  # fmt: skip
         clip_value = _clip(clip)
         _check_options(target, log_path, theta_path, None, False, False, folds=folds,
@@ -351,7 +351,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     click.echo(f"model written to {path}")
 
 
-def _check_distributed(engine, target, valid_path, logging_path, workers,
+def _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
                        valid_fraction) -> None:  # fmt: skip
     """The options of --distributed (one line each), before anything is read."""
     from ..distributed import DISTRIBUTED_TARGETS
@@ -364,7 +364,9 @@ def _check_distributed(engine, target, valid_path, logging_path, workers,
                "auto": "auto's selection among targets runs on one machine"}.get(
                    target, "its gains or pairs are built on one machine")  # fmt: skip
         raise click.UsageError(f"--distributed supports --target {supported}, not {target} ({why})")
-    for name, value in (("--valid", valid_path), ("--logging-model", logging_path)):
+    given = (("--valid", valid_path), ("--logging-model", logging_path),
+             ("--leaves (XGBoost's trees are shaped by --max-depth)", leaves))  # fmt: skip
+    for name, value in given:
         if value is not None:
             raise click.UsageError(f"{name} is not supported with --distributed")
     if workers < 1:
