@@ -1,8 +1,10 @@
 """Distributed training: SparkXGBRanker vs a local XGBRanker vs clickrank's LambdaMART.
 
 Run ``python benchmarks/bench_distributed.py`` (``--master local[2]`` by default;
-any Spark master, e.g. ``spark://host:7077``, with ``--tmp`` on a path every
-executor reads). Figures in docs/scale.md, "Distributed training".
+``--master standalone`` starts a :class:`clickrank.engine.cluster.StandaloneCluster`
+of ``--workers`` one-core workers on this machine; any other Spark master, e.g.
+``spark://host:7077``, with ``--tmp`` on a path every executor reads). Figures
+in docs/scale.md, "Distributed training".
 
 What it does, for MQ2008 Fold1 (when ``--mq2008`` holds it) and synthetic data:
 
@@ -29,6 +31,7 @@ relevant document skipped) and the fit times, then one JSON line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import tempfile
@@ -41,6 +44,7 @@ from clickrank.clickmodels import make_click_model
 from clickrank.datasets import RankingData, load_letor, save_parquet, synthetic
 from clickrank.distributed import SparkRanker, read_spark_data, spark_target, validation_queries
 from clickrank.engine import read_spark_log, spark_session
+from clickrank.engine.cluster import StandaloneCluster
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy
@@ -154,7 +158,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--master", default="local[2]", help="Spark master (local[2], spark://...)")
+    ap.add_argument("--master", default="local[2]",
+                    help="Spark master (local[2], spark://..., or standalone: a cluster "
+                    "started here)")  # fmt: skip
     ap.add_argument("--workers", type=int, default=2, help="XGBoost workers (Spark tasks)")
     ap.add_argument("--mq2008", default="/work/shared/data/letor4_mq2008/Fold1")
     ap.add_argument("--synthetic-queries", type=int, default=600)
@@ -166,9 +172,20 @@ def main() -> None:
     args = ap.parse_args()
     logging.getLogger("XGBoost-PySpark").setLevel(logging.WARNING)
     start = time.perf_counter()
-    spark = spark_session(args.master, spark_sql_shuffle_partitions=str(2 * args.workers),
-                          spark_ui_enabled="false")  # fmt: skip
-    print(f"Spark session on {args.master}: {time.perf_counter() - start:.1f} s")
+    conf = {"spark_sql_shuffle_partitions": str(2 * args.workers), "spark_ui_enabled": "false"}
+    with contextlib.ExitStack() as stack:
+        if args.master == "standalone":
+            cluster = stack.enter_context(StandaloneCluster(workers=args.workers, memory="2g"))
+            spark = cluster.session(**conf)
+        else:
+            spark = spark_session(args.master, **conf)
+        stack.callback(spark.stop)
+        print(f"Spark session on {args.master}: {time.perf_counter() - start:.1f} s")
+        results = _run_all(args, spark)
+    print(json.dumps({"master": args.master, "workers": args.workers, "results": results}))
+
+
+def _run_all(args: argparse.Namespace, spark) -> list[dict]:
     results = []
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         for name, (train, test) in _datasets(args).items():
@@ -185,7 +202,7 @@ def main() -> None:
                 secs = "" if sec is None else f"{sec:.1f}"
                 print(f"{key:<24}{r['ndcg10'][key]:>9.4f}{trees!s:>7}{secs:>8}")
             print(f"(spark_total includes {s['spark_target']:.1f} s for the target on Spark)")
-    print(json.dumps({"master": args.master, "workers": args.workers, "results": results}))
+    return results
 
 
 if __name__ == "__main__":

@@ -145,8 +145,9 @@ def run_cluster(folder: Path, trees: int, executor_memory: str) -> dict:
         model.fit(features, gains, target_name="synthetic")
         seconds = time.perf_counter() - t0
         peaks = {"driver python": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-        for pid in _children(os.getpid()):  # the driver's JVM (spark-submit's java)
-            peaks[f"driver jvm {pid}"] = _peak_kib(pid) * 1024
+        for pid in _children(os.getpid()):  # the driver's JVM (pyspark's SparkSubmit)
+            if b"deploy.SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                peaks["driver jvm"] = _peak_kib(pid) * 1024
         for p in c.processes():
             peaks[f"{p['role']} {p['kind']} {p['pid']}"] = p["peak_rss"]
         spark.stop()
