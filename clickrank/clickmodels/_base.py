@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+import numba as nb
 import numpy as np
 
 from .._validation import InputError
@@ -104,3 +105,16 @@ def check_probability_array(values: object, *, name: str) -> np.ndarray:
             f"{name} must hold probabilities in [0, 1]; entry {where} is {float(arr[idx]):g}"
         )
     return arr
+
+
+@nb.njit(cache=True, inline="always")
+def grade_rows(labels: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """``out[k] = table[g, k]`` for the whole grade ``g = labels[k]`` (NaN: the last row).
+
+    The fused click kernels read a model's parameters from a table evaluated
+    once on a ``[grades + 1, K]`` grid, instead of mapping every cell's label.
+    """
+    empty = table.shape[0] - 1
+    for k in range(labels.shape[0]):
+        y = labels[k]
+        out[k] = table[empty if np.isnan(y) else np.int64(y), k]

@@ -32,7 +32,8 @@ import numpy as np
 from numba import njit
 
 from .._validation import check_probability
-from ._base import check_labels, check_uniforms
+from .._random import session_draws
+from ._base import check_labels, check_uniforms, grade_rows
 from ._curves import Constant, as_curve, evaluate_curve
 from ._relevance import ERRSatisfaction, Graded, as_relevance_map, evaluate_map
 
@@ -40,21 +41,45 @@ __all__ = ["Cascade", "DCM", "DBN", "SDBN"]
 
 
 @njit(cache=True)
+def _cascade_session(alpha, sigma, use_sigma, lam, kappa, u, out):  # pragma: no cover - numba
+    """One session: ``alpha``, ``sigma``, ``out`` ``[K]``, ``u`` ``[K, n_uniforms]``."""
+    for j in range(alpha.shape[0]):
+        if u[j, 0] < alpha[j]:
+            out[j] = True
+            c = lam[j]
+            if use_sigma:
+                c *= 1.0 - sigma[j]
+        else:
+            c = kappa[j]
+        if c >= 1.0:
+            continue
+        if c <= 0.0 or u[j, 1] >= c:
+            break
+
+
+@njit(cache=True)
 def _cascade_sample(alpha, sigma, use_sigma, lam, kappa, u, out):  # pragma: no cover - numba
-    n_sessions, n_positions = alpha.shape
-    for s in range(n_sessions):
-        for j in range(n_positions):
-            if u[s, j, 0] < alpha[s, j]:
-                out[s, j] = True
-                c = lam[j]
-                if use_sigma:
-                    c *= 1.0 - sigma[s, j]
-            else:
-                c = kappa[j]
-            if c >= 1.0:
-                continue
-            if c <= 0.0 or u[s, j, 1] >= c:
-                break
+    for s in range(alpha.shape[0]):
+        _cascade_session(alpha[s], sigma[s if use_sigma else 0], use_sigma, lam, kappa, u[s], out[s])
+
+
+@njit(cache=True)
+def _cascade_fused(key, sessions, labels, alpha_t, sigma_t, use_sigma, lam, kappa, n_u):
+    """:func:`_cascade_sample` on the hashed uniforms, parameters read from grade tables.
+
+    Same draws as ``session_uniforms(..., K * n_u).reshape(S, K, n_u)``, hashed
+    per session into a ``[K, n_u]`` buffer instead of a ``[S, K, n_u]`` array.
+    """
+    S, K = labels.shape
+    out = np.zeros((S, K), dtype=np.bool_)
+    alpha, sigma, u = np.empty(K), np.zeros(K), np.empty((K, n_u))
+    for i in range(S):
+        grade_rows(labels[i], alpha_t, alpha)
+        if use_sigma:
+            grade_rows(labels[i], sigma_t, sigma)
+        session_draws(key, sessions[i], u)
+        _cascade_session(alpha, sigma, use_sigma, lam, kappa, u, out[i])
+    return out
 
 
 def _marginals(alpha, sigma, lam, kappa) -> np.ndarray:
@@ -84,6 +109,18 @@ class _CascadeFamily:
             sigma = np.zeros((1, 1))
         _cascade_sample(alpha, sigma, use_sigma, lam, kappa, u, out)
         return out
+
+    def _grade_clicks(self, grid: np.ndarray):
+        """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
+        alpha, sigma, lam, kappa = self._parts(grid)
+        use_sigma = sigma is not None
+        sigma = sigma if use_sigma else alpha  # not read
+        n_u = self.n_uniforms
+
+        def clicks(key, sessions, labels):
+            return _cascade_fused(key, sessions, labels, alpha, sigma, use_sigma, lam, kappa, n_u)
+
+        return clicks
 
     def _parts(self, labels: np.ndarray):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -9,7 +9,8 @@ import numpy as np
 from numba import njit
 
 from .._validation import InputError, check_non_negative
-from ._base import check_labels, check_uniforms
+from .._random import session_draws
+from ._base import check_labels, check_uniforms, grade_rows
 from ._relevance import Graded, as_relevance_map, evaluate_map
 
 __all__ = ["UBM", "ULTRA_UBM_GAMMA"]
@@ -61,15 +62,33 @@ def _as_gamma(value: Any) -> np.ndarray:
 
 
 @njit(cache=True)
+def _ubm_session(alpha, gamma, u, out):  # pragma: no cover - numba
+    """One session: ``alpha``, ``out`` ``[K]``, ``u`` ``[K, 1]``."""
+    last = 0
+    for j in range(alpha.shape[0]):
+        # rank j + 1, distance (j + 1) - last, column distance - 1
+        if u[j, 0] < gamma[j, j - last] * alpha[j]:
+            out[j] = True
+            last = j + 1
+
+
+@njit(cache=True)
 def _ubm_sample(alpha, gamma, u, out):  # pragma: no cover - numba
-    n_sessions, n_positions = alpha.shape
-    for s in range(n_sessions):
-        last = 0
-        for j in range(n_positions):
-            # rank j + 1, distance (j + 1) - last, column distance - 1
-            if u[s, j, 0] < gamma[j, j - last] * alpha[s, j]:
-                out[s, j] = True
-                last = j + 1
+    for s in range(alpha.shape[0]):
+        _ubm_session(alpha[s], gamma, u[s], out[s])
+
+
+@njit(cache=True)
+def _ubm_fused(key, sessions, labels, alpha_t, gamma):  # pragma: no cover - numba
+    """:func:`_ubm_sample` on the hashed uniforms, attractiveness read from a grade table."""
+    S, K = labels.shape
+    out = np.zeros((S, K), dtype=np.bool_)
+    alpha, u = np.empty(K), np.empty((K, 1))
+    for i in range(S):
+        grade_rows(labels[i], alpha_t, alpha)
+        session_draws(key, sessions[i], u)
+        _ubm_session(alpha, gamma, u, out[i])
+    return out
 
 
 @njit(cache=True)
@@ -158,3 +177,9 @@ class UBM:
         out = np.zeros(labels.shape, dtype=np.bool_)
         _ubm_sample(alpha, gamma, u, out)
         return out
+
+    def _grade_clicks(self, grid: np.ndarray):
+        """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
+        gamma = np.nan_to_num(self.examination_matrix(grid.shape[1]))
+        alpha = evaluate_map(self.attractiveness, grid, name="attractiveness")
+        return lambda key, sessions, labels: _ubm_fused(key, sessions, labels, alpha, gamma)
