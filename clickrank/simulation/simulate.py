@@ -21,7 +21,14 @@ from ..datasets import RankingData
 from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
 from .interventions import Intervention, _apply_interventions, _as_interventions
 from .sampler import _click_sampler, _query_sampler, _sample_queries
-from .writer import _check_memory, _id_source, _positions, _to_table, _Writer, estimate_log_bytes
+from .writer import (
+    _check_memory,
+    _id_source,
+    _long_columns,
+    _to_table,
+    _Writer,
+    estimate_log_bytes,
+)
 
 # -- the entry point ------------------------------------------------------------------
 
@@ -308,10 +315,8 @@ def _chunks(
     sampler = _query_sampler(data, plan.query_frequency)
     prepared = plan.policy.prepare(data, plan.top_k)
     names = tuple(prepared.names)
-    qids, docs = _id_source(data.qid), _id_source(data.doc)
-    y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
+    (qids, qnames), (docs, dnames) = _id_source(data.qid), _id_source(data.doc)
     clicks_of = _click_sampler(model, data.y, plan.top_k)
-    positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
     for start in range(plan.first_session, end, chunk_size):
         stop = min(start + chunk_size, end)
@@ -319,22 +324,19 @@ def _chunks(
         queries = _sample_queries(seed, sessions, sampler)
         rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
         rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-        labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
-        clicks = clicks_of(seed, sessions, labels)
+        columns = _long_columns(sessions, queries, rows, qids, docs, data.y)
+        clicks = clicks_of(seed, sessions, columns[3].reshape(rows.shape))  # the labels
         yield _to_table(
-            sessions=sessions,
-            queries=queries,
+            columns=columns,
             rows=rows,
             clicks=clicks,
-            labels=labels,
             icode=icode,
             rcode=rcode,
             pivot=pivot,
             swap_k=swap_k,
-            qids=qids,
-            docs=docs,
+            qnames=qnames,
+            dnames=dnames,
             ranker_names=names,
-            positions=positions,
         )
         if report is not None:
             report(stop - start)
