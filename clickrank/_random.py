@@ -101,20 +101,6 @@ def uniform_at(state: np.uint64, j: np.int64) -> float:
     return np.float64(z >> _S11) * _TWO_M53
 
 
-@nb.njit(cache=True, inline="always")
-def session_draws(key: np.uint64, session: np.uint64, u: np.ndarray) -> None:
-    """Fill ``u`` ``[K, n]`` with draws ``0..K*n-1`` of a session, row-major.
-
-    Row ``i`` of ``session_uniforms(..., K * n).reshape(S, K, n)``, for the
-    fused click kernels that hash one session at a time into a small buffer.
-    """
-    st = session_state(key, session)
-    K, n = u.shape
-    for k in range(K):
-        for m in range(n):
-            u[k, m] = uniform_at(st, k * n + m)
-
-
 @nb.njit(cache=True)
 def _buckets_kernel(key: np.uint64, sessions: np.ndarray, buckets: np.uint64) -> np.ndarray:
     out = np.empty(sessions.shape[0], dtype=np.uint32)

@@ -32,8 +32,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import check_probability
-from .._random import session_draws
-from ._base import check_labels, check_uniforms, grade_rows
+from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
 from ._curves import Constant, as_curve, evaluate_curve
 from ._relevance import ERRSatisfaction, Graded, as_relevance_map, evaluate_map
 
@@ -41,45 +40,28 @@ __all__ = ["Cascade", "DCM", "DBN", "SDBN"]
 
 
 @njit(cache=True)
-def _cascade_session(alpha, sigma, use_sigma, lam, kappa, u, out):  # pragma: no cover - numba
-    """One session: ``alpha``, ``sigma``, ``out`` ``[K]``, ``u`` ``[K, n_uniforms]``."""
-    for j in range(alpha.shape[0]):
-        if u[j, 0] < alpha[j]:
-            out[j] = True
-            c = lam[j]
-            if use_sigma:
-                c *= 1.0 - sigma[j]
-        else:
-            c = kappa[j]
-        if c >= 1.0:
-            continue
-        if c <= 0.0 or u[j, 1] >= c:
-            break
+def _cascade_clicks(alpha, sigma, use_sigma, lam, kappa, labels, u, key, sessions, n_u, out):  # pragma: no cover - numba
+    """Clicks into ``out`` ``[S, K]``, from either source (:mod:`._base`).
 
-
-@njit(cache=True)
-def _cascade_sample(alpha, sigma, use_sigma, lam, kappa, u, out):  # pragma: no cover - numba
-    for s in range(alpha.shape[0]):
-        _cascade_session(alpha[s], sigma[s if use_sigma else 0], use_sigma, lam, kappa, u[s], out[s])
-
-
-@njit(cache=True)
-def _cascade_fused(key, sessions, labels, alpha_t, sigma_t, use_sigma, lam, kappa, n_u):
-    """:func:`_cascade_sample` on the hashed uniforms, parameters read from grade tables.
-
-    Same draws as ``session_uniforms(..., K * n_u).reshape(S, K, n_u)``, hashed
-    per session into a ``[K, n_u]`` buffer instead of a ``[S, K, n_u]`` array.
+    ``sample``: ``alpha``, ``sigma`` per cell, ``u`` ``[S, K, n_u]``, ``labels`` None.
+    Fused: ``alpha``, ``sigma`` tables over whole grades, ``labels`` ``[S, K]``, ``u``
+    None; a session's draws (``n_u`` per position: click, continuation) are hashed
+    only up to where the user stops.
     """
-    S, K = labels.shape
-    out = np.zeros((S, K), dtype=np.bool_)
-    alpha, sigma, u = np.empty(K), np.zeros(K), np.empty((K, n_u))
-    for i in range(S):
-        grade_rows(labels[i], alpha_t, alpha)
-        if use_sigma:
-            grade_rows(labels[i], sigma_t, sigma)
-        session_draws(key, sessions[i], u)
-        _cascade_session(alpha, sigma, use_sigma, lam, kappa, u, out[i])
-    return out
+    for s in range(out.shape[0]):
+        st = state_of(u, key, sessions, s)
+        for j in range(out.shape[1]):
+            if draw(u, st, n_u, s, j, 0) < cell(alpha, labels, s, j):
+                out[s, j] = True
+                c = lam[j]
+                if use_sigma:
+                    c *= 1.0 - cell(sigma, labels, s, j)
+            else:
+                c = kappa[j]
+            if c >= 1.0:
+                continue
+            if c <= 0.0 or draw(u, st, n_u, s, j, 1) >= c:
+                break
 
 
 def _marginals(alpha, sigma, lam, kappa) -> np.ndarray:
@@ -105,9 +87,8 @@ class _CascadeFamily:
         alpha, sigma, lam, kappa = self._parts(labels)
         out = np.zeros(labels.shape, dtype=np.bool_)
         use_sigma = sigma is not None
-        if sigma is None:
-            sigma = np.zeros((1, 1))
-        _cascade_sample(alpha, sigma, use_sigma, lam, kappa, u, out)
+        sigma = sigma if use_sigma else alpha  # not read
+        _cascade_clicks(alpha, sigma, use_sigma, lam, kappa, None, u, *_NO_SESSIONS, 0, out)
         return out
 
     def _grade_clicks(self, grid: np.ndarray):
@@ -118,7 +99,9 @@ class _CascadeFamily:
         n_u = self.n_uniforms
 
         def clicks(key, sessions, labels):
-            return _cascade_fused(key, sessions, labels, alpha, sigma, use_sigma, lam, kappa, n_u)
+            out = np.zeros(labels.shape, dtype=np.bool_)
+            _cascade_clicks(alpha, sigma, use_sigma, lam, kappa, labels, None, key, sessions, n_u, out)
+            return out
 
         return clicks
 

@@ -9,8 +9,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import InputError, check_non_negative
-from .._random import session_draws
-from ._base import check_labels, check_uniforms, grade_rows
+from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
 from ._relevance import Graded, as_relevance_map, evaluate_map
 
 __all__ = ["UBM", "ULTRA_UBM_GAMMA"]
@@ -62,33 +61,17 @@ def _as_gamma(value: Any) -> np.ndarray:
 
 
 @njit(cache=True)
-def _ubm_session(alpha, gamma, u, out):  # pragma: no cover - numba
-    """One session: ``alpha``, ``out`` ``[K]``, ``u`` ``[K, 1]``."""
-    last = 0
-    for j in range(alpha.shape[0]):
-        # rank j + 1, distance (j + 1) - last, column distance - 1
-        if u[j, 0] < gamma[j, j - last] * alpha[j]:
-            out[j] = True
-            last = j + 1
-
-
-@njit(cache=True)
-def _ubm_sample(alpha, gamma, u, out):  # pragma: no cover - numba
-    for s in range(alpha.shape[0]):
-        _ubm_session(alpha[s], gamma, u[s], out[s])
-
-
-@njit(cache=True)
-def _ubm_fused(key, sessions, labels, alpha_t, gamma):  # pragma: no cover - numba
-    """:func:`_ubm_sample` on the hashed uniforms, attractiveness read from a grade table."""
-    S, K = labels.shape
-    out = np.zeros((S, K), dtype=np.bool_)
-    alpha, u = np.empty(K), np.empty((K, 1))
-    for i in range(S):
-        grade_rows(labels[i], alpha_t, alpha)
-        session_draws(key, sessions[i], u)
-        _ubm_session(alpha, gamma, u, out[i])
-    return out
+def _ubm_clicks(alpha, gamma, labels, u, key, sessions, out):  # pragma: no cover - numba
+    """Clicks into ``out`` ``[S, K]`` from either source (:mod:`._base`): ``alpha`` per
+    cell and ``u`` ``[S, K, 1]`` (``sample``), or a grade table, ``labels`` and ``u`` None."""
+    for s in range(out.shape[0]):
+        st = state_of(u, key, sessions, s)
+        last = 0
+        for j in range(out.shape[1]):
+            # rank j + 1, distance (j + 1) - last, column distance - 1
+            if draw(u, st, 1, s, j, 0) < gamma[j, j - last] * cell(alpha, labels, s, j):
+                out[s, j] = True
+                last = j + 1
 
 
 @njit(cache=True)
@@ -175,11 +158,17 @@ class UBM:
         gamma = np.nan_to_num(self.examination_matrix(labels.shape[1]))
         alpha = evaluate_map(self.attractiveness, labels, name="attractiveness")
         out = np.zeros(labels.shape, dtype=np.bool_)
-        _ubm_sample(alpha, gamma, u, out)
+        _ubm_clicks(alpha, gamma, None, u, *_NO_SESSIONS, out)
         return out
 
     def _grade_clicks(self, grid: np.ndarray):
         """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
         gamma = np.nan_to_num(self.examination_matrix(grid.shape[1]))
         alpha = evaluate_map(self.attractiveness, grid, name="attractiveness")
-        return lambda key, sessions, labels: _ubm_fused(key, sessions, labels, alpha, gamma)
+
+        def clicks(key, sessions, labels):
+            out = np.zeros(labels.shape, dtype=np.bool_)
+            _ubm_clicks(alpha, gamma, labels, None, key, sessions, out)
+            return out
+
+        return clicks

@@ -23,7 +23,7 @@ from .._random import (
     uniform_at,
 )
 from .._validation import InputError
-from ..clickmodels._base import grade_rows
+from ..clickmodels._base import cell
 from ..datasets import RankingData
 
 #: Draw stream of the user-type uniform shared by the sessions of one user (:func:`sample_clicks`).
@@ -65,17 +65,14 @@ def _grade_bernoulli(
     """Clicks ``u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
 
     ``u`` is draw ``k * step`` of the session, as in
-    :func:`clickrank._random.session_bernoulli`; the row's probabilities are
-    looked up first so that the hashing loop stays vectorized.
+    :func:`clickrank._random.session_bernoulli`.
     """
     S, K = labels.shape
     out = np.empty((S, K), dtype=np.bool_)
-    p = np.empty(K, dtype=np.float64)
     for i in range(S):
-        grade_rows(labels[i], table, p)
         st = session_state(key, sessions[i])
         for k in range(K):
-            out[i, k] = uniform_at(st, k * step) < p[k]
+            out[i, k] = uniform_at(st, k * step) < cell(table, labels, i, k)
     return out
 
 
