@@ -80,7 +80,7 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
     rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
     (qids, qnames), (docs, dnames) = _id_source(data.qid), _id_source(data.doc)
-    t["columns (session, query, doc, label)"], cols = best(
+    t["columns (session, query, doc, label)"], (cols, full) = best(
         lambda: _long_columns(sess, q, rows, qids, docs, data.y)
     )
     labels = cols[3].reshape(n, K)
@@ -96,6 +96,7 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     t["table conversion"], _ = best(
         lambda: _to_table(
             columns=cols,
+            full=full,
             rows=rows,
             clicks=c,
             icode=ic,

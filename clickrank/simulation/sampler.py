@@ -76,19 +76,28 @@ def _grade_bernoulli(
     return out
 
 
+@nb.njit(cache=True)
+def _top_grade(y: np.ndarray, max_grade: int) -> int:
+    """The largest label if all are whole grades ``0..max_grade``, else -1 (one pass)."""
+    top = -1
+    for v in y:
+        if not (0 <= v <= max_grade and v == np.floor(v)):
+            return -1
+        top = max(top, np.int64(v))
+    return top
+
+
 def _grade_grid(y: np.ndarray, K: int) -> np.ndarray | None:
     """Grades ``0..max(y)`` at every position plus a NaN row (empty slot), ``[grades + 1, K]``.
 
     None when the labels are not small whole grades: then the click
     probabilities are computed chunk by chunk.
     """
-    if y.size == 0:
+    hi = _top_grade(np.ascontiguousarray(y, dtype=np.float64), _MAX_GRADE)
+    if hi < 0:
         return None
-    lo, hi = float(y.min()), float(y.max())
-    if lo < 0 or hi > _MAX_GRADE or not np.array_equal(y, np.floor(y)):
-        return None
-    grid = np.empty((int(hi) + 2, K))
-    grid[:-1] = np.arange(int(hi) + 1, dtype=np.float64)[:, None]
+    grid = np.empty((hi + 2, K))
+    grid[:-1] = np.arange(hi + 1, dtype=np.float64)[:, None]
     grid[-1] = np.nan
     return grid
 

@@ -25,6 +25,7 @@ from .writer import (
     _check_memory,
     _id_source,
     _long_columns,
+    _positions,
     _to_table,
     _Writer,
     estimate_log_bytes,
@@ -317,6 +318,7 @@ def _chunks(
     names = tuple(prepared.names)
     (qids, qnames), (docs, dnames) = _id_source(data.qid), _id_source(data.doc)
     clicks_of = _click_sampler(model, data.y, plan.top_k)
+    positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
     for start in range(plan.first_session, end, chunk_size):
         stop = min(start + chunk_size, end)
@@ -324,10 +326,11 @@ def _chunks(
         queries = _sample_queries(seed, sessions, sampler)
         rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
         rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-        columns = _long_columns(sessions, queries, rows, qids, docs, data.y)
+        columns, full = _long_columns(sessions, queries, rows, qids, docs, data.y)
         clicks = clicks_of(seed, sessions, columns[3].reshape(rows.shape))  # the labels
         yield _to_table(
             columns=columns,
+            full=full,
             rows=rows,
             clicks=clicks,
             icode=icode,
@@ -337,6 +340,7 @@ def _chunks(
             qnames=qnames,
             dnames=dnames,
             ranker_names=names,
+            positions=positions,
         )
         if report is not None:
             report(stop - start)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -66,12 +65,17 @@ def _id_source(ids: np.ndarray) -> tuple[np.ndarray, pl.Series | None]:
 
 @nb.njit(cache=True)
 def _gather_cells(rows, docs, y, doc, label):  # pragma: no cover - numba
+    """Fill ``doc`` and ``label``; return the number of empty cells."""
     cells = rows.reshape(-1)
     # two passes: interleaving the two gathers and write streams measured slower
     for o in range(cells.size):
         doc[o] = docs[max(cells[o], 0)]
+    empty = 0
     for o in range(cells.size):
-        label[o] = y[cells[o]] if cells[o] >= 0 else np.nan
+        r = cells[o]
+        empty += r < 0
+        label[o] = y[r] if r >= 0 else np.nan
+    return empty
 
 
 def _long_columns(
@@ -81,11 +85,11 @@ def _long_columns(
     qids: np.ndarray,
     docs: np.ndarray,
     y: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], bool]:
     """Session, query id, doc id and label of every cell ``[S * K]``, in their final dtypes.
 
-    Empty cells (``rows == -1``) get the first doc and label NaN (never
-    clicked); :func:`_to_table` drops them. Every output is allocated by numpy,
+    Also whether every cell shows a document. Empty cells (``rows == -1``) get
+    the first doc and label NaN (never clicked); :func:`_to_table` drops them. Every output is allocated by numpy,
     which asks the kernel for huge pages: the first touch of the ~64 MB per
     million cells is what costs most.
     """
@@ -93,13 +97,12 @@ def _long_columns(
     session = np.repeat(sessions, K)
     query = np.repeat(np.take(qids, queries), K)
     doc, label = np.empty(rows.size, np.int64), np.empty(rows.size)
-    _gather_cells(np.ascontiguousarray(rows), docs, y, doc, label)
-    return session, query, doc, label
+    empty = _gather_cells(np.ascontiguousarray(rows), docs, y, doc, label)
+    return (session, query, doc, label), empty == 0
 
 
-@functools.lru_cache(maxsize=1)
 def _positions(S: int, K: int) -> np.ndarray:
-    """Positions ``1..K`` of ``S`` full sessions, read-only (the chunks and runs share it)."""
+    """Positions ``1..K`` of ``S`` full sessions, read-only (the log chunks share it)."""
     pos = np.tile(np.arange(1, K + 1, dtype=np.uint16), S)
     pos.flags.writeable = False
     return pos
@@ -108,6 +111,7 @@ def _positions(S: int, K: int) -> np.ndarray:
 def _to_table(
     *,
     columns: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    full: bool,
     rows: np.ndarray,
     clicks: np.ndarray,
     icode: np.ndarray,
@@ -117,20 +121,23 @@ def _to_table(
     qnames: pl.Series | None,
     dnames: pl.Series | None,
     ranker_names: Sequence[str],
+    positions: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """The long click-log table from :func:`_long_columns` and the clicks ``[S, K]``.
 
     Empty slots (``rows == -1``) are dropped; as lists are filled from the
     top, the remaining positions of every session are ``1..n``. The numeric
     columns already have their final dtypes, so polars takes their numpy
-    buffers without a copy or a cast; the positions of full sessions are one
-    cached read-only array.
+    buffers without a copy or a cast; ``positions`` (from :func:`_positions`,
+    at least ``S`` sessions long) is shared by the chunks of one run.
     """
     S, K = rows.shape
     session, query, doc, label = columns
     click = clicks.reshape(-1)
-    if rows.min() >= 0:  # no empty slot (a reduction, no [S, K] temporary)
-        keep, pos = None, _positions(S, K)
+    if full:  # no empty slot
+        keep = None
+        ok = positions is not None and len(positions) >= S * K
+        pos = positions[: S * K] if ok else _positions(S, K)
     else:
         keep = np.flatnonzero(rows.reshape(-1) >= 0)
         pos = (keep % K + 1).astype(np.uint16)
@@ -149,11 +156,9 @@ def _to_table(
     ]
     # constant columns stay literals: polars keeps them as one scalar, not n copies
     table = pl.DataFrame([c for c in cols if isinstance(c, pl.Series)])
-    constants = [c for c in cols if isinstance(c, pl.Expr)]
-    if constants:
-        order = [c.name if isinstance(c, pl.Series) else c.meta.output_name() for c in cols]
-        table = table.with_columns(constants).select(order)
-    return table
+    if table.width == len(cols):
+        return table
+    return table.select(pl.col(c.name) if isinstance(c, pl.Series) else c for c in cols)
 
 
 #: Sessions per part file when ``simulate(out=FOLDER)`` writes a folder of parquet parts.
