@@ -108,7 +108,6 @@ def check_probability_array(values: object, *, name: str) -> np.ndarray:
     return arr
 
 
-
 # -- the two sources of a click kernel's inputs --------------------------------------------
 # A click kernel runs either inside ``sample(labels, u)`` (parameters per cell, uniforms
 # given) or fused into the simulation (parameters in tables over whole grades, uniforms

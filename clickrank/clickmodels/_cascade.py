@@ -40,7 +40,9 @@ __all__ = ["Cascade", "DCM", "DBN", "SDBN"]
 
 
 @njit(cache=True)
-def _cascade_clicks(alpha, sigma, use_sigma, lam, kappa, labels, u, key, sessions, n_u, out):  # pragma: no cover - numba
+def _cascade_clicks(
+    alpha, sigma, use_sigma, lam, kappa, labels, u, key, sessions, n_u, out
+):  # pragma: no cover - numba
     """Clicks into ``out`` ``[S, K]``, from either source (:mod:`._base`).
 
     ``sample``: ``alpha``, ``sigma`` per cell, ``u`` ``[S, K, n_u]``, ``labels`` None.
@@ -100,7 +102,9 @@ class _CascadeFamily:
 
         def clicks(key, sessions, labels):
             out = np.zeros(labels.shape, dtype=np.bool_)
-            _cascade_clicks(alpha, sigma, use_sigma, lam, kappa, labels, None, key, sessions, n_u, out)
+            _cascade_clicks(
+                alpha, sigma, use_sigma, lam, kappa, labels, None, key, sessions, n_u, out
+            )
             return out
 
         return clicks

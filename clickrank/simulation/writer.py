@@ -89,9 +89,9 @@ def _long_columns(
     """Session, query id, doc id and label of every cell ``[S * K]``, in their final dtypes.
 
     Also whether every cell shows a document. Empty cells (``rows == -1``) get
-    the first doc and label NaN (never clicked); :func:`_to_table` drops them. Every output is allocated by numpy,
-    which asks the kernel for huge pages: the first touch of the ~64 MB per
-    million cells is what costs most.
+    the first doc and label NaN (never clicked); :func:`_to_table` drops them.
+    Every output is allocated by numpy, which asks the kernel for huge pages:
+    the first touch of the ~32 bytes per cell is what costs most.
     """
     K = rows.shape[1]
     session = np.repeat(sessions, K)
