@@ -35,7 +35,6 @@ from clickrank.simulation import (
     _apply_interventions,
     _click_sampler,
     _id_source,
-    _long_columns,
     _query_sampler,
     _sample_queries,
     _to_table,
@@ -79,11 +78,8 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     t["query choice"], q = best(lambda: _sample_queries(0, sess, sampler))
     t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
     rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
-    (qids, qnames), (docs, dnames) = _id_source(data.qid), _id_source(data.doc)
-    t["columns (session, query, doc, label)"], (cols, full) = best(
-        lambda: _long_columns(sess, q, rows, qids, docs, data.y)
-    )
-    labels = cols[3].reshape(n, K)
+    y_ext = np.append(data.y, np.nan)
+    t["labels"], labels = best(lambda: np.take(y_ext, rows))
     clicks_of = _click_sampler(model, data.y, K)
     t["clicks (as in simulate)"], c = best(lambda: clicks_of(0, sess, labels))
     n_u = model.n_uniforms
@@ -93,18 +89,20 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     u = u.reshape(n, K, n_u)
     generic["model.sample(labels, u)"], _ = best(lambda: model.sample(labels, u))
     u = None  # free the uniforms before timing the table
+    qids, docs = _id_source(data.qid), _id_source(data.doc)
     t["table conversion"], _ = best(
         lambda: _to_table(
-            columns=cols,
-            full=full,
+            sessions=sess,
+            queries=q,
             rows=rows,
             clicks=c,
+            labels=labels,
             icode=ic,
             rcode=rc,
             pivot=pv,
             swap_k=sk,
-            qnames=qnames,
-            dnames=dnames,
+            qids=qids,
+            docs=docs,
             ranker_names=prep.names,
         )
     )

@@ -73,7 +73,6 @@ from .writer import (  # noqa: F401
     PART_SESSIONS,
     ROW_GROUP_ROWS,
     _id_source,
-    _long_columns,
     _to_table,
     estimate_log_bytes,
 )

@@ -21,15 +21,7 @@ from ..datasets import RankingData
 from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
 from .interventions import Intervention, _apply_interventions, _as_interventions
 from .sampler import _click_sampler, _query_sampler, _sample_queries
-from .writer import (
-    _check_memory,
-    _id_source,
-    _long_columns,
-    _positions,
-    _to_table,
-    _Writer,
-    estimate_log_bytes,
-)
+from .writer import _check_memory, _id_source, _positions, _to_table, _Writer, estimate_log_bytes
 
 # -- the entry point ------------------------------------------------------------------
 
@@ -316,7 +308,8 @@ def _chunks(
     sampler = _query_sampler(data, plan.query_frequency)
     prepared = plan.policy.prepare(data, plan.top_k)
     names = tuple(prepared.names)
-    (qids, qnames), (docs, dnames) = _id_source(data.qid), _id_source(data.doc)
+    qids, docs = _id_source(data.qid), _id_source(data.doc)
+    y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
     clicks_of = _click_sampler(model, data.y, plan.top_k)
     positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
@@ -326,19 +319,20 @@ def _chunks(
         queries = _sample_queries(seed, sessions, sampler)
         rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
         rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-        columns, full = _long_columns(sessions, queries, rows, qids, docs, data.y)
-        clicks = clicks_of(seed, sessions, columns[3].reshape(rows.shape))  # the labels
+        labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
+        clicks = clicks_of(seed, sessions, labels)
         yield _to_table(
-            columns=columns,
-            full=full,
+            sessions=sessions,
+            queries=queries,
             rows=rows,
             clicks=clicks,
+            labels=labels,
             icode=icode,
             rcode=rcode,
             pivot=pivot,
             swap_k=swap_k,
-            qnames=qnames,
-            dnames=dnames,
+            qids=qids,
+            docs=docs,
             ranker_names=names,
             positions=positions,
         )

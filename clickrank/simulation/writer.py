@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 import polars as pl
 
@@ -28,77 +27,54 @@ from .interventions import INTERVENTION_CATEGORIES
 # -- the click-log table ---------------------------------------------------------------
 
 
-def _per_row(values: np.ndarray, K: int, keep: np.ndarray | None) -> np.ndarray:
+def _per_row(values: np.ndarray, K: int, sess_of_row: np.ndarray | None) -> np.ndarray:
     """A per-session array repeated onto the rows of the session's results."""
-    return np.repeat(values, K) if keep is None else values[keep // K]
+    return np.repeat(values, K) if sess_of_row is None else values[sess_of_row]
 
 
 def _session_column(
-    values: np.ndarray, name: str, dtype: pl.DataType, K: int, keep: np.ndarray | None
+    values: np.ndarray, name: str, dtype: pl.DataType, K: int, sess_of_row: np.ndarray | None
 ) -> pl.Series | pl.Expr:
     """Repeat a per-session value onto its rows (a literal when all values agree)."""
     if len(values) and (values == values[0]).all():
         return pl.lit(values[0].item(), dtype=dtype).alias(name)
-    return pl.Series(name, _per_row(values, K, keep), dtype=dtype)
+    return pl.Series(name, _per_row(values, K, sess_of_row), dtype=dtype)
 
 
 def _categorical(
-    names: Sequence[str], codes: np.ndarray, name: str, K: int, keep: np.ndarray | None
+    names: Sequence[str], codes: np.ndarray, name: str, K: int, sess_of_row: np.ndarray | None
 ) -> pl.Series | pl.Expr:
     if len(codes) and (codes == codes[0]).all():
         return pl.lit(names[int(codes[0])], dtype=pl.Categorical).alias(name)
     cats = pl.Series(name, list(names), dtype=pl.String).cast(pl.Categorical)
-    return cats.gather(_per_row(codes.astype(np.uint32), K, keep))
+    return cats.gather(_per_row(codes.astype(np.uint32), K, sess_of_row))
 
 
-def _id_source(ids: np.ndarray) -> tuple[np.ndarray, pl.Series | None]:
-    """``(numeric ids, None)``, or for string ids ``(their indices, a polars String series)``.
+def _session_ids(
+    ids: np.ndarray | pl.Series,
+    index: np.ndarray,
+    name: str,
+    K: int,
+    sess_of_row: np.ndarray | None,
+) -> pl.Series:
+    """``ids[index]`` per session, repeated onto the session's rows."""
+    if isinstance(ids, pl.Series):
+        return ids.gather(_per_row(index, K, sess_of_row)).alias(name)
+    return pl.Series(name, _per_row(np.take(ids, index), K, sess_of_row))
 
-    :func:`_long_columns` gathers the numeric column; string ids are then
-    looked up by index in polars.
-    """
+
+def _row_ids(ids: np.ndarray | pl.Series, rows: np.ndarray, name: str) -> pl.Series:
+    """``ids[rows]`` (rows >= 0)."""
+    if isinstance(ids, pl.Series):
+        return ids.gather(rows).alias(name)
+    return pl.Series(name, np.take(ids, rows))
+
+
+def _id_source(ids: np.ndarray) -> np.ndarray | pl.Series:
+    """Numeric ids stay numpy (fast gathers); string ids become a polars String series."""
     if ids.dtype.kind in "iu":
-        return ids.astype(np.int64, copy=False), None
-    names = pl.Series(ids.astype(str) if ids.dtype.kind != "O" else ids, dtype=pl.String)
-    return np.arange(len(ids), dtype=np.int64), names
-
-
-@nb.njit(cache=True)
-def _gather_cells(rows, docs, y, doc, label):  # pragma: no cover - numba
-    """Fill ``doc`` and ``label``; return the number of empty cells."""
-    cells = rows.reshape(-1)
-    # two passes: interleaving the two gathers and write streams measured slower
-    for o in range(cells.size):
-        doc[o] = docs[max(cells[o], 0)]
-    empty = 0
-    for o in range(cells.size):
-        r = cells[o]
-        empty += r < 0
-        label[o] = y[r] if r >= 0 else np.nan
-    return empty
-
-
-def _long_columns(
-    sessions: np.ndarray,
-    queries: np.ndarray,
-    rows: np.ndarray,
-    qids: np.ndarray,
-    docs: np.ndarray,
-    y: np.ndarray,
-) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], bool]:
-    """Session, query id, doc id and label of every cell ``[S * K]``, in their final dtypes.
-
-    Also whether every cell shows a document. Empty cells (``rows == -1``) get
-    the first doc and label NaN (never clicked); :func:`_to_table` drops them.
-    Every output is allocated by numpy, which asks the kernel for huge pages:
-    the first touch of the ~32 bytes per cell is what costs most.
-    """
-    K = rows.shape[1]
-    session = np.repeat(sessions, K)
-    query = np.repeat(np.take(qids, queries), K)
-    doc, label = np.empty(rows.size, np.int64), np.empty(rows.size)
-    empty = _gather_cells(np.ascontiguousarray(rows), docs, y, doc, label)
-    return (session, query, doc, label), empty == 0
+        return ids.astype(np.int64, copy=False)
+    return pl.Series(ids.astype(str) if ids.dtype.kind != "O" else ids, dtype=pl.String)
 
 
 def _positions(S: int, K: int) -> np.ndarray:
@@ -110,49 +86,55 @@ def _positions(S: int, K: int) -> np.ndarray:
 
 def _to_table(
     *,
-    columns: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    full: bool,
+    sessions: np.ndarray,
+    queries: np.ndarray,
     rows: np.ndarray,
     clicks: np.ndarray,
+    labels: np.ndarray,
     icode: np.ndarray,
     rcode: np.ndarray,
     pivot: np.ndarray,
     swap_k: np.ndarray,
-    qnames: pl.Series | None,
-    dnames: pl.Series | None,
+    qids: np.ndarray | pl.Series,
+    docs: np.ndarray | pl.Series,
     ranker_names: Sequence[str],
     positions: np.ndarray | None = None,
 ) -> pl.DataFrame:
-    """The long click-log table from :func:`_long_columns` and the clicks ``[S, K]``.
+    """Dense ``[S, K]`` arrays -> the long click-log table, one vectorized pass.
 
     Empty slots (``rows == -1``) are dropped; as lists are filled from the
-    top, the remaining positions of every session are ``1..n``. The numeric
-    columns already have their final dtypes, so polars takes their numpy
-    buffers without a copy or a cast; ``positions`` (from :func:`_positions`,
-    at least ``S`` sessions long) is shared by the chunks of one run.
+    top, the remaining positions of every session are ``1..n``. Numeric
+    columns hand their numpy buffers to polars without a copy; ``positions``
+    (from :func:`_positions`, at least ``S`` sessions long) is shared by the
+    chunks of one run.
     """
     S, K = rows.shape
-    session, query, doc, label = columns
-    click = clicks.reshape(-1)
-    if full:  # no empty slot
-        keep = None
-        ok = positions is not None and len(positions) >= S * K
-        pos = positions[: S * K] if ok else _positions(S, K)
+    flat = rows.reshape(-1)
+    if flat.min() >= 0:  # no empty slot (a reduction, no [S, K] temporary)
+        keep = sess_of_row = None
+        full = positions is not None and len(positions) >= S * K
+        pos = positions[: S * K] if full else _positions(S, K)
     else:
-        keep = np.flatnonzero(rows.reshape(-1) >= 0)
+        keep = np.flatnonzero(flat >= 0)
+        sess_of_row = keep // K
         pos = (keep % K + 1).astype(np.uint16)
-        session, query, doc, label, click = (a[keep] for a in (session, query, doc, label, click))
+        flat = flat[keep]
+
+    def cell(a: np.ndarray) -> np.ndarray:
+        a = a.reshape(-1)
+        return a if keep is None else a[keep]
+
     cols = [
-        pl.Series("session", session, dtype=pl.UInt64),
-        pl.Series("query", query) if qnames is None else qnames.gather(query).alias("query"),
+        pl.Series("session", _per_row(sessions, K, sess_of_row), dtype=pl.UInt64),
+        _session_ids(qids, queries, "query", K, sess_of_row),
         pl.Series("position", pos, dtype=pl.UInt16),
-        pl.Series("doc", doc) if dnames is None else dnames.gather(doc).alias("doc"),
-        pl.Series("click", click, dtype=pl.Boolean),
-        _categorical(INTERVENTION_CATEGORIES, icode, "intervention", K, keep),
-        _categorical(ranker_names, rcode, "ranker", K, keep),
-        pl.Series("label", label, dtype=pl.Float64),
-        _session_column(pivot, "swap_pivot", pl.UInt16, K, keep),
-        _session_column(swap_k, "swap_k", pl.UInt16, K, keep),
+        _row_ids(docs, flat, "doc"),
+        pl.Series("click", cell(clicks), dtype=pl.Boolean),
+        _categorical(INTERVENTION_CATEGORIES, icode, "intervention", K, sess_of_row),
+        _categorical(ranker_names, rcode, "ranker", K, sess_of_row),
+        pl.Series("label", cell(labels), dtype=pl.Float64),
+        _session_column(pivot, "swap_pivot", pl.UInt16, K, sess_of_row),
+        _session_column(swap_k, "swap_k", pl.UInt16, K, sess_of_row),
     ]
     # constant columns stay literals: polars keeps them as one scalar, not n copies
     table = pl.DataFrame([c for c in cols if isinstance(c, pl.Series)])
