@@ -66,7 +66,11 @@ class PreparedPolicy(ABC):
     def rank(
         self, queries: np.ndarray, sessions: np.ndarray, seed: int, stream: int = STREAM_POLICY
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Displayed rows ``int64 [S, K]`` (-1 = empty) and ranker codes ``int16 [S]``."""
+        """Displayed rows ``int64 [S, K]`` (-1 = empty) and ranker codes ``int16 [S]``.
+
+        The rows are a new array: the simulator applies interventions in place
+        and then writes the doc ids over them.
+        """
 
 
 class LoggingPolicy(ABC):

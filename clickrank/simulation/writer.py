@@ -64,10 +64,17 @@ def _session_ids(
 
 
 def _row_ids(ids: np.ndarray | pl.Series, rows: np.ndarray, name: str) -> pl.Series:
-    """``ids[rows]`` (rows >= 0)."""
+    """``ids[rows]`` (rows >= 0), numeric ids written over ``rows`` (which the chunk owns).
+
+    Reusing the buffer saves touching a fresh ``8 * rows.size`` bytes, the main
+    cost of the table. ``mode="clip"`` (no index is out of range) lets numpy
+    gather in place; the default mode would buffer a copy.
+    """
     if isinstance(ids, pl.Series):
         return ids.gather(rows).alias(name)
-    return pl.Series(name, np.take(ids, rows))
+    if rows.dtype != ids.dtype:
+        return pl.Series(name, np.take(ids, rows))
+    return pl.Series(name, np.take(ids, rows, out=rows, mode="clip"))
 
 
 def _id_source(ids: np.ndarray) -> np.ndarray | pl.Series:
@@ -104,9 +111,10 @@ def _to_table(
 
     Empty slots (``rows == -1``) are dropped; as lists are filled from the
     top, the remaining positions of every session are ``1..n``. Numeric
-    columns hand their numpy buffers to polars without a copy; ``positions``
-    (from :func:`_positions`, at least ``S`` sessions long) is shared by the
-    chunks of one run.
+    columns hand their numpy buffers to polars without a copy, and numeric
+    doc ids are gathered into ``rows`` itself (which is overwritten);
+    ``positions`` (from :func:`_positions`, at least ``S`` sessions long) is
+    shared by the chunks of one run.
     """
     S, K = rows.shape
     flat = rows.reshape(-1)
