@@ -167,6 +167,17 @@ INDEPENDENT = {
 }
 
 
+def _fused_run(d: RankingData) -> dict:
+    """The run the fused-versus-generic tests compare: stochastic lists, two interventions."""
+    return dict(
+        policy=PlackettLuce(d.X[:, 0]),
+        n_sessions=4000,
+        top_k=10,
+        seed=21,
+        interventions=[Swap(0.2), FairPairs(0.2)],
+    )
+
+
 # whole grades (probabilities from a grade table) or half grades (computed per chunk)
 FUSED_CASES = [(name, 1.0) for name in INDEPENDENT] + [("pbm", 0.5), ("trust", 0.5)]
 
@@ -177,13 +188,7 @@ def test_fused_clicks_are_bit_identical_to_the_generic_path(name, y_scale):
     d = _ragged(y_scale)
     assert model.independent_clicks is True
     assert (_grade_table(model, d.y, 10) is None) == (y_scale != 1.0)
-    kw = dict(
-        policy=PlackettLuce(d.X[:, 0]),
-        n_sessions=4000,
-        top_k=10,
-        seed=21,
-        interventions=[Swap(0.2), FairPairs(0.2)],
-    )
+    kw = _fused_run(d)
     fused = simulate(d, click_model=model, chunk_size=900, **kw)
     generic = simulate(d, click_model=_Generic(model), **kw)
     assert_frame_equal(fused, generic)
@@ -198,13 +203,7 @@ CHAINED = ("cascade", "dcm", "dbn", "sdbn", "ubm")
 @pytest.mark.parametrize("name", CHAINED)
 def test_fused_cascade_and_ubm_clicks_are_bit_identical_to_model_sample(name):
     model, d = make_click_model(name), _ragged()
-    kw = dict(
-        policy=PlackettLuce(d.X[:, 0]),
-        n_sessions=4000,
-        top_k=10,
-        seed=21,
-        interventions=[Swap(0.2), FairPairs(0.2)],
-    )
+    kw = _fused_run(d)
     fused = simulate(d, click_model=model, chunk_size=900, **kw)
     assert_frame_equal(fused, simulate(d, click_model=_Generic(model), **kw))
     assert 0 < fused["click"].mean() < 1
