@@ -37,7 +37,7 @@ import numba as nb
 import numpy as np
 
 from ._random import STREAM_POLICY, session_state, session_uniforms, stream_key, uniform_at
-from ._segments import rank_order, to_padded
+from ._segments import top_rows
 from ._validation import InputError, check_positive
 from .datasets import RankingData
 from .ranking import ranker_scores
@@ -66,7 +66,11 @@ class PreparedPolicy(ABC):
     def rank(
         self, queries: np.ndarray, sessions: np.ndarray, seed: int, stream: int = STREAM_POLICY
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Displayed rows ``int64 [S, K]`` (-1 = empty) and ranker codes ``int16 [S]``."""
+        """Displayed rows ``int64 [S, K]`` (-1 = empty) and ranker codes ``int16 [S]``.
+
+        The rows are a new array: the simulator applies interventions in place
+        and then writes the doc ids over them.
+        """
 
 
 class LoggingPolicy(ABC):
@@ -116,9 +120,7 @@ class DeterministicPolicy(LoggingPolicy):
 
     def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
         scores = ranker_scores(self.ranker, data, name=f"ranker {self.name!r}")
-        order = rank_order(scores, data.qptr)
-        top, _ = to_padded(order, data.qptr, fill=-1, width=int(top_k))
-        return _PreparedDeterministic(top.astype(np.int64), self.names)
+        return _PreparedDeterministic(top_rows(scores, data.qptr, top_k), self.names)
 
 
 # -- Plackett-Luce ---------------------------------------------------------------

@@ -14,6 +14,7 @@ from clickrank._segments import (
     rank_order,
     ranks,
     to_padded,
+    top_rows,
     within_index,
 )
 
@@ -59,6 +60,16 @@ def test_both_routes_match_the_plain_loop(case):
     for order in (_dense_order(key, qptr), _lexsort_order(key, qptr), rank_order(scores, qptr)):
         assert order.dtype == np.int64
         np.testing.assert_array_equal(order, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(segments(), st.integers(0, 10))
+def test_top_rows_are_the_first_rows_of_rank_order(case, width):
+    scores, qptr = case
+    expected, _ = to_padded(rank_order(scores, qptr), qptr, fill=-1, width=width)
+    top = top_rows(scores, qptr, width)
+    assert top.dtype == np.int64
+    np.testing.assert_array_equal(top, expected)
 
 
 @pytest.mark.parametrize("length", [1, 7, 30])

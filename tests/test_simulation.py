@@ -167,6 +167,17 @@ INDEPENDENT = {
 }
 
 
+def _fused_run(d: RankingData) -> dict:
+    """The run the fused-versus-generic tests compare: stochastic lists, two interventions."""
+    return dict(
+        policy=PlackettLuce(d.X[:, 0]),
+        n_sessions=4000,
+        top_k=10,
+        seed=21,
+        interventions=[Swap(0.2), FairPairs(0.2)],
+    )
+
+
 # whole grades (probabilities from a grade table) or half grades (computed per chunk)
 FUSED_CASES = [(name, 1.0) for name in INDEPENDENT] + [("pbm", 0.5), ("trust", 0.5)]
 
@@ -177,18 +188,30 @@ def test_fused_clicks_are_bit_identical_to_the_generic_path(name, y_scale):
     d = _ragged(y_scale)
     assert model.independent_clicks is True
     assert (_grade_table(model, d.y, 10) is None) == (y_scale != 1.0)
-    kw = dict(
-        policy=PlackettLuce(d.X[:, 0]),
-        n_sessions=4000,
-        top_k=10,
-        seed=21,
-        interventions=[Swap(0.2), FairPairs(0.2)],
-    )
+    kw = _fused_run(d)
     fused = simulate(d, click_model=model, chunk_size=900, **kw)
     generic = simulate(d, click_model=_Generic(model), **kw)
     assert_frame_equal(fused, generic)
     assert_frame_equal(simulate(d, click_model=model, chunk_size=100_000, **kw), fused)
     assert fused["label"].is_null().sum() == 0 and 0 < fused["click"].mean() < 1
+
+
+# the cascade family and UBM: their own kernel on grade tables and lazily hashed draws
+CHAINED = ("cascade", "dcm", "dbn", "sdbn", "ubm")
+
+
+@pytest.mark.parametrize("name", CHAINED)
+def test_fused_cascade_and_ubm_clicks_are_bit_identical_to_model_sample(name):
+    model, d = make_click_model(name), _ragged()
+    kw = _fused_run(d)
+    fused = simulate(d, click_model=model, chunk_size=900, **kw)
+    assert_frame_equal(fused, simulate(d, click_model=_Generic(model), **kw))
+    assert 0 < fused["click"].mean() < 1
+    labels = np.where(np.arange(10) < 7, np.arange(10) % 5, np.nan)[None].repeat(50, 0)
+    np.testing.assert_array_equal(
+        sample_clicks(model, labels, np.arange(50), 3),
+        sample_clicks(_Generic(model), labels, np.arange(50), 3),
+    )
 
 
 def test_uniform_query_choice_is_floor_of_u_times_the_number_of_queries(data):
@@ -202,16 +225,18 @@ def test_uniform_query_choice_is_floor_of_u_times_the_number_of_queries(data):
     assert stats.chisquare(np.bincount(got, minlength=data.n_queries)).pvalue > 1e-3
 
 
-def test_only_models_with_independent_cells_take_the_fused_path(data):
-    for name in ("cascade", "dcm", "dbn", "sdbn", "ubm", "pbm-population"):
+def test_only_models_with_independent_cells_declare_it_and_whole_grades_are_fused(data):
+    for name in (*CHAINED, "pbm-population"):
         assert getattr(make_click_model(name), "independent_clicks", False) is False
 
-    class NoSample(type(_pbm())):
-        def sample(self, labels, u):
-            raise AssertionError("the fused path must not materialize uniforms")
+    for model in (_pbm(), *(make_click_model(name) for name in CHAINED)):
 
-    log = simulate(data, policy=UniformRandom(), click_model=NoSample(), n_sessions=50)
-    assert log.height == 500
+        class NoSample(type(model)):
+            def sample(self, labels, u):
+                raise AssertionError("the fused path must not materialize uniforms")
+
+        log = simulate(data, policy=UniformRandom(), click_model=NoSample(), n_sessions=50)
+        assert log.height == 500
 
 
 def test_fused_path_raises_only_for_displayed_labels_the_model_rejects():

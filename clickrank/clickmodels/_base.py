@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+import numba as nb
 import numpy as np
 
+from .._random import session_state, uniform_at
 from .._validation import InputError
 
 __all__ = ["ClickModel"]
@@ -104,3 +106,41 @@ def check_probability_array(values: object, *, name: str) -> np.ndarray:
             f"{name} must hold probabilities in [0, 1]; entry {where} is {float(arr[idx]):g}"
         )
     return arr
+
+
+# -- the two sources of a click kernel's inputs --------------------------------------------
+# A click kernel runs either inside ``sample(labels, u)`` (parameters per cell, uniforms
+# given) or fused into the simulation (parameters in tables over whole grades, uniforms
+# hashed only when the user's path reads them). numba compiles each source separately and
+# skips the other branch (``x is None`` on an argument is a constant), but types both, so
+# the unused arguments keep their types: ``_NO_SESSIONS`` is the (key, sessions) of ``sample``.
+
+_NO_SESSIONS = (np.uint64(0), np.zeros(0, dtype=np.uint64))
+
+
+@nb.njit(cache=True)
+def cell(values: np.ndarray, grades, s: int, k: int) -> float:
+    """``values[s, k]``, or with ``grades`` (labels ``[S, K]``) ``values[g, k]`` for the
+    whole grade ``g = grades[s, k]`` (NaN, an empty slot: the last row)."""
+    if grades is None:
+        return values[s, k]
+    y = grades[s, k]
+    return values[values.shape[0] - 1 if np.isnan(y) else np.int64(y), k]
+
+
+@nb.njit(cache=True)
+def draw(u, state: np.uint64, n_u: int, s: int, k: int, m: int) -> float:
+    """Uniform ``m`` of cell ``(s, k)``: ``u[s, k, m]``, or with ``u`` None draw
+    ``k * n_u + m`` of the session with ``state`` (:mod:`clickrank._random`),
+    the same number ``session_uniforms(...).reshape(S, K, n_u)`` would hold."""
+    if u is None:
+        return uniform_at(state, k * n_u + m)
+    return u[s, k, m]
+
+
+@nb.njit(cache=True)
+def state_of(u, key: np.uint64, sessions: np.ndarray, s: int) -> np.uint64:
+    """The hashing state of session ``s`` when its uniforms are drawn lazily (``u`` None)."""
+    if u is None:
+        return session_state(key, sessions[s])
+    return np.uint64(0)

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import check_probability
-from ._base import check_labels, check_uniforms
+from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
 from ._curves import Constant, as_curve, evaluate_curve
 from ._relevance import ERRSatisfaction, Graded, as_relevance_map, evaluate_map
 
@@ -40,20 +40,29 @@ __all__ = ["Cascade", "DCM", "DBN", "SDBN"]
 
 
 @njit(cache=True)
-def _cascade_sample(alpha, sigma, use_sigma, lam, kappa, u, out):  # pragma: no cover - numba
-    n_sessions, n_positions = alpha.shape
-    for s in range(n_sessions):
-        for j in range(n_positions):
-            if u[s, j, 0] < alpha[s, j]:
+def _cascade_clicks(
+    alpha, sigma, use_sigma, lam, kappa, labels, u, key, sessions, n_u, out
+):  # pragma: no cover - numba
+    """Clicks into ``out`` ``[S, K]``, from either source (:mod:`._base`).
+
+    ``sample``: ``alpha``, ``sigma`` per cell, ``u`` ``[S, K, n_u]``, ``labels`` None.
+    Fused: ``alpha``, ``sigma`` tables over whole grades, ``labels`` ``[S, K]``, ``u``
+    None; a session's draws (``n_u`` per position: click, continuation) are hashed
+    only up to where the user stops.
+    """
+    for s in range(out.shape[0]):
+        st = state_of(u, key, sessions, s)
+        for j in range(out.shape[1]):
+            if draw(u, st, n_u, s, j, 0) < cell(alpha, labels, s, j):
                 out[s, j] = True
                 c = lam[j]
                 if use_sigma:
-                    c *= 1.0 - sigma[s, j]
+                    c *= 1.0 - cell(sigma, labels, s, j)
             else:
                 c = kappa[j]
             if c >= 1.0:
                 continue
-            if c <= 0.0 or u[s, j, 1] >= c:
+            if c <= 0.0 or draw(u, st, n_u, s, j, 1) >= c:
                 break
 
 
@@ -80,10 +89,25 @@ class _CascadeFamily:
         alpha, sigma, lam, kappa = self._parts(labels)
         out = np.zeros(labels.shape, dtype=np.bool_)
         use_sigma = sigma is not None
-        if sigma is None:
-            sigma = np.zeros((1, 1))
-        _cascade_sample(alpha, sigma, use_sigma, lam, kappa, u, out)
+        sigma = sigma if use_sigma else alpha  # not read
+        _cascade_clicks(alpha, sigma, use_sigma, lam, kappa, None, u, *_NO_SESSIONS, 0, out)
         return out
+
+    def _grade_clicks(self, grid: np.ndarray):
+        """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
+        alpha, sigma, lam, kappa = self._parts(grid)
+        use_sigma = sigma is not None
+        sigma = sigma if use_sigma else alpha  # not read
+        n_u = self.n_uniforms
+
+        def clicks(key, sessions, labels):
+            out = np.zeros(labels.shape, dtype=np.bool_)
+            _cascade_clicks(
+                alpha, sigma, use_sigma, lam, kappa, labels, None, key, sessions, n_u, out
+            )
+            return out
+
+        return clicks
 
     def _parts(self, labels: np.ndarray):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import InputError, check_non_negative
-from ._base import check_labels, check_uniforms
+from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
 from ._relevance import Graded, as_relevance_map, evaluate_map
 
 __all__ = ["UBM", "ULTRA_UBM_GAMMA"]
@@ -61,13 +61,15 @@ def _as_gamma(value: Any) -> np.ndarray:
 
 
 @njit(cache=True)
-def _ubm_sample(alpha, gamma, u, out):  # pragma: no cover - numba
-    n_sessions, n_positions = alpha.shape
-    for s in range(n_sessions):
+def _ubm_clicks(alpha, gamma, labels, u, key, sessions, out):  # pragma: no cover - numba
+    """Clicks into ``out`` ``[S, K]`` from either source (:mod:`._base`): ``alpha`` per
+    cell and ``u`` ``[S, K, 1]`` (``sample``), or a grade table, ``labels`` and ``u`` None."""
+    for s in range(out.shape[0]):
+        st = state_of(u, key, sessions, s)
         last = 0
-        for j in range(n_positions):
+        for j in range(out.shape[1]):
             # rank j + 1, distance (j + 1) - last, column distance - 1
-            if u[s, j, 0] < gamma[j, j - last] * alpha[s, j]:
+            if draw(u, st, 1, s, j, 0) < gamma[j, j - last] * cell(alpha, labels, s, j):
                 out[s, j] = True
                 last = j + 1
 
@@ -156,5 +158,17 @@ class UBM:
         gamma = np.nan_to_num(self.examination_matrix(labels.shape[1]))
         alpha = evaluate_map(self.attractiveness, labels, name="attractiveness")
         out = np.zeros(labels.shape, dtype=np.bool_)
-        _ubm_sample(alpha, gamma, u, out)
+        _ubm_clicks(alpha, gamma, None, u, *_NO_SESSIONS, out)
         return out
+
+    def _grade_clicks(self, grid: np.ndarray):
+        """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
+        gamma = np.nan_to_num(self.examination_matrix(grid.shape[1]))
+        alpha = evaluate_map(self.attractiveness, grid, name="attractiveness")
+
+        def clicks(key, sessions, labels):
+            out = np.zeros(labels.shape, dtype=np.bool_)
+            _ubm_clicks(alpha, gamma, labels, None, key, sessions, out)
+            return out
+
+        return clicks

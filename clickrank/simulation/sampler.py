@@ -23,6 +23,7 @@ from .._random import (
     uniform_at,
 )
 from .._validation import InputError
+from ..clickmodels._base import cell
 from ..datasets import RankingData
 
 #: Draw stream of the user-type uniform shared by the sessions of one user (:func:`sample_clicks`).
@@ -64,43 +65,78 @@ def _grade_bernoulli(
     """Clicks ``u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
 
     ``u`` is draw ``k * step`` of the session, as in
-    :func:`clickrank._random.session_bernoulli`; the row's probabilities are
-    looked up first so that the hashing loop stays vectorized.
+    :func:`clickrank._random.session_bernoulli`.
     """
     S, K = labels.shape
-    empty = table.shape[0] - 1
     out = np.empty((S, K), dtype=np.bool_)
-    p = np.empty(K, dtype=np.float64)
     for i in range(S):
-        for k in range(K):
-            y = labels[i, k]
-            p[k] = table[empty if np.isnan(y) else np.int64(y), k]
         st = session_state(key, sessions[i])
         for k in range(K):
-            out[i, k] = uniform_at(st, k * step) < p[k]
+            out[i, k] = uniform_at(st, k * step) < cell(table, labels, i, k)
     return out
 
 
-def _grade_table(model: Any, y: np.ndarray, K: int) -> np.ndarray | None:
-    """``P(click | grade g, position k)`` for grades ``0..max(y)`` plus a row for empty slots.
+@nb.njit(cache=True)
+def _top_grade(y: np.ndarray, max_grade: int) -> int:
+    """The largest label if all are whole grades ``0..max_grade``, else -1 (one pass)."""
+    top = -1
+    for v in y:
+        if not (0 <= v <= max_grade and v == np.floor(v)):
+            return -1
+        top = max(top, np.int64(v))
+    return top
 
-    None when the labels are not small whole grades or the model rejects one
-    of the grades (then the probabilities are computed chunk by chunk, so an
-    error is raised only if such a label is displayed, as in the generic path).
+
+def _grade_grid(y: np.ndarray, K: int) -> np.ndarray | None:
+    """Grades ``0..max(y)`` at every position plus a NaN row (empty slot), ``[grades + 1, K]``.
+
+    None when the labels are not small whole grades: then the click
+    probabilities are computed chunk by chunk.
     """
-    if y.size == 0:
+    hi = _top_grade(np.ascontiguousarray(y, dtype=np.float64), _MAX_GRADE)
+    if hi < 0:
         return None
-    lo, hi = float(y.min()), float(y.max())
-    if lo < 0 or hi > _MAX_GRADE or not np.array_equal(y, np.floor(y)):
-        return None
-    grid = np.empty((int(hi) + 2, K))
-    grid[:-1] = np.arange(int(hi) + 1, dtype=np.float64)[:, None]
+    grid = np.empty((hi + 2, K))
+    grid[:-1] = np.arange(hi + 1, dtype=np.float64)[:, None]
     grid[-1] = np.nan
+    return grid
+
+
+def _grade_table(model: Any, y: np.ndarray, K: int) -> np.ndarray | None:
+    """``P(click | grade g, position k)`` on :func:`_grade_grid`, or None.
+
+    None also when the model rejects one of the grades (then, as in the
+    generic path, an error is raised only if such a label is displayed).
+    """
+    grid = _grade_grid(y, K)
+    if grid is None:
+        return None
     try:
         table = np.asarray(model.click_probabilities(grid), dtype=np.float64)
     except InputError:
         return None
     return np.ascontiguousarray(table) if table.shape == grid.shape else None
+
+
+def _grade_clicks(model: Any, y: np.ndarray, K: int, independent: bool):
+    """The model's fused ``clicks(key, sessions, labels)`` for whole-grade labels, or None.
+
+    Independent clicks compare each cell's draw with a grade table; a model
+    with ``_grade_clicks(grid)`` (the cascade family, UBM) gives its own
+    kernel, which reads its parameters from tables on the grid.
+    """
+    if independent:
+        table, n_u = _grade_table(model, y, K), int(model.n_uniforms)
+        if table is None:
+            return None
+        return lambda key, sessions, labels: _grade_bernoulli(key, sessions, labels, table, n_u)
+    grid = _grade_grid(y, K) if hasattr(model, "_grade_clicks") else None
+    if grid is None:
+        return None
+    try:
+        return model._grade_clicks(grid)
+    except InputError:
+        return None
 
 
 def _click_sampler(
@@ -109,31 +145,37 @@ def _click_sampler(
     """``clicks(seed, sessions, labels) -> bool [S, K]`` for ``model``.
 
     The generic path materializes the session uniforms ``[S, K, n_uniforms]``
-    and calls ``model.sample``. A model with ``independent_clicks`` clicks
-    cell by cell iff ``u[..., 0] < click_probabilities(labels)``, so the
-    comparison is fused with the hashing (:func:`clickrank._random.session_bernoulli`,
-    same draws, same bits) and, for whole-grade labels, the probabilities are
-    read from a ``[grades + 1, K]`` table evaluated once by the model.
+    and calls ``model.sample``. The fused paths hash the uniforms inside one
+    compiled pass with the model's logic, never materializing them, and for
+    whole-grade labels read the model's parameters from tables evaluated once
+    on a ``[grades + 1, K]`` grid (:func:`_grade_clicks`). A model with
+    ``independent_clicks`` clicks cell by cell iff ``u[..., 0] <
+    click_probabilities(labels)`` (:func:`clickrank._random.session_bernoulli`
+    for other labels). Same draws, same arithmetic: the clicks are the same bits.
     """
     n_u = int(model.n_uniforms)
-    if not (getattr(model, "independent_clicks", False) is True and n_u >= 1):
+    independent = getattr(model, "independent_clicks", False) is True and n_u >= 1
+    fused = _grade_clicks(model, y, K, independent)
+    if fused is not None:
 
-        def generic(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-            u = session_uniforms(seed, sessions, K * n_u, stream)
-            return np.asarray(model.sample(labels, u.reshape(len(sessions), K, n_u)))
+        def by_grade(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            # the counters are uint64 (as in _random): an int64 array would hash differently
+            return fused(stream_key(seed, stream), _as_sessions(sessions), labels)
 
-        return generic
-    table = _grade_table(model, y, K)
+        return by_grade
+    if independent:
 
-    def fused(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        if table is None:
+        def bernoulli(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
             p = model.click_probabilities(labels)
             return session_bernoulli(seed, sessions, p, stream, step=n_u)
-        key = stream_key(seed, stream)
-        # the counters are uint64 (as in _random): an int64 array would hash differently
-        return _grade_bernoulli(key, _as_sessions(sessions), labels, table, n_u)
 
-    return fused
+        return bernoulli
+
+    def generic(seed: int, sessions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        u = session_uniforms(seed, sessions, K * n_u, stream)
+        return np.asarray(model.sample(labels, u.reshape(len(sessions), K, n_u)))
+
+    return generic
 
 
 def sample_clicks(
