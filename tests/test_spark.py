@@ -397,12 +397,13 @@ def test_click_ranker_on_a_spark_log_equals_polars(data, log, sdf):
 # -- the standalone cluster ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("spark", ["standalone"], indirect=True)
 def test_standalone_tasks_run_in_executors_of_both_workers(cluster, spark, data):
     """On the cluster, clickrank's numpy code runs in Python workers of executor JVMs started
     by each worker (not in this process), and the simulation gives the polars rows."""
-    if not spark.sparkContext.master.startswith("spark://"):
-        pytest.skip("the local session has no workers")
     import os
+
+    assert spark.sparkContext.master == cluster.url
 
     where = (
         spark.sparkContext.parallelize(range(8), 8)
