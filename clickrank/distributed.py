@@ -7,8 +7,9 @@ module trains where the features live:
 1. **Keys, not features.** Only the ``(query, doc)`` columns of the feature
    table are collected (:func:`key_data`): a :class:`~clickrank.datasets.RankingData`
    with zero feature columns, enough for :func:`clickrank.targets.make_target`
-   to compute clickrank's own naive or IPS gains (the log is aggregated on
-   Spark as before). There is no second implementation of a target.
+   to compute clickrank's own naive, IPS or DR gains (the log is aggregated on
+   Spark as before; DR's direct-method model is fitted on the cluster,
+   :func:`spark_relevance`). There is no second implementation of a target.
 2. **Gains to the cluster.** The target's candidate rows become a small table
    ``(query, doc, gain)`` (:func:`gains_table`; the candidate set ``shown``
    drops never-shown documents, ``all`` keeps them with gain 0), which goes to
@@ -39,6 +40,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -47,9 +49,9 @@ import polars as pl
 
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
-from ._validation import DataFormatError, InputError, check_is_fitted
+from ._validation import DataFormatError, InputError, check_is_fitted, check_positive
 from .datasets import RankingData, feature_matrix
-from .targets import Target, make_target
+from .targets import ClickStats, Target, make_target
 
 __all__ = [
     "SparkRanker",
@@ -59,12 +61,24 @@ __all__ = [
     "key_data",
     "gains_table",
     "spark_target",
+    "spark_relevance",
     "validation_queries",
 ]
 
-#: Targets trained on Spark: gains that need no features (``dr`` fits a direct-method
-#: model on the features, which stay on the cluster; pairwise targets have no gains).
-DISTRIBUTED_TARGETS = ("naive", "ips")
+#: Targets trained on Spark: the per-document gains (pairwise targets have none); ``dr``
+#: fits its direct-method model on the cluster (:func:`spark_relevance`).
+DISTRIBUTED_TARGETS = ("naive", "ips", "dr")
+#: XGBoost's form of :data:`clickrank.targets.RELEVANCE_PARAMS` (LightGBM's Poisson
+#: regression with 8 leaves, learning rate 0.05, 200 rounds) for :func:`spark_relevance`.
+RELEVANCE_XGB: dict[str, Any] = {
+    "objective": "count:poisson",
+    "tree_method": "hist",
+    "grow_policy": "lossguide",
+    "max_leaves": 8,
+    "max_depth": 0,
+    "learning_rate": 0.05,
+    "n_estimators": 200,
+}
 _FEATURE = re.compile(r"^f([1-9][0-9]*)$")
 _NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType")
 
@@ -196,6 +210,63 @@ def gains_table(keys: RankingData, target: Target) -> pl.DataFrame:
     return frame if target.candidates is None else frame.filter(pl.Series(target.candidates))
 
 
+def spark_relevance(
+    features: Any,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    num_workers: int = 2,
+    source: str = "features",
+) -> Callable[[RankingData, ClickStats], np.ndarray]:
+    r"""The direct-method relevance model of DR gains, fitted on the cluster.
+
+    Returns ``relevance(keys, stats)`` for :func:`clickrank.targets.make_target`:
+    the model of :func:`clickrank.targets.relevance_model` (a Poisson
+    regression of the clicks on the features with the exposure as offset,
+    :math:`C(d) \sim \mathrm{Poisson}(E(d) e^{f(x_d)})`, fitted as the rate
+    :math:`C/E` with weight :math:`E` on the shown rows, cross-fitted over
+    ``folds`` folds of the queries drawn as it draws them) grown by XGBoost's
+    ``SparkXGBRegressor`` (:data:`RELEVANCE_XGB`) where the features are. The
+    click statistics and fold of every row go to the cluster as a table
+    ``(query, doc, row, fold, rate, exposure, shown)``; one prediction per row
+    comes back. The features stay on the cluster.
+    """
+    folds = int(check_positive(folds, name="folds", integer=True))
+
+    def relevance(keys: RankingData, stats: ClickStats) -> np.ndarray:
+        from pyspark.sql import functions as F
+        from xgboost.spark import SparkXGBRegressor
+
+        from .engine._spark import to_polars
+
+        cols = feature_columns(features.schema, source)
+        fold = np.random.default_rng(seed).permutation(keys.n_queries) % folds
+        table = pl.DataFrame({
+            "query": np.repeat(keys.qid, keys.lengths), "doc": keys.doc,
+            "row": np.arange(keys.n_docs, dtype=np.int64), "fold": fold[keys.query_index],
+            "rate": stats.ratio(), "exposure": stats.exposure, "shown": stats.shown,
+        })  # fmt: skip
+        spark = features.sparkSession
+        feats = features.select("query", "doc", *[F.col(c).cast("float").alias(c) for c in cols])
+        rows = feats.join(spark.createDataFrame(table.to_arrow()), on=["query", "doc"]).persist()
+        out = np.zeros(keys.n_docs)
+        try:
+            for f in range(folds):  # a handful of distributed fits, not a loop over rows
+                held = F.col("fold") == f if folds > 1 else F.lit(True)
+                fit = rows.filter(F.col("shown") & (~held if folds > 1 else F.lit(True)))
+                model = SparkXGBRegressor(
+                    features_col=cols, label_col="rate", weight_col="exposure",
+                    num_workers=int(num_workers), random_state=int(seed), **RELEVANCE_XGB,
+                ).fit(fit)  # fmt: skip
+                pred = to_polars(model.transform(rows.filter(held)).select("row", "prediction"))
+                out[pred["row"].to_numpy()] = pred["prediction"].to_numpy()
+        finally:
+            rows.unpersist()
+        return np.clip(out, 0.0, 1.0)
+
+    return relevance
+
+
 def spark_target(
     features: Any,
     log: Any,
@@ -206,13 +277,19 @@ def spark_target(
     clip: float | str | None = "auto",
     normalize: str = "none",
     naive_kind: str = "clicks",
+    seed: int = 0,
+    num_workers: int = 2,
+    folds: int = 5,
     source: str = "features",
 ) -> tuple[pl.DataFrame, Target]:
     """Clickrank's target ``name`` for the documents of a Spark feature table.
 
     Collects the keys (:func:`key_data`), builds the target with
     :func:`clickrank.targets.make_target` from ``log`` (a Spark or polars
-    click log) and returns the table of :func:`gains_table` with the target.
+    click log; for ``dr``, with the relevance model of :func:`spark_relevance`
+    on ``num_workers`` workers, cross-fitted over ``folds`` folds drawn with
+    ``seed``) and returns the table of
+    :func:`gains_table` with the target.
 
     Raises
     ------
@@ -220,18 +297,18 @@ def spark_target(
         If ``name`` is not one of :data:`DISTRIBUTED_TARGETS`.
     """
     if name not in DISTRIBUTED_TARGETS:
-        why = (
-            "dr fits its direct-method model on the features, which stay on the cluster"
-            if name == "dr"
-            else "it has no per-document gains"
-        )
         raise InputError(
             f"distributed training takes the targets {', '.join(DISTRIBUTED_TARGETS)}, "
-            f"not {name!r} ({why})"
+            f"not {name!r} (it has no per-document gains)"
         )
     keys = key_data(features, source)
+    direct = None
+    if name == "dr":
+        direct = spark_relevance(features, folds=folds, seed=seed, num_workers=num_workers,
+                                 source=source)  # fmt: skip
     target = make_target(name, keys, log, propensities, candidates=candidates, clip=clip,
-                         normalize=normalize, naive_kind=naive_kind)  # fmt: skip
+                         normalize=normalize, naive_kind=naive_kind, seed=seed,
+                         relevance=direct)  # fmt: skip
     return gains_table(keys, target), target
 
 

@@ -314,6 +314,30 @@ def test_tampered_model_json_is_refused(saved, tmp_path):
         load_model(copy)
 
 
+# -- doubly robust gains ----------------------------------------------------------------
+
+
+def test_dr_direct_model_on_the_cluster(synth):
+    """DR on the cluster: the direct-method model is clickrank's (a cross-fitted Poisson
+    regression of C/E with weight E), grown by XGBoost on the executors; the gains are
+    clickrank's DR formula with that relevance, row for row."""
+    from clickrank.distributed import spark_relevance
+    from clickrank.targets import click_stats, dr, relevance_model
+
+    train, log = synth["train"], synth["log"]
+    keys = key_data(synth["features"])
+    assert np.array_equal(keys.qid, train.qid) and np.array_equal(keys.doc, train.doc)
+    r = spark_relevance(synth["features"], folds=2, seed=1)(keys, click_stats(keys, log, THETA))
+    local = relevance_model(train, click_stats(train, log, THETA), folds=2, seed=1)
+    assert np.corrcoef(r, local)[0, 1] > 0.95  # the same model, grown by another library
+    assert abs(r.mean() - local.mean()) < 0.01
+    table, target = spark_target(synth["features"], log, "dr", THETA, clip=None, seed=1,
+                                 folds=2)  # fmt: skip
+    want = dr(train, log, THETA, relevance=r, clip=None)
+    np.testing.assert_allclose(target.gains, want.gains, rtol=1e-6)
+    assert table.height == train.n_docs  # DR covers every document, shown or not
+
+
 # -- the command line --------------------------------------------------------------------
 
 
@@ -321,8 +345,7 @@ def test_tampered_model_json_is_refused(saved, tmp_path):
     ("extra", "message"),
     [
         (["--engine", "polars", "--target", "naive"], "add --engine spark"),
-        (["--engine", "spark", "--target", "auto"], "supports --target naive or ips, not auto"),
-        (["--engine", "spark", "--target", "dr"], "not dr (dr fits a direct-method"),
+        (["--engine", "spark", "--target", "auto"], "supports --target naive or ips or dr, not auto"),
         (["--engine", "spark", "--target", "ips-pairs"], "not ips-pairs"),
         (["--engine", "spark", "--target", "naive", "--workers", "0"], "--workers must be"),
         (["--engine", "spark", "--target", "naive", "--leaves", "8"], "--leaves (XGBoost"),

@@ -360,9 +360,8 @@ def _check_distributed(engine, target, valid_path, logging_path, leaves, workers
     if engine != "spark":
         raise click.UsageError("--distributed trains on a Spark cluster: add --engine spark")
     if target not in DISTRIBUTED_TARGETS:
-        why = {"dr": "dr fits a direct-method model on the features, which stay on the cluster",
-               "auto": "auto's selection among targets runs on one machine"}.get(
-                   target, "its gains or pairs are built on one machine")  # fmt: skip
+        why = {"auto": "auto's selection among targets runs on one machine"}.get(
+            target, "it has no per-document gains")  # fmt: skip
         raise click.UsageError(f"--distributed supports --target {supported}, not {target} ({why})")
     given = (("--valid", valid_path), ("--logging-model", logging_path),
              ("--leaves (XGBoost's trees are shaped by --max-depth)", leaves))  # fmt: skip
@@ -389,7 +388,9 @@ def _distributed(data_path, log_path, theta_path, target, spec, options, out_dir
     features = read_spark_data(data_path, spark)
     log = open_log(log_path, master)
     theta = T.read_theta(theta_path) if theta_path is not None else None
-    table, tgt = spark_target(features, log, target, theta, source=str(data_path), **options)
+    table, tgt = spark_target(features, log, target, theta, source=str(data_path),
+                              seed=spec["seed"], num_workers=spec["num_workers"],
+                              **options)  # fmt: skip
     click.echo(tgt.summary(), err=True)
     model = SparkRanker(**spec).fit(features, table, target_name=target)
     path = model.save(out_dir, overwrite=force)

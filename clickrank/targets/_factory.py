@@ -6,8 +6,10 @@ means the same everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from .._validation import InputError
@@ -49,6 +51,7 @@ def make_target(
     seed: int = 0,
     stats: ClickStats | None = None,
     click_model: str | None = None,
+    relevance: Callable[[RankingData, ClickStats], np.ndarray] | None = None,
 ) -> Target:
     """The target called ``name`` for ``data`` from ``log``.
 
@@ -69,6 +72,9 @@ def make_target(
     names the model a model-aware target fits to the log instead of its
     default (:data:`MODEL_AWARE`), e.g. ``"ubm"`` for ``cascade-ips`` when
     ``clickrank fit-clicks`` found that UBM describes the users best.
+    ``relevance(data, stats)`` gives ``"dr"`` its direct-method predictions
+    instead of :func:`~clickrank.targets.relevance_model` (e.g. a model fitted
+    on a Spark cluster, :func:`clickrank.distributed.spark_relevance`).
     """
     if name == "oracle":
         return oracle(data)
@@ -89,7 +95,8 @@ def make_target(
         return ips(data, None, None, normalize=normalize, candidates=candidates,
                    stats=stats.clipped(clip))  # fmt: skip
     if name == "dr":
-        return dr(data, None, None, clip=clip, seed=seed, stats=stats,
+        r = None if relevance is None else relevance(data, stats)
+        return dr(data, None, None, relevance=r, clip=clip, seed=seed, stats=stats,
                   candidates="shown" if candidates == "shown" else "all")  # fmt: skip
     pair_candidates = "shown" if candidates in ("auto", "hybrid") else candidates
     if name == "unbiased-lambdamart":
