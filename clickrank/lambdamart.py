@@ -25,7 +25,7 @@ from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
 from .datasets import RankingData, feature_matrix
-from .lambdas import SessionStep, lambdas, pair_lambdas, position_bias_update
+from .lambdas import SessionStep, lambda_objective, pair_lambdas, position_bias_update
 from .targets import SessionLists, Target, oracle
 
 __all__ = ["LambdaMART", "load_model"]
@@ -290,21 +290,12 @@ class LambdaMART:
         sigma = float(self.sigma)
         norm = bool(self.normalize)
         weighting = self.weighting
+        threads = int(self.n_jobs)
 
         if gains is not None:
-
-            def fobj(preds, _dataset):
-                lam = lambdas(
-                    preds,
-                    gains,
-                    qptr,
-                    sigma=sigma,
-                    weighting=weighting,
-                    truncation=trunc,
-                    normalize=norm,
-                    doc_weights=doc_weights,
-                )
-                return -lam.forces, lam.weights
+            fobj = lambda_objective(gains, qptr, sigma=sigma, weighting=weighting,
+                                    truncation=trunc, normalize=norm, doc_weights=doc_weights,
+                                    n_threads=threads)  # fmt: skip
 
         elif isinstance(pairs, SessionLists):
             return self._session_objective(pairs)

@@ -35,10 +35,12 @@ labels (0, 3, 1, 0, 2, 0) at scores (2.5, ..., 0) the RankNet forces are
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._segments import ranks as _ranks
 from ._segments import segment_ids
@@ -47,6 +49,7 @@ from ._validation import InputError, check_positive, check_qptr
 __all__ = [
     "Lambdas",
     "lambdas",
+    "lambda_objective",
     "pair_lambdas",
     "SessionLambdas",
     "session_lambdas",
@@ -148,10 +151,11 @@ def _stable_order_desc(s, cnt, order):  # pragma: no cover
 
 
 @njit(cache=True, error_model="numpy")
-def _lambda_kernel(
-    scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, doc_w, use_w, forces, weights
-):
-    """LambdaRank / RankNet forces for every query (LightGBM's loop, exact sigmoid).
+def _lambda_queries(
+    q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, doc_w, use_w, forces,
+    weights,
+):  # fmt: skip
+    """LambdaRank / RankNet forces for queries ``q0..q1-1`` (LightGBM's loop, exact sigmoid).
 
     With ``use_w`` each pair's weight is multiplied by ``doc_w[i] * doc_w[j]``.
 
@@ -159,14 +163,13 @@ def _lambda_kernel(
     ``e = exp(sigma (s - max s))`` (one ``exp`` per document instead of per
     pair); when both terms underflow it falls back to the direct formula.
     """
-    nq = qptr.shape[0] - 1
     longest = 1
-    for q in range(nq):
+    for q in range(q0, q1):
         longest = max(longest, qptr[q + 1] - qptr[q])
-    order_buf = np.empty(longest, np.int64)  # buffers reused by every query
+    order_buf = np.empty(longest, np.int64)  # buffers reused by every query of the block
     g_buf = np.empty(longest)
     ex = np.empty(longest)
-    for q in range(nq):
+    for q in range(q0, q1):
         a = qptr[q]
         cnt = qptr[q + 1] - a
         for r in range(a, a + cnt):
@@ -602,6 +605,39 @@ def delta_ndcg(gains, qptr, i, j, *, scores=None) -> np.ndarray:
     return np.where(m > 0, out, 0.0)
 
 
+@njit(cache=True, parallel=True)
+def _lambda_blocks(bounds, scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, doc_w,
+                   use_w, forces, weights):  # fmt: skip
+    """:func:`_lambda_queries` over blocks of queries on numba's threads (blocks write
+    disjoint rows, so the result is the serial one, bit for bit)."""
+    for b in prange(bounds.shape[0] - 1):
+        _lambda_queries(bounds[b], bounds[b + 1], scores, gains, qptr, sigma, trunc, normalize,
+                        ndcg, disc, doc_w, use_w, forces, weights)  # fmt: skip
+
+
+def query_blocks(qptr: np.ndarray, trunc: int, n_blocks: int) -> np.ndarray:
+    """``n_blocks + 1`` query offsets that split the pair work (about ``n * min(n, trunc)``
+    per query of ``n`` documents) into nearly equal blocks."""
+    n = np.diff(qptr).astype(np.float64)
+    work = np.cumsum(n * np.minimum(n, trunc))
+    total = work[-1] if work.size else 0.0
+    inner = np.searchsorted(work, total * np.arange(1, n_blocks) / n_blocks, side="right")
+    return np.unique(np.concatenate([[0], inner, [n.size]])).astype(np.int64)
+
+
+def _run_lambda_kernel(n_threads: int, *args) -> None:
+    """:func:`_lambda_queries` (its arguments after ``q0, q1``) on ``n_threads`` threads;
+    one thread uses no thread pool at all."""
+    qptr, trunc = args[2], args[4]
+    nq = qptr.shape[0] - 1
+    threads = min(int(n_threads), numba.config.NUMBA_NUM_THREADS, max(nq, 1))
+    if threads <= 1:
+        _lambda_queries(0, nq, *args)
+        return
+    numba.set_num_threads(threads)
+    _lambda_blocks(query_blocks(qptr, trunc, 4 * threads), *args)  # a few blocks per thread
+
+
 def lambdas(
     scores,
     gains,
@@ -612,6 +648,7 @@ def lambdas(
     truncation: int | None = None,
     normalize: bool = False,
     doc_weights=None,
+    n_threads: int = 1,
 ) -> Lambdas:
     r"""LambdaRank (or RankNet) forces and Newton weights for all queries.
 
@@ -656,6 +693,9 @@ def lambdas(
         :math:`|\Delta Z_{ij}|` is multiplied by :math:`m_i m_j` (e.g. never-shown
         documents as weak negatives, :func:`clickrank.targets.ips` with
         ``candidates="hybrid"``). None: all 1.
+    n_threads : int
+        Threads (blocks of queries in parallel, numba); the result does not
+        depend on it.
 
     Returns
     -------
@@ -669,28 +709,82 @@ def lambdas(
     >>> np.round(f, 3).tolist()
     [-0.383, 0.286, -0.005, -0.052, 0.184, -0.031]
     """
-    g = _vec(gains, None, "gains")
-    if np.any(g < 0):
-        raise InputError("gains must be non-negative")
-    n = g.shape[0]
-    s = _vec(scores, n, "scores")
-    qptr = check_qptr(qptr, n)
-    sigma = float(check_positive(sigma, name="sigma"))
-    if weighting not in ("ndcg", "none"):
-        raise InputError(f"weighting must be 'ndcg' or 'none', got {weighting!r}")
-    forces = np.empty(n)
-    weights = np.empty(n)
-    max_len = int(np.diff(qptr).max()) if len(qptr) > 1 else 0
-    disc = 1.0 / np.log2(2.0 + np.arange(max_len))  # D(p) at 0-based rank p - 1
-    use_w = doc_weights is not None
-    w = _vec(doc_weights, n, "doc_weights") if use_w else np.empty(0)
-    if use_w and np.any(w < 0):
-        raise InputError("doc_weights must be non-negative")
-    _lambda_kernel(
-        s, g, qptr, sigma, _truncation(truncation), bool(normalize), weighting == "ndcg", disc,
-        w, use_w, forces, weights,
-    )  # fmt: skip
+    kernel = _LambdaKernel(gains, qptr, sigma, weighting, truncation, normalize, doc_weights,
+                           n_threads)  # fmt: skip
+    forces, weights = np.empty(kernel.n), np.empty(kernel.n)
+    kernel(_vec(scores, kernel.n, "scores"), forces, weights)
     return Lambdas(forces, weights)
+
+
+class _LambdaKernel:
+    """:func:`lambdas` for fixed gains and queries: checked and prepared once, then called
+    once per boosting round with the scores and output buffers."""
+
+    def __init__(self, gains, qptr, sigma, weighting, truncation, normalize, doc_weights,
+                 n_threads):  # fmt: skip
+        g = _vec(gains, None, "gains")
+        if np.any(g < 0):
+            raise InputError("gains must be non-negative")
+        self.n = n = g.shape[0]
+        qptr = check_qptr(qptr, n)
+        sigma = float(check_positive(sigma, name="sigma"))
+        if weighting not in ("ndcg", "none"):
+            raise InputError(f"weighting must be 'ndcg' or 'none', got {weighting!r}")
+        max_len = int(np.diff(qptr).max()) if len(qptr) > 1 else 0
+        disc = 1.0 / np.log2(2.0 + np.arange(max_len))  # D(p) at 0-based rank p - 1
+        use_w = doc_weights is not None
+        w = _vec(doc_weights, n, "doc_weights") if use_w else np.empty(0)
+        if use_w and np.any(w < 0):
+            raise InputError("doc_weights must be non-negative")
+        self.threads = int(check_positive(n_threads, name="n_threads", integer=True))
+        self.args = (g, qptr, sigma, _truncation(truncation), bool(normalize),
+                     weighting == "ndcg", disc, w, use_w)  # fmt: skip
+
+    def __call__(self, scores: np.ndarray, forces: np.ndarray, weights: np.ndarray) -> None:
+        g, *rest = self.args
+        _run_lambda_kernel(self.threads, scores, g, *rest, forces, weights)
+
+
+def lambda_objective(
+    gains,
+    qptr,
+    *,
+    sigma: float = 1.0,
+    weighting: str = "ndcg",
+    truncation: int | None = None,
+    normalize: bool = False,
+    doc_weights=None,
+    n_threads: int = 1,
+):
+    """LightGBM's custom objective ``fobj(preds, dataset) -> (grad, hess)`` of :func:`lambdas`.
+
+    The gains and queries are checked once; every round reuses the same
+    buffers and returns float32 ``grad = -forces`` and ``hess = weights``,
+    which is what LightGBM casts the float64 results to (the same values,
+    without its copies and without new pages each round).
+
+    Examples
+    --------
+    >>> fobj = lambda_objective([0.0, 7.0, 1.0], [0, 3])
+    >>> grad, hess = fobj(np.array([2.0, 1.0, 0.0]), None)
+    >>> bool(np.allclose(grad, -lambdas([2.0, 1.0, 0.0], [0.0, 7.0, 1.0], [0, 3]).forces))
+    True
+    """
+    kernel = _LambdaKernel(gains, qptr, sigma, weighting, truncation, normalize, doc_weights,
+                           n_threads)  # fmt: skip
+    forces, weights = np.empty(kernel.n), np.empty(kernel.n)
+    grad, hess = np.empty(kernel.n, np.float32), np.empty(kernel.n, np.float32)
+
+    def fobj(preds, _dataset):
+        s = np.ascontiguousarray(preds, dtype=np.float64)
+        if s.shape != (kernel.n,) or not math.isfinite(float(s.sum())):  # no temporary array
+            _vec(s, kernel.n, "scores")  # the precise error
+        kernel(s, forces, weights)
+        np.negative(forces, out=grad, casting="same_kind")
+        hess[:] = weights
+        return grad, hess
+
+    return fobj
 
 
 def _check_pairs(

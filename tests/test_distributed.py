@@ -345,7 +345,10 @@ def test_dr_direct_model_on_the_cluster(synth):
     ("extra", "message"),
     [
         (["--engine", "polars", "--target", "naive"], "add --engine spark"),
-        (["--engine", "spark", "--target", "auto"], "supports --target naive or ips or dr, not auto"),
+        (
+            ["--engine", "spark", "--target", "auto"],
+            "supports --target naive or ips or dr, not auto",
+        ),
         (["--engine", "spark", "--target", "ips-pairs"], "not ips-pairs"),
         (["--engine", "spark", "--target", "naive", "--workers", "0"], "--workers must be"),
         (["--engine", "spark", "--target", "naive", "--leaves", "8"], "--leaves (XGBoost"),
