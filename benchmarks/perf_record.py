@@ -8,9 +8,10 @@ between machines; each entry records its target and the command of the full benc
 * ``simulate/<model>``: ``simulate`` of ``--sessions`` sessions x 10 (in-memory log) over
   ``rng.random(sessions * 10 * n_uniforms)`` (``bench_simulation.py``); targets 3x for
   PBM, 5x for the others.
-* ``lambdamart/<docs>x<per query>``: clickrank LambdaMART (oracle target, 20 trees, 31
-  leaves, truncation 30) over LightGBM's built-in lambdarank, same trees, one thread
-  (``bench_lambdamart.py``); target 1.1x.
+* ``lambdamart/<docs>x<per query>[/2threads]``: clickrank LambdaMART (oracle target, 20
+  trees, 31 leaves, truncation 30) over LightGBM's built-in lambdarank, same trees, on one
+  and two threads, 10^4-10^6 documents and 10-1000 per query (``bench_lambdamart.py``);
+  target 1.1x.
 * ``unbiased-lambdamart/fit``: building the Unbiased LambdaMART target and fitting 100
   trees over the same for the IPS target, on MQ2008 Fold1 (or synthetic data without it)
   with a 10^5-session swap log (``debiasing_real.py --methods default,unbiased-lambdamart``
@@ -58,7 +59,11 @@ _SIM_LEFT = (
 #: does not fail on them. Remove an entry when its work is done.
 OPEN = {
     **{f"simulate/{m}": _SIM_LEFT for m in ("pbm", "trust", "cascade", "ubm")},
-    "lambdamart/": "issue 21 item 2: 100-1000 per query, 2 threads and 1e6 documents not done",
+}
+#: Rows still above their target, and why (a lambdamart row is open only when over 1.1x).
+OPEN_OVER = {
+    "lambdamart/": "issue 21 item 2: the pair loop of long lists (100-1000 per query) is "
+    "~12% slower than LightGBM's (its sigmoid table, float32 accumulators)",
 }
 
 
@@ -107,27 +112,33 @@ def record_simulation(n: int, repeats: int) -> dict:
     return out
 
 
-def record_lambdamart(repeats: int, threads: int = 1) -> dict:
+def record_lambdamart(repeats: int) -> dict:
+    """Ours over LightGBM's lambdarank at 10^4-10^6 documents, 10-1000 per query, on 1 and 2
+    threads (keys ``lambdamart/<docs>x<per query>`` and ``.../2threads``)."""
     cfg = {"n_estimators": 20, "learning_rate": 0.1, "num_leaves": 31, "max_depth": -1,
            "min_data_in_leaf": 20, "truncation_level": 30}  # fmt: skip
     out = {}
-    for n_docs, m in ((10_000, 30), (100_000, 30), (100_000, 10)):
-        data = synthetic(n_docs // m, m, seed=1)
+    sizes = ((10_000, 30), (100_000, 30), (100_000, 10), (100_000, 100), (100_000, 1000),
+             (1_000_000, 30))  # fmt: skip
+    for threads in (1, 2):
+        for n_docs, m in sizes:
+            data = synthetic(n_docs // m, m, seed=1)
 
-        def ours(data=data):
-            LambdaMART(**cfg, n_jobs=threads).fit(data)
+            def ours(data=data, threads=threads):
+                LambdaMART(**cfg, n_jobs=threads).fit(data)
 
-        def theirs(data=data):
-            dset = lgb.Dataset(data.X, data.y, group=data.lengths)
-            lgb.train(_builtin_params(cfg, threads), dset, cfg["n_estimators"])
+            def theirs(data=data, threads=threads):
+                dset = lgb.Dataset(data.X, data.y, group=data.lengths)
+                lgb.train(_builtin_params(cfg, threads), dset, cfg["n_estimators"])
 
-        ours()
-        r = _ratio(ours, theirs, repeats)
-        out[f"lambdamart/{n_docs}x{m}"] = {
-            "ratio": r, "target": 1.1,
-            "command": f"python benchmarks/bench_lambdamart.py --quick --threads {threads}",
-        }  # fmt: skip
-        print(f"lambdamart/{n_docs}x{m:<5} {r:6.2f}x  (target <= 1.1x)", flush=True)
+            ours()
+            r = _ratio(ours, theirs, repeats)
+            name = f"lambdamart/{n_docs}x{m}" + ("" if threads == 1 else "/2threads")
+            out[name] = {
+                "ratio": r, "target": 1.1,
+                "command": f"python benchmarks/bench_lambdamart.py --threads {threads}",
+            }  # fmt: skip
+            print(f"{name:<32} {r:6.2f}x  (target <= 1.1x)", flush=True)
     return out
 
 
@@ -204,6 +215,9 @@ def main() -> None:
     for name, fig in record["figures"].items():
         for prefix, why in OPEN.items():
             if name.startswith(prefix):
+                fig["open"] = why
+        for prefix, why in OPEN_OVER.items():
+            if name.startswith(prefix) and fig["ratio"] > fig["target"]:
                 fig["open"] = why
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}")
