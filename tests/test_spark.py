@@ -524,3 +524,15 @@ def test_dead_master_is_one_line(logged, tmp_path):
     assert res.returncode != 0
     lines = (res.stdout + res.stderr).strip().splitlines()
     assert lines == [f"Error: cannot reach the Spark master {url}: Connection refused"], lines
+
+
+def test_cluster_that_cannot_start_is_one_line(tmp_path):
+    """A worker that exits at start (an invalid --memory) stops the cluster and says why in
+    one line, with the end of that worker's log; no process is left behind."""
+    from clickrank._validation import InputError
+
+    cluster = StandaloneCluster(workers=1, memory="lots", folder=tmp_path / "c", timeout=60)
+    with pytest.raises(InputError, match="did not start") as err:
+        cluster.start()
+    assert "\n" not in str(err.value) and "worker-0.log: Spark printed its usage" in str(err.value)
+    assert cluster.master is None and cluster.workers == []

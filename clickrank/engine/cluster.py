@@ -58,6 +58,18 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
+def _log_reason(text: str) -> str:
+    """The line of a daemon's log that says why it stopped: its first error, or that Spark
+    printed its usage (an argument it refused), or else the last lines."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if " ERROR " in ln or "Exception" in ln:
+            return ln
+    if any(ln.startswith("Usage:") for ln in lines):
+        return "Spark printed its usage: it refused an argument (cores, memory, host or port)"
+    return " | ".join(lines[-3:]) or "(empty)"
+
+
 def code_zip(path: str | os.PathLike | None = None) -> Path:
     """Zip the importable ``clickrank`` package (Python files and bundled data) for
     ``spark-submit --py-files`` or ``SparkContext.addPyFile``.
@@ -227,10 +239,10 @@ class StandaloneCluster:
                 break
             time.sleep(0.25)
         assert self.folder is not None
-        tail = (self.folder / f"{log}.log").read_text(errors="replace").strip().splitlines()[-3:]
+        text = (self.folder / f"{log}.log").read_text(errors="replace")
         raise InputError(
-            f"the Spark standalone cluster did not start ({what}: {why}); "
-            f"{log}.log ends: {' | '.join(tail) or '(empty)'}"
+            f"the Spark standalone cluster did not start ({what}: {why}); {log}.log: "
+            f"{_log_reason(text)}"
         )
 
     def session(self, **conf: str) -> Any:
