@@ -18,8 +18,8 @@ module trains where the features live:
    ``rank:ndcg`` (LambdaMART) with linear gains (``ndcg_exp_gain=False``, so
    the float gains of IPS are taken as they are), one XGBoost worker per Spark
    task, the rows of each query in one task (``qid_col``).
-4. **Model selection on held-out clicks.** A fraction of the queries, chosen
-   by a hash of the query id and the seed, is the validation set
+4. **Model selection on held-out clicks.** A fraction of the queries, drawn
+   from the seed over the sorted query ids, is the validation set
    (``validation_indicator_col``): XGBoost's ``ndcg@k`` on their gains is, with
    linear gains, a per-query normalised counterfactual DCG@k estimate from
    held-out clicks. Early stopping picks the number of trees; the model is then
@@ -35,7 +35,6 @@ used.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -240,6 +239,8 @@ def spark_relevance(
         from .engine._spark import to_polars
 
         cols = feature_columns(features.schema, source)
+        # relevance_model's folds (selection.query_folds' first split; importing it would
+        # close an import cycle through lambdamart.load_model)
         fold = np.random.default_rng(seed).permutation(keys.n_queries) % folds
         table = pl.DataFrame({
             "query": np.repeat(keys.qid, keys.lengths), "doc": keys.doc,
@@ -313,17 +314,16 @@ def spark_target(
 
 
 def validation_queries(queries: Any, fraction: float, seed: int) -> np.ndarray:
-    """Which queries are held out: a hash of ``(seed, query id)`` below ``fraction``.
+    """Which queries are held out: a uniform draw below ``fraction`` per distinct query id.
 
-    The hash (BLAKE2b of the seed and the id's text) depends on nothing else,
-    so the split is the same for any order of the rows, any number of
-    workers, and on one machine.
+    The ids are sorted (``np.unique``) and drawn from ``seed`` in that order,
+    so the split depends only on the set of queries and the seed: the same
+    for any order of the rows, any number of workers, and on one machine.
+    One vectorised pass, however many queries.
     """
-    out = np.empty(len(queries), dtype=bool)
-    for i, q in enumerate(queries):
-        h = hashlib.blake2b(f"{seed}\x00{q}".encode(), digest_size=8).digest()
-        out[i] = int.from_bytes(h, "little") / 2.0**64 < fraction
-    return out
+    ids, inverse = np.unique(np.asarray(queries), return_inverse=True)
+    held = np.random.default_rng(seed).random(ids.size) < fraction
+    return held[inverse.reshape(-1)]
 
 
 class SparkRanker:
