@@ -431,3 +431,57 @@ def read_xgb_model(path: Path, meta: dict[str, Any], meta_path: Path) -> bytes:
         raise DataFormatError(f"cannot read ({err.strerror})", path=path) from None
     _check_digest(raw, meta, path, meta_path)
     return raw
+
+
+# -- a weighted sum of LightGBM models as one model (clickrank.lambdamart.LambdaMART.average) ----
+
+
+def _tree_blocks(text: str) -> tuple[str, list[str], str]:
+    """(header, tree blocks, tail) of a LightGBM text model, cut where ``tree_sizes`` says."""
+    end = text.find("\nend of trees")
+    first = text.find("\nTree=")
+    if end < 0:
+        raise ValueError("a LightGBM text model has an 'end of trees' line")
+    if not 0 <= first < end:
+        return text[: end + 1], [], text[end + 1 :]
+    header = text[: first + 1]
+    sizes = next(line for line in header.split("\n") if line.startswith("tree_sizes="))
+    offsets = np.cumsum([first + 1, *(int(v) for v in sizes[len("tree_sizes=") :].split())])
+    blocks = [text[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    return header, blocks, text[int(offsets[-1]) :]
+
+
+def _scaled(block: str, index: int, weight: float) -> str:
+    """One tree block renumbered ``index``, its leaf (and internal) values times ``weight``."""
+    lines = block.split("\n")
+    lines[0] = f"Tree={index}"
+    for i, line in enumerate(lines):
+        key, _, values = line.partition("=")
+        if key in ("leaf_value", "internal_value") and values:
+            lines[i] = key + "=" + " ".join(repr(float(v) * weight) for v in values.split(" "))
+    return "\n".join(lines)
+
+
+def merge_trees(texts: list[str], weights: list[float]) -> str:
+    r"""One LightGBM text model scoring :math:`\sum_m w_m f_m(x)`: every model's trees in turn.
+
+    A tree ensemble's score is the sum of its trees' leaf values, so the
+    weighted sum of models is the concatenation of their trees with each
+    leaf value (and internal value, which SHAP contributions read) scaled by
+    its model's weight. The header and the parameters are the first model's,
+    with ``tree_sizes`` recomputed; feature importances are left out (LightGBM
+    recomputes them from the trees).
+    """
+    if len(texts) != len(weights) or not texts:
+        raise ValueError("merge_trees needs one weight per model and at least one model")
+    header, _, tail = _tree_blocks(texts[0])
+    trees: list[str] = []
+    for text, w in zip(texts, weights):
+        for block in _tree_blocks(text)[1]:
+            trees.append(_scaled(block, len(trees), float(w)))
+    sizes = " ".join(str(len(t.encode("utf-8"))) for t in trees)
+    lines = [f"tree_sizes={sizes}" if s.startswith("tree_sizes=") else s
+             for s in header.split("\n")]  # fmt: skip
+    params = tail.find("\nparameters:")
+    tail = "end of trees\n" + (tail[params:] if params >= 0 else "\n")
+    return "\n".join(lines) + "".join(trees) + tail

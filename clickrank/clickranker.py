@@ -15,11 +15,21 @@ call. It owns the whole default:
    rankings, one term per query. Member :math:`a` against :math:`b` is a paired
    comparison over queries, :math:`\bar d \pm \mathrm{SE}` with
    :math:`d_q = t_q(a) - t_q(b)`.
-3. **A variance-aware rule.** The member with the best mean is kept only when
-   it beats the members earlier in :data:`FAMILY`'s order (the simpler, safer
-   ones) by more than ``tolerance`` paired standard errors; otherwise the first
-   member within that margin is taken (the one-standard-error rule of
-   Hastie et al. (2009), §7.10, towards the safer end).
+3. **The average of the members, not the pick of one** (``combine="average"``,
+   the default). The members' counterfactual scores are usually within a
+   standard error of each other, so picking the best one picks noise (the
+   winner's curse); averaging their scores keeps what they agree on and cancels
+   much of what each gets wrong (model averaging as in Breiman's (1996)
+   argument for bagging unstable predictors). Each member is scaled by the
+   spread of its scores within a query, so each has the same say; members the
+   unseen guard rejects are left out. The average is one LightGBM model
+   (:meth:`~clickrank.lambdamart.LambdaMART.average`), scored out of fold like
+   any member. Measured on the issue-18 suite (docs/lambdamart.md, "The
+   robustness suite"). ``combine="select"``: the member with the best mean is
+   kept only when it beats the members earlier in :data:`FAMILY`'s order (the
+   simpler, safer ones) by more than ``tolerance`` paired standard errors;
+   otherwise the first member within that margin is taken (the one-standard-error
+   rule of Hastie et al. (2009), §7.10, towards the safer end).
 4. **A high-confidence safety check** (as GENSPEC, Oosterhuis & de Rijke (2021)):
    the counterfactual gain of the chosen ranker over the *safe* ranker (the
    logging ranker when it is given as a model, else the naive member), with a
@@ -64,6 +74,8 @@ FAMILY: dict[str, tuple[str, dict[str, Any]]] = {  # names: specs._names.CLICK_F
 }
 #: The members tried by default.
 DEFAULT_FAMILY: tuple[str, ...] = tuple(FAMILY)
+#: Name of the members' average (``combine="average"``).
+AVERAGE = "average"
 #: Members that need propensities.
 _NEEDS_THETA = ("ips-shown", "ips-hybrid", "ips-all", "dr")
 
@@ -109,6 +121,18 @@ class Comparison:
         return dict(self.__dict__)
 
 
+def _spread(scores: np.ndarray, qptr: np.ndarray) -> float:
+    """Root mean square of scores around their query's mean: the scale that ranks.
+
+    (1 for constant scores, which rank nothing whatever their weight.)"""
+    from ._segments import lengths, segment_ids
+
+    q = segment_ids(qptr)
+    mean = np.bincount(q, weights=scores, minlength=qptr.size - 1) / np.maximum(lengths(qptr), 1)
+    spread = float(np.sqrt(np.mean((scores - mean[q]) ** 2)))
+    return spread if spread > 0 else 1.0
+
+
 def logged_ranking(stats: Any) -> np.ndarray:
     """Scores that order each query's documents as the log shows them: by mean position.
 
@@ -147,8 +171,11 @@ class ClickRanker:
         never-shown documents as irrelevant favours rankers that copy the
         logger's cut-off (measured: it picks naive clicks on MQ2008, the worst
         member there). Each member's trees are still chosen on all documents.
+    combine : {"average", "select"}
+        Offer the average of the eligible members (default) or select one of
+        them by the one-SE rule below (see the module notes).
     tolerance : float
-        One-SE rule: the best member must beat every safer member by more than
+        ``combine="select"``'s one-SE rule: the best member must beat every safer member by more than
         ``tolerance`` paired standard errors (0, the default: the best paired mean;
         measured, 1 costs 0.009 NDCG@10 on average over 16 MQ2008 setups (whole folds
         and folds cut to 14 documents per query), because
@@ -226,6 +253,7 @@ class ClickRanker:
         *,
         family: tuple[str, ...] | list[str] = DEFAULT_FAMILY,
         validation: str = "ips",
+        combine: str = "average",
         restrict: bool = True,
         tolerance: float = 0.0,
         unseen_guard: float | None = 0.1,
@@ -249,6 +277,7 @@ class ClickRanker:
     ) -> None:
         self.family = family
         self.validation = validation
+        self.combine = combine
         self.restrict = restrict
         self.tolerance = tolerance
         self.unseen_guard = unseen_guard
@@ -274,6 +303,7 @@ class ClickRanker:
         """Constructor parameters."""
         return {
             "family": list(self.family), "validation": self.validation,
+            "combine": self.combine,
             "restrict": self.restrict, "tolerance": self.tolerance,
             "unseen_guard": self.unseen_guard, "safe": self.safe,
             "fallback": self.fallback, "fallback_eps": self.fallback_eps,
@@ -293,6 +323,8 @@ class ClickRanker:
             raise InputError(f"family must name members of {list(FAMILY)}, got {list(self.family)}")
         if self.validation not in ("ips", "dr", "clicks"):
             raise InputError(f"validation must be 'ips', 'dr' or 'clicks', got {self.validation!r}")
+        if self.combine not in ("average", "select"):
+            raise InputError(f"combine must be 'average' or 'select', got {self.combine!r}")
         if self.fallback not in ("proximal", "safe"):
             raise InputError(f"fallback must be 'proximal' or 'safe', got {self.fallback!r}")
         if not 0.5 <= float(self.confidence) < 1:
@@ -399,6 +431,18 @@ class ClickRanker:
         self.validation_ = cmp_val
         self.terms_ = oof
         self.terms_all_ = every  # the same rankings scored over every document (diagnostic)
+        self.average_, self.averaged_, self.prpo_average_ = None, [], None
+        candidates = list(family)
+        if self.combine == "average":
+            names = [m for m in family if m not in self._unseen_guard(family)]
+            if len(names) > 1:
+                cvs = [self.members_[m] for m in names]
+                oof[AVERAGE], every[AVERAGE], self.average_ = self._average(cvs, data, val,
+                                                                             cmp_val)  # fmt: skip
+                self.averaged_ = names
+                candidates.append(AVERAGE)
+                say(f"  {AVERAGE} of {', '.join(names)}: {cmp_val.metric_name(int(self.eval_at))} "
+                    f"{oof[AVERAGE].sum() / val.n_sessions:.4g}")  # fmt: skip
         logged = cmp_val.per_query(logged_ranking(stats), int(self.eval_at))
         self.terms_["logged"] = logged
         safe_name, safe_terms = "naive", oof.get("naive")
@@ -412,35 +456,73 @@ class ClickRanker:
             own = getattr(logging_model, "train_qid_", None)
             if own is not None:
                 self.checked_ = ~np.isin(np.asarray(data.qid), np.asarray(own))
-        self._choose(family, oof, safe_name, safe_terms, logged, val.n_sessions)
-        self.model_ = (
-            logging_model if self.choice_ == "logging" else self.members_[self.choice_].model_
-        )
+        self._choose(candidates, oof, safe_name, safe_terms, logged, val.n_sessions,
+                     prefer=AVERAGE if AVERAGE in candidates else None)  # fmt: skip
+        self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
         if self.choice_ == "logging" and self.fallback == "proximal":
             self._proximal_fallback(data, val, reference, reps, say)
         return self
 
-    def _proximal_fallback(self, data, val, reference, reps, say) -> None:
-        """No member is sure to beat the logger: the selected one, retrained with PRPO's
-        clipping around the logger's rankings (Gupta et al. (2024)), is offered instead."""
-        eps = float(self.fallback_eps)
-        cv = self._cv(reps, proximal=eps).fit(data, self.targets_[self.selected_],
-                                              validation=val, reference=reference)  # fmt: skip
-        name = f"{self.selected_}+prpo"
-        self.members_[name] = cv
-        self.model_ = cv.model_
-        self.choice_ = name
+    def candidate(self, name: str) -> Any:
+        """The fitted model of a member, of ``"average"`` or of a PRPO fallback, by name."""
+        check_is_fitted(self, "members_")
+        if name == AVERAGE and self.average_ is not None:
+            return self.average_
+        if name == f"{AVERAGE}+prpo" and getattr(self, "prpo_average_", None) is not None:
+            return self.prpo_average_
+        if name not in self.members_:
+            raise InputError(f"no candidate {name!r}; fitted: {[*self.members_, AVERAGE]}")
+        return self.members_[name].model_
+
+    def _average(self, cvs, data, val, cmp_val):
+        """The average of fitted selections ``cvs``: its out-of-fold terms on ``cmp_val``
+        and on ``val`` (each repetition's out-of-fold scores averaged, each member's
+        divided by its spread) and one model of the refitted members
+        (:meth:`LambdaMART.average`, the same weights on the refitted models' spreads)."""
+        from .lambdamart import LambdaMART
+
         k = int(self.eval_at)
-        terms = np.mean([self.validation_.per_query(s, k) for s in cv.oof_], axis=0)
+        runs = [np.mean([cv.oof_[r] / _spread(cv.oof_[r], data.qptr) for cv in cvs], axis=0)
+                for r in range(len(cvs[0].oof_))]  # fmt: skip
+        models = [cv.model_ for cv in cvs]
+        weights = [1 / (len(models) * _spread(m.predict(data.X), data.qptr)) for m in models]
+        return (np.mean([cmp_val.per_query(s, k) for s in runs], axis=0),
+                np.mean([val.per_query(s, k) for s in runs], axis=0),
+                LambdaMART.average(models, weights))  # fmt: skip
+
+    def _proximal_fallback(self, data, val, reference, reps, say) -> None:
+        """No candidate is sure to beat the logger: the selected member (for the average,
+        every averaged member, then their average), retrained with PRPO's clipping around
+        the logger's rankings (Gupta et al. (2024)), is offered instead."""
+        eps = float(self.fallback_eps)
+        member = self.selected_
+        members = self.averaged_ if member == AVERAGE else [member]
+        cvs = []
+        for m in members:
+            cv = self._cv(reps, proximal=eps).fit(data, self.targets_[m], validation=val,
+                                                  reference=reference)  # fmt: skip
+            self.members_[f"{m}+prpo"] = cv
+            cvs.append(cv)
+            say(f"  {m}+prpo: the fallback, {cv.best_params_}")
+        name = f"{member}+prpo"
+        k = int(self.eval_at)
+        if member == AVERAGE:
+            terms, self.terms_all_[name], self.model_ = self._average(cvs, data, val,
+                                                                      self.validation_)  # fmt: skip
+            self.prpo_average_ = self.model_
+        else:
+            terms = np.mean([self.validation_.per_query(s, k) for s in cvs[0].oof_], axis=0)
+            self.model_ = cvs[0].model_
+        self.choice_ = name
         self.terms_[name] = terms
         keep, logging = self.checked_, self.terms_["logging"]
         self.safety_["vs_safe"] = Comparison.of(name, "logging", terms[keep], logging[keep],
                                                 self.validation_.n_sessions,
                                                 float(self.confidence))  # fmt: skip
-        self.reason_ += (f"; offering {self.selected_} retrained with PRPO (eps {eps:g}) around "
+        what = f"the {AVERAGE} of its members" if member == AVERAGE else member
+        self.reason_ += (f"; offering {what} retrained with PRPO (eps {eps:g}) around "
                          "the logging ranker: its exposures stay within that factor of the "
                          "logger's")  # fmt: skip
-        say(f"  {name}: the fallback, {cv.best_params_}")
 
     def _validations(self, data, log, theta, stats, say):
         """The estimate trees are chosen on (every document, as LambdaMARTCV always has)
@@ -489,16 +571,18 @@ class ClickRanker:
             return {}
         return {m: 1 - v / top for m, v in total.items() if v < (1 - self.unseen_guard) * top}
 
-    def _choose(self, family, oof, safe_name, safe_terms, logged, n_sessions) -> None:
-        """The one-SE selection, then the safety check (sets choice_, table_, safety_, reason_)."""
+    def _choose(self, family, oof, safe_name, safe_terms, logged, n_sessions,
+                prefer: str | None = None) -> None:  # fmt: skip
+        """The candidate ``prefer`` (the average) or the one-SE selection, then the safety
+        check (sets choice_, table_, safety_, reason_)."""
         conf, tol = float(self.confidence), float(self.tolerance)
         scores = {m: oof[m].sum() / n_sessions for m in family}
         self.excluded_ = self._unseen_guard(family)
         eligible = [m for m in family if m not in self.excluded_] or list(family)
         best = max(eligible, key=lambda m: scores[m])
-        selected = best
-        for m in eligible:  # the first (safest) member the best does not clearly beat
-            if m == best:
+        selected = prefer if prefer in eligible else best
+        for m in eligible if selected == best else ():  # the first (safest) member the best
+            if m == best:  # does not clearly beat
                 break
             c = Comparison.of(best, m, oof[best], oof[m], n_sessions, conf)
             if c.gain <= tol * c.se:
@@ -515,6 +599,10 @@ class ClickRanker:
                        for m in family if m != safe_name}  # fmt: skip
         if len(family) == 1:
             why = f"{selected}: the one target asked for"
+        elif selected == prefer:
+            why = f"the {AVERAGE} of {', '.join(self.averaged_)}" + (
+                f" ({', '.join(self.excluded_)} excluded by the unseen guard)"
+                if self.excluded_ else "")  # fmt: skip
         elif selected == best:
             why = f"{selected} has the best counterfactual score" + (
                 f" ({', '.join(self.excluded_)} excluded by the unseen guard)"
@@ -524,14 +612,17 @@ class ClickRanker:
         choice = selected
         if self.safe and selected in vs_safe and vs_safe[selected].lower <= 0:
             # the members whose gain over the safe ranker is sure, best of them by the same rule
-            sure = [m for m in eligible if m in vs_safe and vs_safe[m].lower > 0]
+            # (the average is the one candidate tested: switching to whichever member clears
+            # the bound would be the best of several tests, optimistic by the winner's curse)
+            sure = [m for m in eligible if m in vs_safe and vs_safe[m].lower > 0
+                    and selected != prefer]  # fmt: skip
             if sure:
                 choice = max(sure, key=lambda m: scores[m])
                 why = (f"{selected} is not shown to beat {safe_name} at {conf:.0%}; "
                        f"{choice} is (bound {vs_safe[choice].lower:+.3g})")  # fmt: skip
             else:
                 choice = safe_name
-                why = (f"no member is shown to beat {safe_name} at {conf:.0%} "
+                why = (f"no candidate is shown to beat {safe_name} at {conf:.0%} "
                        f"(best bound {max(c.lower for c in vs_safe.values()):+.3g}): "
                        f"{safe_name} kept")  # fmt: skip
         self.choice_, self.reason_ = choice, why
@@ -549,7 +640,9 @@ class ClickRanker:
         rows = []
         every = getattr(self, "terms_all_", {})
         for m in family:
-            cv = self.members_[m]
+            cv = self.members_.get(m)
+            shape = cv.best_params_ if cv is not None else {
+                "n_estimators": self.average_.best_iteration_}  # fmt: skip
             vb = Comparison.of(m, best, oof[m], oof[best], n_sessions, conf)
             vs = vs_safe.get(m)
             rows.append({
@@ -559,9 +652,9 @@ class ClickRanker:
                 "vs_safe": None if vs is None else vs.gain,
                 "vs_safe_lower": None if vs is None else vs.lower,
                 "score_all": float(every[m].sum() / n_sessions) if m in every else None,
-                "num_leaves": cv.best_params_.get("num_leaves"),
-                "max_depth": cv.best_params_.get("max_depth"),
-                "trees": cv.best_params_["n_estimators"],
+                "num_leaves": shape.get("num_leaves"),
+                "max_depth": shape.get("max_depth"),
+                "trees": shape["n_estimators"],
                 "chosen": m == choice,
                 "excluded": m in self.excluded_,
             })  # fmt: skip
@@ -584,7 +677,9 @@ class ClickRanker:
         k = int(self.eval_at)
         reps = next(iter(self.members_.values())).repeats
         lines = [
-            f"ClickRanker: {len(self.table_)} targets x {self.folds}-fold CV by query"
+            f"ClickRanker: {len(self.table_) - (self.average_ is not None)} targets"
+            + (" and their average" if self.average_ is not None else "")
+            + f" x {self.folds}-fold CV by query"
             + (f" x {reps} repeats" if reps > 1 else "")
             + f", each scored on {val.metric_name(k)} of its out-of-fold rankings "
             f"({val.data.n_queries} queries, {val.n_sessions:,.0f} sessions)",
@@ -594,7 +689,7 @@ class ClickRanker:
         for r in self.table_.iter_rows(named=True):
             vs = "" if r["vs_safe"] is None else f"{r['vs_safe']:+.4f}"
             lo = "" if r["vs_safe_lower"] is None else f"{r['vs_safe_lower']:+.4f}"
-            shape = f"{r['num_leaves']}/{r['max_depth']}"
+            shape = "" if r["num_leaves"] is None else f"{r['num_leaves']}/{r['max_depth']}"
             mark = "  <- chosen" if r["chosen"] else (
                 "  (selected)" if r["member"] == self.selected_ else "")  # fmt: skip
             if r["excluded"]:
@@ -620,6 +715,7 @@ class ClickRanker:
         return {
             "format": "clickrank-clickranker", "version": 1,
             "choice": self.choice_, "selected": self.selected_, "reason": self.reason_,
+            "averaged": list(self.averaged_),
             "metric": self.validation_.metric_name(int(self.eval_at)),
             "table": self.table_.to_dicts(),
             "safety": {k: (v.to_dict() if isinstance(v, Comparison) else v)

@@ -601,6 +601,38 @@ class LambdaMART:
         model.source_ = str(folder)
         return model
 
+    @classmethod
+    def average(cls, models: list[LambdaMART], weights: list[float] | np.ndarray) -> LambdaMART:
+        r"""One model whose score is :math:`\sum_m w_m f_m(x)` of fitted ``models``.
+
+        Every model's trees (up to its ``best_iteration_``) in one LightGBM
+        booster, leaf values scaled by the weights (:func:`clickrank._modelfile.merge_trees`):
+        it predicts, saves, loads and explains like any LambdaMART. Its
+        parameters are the first model's, with ``n_estimators`` and ``num_leaves``
+        the total trees and the largest leaf count; its target names the models'.
+        """
+        import lightgbm as lgb
+
+        if not models or len(models) != len(weights):
+            raise InputError("average needs at least one model and one weight per model")
+        for m in models:
+            check_is_fitted(m, "booster_")
+        if len({m.n_features_in_ for m in models}) > 1:
+            raise InputError("average: the models were trained on different feature counts")
+        texts = [m.booster_.model_to_string(num_iteration=m.best_iteration_) for m in models]
+        trees = sum(m.best_iteration_ for m in models)
+        params = {**models[0].get_params(), "n_estimators": trees,
+                  "num_leaves": max(m.num_leaves for m in models)}  # fmt: skip
+        out = cls(**params)
+        out.booster_ = lgb.Booster(model_str=_modelfile.merge_trees(texts, list(weights)))
+        out.n_features_in_ = models[0].n_features_in_
+        out.best_iteration_ = trees
+        out.target_name_ = "average of " + ", ".join(m.target_name_ for m in models)
+        out.n_train_docs_ = max(m.n_train_docs_ for m in models)
+        out.n_train_queries_ = models[0].n_train_queries_
+        out.evals_result_ = {}
+        return out
+
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
         args = ", ".join(f"{k}={v!r}" for k, v in changed.items())

@@ -361,14 +361,23 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "propensities estimated from the log's interventions (swap)" in res.output
-    assert res.output.count("ClickRanker: 2 targets x 3-fold CV by query") == 1
+    assert res.output.count("ClickRanker: 2 targets and their average x 3-fold CV by query") == 1
     assert "ips-dcg@10 (shown documents)" in res.output and "choice:" in res.output
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
-    assert sel["choice"] in ("naive", "ips-shown") and [r["member"] for r in sel["table"]] == [
-        "naive", "ips-shown"]  # fmt: skip
-    chosen = sel["members"][sel["choice"]]["best_params"]
-    assert meta["best_iteration"] == chosen["n_estimators"] <= 60
+    assert [r["member"] for r in sel["table"]] == ["naive", "ips-shown", "average"]
+    trees = {m: sel["members"][m]["best_params"]["n_estimators"] for m in ("naive", "ips-shown")}
+    if sel["choice"] == "average":  # one model of both members' trees
+        assert meta["best_iteration"] == sum(trees.values()) and meta["target"].startswith(
+            "average of")  # fmt: skip
+    else:
+        assert sel["choice"] in trees and meta["best_iteration"] == trees[sel["choice"]] <= 60
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--family",
+                              "naive,ips-shown", "--folds", "3", "--trees", "60", "--leaves", "4",
+                              "--combine", "select", "--out", str(tmp_path / "sel")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    sel = json.loads((tmp_path / "sel" / "selection.json").read_text())
+    assert sel["choice"] in ("naive", "ips-shown") and len(sel["table"]) == 2
     assert sel["safety"]["safe"] == "naive"
     res = runner.invoke(
         cli, ["train", "--data", str(path), "--log", str(log), "--family", "naive,nope",

@@ -86,6 +86,14 @@ def test_safety_keeps_the_safe_ranker_unless_the_gain_is_sure():
     sure = {"naive": safe - 0.01, "ips-shown": safe + 0.3 + 0.01 * rng.normal(size=300)}
     r._choose(list(sure), sure, "logging", safe, safe, n_sessions=300.0)
     assert r.choice_ == "ips-shown" and r.safety_["vs_safe"].lower > 0
+    # the average is the one candidate tested: a member clearing the bound when the average
+    # does not is not offered instead (that would be the best of several tests)
+    avg = {**sure, "average": safe + 0.002 + 0.2 * rng.normal(size=300)}
+    r.members_ = {m: _Fake() for m in sure}
+    r.average_, r.averaged_ = type("A", (), {"best_iteration_": 2})(), list(sure)
+    r._choose(list(avg), avg, "logging", safe, safe, n_sessions=300.0, prefer="average")
+    assert r.selected_ == "average" and r.choice_ == "logging", r.reason_
+    assert avg["ips-shown"].mean() > safe.mean() + 0.2  # a member that would have cleared it
 
 
 class _Fake:
@@ -95,9 +103,10 @@ class _Fake:
 def test_click_ranker_fits_every_member_and_reports_the_choice(setup, fitted):
     train, test, *_ = setup
     r = fitted
-    assert list(r.table_["member"]) == ["naive", "ips-shown", "ips-all"]
+    assert list(r.table_["member"]) == ["naive", "ips-shown", "ips-all", "average"]
+    assert r.selected_ == "average" and r.averaged_ == ["naive", "ips-shown", "ips-all"]
     assert r.table_["chosen"].sum() == 1 or r.choice_ == "logging"
-    assert r.choice_ in (*r.members_, "logging")
+    assert r.choice_ in (*r.members_, "average", "logging")
     scores = r.predict(test)
     assert scores.shape == (test.n_docs,) and np.all(np.isfinite(scores))
     text = r.summary()
@@ -136,20 +145,54 @@ def test_a_perfect_logger_is_kept(setup):
     p = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
         train, log, theta, logging_model=oracle
     )
-    assert p.choice_ == f"{p.selected_}+prpo" and "PRPO" in p.reason_
+    # (for the average: every member retrained with PRPO, then averaged)
+    assert p.choice_ == "average+prpo" and "PRPO" in p.reason_
+    assert {"naive+prpo", "ips-shown+prpo"} <= set(p.members_)
     ref = _exposure(oracle.predict(train.X), train.qptr)
 
     def drift(scores):
         return np.mean(np.abs(_exposure(scores, train.qptr) / ref - 1))
 
-    assert drift(p.predict(train)) < drift(p.members_[p.selected_].predict(train))
+    assert drift(p.predict(train)) < drift(p.candidate("average").predict(train))
+    np.testing.assert_array_equal(p.predict(train), p.candidate("average+prpo").predict(train))
     assert p.safety_["vs_safe"].a == p.choice_
+
+
+def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, fitted):
+    """The average's out-of-fold terms are those of the members' out-of-fold scores, each
+    divided by its within-query spread, averaged; its model scores sum_m f_m / (M s_m) of
+    the refitted members, and saves and loads as one LambdaMART."""
+    from clickrank.clickranker import _spread
+
+    train, test, *_ = setup
+    r = fitted
+    cvs = [r.members_[m] for m in r.averaged_]
+    mix = np.mean([cv.oof_[0] / _spread(cv.oof_[0], train.qptr) for cv in cvs], axis=0)
+    np.testing.assert_allclose(r.terms_["average"], r.validation_.per_query(mix, 10))
+    fits = [cv.model_.predict(train.X) for cv in cvs]
+    want = sum(cv.model_.predict(test.X) / (3 * _spread(f, train.qptr))
+               for cv, f in zip(cvs, fits))  # fmt: skip
+    got = r.candidate("average").predict(test.X)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert r.candidate("average").best_iteration_ == sum(cv.model_.best_iteration_ for cv in cvs)
+    with pytest.raises(InputError, match="no candidate"):
+        r.candidate("nope")
+
+
+def test_select_keeps_the_one_se_choice_and_no_average(setup):
+    train, _, log, theta, prod = setup
+    r = ClickRanker(family=("naive", "ips-shown"), combine="select", seed=0, **SMALL).fit(
+        train, log, theta, logging_model=prod)  # fmt: skip
+    assert "average" not in list(r.table_["member"]) and r.average_ is None
+    assert r.selected_ in ("naive", "ips-shown")
+    with pytest.raises(InputError, match="combine"):
+        ClickRanker(combine="vote").fit(train, log, theta)
 
 
 def test_save_writes_the_model_and_the_selection(tmp_path, fitted):
     out = fitted.save(tmp_path / "m")
     rec = json.loads((out / "selection.json").read_text())
-    assert rec["choice"] == fitted.choice_ and len(rec["table"]) == 3
+    assert rec["choice"] == fitted.choice_ and len(rec["table"]) == 4
     assert rec["safety"]["safe"] == "logging"
     assert (out / "model.txt").is_file()
     loaded = LambdaMART.load(out)

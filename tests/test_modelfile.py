@@ -186,3 +186,24 @@ def test_random_corruptions_are_refused_or_read_safely(saved, tmp_path):
         [sys.executable, "-c", code, *files], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_average_is_one_model_scoring_the_weighted_sum_and_saving_safely(tmp_path):
+    """LambdaMART.average: every model's trees, leaves scaled; its text passes the checks,
+    its predictions and SHAP contributions are the weighted sums, and it round-trips."""
+    data = cr.synthetic(60, 12, seed=2)
+    a = LambdaMART(n_estimators=4, num_leaves=4, seed=0).fit(data)
+    b = LambdaMART(n_estimators=7, num_leaves=8, learning_rate=0.3, seed=1).fit(data)
+    avg = LambdaMART.average([a, b], [0.25, -1.5])
+    want = 0.25 * a.predict(data.X) - 1.5 * b.predict(data.X)
+    np.testing.assert_allclose(avg.predict(data.X), want, rtol=1e-12, atol=1e-12)
+    contrib = avg.booster_.predict(data.X, pred_contrib=True)
+    np.testing.assert_allclose(contrib.sum(axis=1), want, rtol=1e-9, atol=1e-12)
+    assert avg.best_iteration_ == 11 and avg.num_leaves == 8
+    text = avg.booster_.model_to_string(num_iteration=-1)
+    check_model_text(text, data.n_features, Path("model.txt"))  # tree_sizes recomputed
+    loaded = LambdaMART.load(avg.save(tmp_path / "avg"))
+    np.testing.assert_array_equal(loaded.predict(data.X), avg.predict(data.X))
+    assert loaded.target_name_.startswith("average of")
+    with pytest.raises(cr.InputError, match="one weight per model"):
+        LambdaMART.average([a, b], [1.0])

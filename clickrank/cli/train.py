@@ -111,6 +111,14 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     "times its exposure under --logging-model's ranking (needs --logging-model).",
 )
 @click.option(
+    "--combine",
+    type=click.Choice(["average", "select"]),
+    default="average",
+    show_default=True,
+    help="--target auto: offer the average of the --family members (one model; members the "
+    "unseen guard rejects left out), or select one member by the one-SE rule.",
+)
+@click.option(
     "--fallback",
     type=click.Choice(["proximal", "safe"]),
     default="proximal",
@@ -274,7 +282,7 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @engine_options
 def train(distributed, data_path, log_path, target, theta_path, click_model, family,
-          logging_path, proximal, fallback, safe, out_dir,
+          logging_path, proximal, combine, fallback, safe, out_dir,
           valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
           min_data_in_leaf, truncation, early_stopping, eval_at, clip, normalize, candidates,
           naive_kind, strategy, ips_weighted, seed, workers, valid_fraction, jobs, force,
@@ -284,8 +292,9 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     By default (--target auto) clickrank.ClickRanker fits every target of
     --family, each with its tree shape and number of trees chosen by
     cross-validation by query on a counterfactual estimate of DCG@k from
-    held-out clicks, picks one by a one-standard-error rule, and offers it only
-    if its gain over the safe ranker is sure at 95%: no labels needed
+    held-out clicks, averages them into one model (or, --combine select, picks
+    one by a one-standard-error rule), and offers it only if its gain over the
+    safe ranker is sure at 95%: no labels needed
     (docs/lambdamart.md, "The default click learner").
     """
     from .. import targets as T
@@ -339,7 +348,8 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     if target == "auto" and select and valid_path is None:
         model = _click_ranker(data, log, theta, members, logging_path, safe, spec, shape,
                               folds=folds, validation=validation, clip=clip_value,
-                              proximal=proximal, fallback=fallback)  # fmt: skip
+                              proximal=proximal, combine=combine,
+                              fallback=fallback)  # fmt: skip
     else:
         model = _one_target(data, log, theta, target, spec, shape, valid_path, select,
                             folds=folds, validation=validation, clip=clip_value,
@@ -404,7 +414,7 @@ def _progress(message: str) -> None:
 
 
 def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *, folds,
-                  validation, clip, proximal, fallback):  # fmt: skip
+                  validation, clip, proximal, combine, fallback):  # fmt: skip
     """--target auto: clickrank.ClickRanker over ``members``."""
     from ..clickranker import ClickRanker
     from ..lambdamart import load_model
@@ -413,7 +423,8 @@ def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *,
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
-                         clip=clip, proximal=proximal, fallback=fallback, **spec)  # fmt: skip
+                         clip=clip, proximal=proximal, combine=combine, fallback=fallback,
+                         **spec)  # fmt: skip
     return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
 
 
