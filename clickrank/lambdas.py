@@ -416,7 +416,7 @@ def _session_round(
                 scale_tab[k * n_k + m] = 1.0 / (t_plus[k] * t_minus[m])
     cost_sum = np.zeros(n_k * n_k)  # tw-weighted pair costs per position cell
     # per pair of rows: sigma |s_a - s_b|, log1p(exp(-that)), misorder probabilities when
-    # the clicked row scores higher / not higher, 1 / (0.01 + |s_a - s_b|)
+    # the clicked row scores higher (column 2) / not higher (3), 1 / (0.01 + |s_a - s_b|)
     for q in range(rp_lo.shape[0]):
         d = abs(scores[rp_lo[q]] - scores[rp_hi[q]])
         v_x = sigma * d
@@ -460,14 +460,13 @@ def _session_round(
             if damp:
                 dz *= pair_terms[q, 4]
             up = s[a] > s[b]
-            rho = pair_terms[q, 2] if up else pair_terms[q, 3]
+            rho = pair_terms[q, 3 - up]  # indexed, not branched: up is a coin flip
             p_a = pos[a0 + a] - 1
             p_b = pos[a0 + b] - 1
             scale = 1.0
             if p_a < n_k and p_b < n_k:
                 scale = scale_tab[p_a * n_k + p_b]
-                lg = pair_terms[q, 1]
-                c = dz * lg if up != xgb_cost else dz * (pair_terms[q, 0] + lg)
+                c = dz * (pair_terms[q, 1] + pair_terms[q, 0] * (up == xgb_cost))
                 cost_sum[p_a * n_k + p_b] += tw[p] * c
             f = sigma * rho * dz * scale
             lp_terms[p, 0] = f
