@@ -301,19 +301,23 @@ def _session_plan(
     """
     n_s = sptr.shape[0] - 1
     n_lists = 0
-    n_pairs = 0  # an upper bound of the list pairs: the session pairs
+    n_pairs = 0  # the session pairs
+    n_ordered = 0  # the ordered pairs of entries of the lists
     longest = 1
     for u in range(n_s):
-        longest = max(longest, sptr[u + 1] - sptr[u])
+        cnt = sptr[u + 1] - sptr[u]
+        longest = max(longest, cnt)
         if kind[u] == 1:
             n_lists += 1
+            n_ordered += cnt * (cnt - 1)
         if kind[u] >= 0:
-            n_pairs += n_clicks[u] * (sptr[u + 1] - sptr[u] - n_clicks[u])
+            n_pairs += n_clicks[u] * (cnt - n_clicks[u])
+    n_bound = min(n_pairs, n_ordered)  # of the list pairs
     lists = np.zeros((n_lists, 5), np.int64)
-    lp_a = np.empty(n_pairs, np.int32)
-    lp_b = np.empty(n_pairs, np.int32)
-    lp_key = np.empty(n_pairs, np.int64)
-    tw = np.zeros(n_pairs)
+    lp_a = np.empty(n_bound, np.int32)
+    lp_b = np.empty(n_bound, np.int32)
+    lp_key = np.empty(n_bound, np.int64)
+    tw = np.zeros(n_bound)
     s_ptr = np.zeros(n_s + 1, np.int64)
     s_idx = np.empty(n_pairs, np.int32)
     slot = np.full(longest * longest, -1, np.int64)  # (a, b) -> list pair of the current list
