@@ -278,28 +278,114 @@ def _session_kinds(rows, sptr, pos, clicks):  # pragma: no cover
     return kind, n_clicks
 
 
-@njit(cache=True, error_model="numpy")
-def _session_kernel(
-    scores,
-    rows,
-    sptr,
-    pos,
-    clicks,
-    counts,
-    kind,
-    n_clicks,
-    t_plus,
-    t_minus,
-    sigma,
-    trunc,
-    normalize,
-    xgb_cost,
-    disc,
-    forces,
-    weights,
-    li,
-    lj,
+@njit(cache=True)
+def _session_plan(
+    rows, sptr, clicks, counts, kind, n_clicks, inv_idcg_tab, n_rows
 ):  # pragma: no cover
+    r"""The static structure of the sessions, found once per fit (it does not depend on scores).
+
+    A *list* is a run of sessions (:func:`_session_kinds`) that show the same
+    rows at the same positions. Its *list pairs* are the distinct (clicked
+    entry, unclicked entry) pairs of its sessions, by entry index in the logged
+    order, so a session's pairs are fixed whatever the scores; each list pair
+    also has the id of its unordered pair of rows (the transcendental terms
+    depend only on the two scores) and ``tw``, the summed
+    :math:`\mathrm{count}/\mathrm{IDCG}` of the sessions that have it (the
+    weight of its cost in the bias sums).
+
+    Returns ``(lists, lp_a, lp_b, lp_key, tw, s_ptr, s_idx)``: ``lists`` int64
+    ``[n_lists, 5]`` = (first entry, length, first list pair, first session,
+    end session); ``lp_a``, ``lp_b`` the entries (0-based in the list) and
+    ``lp_key`` = ``lo * n_rows + hi`` of the rows of every list pair; every
+    session's list pairs ``s_idx[s_ptr[u]:s_ptr[u + 1]]``.
+    """
+    n_s = sptr.shape[0] - 1
+    n_lists = 0
+    n_pairs = 0  # the session pairs
+    n_ordered = 0  # the ordered pairs of entries of the lists
+    longest = 1
+    for u in range(n_s):
+        cnt = sptr[u + 1] - sptr[u]
+        longest = max(longest, cnt)
+        if kind[u] == 1:
+            n_lists += 1
+            n_ordered += cnt * (cnt - 1)
+        if kind[u] >= 0:
+            n_pairs += n_clicks[u] * (cnt - n_clicks[u])
+    n_bound = min(n_pairs, n_ordered)  # of the list pairs
+    lists = np.zeros((n_lists, 5), np.int64)
+    lp_a = np.empty(n_bound, np.int32)
+    lp_b = np.empty(n_bound, np.int32)
+    lp_key = np.empty(n_bound, np.int64)
+    tw = np.zeros(n_bound)
+    s_ptr = np.zeros(n_s + 1, np.int64)
+    s_idx = np.empty(n_pairs, np.int32)
+    slot = np.full(longest * longest, -1, np.int64)  # (a, b) -> list pair of the current list
+    used = np.empty(longest * longest, np.int64)
+    n_used = 0
+    l = -1
+    n_lp = 0
+    n_sp = 0
+    up = np.empty(longest, np.int64)
+    dn = np.empty(longest, np.int64)
+    for u in range(n_s):
+        s_ptr[u] = n_sp
+        if kind[u] < 0:
+            continue
+        a0 = sptr[u]
+        cnt = sptr[u + 1] - a0
+        if kind[u] == 1:  # a new list
+            for e in range(n_used):
+                slot[used[e]] = -1
+            n_used = 0
+            if l >= 0:
+                lists[l, 4] = u
+            l += 1
+            lists[l, 0] = a0
+            lists[l, 1] = cnt
+            lists[l, 2] = n_lp
+            lists[l, 3] = u
+        n_up = 0
+        n_dn = 0
+        for r in range(cnt):
+            if clicks[a0 + r]:
+                up[n_up] = r
+                n_up += 1
+            else:
+                dn[n_dn] = r
+                n_dn += 1
+        wc = counts[u] * inv_idcg_tab[n_clicks[u]]
+        for x in range(n_up):
+            a = up[x]
+            for y in range(n_dn):
+                b = dn[y]
+                t = a * cnt + b
+                if slot[t] < 0:
+                    slot[t] = n_lp
+                    used[n_used] = t
+                    n_used += 1
+                    lp_a[n_lp] = a
+                    lp_b[n_lp] = b
+                    ra = rows[a0 + a]
+                    rb = rows[a0 + b]
+                    lp_key[n_lp] = min(ra, rb) * n_rows + max(ra, rb)
+                    n_lp += 1
+                p = slot[t]
+                tw[p] += wc
+                s_idx[n_sp] = p
+                n_sp += 1
+    s_ptr[n_s] = n_sp
+    if l >= 0:
+        lists[l, 4] = n_s
+    return lists, lp_a[:n_lp], lp_b[:n_lp], lp_key[:n_lp], tw[:n_lp], s_ptr, s_idx[:n_sp]
+
+
+@njit(cache=True, error_model="numpy")
+def _session_round(
+    scores, rows, pos, counts, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx,
+    rp_lo, rp_hi, inv_idcg_tab, t_plus, t_minus, sigma, trunc, normalize, xgb_cost, disc,
+    pair_terms, lp_terms, forces, weights, li, lj,
+):  # fmt: skip  # pragma: no cover
     r"""Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
 
     Pairs (clicked, unclicked) of a session with a document in the current top
@@ -307,21 +393,16 @@ def _session_kernel(
     ``t_plus[p_clicked] * t_minus[p_unclicked]`` (0-based positions < K), its
     cost feeds ``li``/``lj``; everything is multiplied by the session's count.
 
-    Sessions that show the same rows at the same positions (a *list*; they
-    differ only in their clicks) are consecutive in
-    :class:`~clickrank.targets.SessionLists`. Per list, the order of its rows
-    is found once, and a (clicked rank, unclicked rank) pair's force, Newton
-    weight and cost without the session's :math:`1/\mathrm{IDCG}` are
-    tabulated when a session of the list first has that pair; a session then
-    sums table entries over its pairs and is scaled by its count and
-    :math:`1/\mathrm{IDCG}`. The transcendental part of
-    a pair depends only on its two rows' scores, so it is cached per pair of
-    rows within a *block* of consecutive lists (those of one query, mostly).
-    A list's sessions add their count / IDCG to each pair they have; once per
-    list, these weights times the pairs' costs are summed per (clicked,
-    unclicked) position cell and its forces are added to its data rows;
+    On the plan of :func:`_session_plan`: the transcendental terms once per
+    pair of rows; per list, its order by the current scores, then every list
+    pair's force, Newton weight and cost without the sessions'
+    :math:`1/\mathrm{IDCG}`; a session sums the forces of its pairs (for the
+    :math:`\log_2(1 + S)/S` normalisation) and adds its count / IDCG times
+    that factor to its pairs' weights; the list's pairs then add their
+    weighted forces to their two rows. The costs, weighted by the static
+    ``tw``, are summed per (clicked, unclicked) position cell, and
     ``li``/``lj`` are the ``K x K`` cell sums divided by the other side's bias
-    at the end (Eq. 30-31 as one pass over the cells).
+    (Eq. 30-31 as one pass over the cells).
     """
     n_k = t_plus.shape[0]
     eps = 2.220446049250313e-16
@@ -337,186 +418,86 @@ def _session_kernel(
         for m in range(n_k):
             if t_plus[k] >= eps and t_minus[m] >= eps:
                 scale_tab[k * n_k + m] = 1.0 / (t_plus[k] * t_minus[m])
-    cost_sum = np.zeros(n_k * n_k)  # count-weighted pair costs per position cell
-    n_s = sptr.shape[0] - 1
+    cost_sum = np.zeros(n_k * n_k)  # tw-weighted pair costs per position cell
+    # per pair of rows: sigma |s_a - s_b|, log1p(exp(-that)), misorder probabilities when
+    # the clicked row scores higher (column 2) / not higher (3), 1 / (0.01 + |s_a - s_b|)
+    for q in range(rp_lo.shape[0]):
+        d = abs(scores[rp_lo[q]] - scores[rp_hi[q]])
+        v_x = sigma * d
+        e = np.exp(-v_x)
+        pair_terms[q, 0] = v_x
+        pair_terms[q, 1] = np.log1p(e)
+        pair_terms[q, 2] = e / (1.0 + e)
+        pair_terms[q, 3] = 1.0 / (1.0 + e)
+        pair_terms[q, 4] = 1.0 / (0.01 + d)
     longest = 1
-    for u in range(n_s):
-        longest = max(longest, sptr[u + 1] - sptr[u])
-    # the cache of a pair of rows of a block: sigma |s_a - s_b|, log1p(exp(-that)),
-    # misorder probabilities when the clicked row scores higher / not higher,
-    # 1 / (0.01 + |s_a - s_b|)
-    cap = max(64, longest)
-    local = np.full(forces.shape[0], -1, np.int64)  # row -> index in the block
-    block = np.empty(cap, np.int64)
-    n_block = 0
-    gen = 1
-    stamp = np.zeros(cap * cap, np.int64)
-    xa = np.empty(cap * cap)
-    lg = np.empty(cap * cap)
-    r_up = np.empty(cap * cap)
-    r_dn = np.empty(cap * cap)
-    inv_gap = np.empty(cap * cap)
-    # the tables of the current list, by (clicked rank, unclicked rank)
-    n2 = longest * longest
-    t_f = np.zeros(n2)
-    t_h = np.zeros(n2)
-    t_c = np.zeros(n2)
-    t_cell = np.full(n2, -1, np.int64)
-    t_stamp = np.zeros(n2, np.int64)  # the list an entry was made for
-    t_w = np.zeros(n2)  # summed count / IDCG of the list's sessions with the entry's pair
-    touched = np.empty(n2, np.int64)  # the entries made for the current list
-    l_f = np.zeros(longest)  # the current list's forces and weights, by rank
-    l_h = np.zeros(longest)
-    l_a = 0
-    l_cnt = 0
-    inv_idcg_tab = np.zeros(longest + 1)  # 1 / IDCG of a session with n clicks
-    m = 0.0
-    for n_c in range(1, longest + 1):
-        if n_c <= trunc:
-            m += disc[n_c - 1]
-        inv_idcg_tab[n_c] = 1.0 / m
-    n_touched = 0
-    n_list = 0
+    for l in range(lists.shape[0]):
+        longest = max(longest, lists[l, 1])
     s = np.empty(longest)
-    loc = np.empty(longest, np.int64)
     order = np.empty(longest, np.int64)
-    lam = np.empty(longest)
-    hes = np.empty(longest)
-    up_r = np.empty(longest, np.int64)  # clicked ranks of a session, ascending
-    dn_r = np.empty(longest, np.int64)  # unclicked ranks
-    for u in range(n_s):
-        if kind[u] < 0:  # no (clicked, unclicked) pair
-            continue
-        a = sptr[u]
-        cnt = sptr[u + 1] - a
-        n_click = n_clicks[u]
-        if kind[u] == 1:  # a new list: its order and tables
-            for e_ in range(n_touched):  # the costs of the list before, per position cell
-                t = touched[e_]
-                if t_cell[t] >= 0:
-                    cost_sum[t_cell[t]] += t_w[t] * t_c[t]
-            n_touched = 0
-            for i in range(l_cnt):  # the forces of the list before, onto its rows
-                row = rows[l_a + order[i]]
-                forces[row] += l_f[i]
-                weights[row] += l_h[i]
-                l_f[i] = 0.0
-                l_h[i] = 0.0
-            l_a = a
-            l_cnt = cnt
-            fresh = 0
-            for r in range(cnt):
-                if local[rows[a + r]] < 0:
-                    fresh += 1
-            if n_block + fresh > cap:  # a new block
-                for b in range(n_block):
-                    local[block[b]] = -1
-                n_block = 0
-                gen += 1
-            best = -np.inf
-            worst = np.inf
-            for r in range(cnt):
-                row = rows[a + r]
-                if local[row] < 0:
-                    local[row] = n_block
-                    block[n_block] = row
-                    n_block += 1
-                loc[r] = local[row]
-                s[r] = scores[row]
-                best = max(best, s[r])
-                worst = min(worst, s[r])
-            damp = normalize and best != worst
-            _stable_order_desc(s, cnt, order)
-            n_list += 1  # its table entries are made when a session first needs them
-        # the session: its clicked and unclicked ranks, then the table sums
-        n_up = 0
-        n_dn = 0
+    rank = np.empty(longest, np.int64)
+    for l in range(lists.shape[0]):
+        a0, cnt, p0, u0, u1 = lists[l, 0], lists[l, 1], lists[l, 2], lists[l, 3], lists[l, 4]
+        p1 = lists[l + 1, 2] if l + 1 < lists.shape[0] else lp_a.shape[0]
+        best = -np.inf
+        worst = np.inf
+        for r in range(cnt):
+            s[r] = scores[rows[a0 + r]]
+            best = max(best, s[r])
+            worst = min(worst, s[r])
+        damp = normalize and best != worst
+        _stable_order_desc(s, cnt, order)
         for i in range(cnt):
-            lam[i] = 0.0
-            hes[i] = 0.0
-            if clicks[a + order[i]]:
-                up_r[n_up] = i
-                n_up += 1
-            else:
-                dn_r[n_dn] = i
-                n_dn += 1
-        inv_idcg = inv_idcg_tab[n_click]
-        w = counts[u]
-        wc = w * inv_idcg
-        total = 0.0
-        for x in range(n_up):
-            i = up_r[x]
-            row_t = i * cnt
-            acc_f = 0.0  # the clicked row's force and weight, added once after its pairs
-            acc_h = 0.0
-            for y in range(n_dn):
-                j = dn_r[y]
-                if i >= trunc and j >= trunc:
-                    break  # the unclicked ranks only grow
-                t = row_t + j
-                if t_stamp[t] != n_list:  # the list's entry (clicked rank i, unclicked rank j)
-                    t_stamp[t] = n_list
-                    touched[n_touched] = t
-                    n_touched += 1
-                    t_w[t] = 0.0
-                    hi = order[i]
-                    lo = order[j]
-                    c = loc[hi] * cap + loc[lo]
-                    if stamp[c] != gen:  # the pair of rows' terms, for this block
-                        d = abs(s[hi] - s[lo])
-                        v_x = sigma * d
-                        e = np.exp(-v_x)
-                        v_lg = np.log1p(e)
-                        v_up = e / (1.0 + e)
-                        v_dn = 1.0 / (1.0 + e)
-                        v_gap = 1.0 / (0.01 + d)
-                        for cc in (c, loc[lo] * cap + loc[hi]):
-                            stamp[cc] = gen
-                            xa[cc] = v_x
-                            lg[cc] = v_lg
-                            r_up[cc] = v_up
-                            r_dn[cc] = v_dn
-                            inv_gap[cc] = v_gap
-                    dz = abs(disc[i] - disc[j])
-                    if damp:
-                        dz *= inv_gap[c]
-                    up = s[hi] > s[lo]
-                    rho = r_up[c] if up else r_dn[c]
-                    p_hi = pos[a + hi] - 1
-                    p_lo = pos[a + lo] - 1
-                    scale = 1.0
-                    t_cell[t] = -1
-                    if p_hi < n_k and p_lo < n_k:
-                        t_cell[t] = p_hi * n_k + p_lo
-                        scale = scale_tab[p_hi * n_k + p_lo]
-                    t_c[t] = dz * lg[c] if up != xgb_cost else dz * (xa[c] + lg[c])
-                    t_f[t] = sigma * rho * dz * scale
-                    t_h[t] = sigma * t_f[t] * (1.0 - rho)
-                f = t_f[t]
-                h = t_h[t]
-                acc_f += f
-                lam[j] -= f
-                acc_h += h
-                hes[j] += h
-                t_w[t] += wc  # the list's summed session weight of this pair
-            lam[i] += acc_f
-            hes[i] += acc_h
-            total += acc_f
-        total *= 2.0 * inv_idcg
-        factor = wc
-        if normalize and total > 0.0:
-            factor *= np.log2(1.0 + total) / total
-        for i in range(cnt):  # onto the list's rows (by rank), added to the data rows per list
-            l_f[i] += factor * lam[i]
-            l_h[i] += factor * hes[i]
-    for e_ in range(n_touched):  # the costs of the last list
-        t = touched[e_]
-        if t_cell[t] >= 0:
-            cost_sum[t_cell[t]] += t_w[t] * t_c[t]
-    for i in range(l_cnt):  # and its forces
-        row = rows[l_a + order[i]]
-        forces[row] += l_f[i]
-        weights[row] += l_h[i]
+            rank[order[i]] = i
+        for p in range(p0, p1):  # the list pairs' force and Newton weight, their cost
+            a = lp_a[p]
+            b = lp_b[p]
+            i = rank[a]
+            j = rank[b]
+            lp_terms[p, 2] = 0.0
+            if i >= trunc and j >= trunc:
+                lp_terms[p, 0] = 0.0
+                lp_terms[p, 1] = 0.0
+                continue
+            q = lp_q[p]
+            dz = abs(disc[i] - disc[j])
+            if damp:
+                dz *= pair_terms[q, 4]
+            up = s[a] > s[b]
+            rho = pair_terms[q, 3 - up]  # indexed, not branched: up is a coin flip
+            p_a = pos[a0 + a] - 1
+            p_b = pos[a0 + b] - 1
+            scale = 1.0
+            if p_a < n_k and p_b < n_k:
+                scale = scale_tab[p_a * n_k + p_b]
+                c = dz * (pair_terms[q, 1] + pair_terms[q, 0] * (up == xgb_cost))
+                cost_sum[p_a * n_k + p_b] += tw[p] * c
+            f = sigma * rho * dz * scale
+            lp_terms[p, 0] = f
+            lp_terms[p, 1] = sigma * f * (1.0 - rho)
+        for u in range(u0, u1):  # the sessions: their normalisation, onto their pairs
+            if kind[u] < 0:
+                continue
+            total = 0.0
+            for x in range(s_ptr[u], s_ptr[u + 1]):
+                total += lp_terms[s_idx[x], 0]
+            inv_idcg = inv_idcg_tab[n_clicks[u]]
+            factor = counts[u] * inv_idcg
+            total *= 2.0 * inv_idcg
+            if normalize and total > 0.0:
+                factor *= np.log2(1.0 + total) / total
+            for x in range(s_ptr[u], s_ptr[u + 1]):
+                lp_terms[s_idx[x], 2] += factor
+        for p in range(p0, p1):  # the list's forces onto its rows
+            w = lp_terms[p, 2]
+            f = lp_terms[p, 0] * w
+            h = lp_terms[p, 1] * w
+            ra = rows[a0 + lp_a[p]]
+            rb = rows[a0 + lp_b[p]]
+            forces[ra] += f
+            forces[rb] -= f
+            weights[ra] += h
+            weights[rb] += h
     for k in range(n_k):  # the t+/t- sums (Eq. 30-31) from the cell sums
         for m in range(n_k):
             c = cost_sum[k * n_k + m]
@@ -997,8 +978,11 @@ class SessionStep:
     ``SessionStep(rows, sptr, positions, clicks, counts, n_rows=..., sigma=...,
     truncation=..., normalize=..., cost=...)(scores, t_plus, t_minus)`` is
     ``session_lambdas(scores, rows, ..., t_plus=t_plus, t_minus=t_minus, ...)``;
-    the arrays are converted and checked when the step is made, only the
-    scores and the biases at each call.
+    the arrays are converted and checked, and their plan (:func:`_session_plan`:
+    the lists, their (clicked, unclicked) pairs, every session's pairs, the
+    pairs of rows) built when the step is made; only the scores and the
+    biases at each call, whose work is per pair of rows and per list pair, plus
+    one sum and one add per session pair.
     """
 
     def __init__(
@@ -1040,9 +1024,22 @@ class SessionStep:
         self.n_rows = int(n_rows)
         self.n_positions = int(p.max()) if p.size else 1
         kind, n_clicks = _session_kinds(r, sp, p, c)
-        self._arrays = (r, sp, p, c, w, kind, n_clicks)
-        self._options = (_truncation(truncation), bool(normalize), cost == "xgboost")
+        trunc = _truncation(truncation)
         self._disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
+        # 1 / IDCG of a session with n clicks (binary gains, the top ``trunc``)
+        idcg = np.cumsum(np.where(np.arange(longest) < trunc, self._disc[:longest], 0.0))
+        inv_idcg = np.concatenate([[0.0], 1.0 / idcg])
+        lists, lp_a, lp_b, lp_key, tw, s_ptr, s_idx = _session_plan(
+            r, sp, c, w, kind, n_clicks, inv_idcg, max(self.n_rows, 1)
+        )
+        keys, lp_q = np.unique(lp_key, return_inverse=True)  # the distinct pairs of rows
+        lo, hi = np.divmod(keys, max(self.n_rows, 1))
+        self._arrays = (r, p, w, kind, n_clicks, lists, lp_a, lp_b, lp_q.ravel(), tw, s_ptr,
+                        s_idx, lo, hi, inv_idcg)  # fmt: skip
+        self._options = (trunc, bool(normalize), cost == "xgboost")
+        # buffers reused every round: the terms per pair of rows and per list pair
+        self._pair_terms = np.empty((keys.size, 5))
+        self._lp_terms = np.empty((lp_a.size, 3))
 
     def __call__(self, scores, t_plus=None, t_minus=None) -> SessionLambdas:
         """Forces, weights and bias sums at ``scores`` (see :func:`session_lambdas`)."""
@@ -1054,9 +1051,9 @@ class SessionStep:
         forces, weights = np.empty(self.n_rows), np.empty(self.n_rows)
         li, lj = np.empty(tp.size), np.empty(tp.size)
         trunc, normalize, xgb = self._options
-        _session_kernel(
+        _session_round(
             s, *self._arrays, tp, tm, self.sigma, trunc, normalize, xgb, self._disc,
-            forces, weights, li, lj,
+            self._pair_terms, self._lp_terms, forces, weights, li, lj,
         )  # fmt: skip
         return SessionLambdas(forces, weights, li, lj)
 

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from clickrank import DataFormatError, InputError, RankingData
+from clickrank import DataFormatError, InputError, LogSchemaError, RankingData
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
 from clickrank.lambdamart import LambdaMART
@@ -449,6 +449,47 @@ def test_unbiased_lambdamart_target_holds_the_distinct_sessions_with_pairs():
         unbiased_lambdamart(_hand_data(), _hand_log(), bias_norm=-0.5)
     with pytest.raises(InputError, match="positions"):
         unbiased_lambdamart(_hand_data(), _hand_log(), positions=0)
+
+
+def _polars_lists(data: RankingData, log: pl.DataFrame) -> pl.DataFrame:
+    """The distinct sessions with pairs by polars list aggregations (the order to match)."""
+    keys = pl.DataFrame({"query": data.qid[data.query_index], "doc": data.doc,
+                         "row": np.arange(data.n_docs)})  # fmt: skip
+    return (
+        log.join(keys, on=["query", "doc"]).sort("session", "position")
+        .group_by("session", maintain_order=True)
+        .agg("row", "position", "click", n_click=pl.col("click").sum(), n=pl.len())
+        .filter((pl.col("n_click") > 0) & (pl.col("n_click") < pl.col("n")))
+        .group_by("row", "position", "click").agg(count=pl.len())
+        .sort("row", "position", "click")
+    )  # fmt: skip
+
+
+def test_unbiased_lambdamart_lists_are_polars_sorted_whatever_the_log_order(small_world):
+    """The distinct sessions in lexicographic (rows, positions, clicks) order, the same for a
+    shuffled log with string session ids (sorted on the way) as for the log as simulated."""
+    data, log = small_world
+    log = log.select("session", "query", "doc", pl.col("position").cast(pl.Int64), "click")
+    want = _polars_lists(data, log)
+    shuffled = log.sample(fraction=1.0, shuffle=True, seed=3).with_columns(
+        pl.format("s{}", "session").alias("session")
+    )
+    for lg in (log, shuffled):
+        s = unbiased_lambdamart(data, lg).sessions
+        got = [
+            (s.rows[a:b].tolist(), s.positions[a:b].tolist(), s.clicks[a:b].tolist(), c)
+            for a, b, c in zip(s.sptr[:-1], s.sptr[1:], s.counts, strict=True)
+        ]
+        assert got == [(r, p, c, float(n)) for r, p, c, n in want.iter_rows()]
+
+
+def test_unbiased_lambdamart_names_a_logged_pair_missing_from_the_data():
+    log = _hand_log().with_columns(
+        pl.when(pl.col("doc") == 13).then(99).otherwise(pl.col("doc")).alias("doc")
+    )
+    log = pl.concat([log, log.head(1).with_columns(doc=pl.lit(99, pl.Int64))])
+    with pytest.raises(LogSchemaError, match=r"1 \(query, doc\) pair\(s\) of the click log"):
+        unbiased_lambdamart(_hand_data(), log)
 
 
 def test_targets_refuse_propensities_that_miss_a_position():

@@ -20,7 +20,8 @@ each a :class:`Target` for :class:`clickrank.LambdaMART`:
   other candidate of the query, weighted by its IPS gain.
 
 All log work is polars aggregations joined to the data by ``(query, doc)``
-(:mod:`._join`); there is no Python loop over sessions.
+(:mod:`._join`), and for Unbiased LambdaMART one compiled grouping of the
+sessions (:mod:`._session_lists`); there is no Python loop over sessions.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ..engine import is_spark, preference_counts, session_patterns
 from ._gains import ips
 from ._join import candidate_mask, per_doc, prepare_log
 from ._preferences import _ADJACENT, _preference_rows, aggregate_pairs
+from ._session_lists import distinct_sessions
 from ._target import SessionLists, Target
 from ._theta import as_theta
 
@@ -144,41 +146,32 @@ def unbiased_lambdamart(
     if not np.isfinite(bias_norm) or bias_norm < 0:
         raise InputError(f"bias_norm must be finite and >= 0, got {bias_norm!r}")
     check_choice(_cost, ("ranknet", "xgboost"), name="_cost")
-    base, keys, shown, impressions, top = _session_log(data, log, None)
+    if is_spark(log):
+        base, keys, shown, impressions, top = _session_log(data, log, None)
+        lists = session_patterns(base, keys)
+        sizes = lists["row"].list.len().to_numpy()
+        arrays = {
+            "rows": lists["row"].explode().to_numpy().astype(np.int64),
+            "sptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            "positions": lists["position"].explode().to_numpy().astype(np.int32),
+            "clicks": lists["click"].explode().to_numpy().astype(bool),
+            "counts": lists["count"].to_numpy().astype(np.float64),
+        }
+    else:  # one join in log order, the grouping compiled (._session_lists)
+        lf, keys = prepare_log(data, log, _SESSION_COLUMNS)
+        base = lf.select(
+            "session",
+            "query",
+            "doc",
+            pl.col("position").cast(pl.Int64),
+            pl.col("click").cast(pl.Boolean),
+        )
+        arrays, shown, top = distinct_sessions(base, keys)
+        impressions = shown.size
     if positions is not None:
         top = int(check_positive(positions, name="positions", integer=True))
-    lists = (
-        session_patterns(base, keys)
-        if is_spark(base)
-        else (
-            base.join(keys.lazy(), on=["query", "doc"], how="inner")
-            .sort("session", "position")  # one sort, then lists in logged order
-            .group_by("session", maintain_order=True)
-            .agg(
-                "row",
-                "position",
-                "click",
-                pl.col("click").sum().alias("n_click"),
-                pl.len().alias("n"),
-            )
-            .filter((pl.col("n_click") > 0) & (pl.col("n_click") < pl.col("n")))
-            .group_by("row", "position", "click")
-            .agg(pl.len().alias("count"))
-            .sort("row", "position", "click")  # a fixed order whatever polars' threading
-            .collect()
-        )
-    )
-    sizes = lists["row"].list.len().to_numpy()
-    sessions = SessionLists(
-        rows=lists["row"].explode().to_numpy().astype(np.int64),
-        sptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-        positions=lists["position"].explode().to_numpy().astype(np.int32),
-        clicks=lists["click"].explode().to_numpy().astype(bool),
-        counts=lists["count"].to_numpy().astype(np.float64),
-        n_positions=top,
-        bias_norm=bias_norm,
-        cost=_cost,
-    )
+    sessions = SessionLists(**arrays, n_positions=top, bias_norm=bias_norm, cost=_cost)
+    sizes = np.diff(sessions.sptr)
     owner = np.repeat(np.arange(sessions.n_sessions), sizes)
     n_click = np.bincount(owner, weights=sessions.clicks, minlength=sessions.n_sessions)
     n_pairs = float(np.sum(sessions.counts * n_click * (sizes - n_click)))
