@@ -11,7 +11,9 @@ logger, plus synthetic-150, ``--seeds`` seeds each. Every cell reports
 default - naive-cv, default - production and default - the best other row
 with 95% paired t intervals over seeds, the worst cell and the win rates. The
 JSON is rewritten after every seed, so a stopped run keeps what it finished,
-and a rerun with the same ``--json`` skips the seeds already there.
+and a rerun with the same ``--json`` skips the seeds already there. ``--cut 14`` cuts
+every MQ2008 query to its first 14 documents (82 % shown: a stand-in for short-list
+LETOR sets).
 
 Protocol (issue 10), per data set and seed: the training file's queries are
 the user's (labels are used only to simulate clicks and by the oracle row);
@@ -305,13 +307,27 @@ _REFERENCES = ("default", "default-nosafe", "select-nosafe", "production", "orac
                "oracle-cv")  # fmt: skip
 
 
+def cut_lists(data: RankingData, n: int) -> RankingData:
+    """Each query's first ``n`` documents in file order: a short-list stand-in (on MQ2008,
+    14 documents: 82 % shown by a top-10 logger, like the held-out LETOR sample of issue 18)."""
+    from clickrank._segments import within_index
+
+    keep = within_index(data.qptr) < n
+    qptr = np.concatenate([[0], np.cumsum(np.minimum(np.diff(data.qptr), n))])
+    return RankingData(data.X[keep], None if data.y is None else data.y[keep], qptr, data.qid,
+                       data.doc[keep], name=f"{data.name}-cut{n}")  # fmt: skip
+
+
 def suite_cells(args: Any) -> list[tuple[str, Any, int, str]]:
     """(data set, loader, sessions, logger) of every cell of the suite."""
     cache = Path(args.cache)
     loads = []
     for folder in mq2008_folds(cache):
         tr, te = load_letor(folder / "train.txt"), load_letor(folder / "test.txt")
-        loads.append((f"MQ2008/{folder.name}", lambda seed, tr=tr, te=te: (tr, te)))
+        name = "MQ2008"
+        if args.cut:
+            tr, te, name = cut_lists(tr, args.cut), cut_lists(te, args.cut), f"MQ2008-cut{args.cut}"
+        loads.append((f"{name}/{folder.name}", lambda seed, tr=tr, te=te: (tr, te)))
     loads.append(("synthetic-150", lambda seed: split_queries(synthetic(1300, 150, seed=seed),
                                                              [300, 1000], seed=seed)))  # fmt: skip
     return [(name, load, n, logger) for name, load in loads for n in args.suite_sessions
@@ -469,6 +485,9 @@ def main() -> None:
     )
     ap.add_argument("--suite-sessions", default="2000,20000,200000",
                     help="--suite: log sizes")  # fmt: skip
+    ap.add_argument("--cut", type=int, default=None,
+                    help="--suite: cut every MQ2008 query to its first N documents (N=14: a "
+                    "short-list stand-in)")  # fmt: skip
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "clickrank-mq2008"),
                     help="--suite: folder for the rebuilt MQ2008 folds")  # fmt: skip
     args = ap.parse_args()

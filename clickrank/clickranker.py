@@ -481,14 +481,17 @@ class ClickRanker:
         (:meth:`LambdaMART.average`, the same weights on the refitted models' spreads)."""
         from .lambdamart import LambdaMART
 
-        k = int(self.eval_at)
+        k, names = int(self.eval_at), [self._name_of(cv) for cv in cvs]
         runs = [np.mean([cv.oof_[r] / _spread(cv.oof_[r], data.qptr) for cv in cvs], axis=0)
                 for r in range(len(cvs[0].oof_))]  # fmt: skip
         models = [cv.model_ for cv in cvs]
         weights = [1 / (len(models) * _spread(m.predict(data.X), data.qptr)) for m in models]
         return (np.mean([cmp_val.per_query(s, k) for s in runs], axis=0),
                 np.mean([val.per_query(s, k) for s in runs], axis=0),
-                LambdaMART.average(models, weights))  # fmt: skip
+                LambdaMART.average(models, weights, names))  # fmt: skip
+
+    def _name_of(self, cv) -> str:
+        return next(m for m, c in self.members_.items() if c is cv)
 
     def _proximal_fallback(self, data, val, reference, reps, say) -> None:
         """No candidate is sure to beat the logger: the selected member (for the average,

@@ -602,14 +602,16 @@ class LambdaMART:
         return model
 
     @classmethod
-    def average(cls, models: list[LambdaMART], weights: list[float] | np.ndarray) -> LambdaMART:
+    def average(cls, models: list[LambdaMART], weights: list[float] | np.ndarray,
+                names: list[str] | None = None) -> LambdaMART:  # fmt: skip
         r"""One model whose score is :math:`\sum_m w_m f_m(x)` of fitted ``models``.
 
         Every model's trees (up to its ``best_iteration_``) in one LightGBM
         booster, leaf values scaled by the weights (:func:`clickrank._modelfile.merge_trees`):
         it predicts, saves, loads and explains like any LambdaMART. Its
-        parameters are the first model's, with ``n_estimators`` and ``num_leaves``
-        the total trees and the largest leaf count; its target names the models'.
+        parameters are the first model's, with ``n_estimators``, ``num_leaves`` and
+        ``max_depth`` the total trees and the largest shape; its target names the
+        models' (``names``, else their targets').
         """
         import lightgbm as lgb
 
@@ -621,13 +623,15 @@ class LambdaMART:
             raise InputError("average: the models were trained on different feature counts")
         texts = [m.booster_.model_to_string(num_iteration=m.best_iteration_) for m in models]
         trees = sum(m.best_iteration_ for m in models)
+        depths = [m.max_depth for m in models]
         params = {**models[0].get_params(), "n_estimators": trees,
-                  "num_leaves": max(m.num_leaves for m in models)}  # fmt: skip
+                  "num_leaves": max(m.num_leaves for m in models),
+                  "max_depth": -1 if -1 in depths else max(depths)}  # fmt: skip
         out = cls(**params)
         out.booster_ = lgb.Booster(model_str=_modelfile.merge_trees(texts, list(weights)))
         out.n_features_in_ = models[0].n_features_in_
         out.best_iteration_ = trees
-        out.target_name_ = "average of " + ", ".join(m.target_name_ for m in models)
+        out.target_name_ = "average of " + ", ".join(names or [m.target_name_ for m in models])
         out.n_train_docs_ = max(m.n_train_docs_ for m in models)
         out.n_train_queries_ = models[0].n_train_queries_
         out.evals_result_ = {}
