@@ -327,7 +327,7 @@ def _chunks(
         queries = _sample_queries(seed, sessions, sampler)
         rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
         rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-        # labels, doc ids (over rows), session and query ids in one pass
+        # labels, doc ids (over rows), session and query ids in one compiled call
         cells = _Cells.fill(rows, y_ext, docs, sessions, queries, qids)
         clicks = clicks_of(seed, sessions, cells.labels)
         yield _to_table(

@@ -207,8 +207,8 @@ def _to_table(
         cells = _Cells(labels, rows, False, None, None, None)
     S, K = cells.rows.shape
     flat = cells.rows.reshape(-1)
-    if cells.empty == 0 if cells.empty is not None else flat.min() >= 0:
-        # no empty slot (a count or a reduction, no [S, K] temporary)
+    # no empty slot: counted by _Cells.fill, or a reduction (no [S, K] temporary)
+    if (flat.min() >= 0) if cells.empty is None else cells.empty == 0:
         keep = sess_of_row = None
         full = positions is not None and len(positions) >= S * K
         pos = positions[: S * K] if full else _positions(S, K)
