@@ -6,7 +6,7 @@ Run ``python benchmarks/bench_simulation.py`` (``--help`` for sizes). It times
    (10,000 queries x 30 documents) under a production ranker (clickrank LambdaMART), to an
    in-memory polars log, next to ``np.random.default_rng().random(n * 10)``
    (the bare cost of the uniforms alone; target: <= 5x), with a breakdown of
-   where the time goes (query choice, ranking, labels, clicks, table) and the
+   where the time goes (query choice, ranking, labels and id columns, clicks, table) and the
    cost of the generic click path (materialized uniforms, ``model.sample``)
    that PBM's fused draws avoid;
 2. the same for every other click model (ratio to ``n * 10 * n_uniforms``);
@@ -33,6 +33,7 @@ from clickrank.policies import DeterministicPolicy
 from clickrank.production import production_ranker
 from clickrank.simulation import (
     _apply_interventions,
+    _Cells,
     _click_sampler,
     _id_source,
     _query_sampler,
@@ -79,7 +80,12 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
     rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
     y_ext = np.append(data.y, np.nan)
-    t["labels"], labels = best(lambda: np.take(y_ext, rows))
+    qids, docs = _id_source(data.qid), _id_source(data.doc)
+    fresh_rows = iter([rows.copy() for _ in range(3)])  # fill writes doc ids over rows
+    t["labels and id columns"], cells = best(
+        lambda: _Cells.fill(next(fresh_rows), y_ext, docs, sess, q, qids)
+    )
+    labels = cells.labels
     clicks_of = _click_sampler(model, data.y, K)
     t["clicks (as in simulate)"], c = best(lambda: clicks_of(0, sess, labels))
     n_u = model.n_uniforms
@@ -89,13 +95,11 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     u = u.reshape(n, K, n_u)
     generic["model.sample(labels, u)"], _ = best(lambda: model.sample(labels, u))
     u = None  # free the uniforms before timing the table
-    qids, docs = _id_source(data.qid), _id_source(data.doc)
-    fresh_rows = iter([rows.copy() for _ in range(3)])  # the table writes doc ids over rows
     t["table conversion"], _ = best(
         lambda: _to_table(
             sessions=sess,
             queries=q,
-            rows=next(fresh_rows),
+            rows=cells.rows,
             clicks=c,
             labels=labels,
             icode=ic,
@@ -105,6 +109,7 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
             qids=qids,
             docs=docs,
             ranker_names=prep.names,
+            cells=cells,
         )
     )
     return t, generic

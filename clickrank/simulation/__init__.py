@@ -72,6 +72,7 @@ from .writer import (  # noqa: F401
     MEMORY_BYTES_PER_ROW,
     PART_SESSIONS,
     ROW_GROUP_ROWS,
+    _Cells,
     _id_source,
     _to_table,
     estimate_log_bytes,

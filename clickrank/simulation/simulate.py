@@ -21,7 +21,15 @@ from ..datasets import RankingData
 from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
 from .interventions import Intervention, _apply_interventions, _as_interventions
 from .sampler import _click_sampler, _query_sampler, _sample_queries
-from .writer import _check_memory, _id_source, _positions, _to_table, _Writer, estimate_log_bytes
+from .writer import (
+    _Cells,
+    _check_memory,
+    _id_source,
+    _positions,
+    _to_table,
+    _Writer,
+    estimate_log_bytes,
+)
 
 # -- the entry point ------------------------------------------------------------------
 
@@ -319,14 +327,15 @@ def _chunks(
         queries = _sample_queries(seed, sessions, sampler)
         rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
         rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-        labels = np.take(y_ext, rows)  # row -1 reads the NaN appended
-        clicks = clicks_of(seed, sessions, labels)
+        # labels, doc ids (over rows), session and query ids in one compiled call
+        cells = _Cells.fill(rows, y_ext, docs, sessions, queries, qids)
+        clicks = clicks_of(seed, sessions, cells.labels)
         yield _to_table(
             sessions=sessions,
             queries=queries,
             rows=rows,
             clicks=clicks,
-            labels=labels,
+            labels=cells.labels,
             icode=icode,
             rcode=rcode,
             pivot=pivot,
@@ -335,6 +344,7 @@ def _chunks(
             docs=docs,
             ranker_names=names,
             positions=positions,
+            cells=cells,
         )
         if report is not None:
             report(stop - start)

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numba as nb
 import numpy as np
 import polars as pl
 
@@ -91,6 +92,89 @@ def _positions(S: int, K: int) -> np.ndarray:
     return pos
 
 
+@nb.njit(cache=True)
+def _fill_cells(rows, y_ext, docs, sessions, queries, qids, labels, session_col, query_col):
+    """Labels, doc ids (over ``rows``), session and query ids of the displayed cells.
+
+    ``labels = y_ext[rows]`` (row -1 reads the NaN appended); with numeric ``docs``
+    the doc ids are written over ``rows`` (an empty slot keeps -1); the session
+    and, with numeric ``qids``, the query id of every cell go to ``session_col``
+    and ``query_col``. The label and the doc id share the cache misses of a
+    session's rows; the per-session ids are a second pass (one loop with the
+    gathers and four output streams is slower than two). Returns the number of
+    empty slots.
+    """
+    S, K = rows.shape
+    empty = 0
+    for i in range(S):
+        for k in range(K):
+            r = rows[i, k]
+            labels[i, k] = y_ext[r]
+            if r < 0:
+                empty += 1
+            elif docs is not None:
+                rows[i, k] = docs[r]
+    for i in range(S):
+        s = sessions[i]
+        qi = 0 if qids is None else qids[queries[i]]
+        for k in range(K):
+            session_col[i * K + k] = s
+            if qids is not None:
+                query_col[i * K + k] = qi
+    return empty
+
+
+class _Cells:
+    """The per-cell columns of a chunk, from :meth:`fill` (before its clicks are drawn).
+
+    Attributes
+    ----------
+    labels : float64 ``[S, K]``
+        True labels of the displayed rows (NaN: empty slot); the click models read them.
+    rows : int64 ``[S, K]``
+        Numeric doc ids (written over the displayed rows), or the rows themselves
+        when the doc ids are strings (``doc_ids`` False).
+    session, query : ``[S * K]`` or None
+        Session and (numeric) query id of every cell; None: build them in :func:`_to_table`.
+    empty : int
+        Number of empty slots (-1 rows).
+    """
+
+    def __init__(self, labels, rows, doc_ids, session, query, empty) -> None:
+        self.labels, self.rows, self.doc_ids = labels, rows, doc_ids
+        self.session, self.query, self.empty = session, query, empty
+
+    @classmethod
+    def fill(
+        cls,
+        rows: np.ndarray,
+        y_ext: np.ndarray,
+        docs: np.ndarray | pl.Series,
+        sessions: np.ndarray,
+        queries: np.ndarray,
+        qids: np.ndarray | pl.Series,
+    ) -> _Cells:
+        """The labels and id columns of ``rows`` (overwritten with numeric doc ids)."""
+        S, K = rows.shape
+        num_docs = isinstance(docs, np.ndarray) and docs.dtype == rows.dtype
+        num_qids = isinstance(qids, np.ndarray)
+        labels = np.empty((S, K), dtype=np.float64)
+        session = np.empty(S * K, dtype=np.uint64)
+        query = np.empty(S * K, dtype=np.int64) if num_qids else None
+        empty = _fill_cells(
+            rows,
+            y_ext,
+            docs if num_docs else None,
+            np.ascontiguousarray(sessions, dtype=np.uint64),
+            np.ascontiguousarray(queries, dtype=np.int64),
+            qids if num_qids else None,
+            labels,
+            session,
+            query,
+        )
+        return cls(labels, rows, num_docs, session, query, int(empty))
+
+
 def _to_table(
     *,
     sessions: np.ndarray,
@@ -106,6 +190,7 @@ def _to_table(
     docs: np.ndarray | pl.Series,
     ranker_names: Sequence[str],
     positions: np.ndarray | None = None,
+    cells: _Cells | None = None,
 ) -> pl.DataFrame:
     """Dense ``[S, K]`` arrays -> the long click-log table, one vectorized pass.
 
@@ -114,16 +199,23 @@ def _to_table(
     columns hand their numpy buffers to polars without a copy, and numeric
     doc ids are gathered into ``rows`` itself (which is overwritten);
     ``positions`` (from :func:`_positions`, at least ``S`` sessions long) is
-    shared by the chunks of one run.
+    shared by the chunks of one run. With ``cells`` (:meth:`_Cells.fill`, which
+    the simulator calls before drawing the clicks) the labels, doc, session and
+    numeric query ids come from there and ``rows`` and ``labels`` are not read.
     """
-    S, K = rows.shape
-    flat = rows.reshape(-1)
-    if flat.min() >= 0:  # no empty slot (a reduction, no [S, K] temporary)
+    if cells is None:
+        cells = _Cells(labels, rows, False, None, None, None)
+    S, K = cells.rows.shape
+    flat = cells.rows.reshape(-1)
+    # no empty slot: counted by _Cells.fill, or a reduction (no [S, K] temporary)
+    if (flat.min() >= 0) if cells.empty is None else cells.empty == 0:
         keep = sess_of_row = None
         full = positions is not None and len(positions) >= S * K
         pos = positions[: S * K] if full else _positions(S, K)
     else:
-        keep = np.flatnonzero(flat >= 0)
+        # doc ids hide the -1 rows; the labels do not (data labels are finite, empty slots NaN)
+        shown = ~np.isnan(cells.labels.reshape(-1)) if cells.doc_ids else flat >= 0
+        keep = np.flatnonzero(shown)
         sess_of_row = keep // K
         pos = (keep % K + 1).astype(np.uint16)
         flat = flat[keep]
@@ -132,15 +224,24 @@ def _to_table(
         a = a.reshape(-1)
         return a if keep is None else a[keep]
 
+    if cells.session is None:
+        session = _per_row(sessions, K, sess_of_row)
+    else:
+        session = cell(cells.session)
+    if cells.query is None:
+        query = _session_ids(qids, queries, "query", K, sess_of_row)
+    else:
+        query = pl.Series("query", cell(cells.query))
+    doc = pl.Series("doc", flat) if cells.doc_ids else _row_ids(docs, flat, "doc")
     cols = [
-        pl.Series("session", _per_row(sessions, K, sess_of_row), dtype=pl.UInt64),
-        _session_ids(qids, queries, "query", K, sess_of_row),
+        pl.Series("session", session, dtype=pl.UInt64),
+        query,
         pl.Series("position", pos, dtype=pl.UInt16),
-        _row_ids(docs, flat, "doc"),
+        doc,
         pl.Series("click", cell(clicks), dtype=pl.Boolean),
         _categorical(INTERVENTION_CATEGORIES, icode, "intervention", K, sess_of_row),
         _categorical(ranker_names, rcode, "ranker", K, sess_of_row),
-        pl.Series("label", cell(labels), dtype=pl.Float64),
+        pl.Series("label", cell(cells.labels), dtype=pl.Float64),
         _session_column(pivot, "swap_pivot", pl.UInt16, K, sess_of_row),
         _session_column(swap_k, "swap_k", pl.UInt16, K, sess_of_row),
     ]
