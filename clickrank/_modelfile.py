@@ -447,7 +447,7 @@ def _tree_blocks(text: str) -> tuple[str, list[str], str]:
     header = text[: first + 1]
     sizes = next(line for line in header.split("\n") if line.startswith("tree_sizes="))
     offsets = np.cumsum([first + 1, *(int(v) for v in sizes[len("tree_sizes=") :].split())])
-    blocks = [text[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    blocks = [text[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
     return header, blocks, text[int(offsets[-1]) :]
 
 
@@ -476,7 +476,7 @@ def merge_trees(texts: list[str], weights: list[float]) -> str:
         raise ValueError("merge_trees needs one weight per model and at least one model")
     header, _, tail = _tree_blocks(texts[0])
     trees: list[str] = []
-    for text, w in zip(texts, weights):
+    for text, w in zip(texts, weights, strict=True):
         for block in _tree_blocks(text)[1]:
             trees.append(_scaled(block, len(trees), float(w)))
     sizes = " ".join(str(len(t.encode("utf-8"))) for t in trees)

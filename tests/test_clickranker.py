@@ -171,7 +171,7 @@ def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, f
     np.testing.assert_allclose(r.terms_["average"], r.validation_.per_query(mix, 10))
     fits = [cv.model_.predict(train.X) for cv in cvs]
     want = sum(cv.model_.predict(test.X) / (3 * _spread(f, train.qptr))
-               for cv, f in zip(cvs, fits))  # fmt: skip
+               for cv, f in zip(cvs, fits, strict=True))  # fmt: skip
     got = r.candidate("average").predict(test.X)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     assert r.candidate("average").best_iteration_ == sum(cv.model_.best_iteration_ for cv in cvs)
