@@ -175,11 +175,11 @@ class ClickRanker:
         Offer the average of the eligible members (default) or select one of
         them by the one-SE rule below (see the module notes).
     tolerance : float
-        ``combine="select"``'s one-SE rule: the best member must beat every safer
-        member by more than ``tolerance`` paired standard errors (0, the default: the best paired mean;
-        measured, 1 costs 0.009 NDCG@10 on average over 16 MQ2008 setups (whole folds
-        and folds cut to 14 documents per query), because
-        naive clicks, the safe end of the order, is the worst member there).
+        ``combine="select"``'s one-SE rule: the best member must beat every safer member by
+        more than ``tolerance`` paired standard errors (0, the default: the best paired
+        mean; measured, 1 costs 0.009 NDCG@10 on average over 16 MQ2008 setups (whole folds
+        and folds cut to 14 documents per query), because naive clicks, the safe end of the
+        order, is the worst member there).
     unseen_guard : float or None
         The restricted score cannot see documents the log never showed, so a
         member may flood the top with them unseen (doubly robust gains on 150
