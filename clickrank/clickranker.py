@@ -24,8 +24,9 @@ call. It owns the whole default:
    spread of its scores within a query, so each has the same say; members the
    unseen guard rejects are left out. The average is one LightGBM model
    (:meth:`~clickrank.lambdamart.LambdaMART.average`), scored out of fold like
-   any member. Measured on the issue-18 suite (docs/lambdamart.md, "The
-   robustness suite"). ``combine="select"``: the member with the best mean is
+   any member. On the issue-18 suite (docs/lambdamart.md, "The robustness
+   suite", 188 runs) the average scored 0.7288 NDCG@10 on average, the
+   best-scoring member 0.7230, the members alone 0.7181-0.7240. ``combine="select"``: the member with the best mean is
    kept only when it beats the members earlier in :data:`FAMILY`'s order (the
    simpler, safer ones) by more than ``tolerance`` paired standard errors;
    otherwise the first member within that margin is taken (the one-standard-error
