@@ -15,22 +15,21 @@ call. It owns the whole default:
    rankings, one term per query. Member :math:`a` against :math:`b` is a paired
    comparison over queries, :math:`\bar d \pm \mathrm{SE}` with
    :math:`d_q = t_q(a) - t_q(b)`.
-3. **The average of the members, not the pick of one** (``combine="average"``,
-   the default). The members' counterfactual scores are usually within a
-   standard error of each other, so picking the best one picks noise (the
-   winner's curse); averaging their scores keeps what they agree on and cancels
-   much of what each gets wrong (model averaging as in Breiman's (1996)
-   argument for bagging unstable predictors). Each member is scaled by the
-   spread of its scores within a query, so each has the same say; members the
-   unseen guard rejects are left out. The average is one LightGBM model
-   (:meth:`~clickrank.lambdamart.LambdaMART.average`), scored out of fold like
-   any member. On the issue-18 suite (docs/lambdamart.md, "The robustness
-   suite", 188 runs) the average scored 0.7288 NDCG@10 on average, the
-   best-scoring member 0.7230, the members alone 0.7181-0.7240. ``combine="select"``: the member with the best mean is
-   kept only when it beats the members earlier in :data:`FAMILY`'s order (the
-   simpler, safer ones) by more than ``tolerance`` paired standard errors;
-   otherwise the first member within that margin is taken (the one-standard-error
-   rule of Hastie et al. (2009), §7.10, towards the safer end).
+3. **The average of the members, not the pick of one** (``combine="average"``, the
+   default). The members' counterfactual scores are usually within a standard error of
+   each other, so picking the best one picks noise (the winner's curse); averaging their
+   scores keeps what they agree on and cancels much of what each gets wrong (model
+   averaging as in Breiman's (1996) argument for bagging unstable predictors). Each
+   member is scaled by the spread of its scores within a query, so each has the same
+   say; members the unseen guard rejects are left out. The average is one LightGBM model
+   (:meth:`~clickrank.lambdamart.LambdaMART.average`), scored out of fold like any
+   member. On the issue-18 suite (docs/lambdamart.md, "The robustness suite", 188 runs)
+   the average scored 0.7288 NDCG@10 on average, the best-scoring member 0.7230, the
+   members alone 0.7181-0.7240. ``combine="select"``: the member with the best mean is
+   kept only when it beats the members earlier in :data:`FAMILY`'s order (the simpler,
+   safer ones) by more than ``tolerance`` paired standard errors; otherwise the first
+   member within that margin is taken (the one-standard-error rule of Hastie et al.
+   (2009), §7.10, towards the safer end).
 4. **A high-confidence safety check** (as GENSPEC, Oosterhuis & de Rijke (2021)):
    the counterfactual gain of the chosen ranker over the *safe* ranker (the
    logging ranker when it is given as a model, else the naive member), with a
