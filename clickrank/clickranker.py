@@ -33,9 +33,11 @@ call. It owns the whole default:
 4. **A high-confidence safety check** (as GENSPEC, Oosterhuis & de Rijke (2021)):
    the counterfactual gain of the chosen ranker over the *safe* ranker (the
    logging ranker when it is given as a model, else the naive member), with a
-   one-sided ``confidence`` lower bound over queries. With ``safe=True`` a
-   member is offered only if its bound is above zero; when none is, the safe
-   ranker is kept, and the summary says so. The gain over the ranking in the
+   one-sided ``confidence`` lower bound over queries. With ``safe=True`` the
+   average (or the selected member) is offered only if its bound is above zero;
+   otherwise, with a logging model, the same members retrained with PRPO near
+   it (``fallback="proximal"``) or the logging ranker itself (``"safe"``), else
+   the naive member; the summary says which and why. The gain over the ranking in the
    log (the logger's mean positions) and over naive is reported either way.
 
 The bound uses out-of-fold scores, so no query scores a model trained on it;
