@@ -97,11 +97,9 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     u = None  # free the uniforms before timing the table
     t["table conversion"], _ = best(
         lambda: _to_table(
-            sessions=sess,
+            cells=cells,
             queries=q,
-            rows=cells.rows,
             clicks=c,
-            labels=labels,
             icode=ic,
             rcode=rc,
             pivot=pv,
@@ -109,7 +107,6 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
             qids=qids,
             docs=docs,
             ranker_names=prep.names,
-            cells=cells,
         )
     )
     return t, generic

@@ -154,12 +154,6 @@ class Setup:
     def member(self, name: str) -> np.ndarray:
         return self.click_ranker().candidate(name).predict(self.test)
 
-    def best_member(self) -> str:
-        """The member ``combine="select"`` selects (tolerance 0): the best eligible score."""
-        t = self.click_ranker().table_
-        t = t.filter(~t["excluded"] & (t["member"] != "average")) if (~t["excluded"]).any() else t
-        return t.sort("score", descending=True)["member"][0]
-
     def target(self, name: str, **kw: Any) -> T.Target:
         stats = self.stats if name in ("ips", "dr") else None
         return T.make_target(name, self.train, self.log, self.theta, seed=self.seed,
@@ -170,7 +164,7 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "production": lambda s: s.prod.predict(s.test.X),
     "default": lambda s: s.click_ranker().predict(s.test),
     "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
-    "select-nosafe": lambda s: s.member(s.best_member()),
+    "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
     "old-default": lambda s: s.cv(s.target("ips")),
     "naive": lambda s: s.fixed(s.target("naive", candidates="shown")),

@@ -234,7 +234,15 @@ class ClickRanker:
     choice_ : str
         Name of the offered ranker (``"logging"`` when the logging ranker is kept).
     selected_ : str
-        The member the rule selected (before the safety check).
+        The candidate the rule selected (before the safety check): ``"average"``
+        with ``combine="average"``, else a member.
+    average_ : LambdaMART or None
+        The members' average as one model (``combine="average"``).
+    averaged_ : list of str
+        The members in the average (the unseen guard's survivors).
+    best_member_ : str
+        The member with the best counterfactual score among the eligible ones
+        (what ``combine="select"`` takes at ``tolerance=0``).
     members_ : dict
         Fitted :class:`~clickrank.selection.LambdaMARTCV` of each member.
     table_ : polars.DataFrame
@@ -438,9 +446,8 @@ class ClickRanker:
         if self.combine == "average":
             names = [m for m in family if m not in self._unseen_guard(family)]
             if len(names) > 1:
-                cvs = [self.members_[m] for m in names]
-                oof[AVERAGE], every[AVERAGE], self.average_ = self._average(cvs, data, val,
-                                                                             cmp_val)  # fmt: skip
+                oof[AVERAGE], every[AVERAGE], self.average_ = self._average(
+                    {m: self.members_[m] for m in names}, data, val, cmp_val)  # fmt: skip
                 self.averaged_ = names
                 candidates.append(AVERAGE)
                 say(f"  {AVERAGE} of {', '.join(names)}: {cmp_val.metric_name(int(self.eval_at))} "
@@ -470,30 +477,28 @@ class ClickRanker:
         check_is_fitted(self, "members_")
         if name == AVERAGE and self.average_ is not None:
             return self.average_
-        if name == f"{AVERAGE}+prpo" and getattr(self, "prpo_average_", None) is not None:
+        if name == f"{AVERAGE}+prpo" and self.prpo_average_ is not None:
             return self.prpo_average_
         if name not in self.members_:
             raise InputError(f"no candidate {name!r}; fitted: {[*self.members_, AVERAGE]}")
         return self.members_[name].model_
 
-    def _average(self, cvs, data, val, cmp_val):
-        """The average of fitted selections ``cvs``: its out-of-fold terms on ``cmp_val``
+    def _average(self, named, data, val, cmp_val):
+        """The average of fitted selections ``named`` (name -> LambdaMARTCV): its
+        out-of-fold terms on ``cmp_val``
         and on ``val`` (each repetition's out-of-fold scores averaged, each member's
         divided by its spread) and one model of the refitted members
         (:meth:`LambdaMART.average`, the same weights on the refitted models' spreads)."""
         from .lambdamart import LambdaMART
 
-        k, names = int(self.eval_at), [self._name_of(cv) for cv in cvs]
+        k, cvs = int(self.eval_at), list(named.values())
         runs = [np.mean([cv.oof_[r] / _spread(cv.oof_[r], data.qptr) for cv in cvs], axis=0)
                 for r in range(len(cvs[0].oof_))]  # fmt: skip
         models = [cv.model_ for cv in cvs]
         weights = [1 / (len(models) * _spread(m.predict(data.X), data.qptr)) for m in models]
         return (np.mean([cmp_val.per_query(s, k) for s in runs], axis=0),
                 np.mean([val.per_query(s, k) for s in runs], axis=0),
-                LambdaMART.average(models, weights, names))  # fmt: skip
-
-    def _name_of(self, cv) -> str:
-        return next(m for m, c in self.members_.items() if c is cv)
+                LambdaMART.average(models, weights, list(named)))  # fmt: skip
 
     def _proximal_fallback(self, data, val, reference, reps, say) -> None:
         """No candidate is sure to beat the logger: the selected member (for the average,
@@ -502,22 +507,22 @@ class ClickRanker:
         eps = float(self.fallback_eps)
         member = self.selected_
         members = self.averaged_ if member == AVERAGE else [member]
-        cvs = []
+        retrained = {}
         for m in members:
             cv = self._cv(reps, proximal=eps).fit(data, self.targets_[m], validation=val,
                                                   reference=reference)  # fmt: skip
-            self.members_[f"{m}+prpo"] = cv
-            cvs.append(cv)
+            self.members_[f"{m}+prpo"] = retrained[f"{m}+prpo"] = cv
             say(f"  {m}+prpo: the fallback, {cv.best_params_}")
         name = f"{member}+prpo"
         k = int(self.eval_at)
         if member == AVERAGE:
-            terms, self.terms_all_[name], self.model_ = self._average(cvs, data, val,
+            terms, self.terms_all_[name], self.model_ = self._average(retrained, data, val,
                                                                       self.validation_)  # fmt: skip
             self.prpo_average_ = self.model_
         else:
-            terms = np.mean([self.validation_.per_query(s, k) for s in cvs[0].oof_], axis=0)
-            self.model_ = cvs[0].model_
+            (cv,) = retrained.values()
+            terms = np.mean([self.validation_.per_query(s, k) for s in cv.oof_], axis=0)
+            self.model_ = cv.model_
         self.choice_ = name
         self.terms_[name] = terms
         keep, logging = self.checked_, self.terms_["logging"]
@@ -585,6 +590,9 @@ class ClickRanker:
         self.excluded_ = self._unseen_guard(family)
         eligible = [m for m in family if m not in self.excluded_] or list(family)
         best = max(eligible, key=lambda m: scores[m])
+        # what combine="select" takes at tolerance 0 (recorded: the benchmark compares it)
+        self.best_member_ = max((m for m in eligible if m != prefer), key=lambda m: scores[m],
+                                default=best)  # fmt: skip
         selected = prefer if prefer in eligible else best
         for m in eligible if selected == best else ():  # the first (safest) member the best
             if m == best:  # does not clearly beat
@@ -619,8 +627,8 @@ class ClickRanker:
             # the members whose gain over the safe ranker is sure, best of them by the same rule
             # (the average is the one candidate tested: switching to whichever member clears
             # the bound would be the best of several tests, optimistic by the winner's curse)
-            sure = [m for m in eligible if m in vs_safe and vs_safe[m].lower > 0
-                    and selected != prefer]  # fmt: skip
+            sure = [] if selected == prefer else [
+                m for m in eligible if m in vs_safe and vs_safe[m].lower > 0]  # fmt: skip
             if sure:
                 choice = max(sure, key=lambda m: scores[m])
                 why = (f"{selected} is not shown to beat {safe_name} at {conf:.0%}; "

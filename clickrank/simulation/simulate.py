@@ -331,11 +331,9 @@ def _chunks(
         cells = _Cells.fill(rows, y_ext, docs, sessions, queries, qids)
         clicks = clicks_of(seed, sessions, cells.labels)
         yield _to_table(
-            sessions=sessions,
+            cells=cells,
             queries=queries,
-            rows=rows,
             clicks=clicks,
-            labels=cells.labels,
             icode=icode,
             rcode=rcode,
             pivot=pivot,
@@ -344,7 +342,6 @@ def _chunks(
             docs=docs,
             ranker_names=names,
             positions=positions,
-            cells=cells,
         )
         if report is not None:
             report(stop - start)

@@ -52,16 +52,11 @@ def _categorical(
 
 
 def _session_ids(
-    ids: np.ndarray | pl.Series,
-    index: np.ndarray,
-    name: str,
-    K: int,
-    sess_of_row: np.ndarray | None,
+    ids: pl.Series, index: np.ndarray, name: str, K: int, sess_of_row: np.ndarray | None
 ) -> pl.Series:
-    """``ids[index]`` per session, repeated onto the session's rows."""
-    if isinstance(ids, pl.Series):
-        return ids.gather(_per_row(index, K, sess_of_row)).alias(name)
-    return pl.Series(name, _per_row(np.take(ids, index), K, sess_of_row))
+    """String ``ids[index]`` per session, repeated onto the session's rows (numeric ids
+    come from :meth:`_Cells.fill`)."""
+    return ids.gather(_per_row(index, K, sess_of_row)).alias(name)
 
 
 def _row_ids(ids: np.ndarray | pl.Series, rows: np.ndarray, name: str) -> pl.Series:
@@ -134,8 +129,10 @@ class _Cells:
     rows : int64 ``[S, K]``
         Numeric doc ids (written over the displayed rows), or the rows themselves
         when the doc ids are strings (``doc_ids`` False).
-    session, query : ``[S * K]`` or None
-        Session and (numeric) query id of every cell; None: build them in :func:`_to_table`.
+    session : uint64 ``[S * K]``
+        Session id of every cell.
+    query : int64 ``[S * K]`` or None
+        Query id of every cell; None for string query ids (:func:`_to_table` gathers them).
     empty : int
         Number of empty slots (-1 rows).
     """
@@ -177,11 +174,9 @@ class _Cells:
 
 def _to_table(
     *,
-    sessions: np.ndarray,
+    cells: _Cells,
     queries: np.ndarray,
-    rows: np.ndarray,
     clicks: np.ndarray,
-    labels: np.ndarray,
     icode: np.ndarray,
     rcode: np.ndarray,
     pivot: np.ndarray,
@@ -190,7 +185,6 @@ def _to_table(
     docs: np.ndarray | pl.Series,
     ranker_names: Sequence[str],
     positions: np.ndarray | None = None,
-    cells: _Cells | None = None,
 ) -> pl.DataFrame:
     """Dense ``[S, K]`` arrays -> the long click-log table, one vectorized pass.
 
@@ -199,16 +193,13 @@ def _to_table(
     columns hand their numpy buffers to polars without a copy, and numeric
     doc ids are gathered into ``rows`` itself (which is overwritten);
     ``positions`` (from :func:`_positions`, at least ``S`` sessions long) is
-    shared by the chunks of one run. With ``cells`` (:meth:`_Cells.fill`, which
-    the simulator calls before drawing the clicks) the labels, doc, session and
-    numeric query ids come from there and ``rows`` and ``labels`` are not read.
+    shared by the chunks of one run. The labels, doc, session and numeric query
+    ids come from ``cells`` (:meth:`_Cells.fill`, which the simulator calls
+    before drawing the clicks).
     """
-    if cells is None:
-        cells = _Cells(labels, rows, False, None, None, None)
     S, K = cells.rows.shape
     flat = cells.rows.reshape(-1)
-    # no empty slot: counted by _Cells.fill, or a reduction (no [S, K] temporary)
-    if (flat.min() >= 0) if cells.empty is None else cells.empty == 0:
+    if cells.empty == 0:  # counted by _Cells.fill
         keep = sess_of_row = None
         full = positions is not None and len(positions) >= S * K
         pos = positions[: S * K] if full else _positions(S, K)
@@ -224,10 +215,7 @@ def _to_table(
         a = a.reshape(-1)
         return a if keep is None else a[keep]
 
-    if cells.session is None:
-        session = _per_row(sessions, K, sess_of_row)
-    else:
-        session = cell(cells.session)
+    session = cell(cells.session)
     if cells.query is None:
         query = _session_ids(qids, queries, "query", K, sess_of_row)
     else:
