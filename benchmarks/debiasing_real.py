@@ -504,6 +504,8 @@ def main() -> None:
         return None
     if args.suite:
         args.suite_sessions = [int(float(x)) for x in args.suite_sessions.split(",")]
+    if args.cut is not None and args.cut < 2:
+        ap.error(f"--cut must be at least 2 documents per query, got {args.cut}")
         return run_suite(args, methods)
     report, dump = [], {}
     for name, load in datasets(args):

@@ -617,6 +617,8 @@ class LambdaMART:
 
         if not models or len(models) != len(weights):
             raise InputError("average needs at least one model and one weight per model")
+        if not np.all(np.isfinite(np.asarray(weights, dtype=np.float64))):
+            raise InputError(f"average: weights must be finite, got {list(weights)}")
         for m in models:
             check_is_fitted(m, "booster_")
         if len({m.n_features_in_ for m in models}) > 1:

@@ -207,3 +207,5 @@ def test_average_is_one_model_scoring_the_weighted_sum_and_saving_safely(tmp_pat
     assert loaded.target_name_.startswith("average of")
     with pytest.raises(cr.InputError, match="one weight per model"):
         LambdaMART.average([a, b], [1.0])
+    with pytest.raises(cr.InputError, match="finite"):
+        LambdaMART.average([a, b], [1.0, float("nan")])
