@@ -151,6 +151,20 @@ class Setup:
             )
         return self._ranker
 
+    def with_fallback(self, fallback: str) -> np.ndarray:
+        """Test scores of the default learner with another ``fallback``: the default's own
+        when it did not fall back (the fallback is never reached then)."""
+        r = self.click_ranker()
+        if r.choice_ != "logging" and "+" not in r.choice_:
+            return r.predict(self.test)
+        if fallback == "safe":
+            return self.prod.predict(self.test.X)
+        return (
+            ClickRanker(seed=self.seed, fallback=fallback)
+            .fit(self.train, self.log, self.theta, logging_model=self.prod)
+            .predict(self.test)
+        )
+
     def member(self, name: str) -> np.ndarray:
         return self.click_ranker().candidate(name).predict(self.test)
 
@@ -164,6 +178,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "production": lambda s: s.prod.predict(s.test.X),
     "default": lambda s: s.click_ranker().predict(s.test),
     "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
+    "default-crm": lambda s: s.with_fallback("crm"),
+    "default-safe": lambda s: s.with_fallback("safe"),
     "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
     "old-default": lambda s: s.cv(s.target("ips")),
@@ -297,7 +313,8 @@ SUITE_METHODS = ["production", "default", "default-nosafe", "select-nosafe",
                  "naive-cv", "old-default", "lightgbm-position", "xgboost-unbiased",
                  "oracle"]  # fmt: skip
 #: Rows that are references, not click learners a user could pick instead of the default.
-_REFERENCES = ("default", "default-nosafe", "select-nosafe", "production", "oracle",
+_REFERENCES = ("default", "default-nosafe", "default-crm", "default-safe", "select-nosafe",
+               "production", "oracle",
                "oracle-cv")  # fmt: skip
 
 
@@ -502,10 +519,10 @@ def main() -> None:
             + suite_report(pooled(dump), methods).replace("## Suite:", "## Suite, folds pooled:")
         )
         return None
-    if args.suite:
-        args.suite_sessions = [int(float(x)) for x in args.suite_sessions.split(",")]
     if args.cut is not None and args.cut < 2:
         ap.error(f"--cut must be at least 2 documents per query, got {args.cut}")
+    if args.suite:
+        args.suite_sessions = [int(float(x)) for x in args.suite_sessions.split(",")]
         return run_suite(args, methods)
     report, dump = [], {}
     for name, load in datasets(args):

@@ -36,7 +36,8 @@ call. It owns the whole default:
    one-sided ``confidence`` lower bound over queries. With ``safe=True`` the
    average (or the selected member) is offered only if its bound is above zero;
    otherwise, with a logging model, the same members retrained with PRPO near
-   it (``fallback="proximal"``) or the logging ranker itself (``"safe"``), else
+   it (``fallback="proximal"``), with exposure-based CRM near it (``"crm"``) or the
+   logging ranker itself (``"safe"``), else
    the naive member; the summary says which and why. The gain over the ranking in the
    log (the logger's mean positions) and over naive is reported either way.
 
@@ -59,6 +60,7 @@ from scipy import stats as st
 
 from ._validation import InputError, check_is_fitted
 from .datasets import RankingData
+from .deployment import risk_weight
 from .selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
 
 __all__ = ["ClickRanker", "FAMILY", "DEFAULT_FAMILY", "Comparison"]
@@ -194,15 +196,19 @@ class ClickRanker:
     safe : bool
         Offer a member only if its one-sided ``confidence`` lower bound of gain
         over the safe ranker is above zero; else keep the safe ranker.
-    fallback : {"proximal", "safe"}
+    fallback : {"proximal", "crm", "safe"}
         What ``safe`` offers when no member is shown to beat the logging
         ranker: ``"proximal"`` (default) the selected member retrained with
         PRPO's clipping ``fallback_eps`` around the logging ranker's rankings
         (:class:`~clickrank.lambdamart.LambdaMART` ``proximal``: each
         document's exposure stays within a factor ``1 + fallback_eps`` of the
         logger's, the risk-bounded step PRPO was designed for when the data
-        cannot show a gain); ``"safe"`` the logging ranker itself (GENSPEC's
-        choice). Without a logging model the naive member is kept either way.
+        cannot show a gain); ``"crm"`` retrained with exposure-based counterfactual
+        risk minimisation around them (``risk`` =
+        :func:`~clickrank.deployment.risk_weight` of the log's sessions at
+        ``confidence``: a pull towards the logger's exposures that fades with more
+        data); ``"safe"`` the logging ranker itself (GENSPEC's choice). Without a
+        logging model the naive member is kept either way.
     fallback_eps : float
         The PRPO clipping of the fallback (0.2).
     confidence : float
@@ -240,6 +246,9 @@ class ClickRanker:
         The members' average as one model (``combine="average"``).
     averaged_ : list of str
         The members in the average (the unseen guard's survivors).
+    fallback_average_ : LambdaMART or None
+        The retrained average offered by the fallback (``"average+prpo"`` or
+        ``"average+crm"``), when it was.
     best_member_ : str
         The member with the best counterfactual score among the eligible ones
         (what ``combine="select"`` takes at ``tolerance=0``).
@@ -335,8 +344,8 @@ class ClickRanker:
             raise InputError(f"validation must be 'ips', 'dr' or 'clicks', got {self.validation!r}")
         if self.combine not in ("average", "select"):
             raise InputError(f"combine must be 'average' or 'select', got {self.combine!r}")
-        if self.fallback not in ("proximal", "safe"):
-            raise InputError(f"fallback must be 'proximal' or 'safe', got {self.fallback!r}")
+        if self.fallback not in ("proximal", "crm", "safe"):
+            raise InputError(f"fallback must be 'proximal', 'crm' or 'safe', got {self.fallback!r}")
         if not 0.5 <= float(self.confidence) < 1:
             raise InputError(f"confidence must be in [0.5, 1), got {self.confidence}")
         if float(self.tolerance) < 0:
@@ -441,7 +450,7 @@ class ClickRanker:
         self.validation_ = cmp_val
         self.terms_ = oof
         self.terms_all_ = every  # the same rankings scored over every document (diagnostic)
-        self.average_, self.averaged_, self.prpo_average_ = None, [], None
+        self.average_, self.averaged_, self.fallback_average_ = None, [], None
         candidates = list(family)
         if self.combine == "average":
             names = [m for m in family if m not in self._unseen_guard(family)]
@@ -468,17 +477,18 @@ class ClickRanker:
         self._choose(candidates, oof, safe_name, safe_terms, logged, val.n_sessions,
                      prefer=AVERAGE if AVERAGE in candidates else None)  # fmt: skip
         self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
-        if self.choice_ == "logging" and self.fallback == "proximal":
-            self._proximal_fallback(data, val, reference, reps, say)
+        if self.choice_ == "logging" and self.fallback != "safe":
+            self._retrained_fallback(data, val, reference, reps, say)
         return self
 
     def candidate(self, name: str) -> Any:
-        """The fitted model of a member, of ``"average"`` or of a PRPO fallback, by name."""
+        """The fitted model of a member, of ``"average"`` or of a retrained fallback
+        (``"average+prpo"``, ``"ips-shown+crm"``, ...), by name."""
         check_is_fitted(self, "members_")
         if name == AVERAGE and self.average_ is not None:
             return self.average_
-        if name == f"{AVERAGE}+prpo" and self.prpo_average_ is not None:
-            return self.prpo_average_
+        if name == self.choice_ and name.startswith(f"{AVERAGE}+"):
+            return self.fallback_average_
         if name not in self.members_:
             raise InputError(f"no candidate {name!r}; fitted: {[*self.members_, AVERAGE]}")
         return self.members_[name].model_
@@ -500,25 +510,36 @@ class ClickRanker:
                 np.mean([val.per_query(s, k) for s in runs], axis=0),
                 LambdaMART.average(models, weights, list(named)))  # fmt: skip
 
-    def _proximal_fallback(self, data, val, reference, reps, say) -> None:
+    def _retrained_fallback(self, data, val, reference, reps, say) -> None:
         """No candidate is sure to beat the logger: the selected member (for the average,
-        every averaged member, then their average), retrained with PRPO's clipping around
-        the logger's rankings (Gupta et al. (2024)), is offered instead."""
-        eps = float(self.fallback_eps)
+        every averaged member, then their average), retrained near the logger's rankings
+        with PRPO's clipping (Gupta et al. (2024)) or CRM's penalty (Gupta et al.
+        (2023)), is offered instead."""
+        if self.fallback == "proximal":
+            tag, how = "prpo", {"proximal": float(self.fallback_eps)}
+            said = (f"PRPO (eps {self.fallback_eps:g}) around the logging ranker: its "
+                    "exposures stay within that factor of the logger's")  # fmt: skip
+        else:
+            alpha = risk_weight(val.n_sessions, float(self.confidence))
+            tag, how = "crm", {"risk": alpha}
+            said = (f"exposure-based CRM (alpha {alpha:.3g} for {val.n_sessions:g} sessions "
+                    f"at {self.confidence:.0%}) around the logging ranker: its exposures "
+                    "are pulled towards the logger's as far as the clicks cannot vouch "
+                    "for them")  # fmt: skip
         member = self.selected_
         members = self.averaged_ if member == AVERAGE else [member]
         retrained = {}
         for m in members:
-            cv = self._cv(reps, proximal=eps).fit(data, self.targets_[m], validation=val,
-                                                  reference=reference)  # fmt: skip
-            self.members_[f"{m}+prpo"] = retrained[f"{m}+prpo"] = cv
-            say(f"  {m}+prpo: the fallback, {cv.best_params_}")
-        name = f"{member}+prpo"
+            cv = self._cv(reps, **how).fit(data, self.targets_[m], validation=val,
+                                           reference=reference)  # fmt: skip
+            self.members_[f"{m}+{tag}"] = retrained[f"{m}+{tag}"] = cv
+            say(f"  {m}+{tag}: the fallback, {cv.best_params_}")
+        name = f"{member}+{tag}"
         k = int(self.eval_at)
         if member == AVERAGE:
             terms, self.terms_all_[name], self.model_ = self._average(retrained, data, val,
                                                                       self.validation_)  # fmt: skip
-            self.prpo_average_ = self.model_
+            self.fallback_average_ = self.model_
         else:
             (cv,) = retrained.values()
             terms = np.mean([self.validation_.per_query(s, k) for s in cv.oof_], axis=0)
@@ -530,9 +551,7 @@ class ClickRanker:
                                                 self.validation_.n_sessions,
                                                 float(self.confidence))  # fmt: skip
         what = f"the {AVERAGE} of its members" if member == AVERAGE else member
-        self.reason_ += (f"; offering {what} retrained with PRPO (eps {eps:g}) around "
-                         "the logging ranker: its exposures stay within that factor of the "
-                         "logger's")  # fmt: skip
+        self.reason_ += f"; offering {what} retrained with {said}"
 
     def _validations(self, data, log, theta, stats, say):
         """The estimate trees are chosen on (every document, as LambdaMARTCV always has)
@@ -559,10 +578,10 @@ class ClickRanker:
         return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
                              stats=stats_arg, **opts)  # fmt: skip
 
-    def _cv(self, repeats: int, proximal: float | None = None) -> LambdaMARTCV:
-        """Every member's selection: the same grid, folds and seed (so the same splits)."""
-        eps = self.proximal if proximal is None else proximal
-        extra = {} if eps is None else {"proximal": float(eps)}
+    def _cv(self, repeats: int, **safe: float) -> LambdaMARTCV:
+        """Every member's selection: the same grid, folds and seed (so the same splits);
+        ``safe``: ``proximal`` or ``risk`` of a fallback."""
+        extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
         return LambdaMARTCV(
             grid=self.grid, folds=self.folds, repeats=repeats, n_estimators=self.n_estimators,
             learning_rate=self.learning_rate, early_stopping_rounds=self.early_stopping_rounds,

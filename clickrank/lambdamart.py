@@ -25,6 +25,7 @@ from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._validation import InputError, check_is_fitted, check_positive, check_qptr
 from .datasets import RankingData, feature_matrix
+from .deployment import RiskPenalty, exposure, proximal_mask
 from .lambdas import SessionStep, lambda_objective, pair_lambdas, position_bias_update
 from .targets import SessionLists, Target, oracle
 
@@ -124,6 +125,15 @@ class LambdaMART:
         learned ranking drifts less from the safe one the smaller
         :math:`\epsilon` (:func:`proximal_mask`; on trees a soft constraint: a
         leaf moves all its documents). None: no constraint.
+    risk : float, optional
+        Exposure-based counterfactual risk minimisation (CRM; Gupta, Oosterhuis &
+        de Rijke (2023)) around the safe ranker of ``fit(..., reference=scores)``:
+        the weight :math:`\alpha` of :math:`\sqrt{\hat d_2}`, the divergence of the
+        learned exposures from the safe ones, subtracted from the target
+        (:class:`clickrank.deployment.RiskPenalty`; :func:`clickrank.deployment.risk_weight`
+        gives :math:`\alpha` for a number of sessions and a confidence). The pull
+        towards the safe ranking weakens as the rankings agree and as :math:`\alpha`
+        shrinks with more data. None: no penalty.
     seed : int
         Seed of LightGBM's randomness (bagging, feature fraction); training
         runs with ``deterministic=True`` and ``force_row_wise=True``, so a seed
@@ -143,6 +153,9 @@ class LambdaMART:
     evals_result_ : dict
         Validation NDCG per round (when ``valid`` was given).
     target_name_ : str
+    divergence_ : list of float
+        With ``risk``: the mean exposure divergence :math:`\hat d_2` from the safe
+        ranking at every round (1: the same rankings); else empty.
     position_bias_ : dict or None
         For the ``unbiased-lambdamart`` target, the position biases learned
         with the trees: ``{"t_plus": [K], "t_minus": [K]}`` (relative to
@@ -177,6 +190,7 @@ class LambdaMART:
         eval_at: int = 10,
         lambda_l2: float = 0.0,
         proximal: float | None = None,
+        risk: float | None = None,
         seed: int = 0,
         n_jobs: int = 1,
         lightgbm_params: dict[str, Any] | None = None,
@@ -194,6 +208,7 @@ class LambdaMART:
         self.eval_at = eval_at
         self.lambda_l2 = lambda_l2
         self.proximal = proximal
+        self.risk = risk
         self.seed = seed
         self.n_jobs = n_jobs
         self.lightgbm_params = lightgbm_params
@@ -203,7 +218,7 @@ class LambdaMART:
     _PARAM_NAMES = (
         "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_data_in_leaf",
         "truncation_level", "sigma", "normalize", "weighting", "early_stopping_rounds",
-        "eval_at", "lambda_l2", "proximal", "seed", "n_jobs", "lightgbm_params",
+        "eval_at", "lambda_l2", "proximal", "risk", "seed", "n_jobs", "lightgbm_params",
     )  # fmt: skip
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -239,6 +254,8 @@ class LambdaMART:
         check_positive(self.n_jobs, name="n_jobs", integer=True)
         if self.proximal is not None:
             check_positive(self.proximal, name="proximal")
+        if self.risk is not None:
+            check_positive(self.risk, name="risk")
         extra = self.lightgbm_params or {}
         if not isinstance(extra, dict):
             raise InputError("lightgbm_params must be a dict")
@@ -264,19 +281,35 @@ class LambdaMART:
     # -- fitting ---------------------------------------------------------------
 
     def _objective(self, qptr, gains, pairs, pair_weights, doc_weights=None, reference=None):
-        """The target's objective, with PRPO's clipping when ``proximal`` and ``reference``."""
+        """The target's objective, with PRPO's clipping (``proximal``) and CRM's penalty
+        (``risk``) around the ``reference`` rankings when they are set."""
         fobj = self._target_objective(qptr, gains, pairs, pair_weights, doc_weights)
-        if self.proximal is None or reference is None:
+        if reference is None or (self.proximal is None and self.risk is None):
             return fobj
-        eps = float(self.proximal)
-        ref_exposure = _exposure(np.asarray(reference, dtype=np.float64), qptr)
+        ref = np.asarray(reference, dtype=np.float64)
+        ref_exposure = exposure(ref, qptr)
+        eps = None if self.proximal is None else float(self.proximal)
+        trunc = None if self.truncation_level is None else int(self.truncation_level)
+        penalty = (
+            None
+            if self.risk is None
+            else RiskPenalty(
+                ref, qptr, alpha=float(self.risk), sigma=float(self.sigma), truncation=trunc
+            )
+        )
 
-        def proximal_fobj(preds, dataset):
+        def safe_fobj(preds, dataset):
             grad, hess = fobj(preds, dataset)
-            keep = proximal_mask(-grad, _exposure(preds, qptr), ref_exposure, eps)
-            return np.where(keep, grad, 0.0), hess
+            grad, hess = grad.astype(np.float64), hess.astype(np.float64)
+            if penalty is not None:  # forces are -grad: add the penalty's, then flip back
+                forces = -grad
+                self.divergence_.append(penalty.add(preds, forces, hess))
+                grad = -forces
+            if eps is not None:
+                grad[~proximal_mask(-grad, exposure(preds, qptr), ref_exposure, eps)] = 0.0
+            return grad, hess
 
-        return proximal_fobj
+        return safe_fobj
 
     def _target_objective(self, qptr: np.ndarray, gains, pairs, pair_weights, doc_weights=None):
         """LightGBM's callable objective for the target kind (what :func:`_restrict` returns).
@@ -373,7 +406,7 @@ class LambdaMART:
             DCG@``eval_at`` estimated from held-out clicks, no labels needed).
         reference : numpy.ndarray, optional
             ``[n_docs]`` scores of the safe ranker on ``data`` (its rankings bound
-            the learned ones when ``proximal`` is set; ignored otherwise).
+            the learned ones when ``proximal`` or ``risk`` is set; ignored otherwise).
 
         Returns
         -------
@@ -398,12 +431,16 @@ class LambdaMART:
         if self.early_stopping_rounds is not None and valid is None:
             raise InputError("early_stopping_rounds needs valid data")
         params = self._lgb_params()
+        if reference is None and (self.proximal is not None or self.risk is not None):
+            raise InputError("proximal and risk need the safe ranker's scores: "
+                             "fit(..., reference=scores)")  # fmt: skip
         ref = None
         if reference is not None:
             ref = np.asarray(reference, dtype=np.float64)
             if ref.shape != (data.n_docs,):
                 raise InputError(f"reference must hold one score per row ({data.n_docs})")
             ref = ref if _rows is None else ref[_rows]
+        self.divergence_: list[float] = []  # CRM: the mean divergence at every round
         params["objective"] = self._objective(qptr, gains, pairs, pw, dw, ref)
         dtrain = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
         from ._signals import lightgbm_callback
@@ -664,36 +701,6 @@ def load_model(path: str | os.PathLike) -> Any:
 
         return SparkRanker.load(path)
     return LambdaMART.load(path)
-
-
-def _exposure(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
-    r"""Each document's DCG exposure :math:`1/\log_2(1 + \mathrm{rank})` in its query's
-    ranking by ``scores`` (descending; ties keep row order)."""
-    from ._segments import ranks
-
-    return 1.0 / np.log2(1.0 + ranks(scores, qptr))
-
-
-def proximal_mask(
-    forces: np.ndarray, exposure: np.ndarray, reference: np.ndarray, eps: float
-) -> np.ndarray:
-    r"""Which forces PRPO keeps (Gupta, Oosterhuis & de Rijke (2024)).
-
-    With :math:`r_d = \omega(d) / \omega_0(d)` the ratio of a document's
-    exposure in the current ranking to that in the safe ranking, the clipped
-    objective :math:`\min(r_d A_d, \mathrm{clip}(r_d, (1+\epsilon)^{-1}, 1+\epsilon) A_d)`
-    has no gradient once the ratio has left the trust region in the direction
-    the force points: a force up (:math:`\lambda_d > 0`) is dropped when
-    :math:`r_d \ge 1 + \epsilon`, a force down when :math:`r_d \le 1/(1 + \epsilon)`.
-
-    >>> proximal_mask(np.array([1.0, 1.0, -1.0, -1.0]), np.array([2.0, 1.0, 0.5, 1.0]),
-    ...               np.ones(4), 0.5).tolist()
-    [False, True, False, True]
-    """
-    r = exposure / reference
-    up = (forces > 0) & (r >= 1.0 + eps)
-    down = (forces < 0) & (r <= 1.0 / (1.0 + eps))
-    return ~(up | down)
 
 
 def _bias_json(bias: dict[str, np.ndarray] | None) -> dict[str, list[float]] | None:

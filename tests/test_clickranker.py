@@ -13,7 +13,9 @@ from clickrank import InputError
 from clickrank.clickmodels import make_click_model
 from clickrank.clickranker import ClickRanker, Comparison, logged_ranking
 from clickrank.datasets import split_queries, synthetic
-from clickrank.lambdamart import LambdaMART, _exposure, proximal_mask
+from clickrank.deployment import exposure as _exposure
+from clickrank.deployment import exposure_divergence, proximal_mask
+from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy
 from clickrank.production import production_ranker
@@ -156,6 +158,20 @@ def test_a_perfect_logger_is_kept(setup):
     assert drift(p.predict(train)) < drift(p.candidate("average").predict(train))
     np.testing.assert_array_equal(p.predict(train), p.candidate("average+prpo").predict(train))
     assert p.safety_["vs_safe"].a == p.choice_
+    # fallback="crm": every member retrained with exposure-based CRM around the logger, whose
+    # exposures diverge less from the logger's than the average's do
+    c = ClickRanker(family=("naive", "ips-shown"), seed=0, fallback="crm", **SMALL).fit(
+        train, log, theta, logging_model=oracle
+    )
+    assert c.choice_ == "average+crm" and "CRM" in c.reason_ and "600 sessions" in c.reason_
+    assert {"naive+crm", "ips-shown+crm"} <= set(c.members_)
+    safe_scores = oracle.predict(train.X)
+
+    def divergence(scores):
+        return exposure_divergence(scores, safe_scores, train.qptr).mean()
+
+    assert divergence(c.predict(train)) < divergence(c.candidate("average").predict(train))
+    np.testing.assert_array_equal(c.predict(train), c.candidate("average+crm").predict(train))
 
 
 def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, fitted):

@@ -45,7 +45,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("targets", ("targets",)),
     (
         "training",
-        ("lambdas", "lambdamart", "selection", "clickranker", "production", "distributed"),
+        (
+            "lambdas",
+            "deployment",
+            "lambdamart",
+            "selection",
+            "clickranker",
+            "production",
+            "distributed",
+        ),
     ),
     ("specs", ("specs",)),
     ("evaluation", ("evaluation", "interleaving", "online")),
