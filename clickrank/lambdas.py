@@ -273,33 +273,41 @@ def _lambda_queries(
             di = disc[i]
             lam_i = lam_r[i]  # in registers over the j loop (no other pair touches them)
             hes_i = hes_r[i]
-            for j in range(i + 1, cnt):
-                gj = g_r[j]
+            # the ranks below i as views from 0: the loop index needs no negative-index wrap
+            g_t = g_r[i + 1 : cnt]
+            s_t = s_r[i + 1 : cnt]
+            e_t = e_r[i + 1 : cnt]
+            w_t = w_r[i + 1 : cnt]
+            d_t = disc[i + 1 : cnt]
+            lam_t = lam_r[i + 1 : cnt]
+            hes_t = hes_r[i + 1 : cnt]
+            for x in range(cnt - i - 1):
+                gj = g_t[x]
                 if gi == gj:
                     continue
                 up = gi > gj  # i is the higher-gain document of the pair
                 if ndcg:
-                    dz = ((gi - gj) if up else (gj - gi)) * (di - disc[j]) * inv_idcg
+                    dz = ((gi - gj) if up else (gj - gi)) * (di - d_t[x]) * inv_idcg
                 else:
                     dz = 1.0
                 if use_w:
-                    dz *= wi * w_r[j]
-                ds = (si - s_r[j]) if up else (s_r[j] - si)  # s_hi - s_lo
+                    dz *= wi * w_t[x]
+                ds = (si - s_t[x]) if up else (s_t[x] - si)  # s_hi - s_lo
                 if damp:
                     dz /= 0.01 + abs(ds)
-                e_lo = e_r[j] if up else ei
-                den = ei + e_r[j]
+                e_lo = e_t[x] if up else ei
+                den = ei + e_t[x]
                 if den > 1e-280:
                     rho = e_lo / den
                 else:
                     rho = 1.0 / (1.0 + np.exp(sigma * ds))
                 f = sigma * rho * dz
                 h = sigma * f * (1.0 - rho)
-                sf = f if up else -f  # the force on i; -sf on j
+                sf = f if up else -f  # the force on i; -sf on the other
                 lam_i += sf
-                lam_r[j] -= sf
+                lam_t[x] -= sf
                 hes_i += h
-                hes_r[j] += h
+                hes_t[x] += h
                 total += 2.0 * f
             lam_r[i] = lam_i
             hes_r[i] = hes_i
