@@ -681,19 +681,6 @@ def query_blocks(qptr: np.ndarray, trunc: int, n_blocks: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], inner, [n.size]])).astype(np.int64)
 
 
-def _run_lambda_kernel(n_threads: int, *args) -> None:
-    """:func:`_lambda_queries` (its arguments after ``q0, q1``) on ``n_threads`` threads;
-    one thread uses no thread pool at all."""
-    qptr, trunc = args[2], args[4]
-    nq = qptr.shape[0] - 1
-    threads = min(int(n_threads), numba.config.NUMBA_NUM_THREADS, max(nq, 1))
-    if threads <= 1:
-        _lambda_queries(0, nq, *args)
-        return
-    numba.set_num_threads(threads)
-    _lambda_blocks(query_blocks(qptr, trunc, 4 * threads), *args)  # a few blocks per thread
-
-
 def lambdas(
     scores,
     gains,
@@ -792,15 +779,24 @@ class _LambdaKernel:
         w = _vec(doc_weights, n, "doc_weights") if use_w else np.empty(0)
         if use_w and np.any(w < 0):
             raise InputError("doc_weights must be non-negative")
-        self.threads = int(check_positive(n_threads, name="n_threads", integer=True))
+        threads = int(check_positive(n_threads, name="n_threads", integer=True))
         trunc = _truncation(truncation)
         ndcg = weighting == "ndcg"
-        max_dcg = _idcg_kernel(g, qptr, trunc) if ndcg else np.empty(0)  # once, not every round
+        # what does not change between rounds is found once: the IDCGs, the blocks of queries
+        max_dcg = _idcg_kernel(g, qptr, trunc) if ndcg else np.empty(0)
+        self.nq = nq = len(qptr) - 1
+        self.threads = min(threads, numba.config.NUMBA_NUM_THREADS, max(nq, 1))
+        # a few blocks per thread; one thread uses no thread pool at all
+        self.bounds = query_blocks(qptr, trunc, 4 * self.threads) if self.threads > 1 else None
         self.args = (g, qptr, sigma, trunc, bool(normalize), ndcg, max_dcg, disc, w, use_w)
 
     def __call__(self, scores: np.ndarray, forces: np.ndarray, weights: np.ndarray) -> None:
-        g, *rest = self.args
-        _run_lambda_kernel(self.threads, scores, g, *rest, forces, weights)
+        """:func:`_lambda_queries` of all queries at ``scores`` into ``forces``, ``weights``."""
+        if self.bounds is None:
+            _lambda_queries(0, self.nq, scores, *self.args, forces, weights)
+            return
+        numba.set_num_threads(self.threads)
+        _lambda_blocks(self.bounds, scores, *self.args, forces, weights)
 
 
 def lambda_objective(
