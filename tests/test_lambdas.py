@@ -193,12 +193,13 @@ def test_long_queries_equal_brute_force_reference(truncation, normalize, weighti
         np.testing.assert_allclose(got.weights, ref[1], rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("cnt", [0, 1, 31, 32, 33, 64, 65, 100, 128, 129, 1000])
+@pytest.mark.parametrize("cnt", [0, 1, 7, 8, 9, 16, 24, 31, 64, 65, 100, 128, 129, 256, 1000])
 def test_merge_order_is_the_stable_descending_argsort(cnt):
     from clickrank.lambdas import _merge_order_desc
 
     rng = np.random.default_rng(cnt)
-    for s in (rng.normal(size=cnt), np.round(rng.normal(size=cnt), 1), np.zeros(cnt)):
+    for s in (rng.normal(size=cnt), np.round(rng.normal(size=cnt), 1), np.zeros(cnt),
+              np.round(rng.normal(size=cnt))):  # fmt: skip
         bufs = [np.empty(cnt + 2, np.int64), np.empty(cnt + 2, np.int64)]
         keys = [np.empty(cnt + 2), np.empty(cnt + 2)]
         _merge_order_desc(s, cnt, bufs[0], bufs[1], keys[0], keys[1])
