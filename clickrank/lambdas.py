@@ -130,8 +130,11 @@ def _idcg_small(g, cnt, k, buf):  # pragma: no cover
 def _idcg_kernel(gains, qptr, k):
     nq = qptr.shape[0] - 1
     out = np.zeros(nq)
+    buf = np.empty(64)
     for q in range(nq):
-        out[q] = _idcg_one(gains[qptr[q] : qptr[q + 1]], k)
+        g = gains[qptr[q] : qptr[q + 1]]
+        cnt = g.shape[0]
+        out[q] = _idcg_small(g, cnt, k, buf) if cnt <= 64 else _idcg_one(g, k)
     return out
 
 
@@ -150,25 +153,105 @@ def _stable_order_desc(s, cnt, order):  # pragma: no cover
         order[m] = k
 
 
+_RUN = 8  # the runs that the merge sort sorts by insertion
+
+
+@njit(cache=True)
+def _merge_order_desc(s, cnt, order, tmp, key, key_tmp):  # pragma: no cover
+    """:func:`_stable_order_desc` without allocation, for long lists: a bottom-up merge sort.
+
+    Runs of ``_RUN`` are sorted by insertion, then merged in rounds between
+    ``order``/``key`` and ``tmp``/``key_tmp`` (all at least ``cnt`` long); the
+    keys ride along with the indices, so comparisons read contiguous memory.
+    Two runs of one length are merged from both ends at once without branches
+    (two independent chains instead of a mispredicted branch per element).
+    A stable sort's permutation is unique, so this is ``argsort(-s, kind="mergesort")``.
+    """
+    for b in range(0, cnt, _RUN):
+        e = min(b + _RUN, cnt)
+        for k in range(b, e):
+            v = s[k]
+            m = k
+            while m > b and key[m - 1] < v:
+                key[m] = key[m - 1]
+                order[m] = order[m - 1]
+                m -= 1
+            key[m] = v
+            order[m] = k
+    src_o, src_k, dst_o, dst_k = order, key, tmp, key_tmp
+    width = _RUN
+    swapped = False
+    while width < cnt:
+        for lo in range(0, cnt, 2 * width):
+            mid = min(lo + width, cnt)
+            hi = min(lo + 2 * width, cnt)
+            if hi - mid == mid - lo:
+                i, j, i_end, j_end = lo, mid, mid - 1, hi - 1
+                for k in range(mid - lo):
+                    # the head: the right run's goes first only if strictly larger (stability)
+                    right = src_k[j] > src_k[i]
+                    dst_k[lo + k] = src_k[j] if right else src_k[i]
+                    dst_o[lo + k] = src_o[j] if right else src_o[i]
+                    j += right
+                    i += 1 - right
+                    # the tail: the left run's goes last only if strictly smaller
+                    left = src_k[i_end] < src_k[j_end]
+                    dst_k[hi - 1 - k] = src_k[i_end] if left else src_k[j_end]
+                    dst_o[hi - 1 - k] = src_o[i_end] if left else src_o[j_end]
+                    i_end -= left
+                    j_end -= 1 - left
+                continue
+            i = lo
+            j = mid
+            for out in range(lo, hi):
+                if j < hi and (i >= mid or src_k[j] > src_k[i]):
+                    dst_k[out] = src_k[j]
+                    dst_o[out] = src_o[j]
+                    j += 1
+                else:
+                    dst_k[out] = src_k[i]
+                    dst_o[out] = src_o[i]
+                    i += 1
+        src_o, src_k, dst_o, dst_k = dst_o, dst_k, src_o, src_k
+        swapped = not swapped
+        width *= 2
+    if swapped:  # the last round merged into tmp
+        order[:cnt] = tmp[:cnt]
+
+
 @njit(cache=True, error_model="numpy")
 def _lambda_queries(
-    q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, doc_w, use_w, forces,
-    weights,
+    q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc, doc_w, use_w,
+    forces, weights,
 ):  # fmt: skip
     """LambdaRank / RankNet forces for queries ``q0..q1-1`` (LightGBM's loop, exact sigmoid).
 
-    With ``use_w`` each pair's weight is multiplied by ``doc_w[i] * doc_w[j]``.
+    ``max_dcg`` holds every query's IDCG (used when ``ndcg``). With ``use_w``
+    each pair's weight is multiplied by ``doc_w[i] * doc_w[j]``.
 
     The misorder probability is computed as ``e_lo / (e_lo + e_hi)`` with
     ``e = exp(sigma (s - max s))`` (one ``exp`` per document instead of per
     pair); when both terms underflow it falls back to the direct formula.
+
+    The pair loop runs on copies of the query's scores, gains, ``e`` and
+    weights in ranked order, and sums the forces and weights by rank (copied
+    back to the rows at the end): contiguous reads instead of a gather through
+    the order per pair. Every document receives the same additions in the same
+    order as in a loop over rows, so the result is the same, bit for bit.
     """
     longest = 1
     for q in range(q0, q1):
         longest = max(longest, qptr[q + 1] - qptr[q])
-    order_buf = np.empty(longest, np.int64)  # buffers reused by every query of the block
-    g_buf = np.empty(longest)
-    ex = np.empty(longest)
+    # buffers reused by every query of the block
+    order = np.empty(longest, np.int64)
+    order_tmp = np.empty(longest, np.int64)
+    key_tmp = np.empty(longest)
+    s_r = np.empty(longest)  # by rank: scores (also the merge sort's keys), gains, e, weights
+    g_r = np.empty(longest)
+    e_r = np.empty(longest)
+    w_r = np.empty(longest)
+    lam_r = np.empty(longest)  # by rank: the sums of forces and Newton weights
+    hes_r = np.empty(longest)
     for q in range(q0, q1):
         a = qptr[q]
         cnt = qptr[q + 1] - a
@@ -178,70 +261,79 @@ def _lambda_queries(
         if cnt < 2:
             continue
         s = scores[a : a + cnt]
-        g = gains[a : a + cnt]
-        lam = forces[a : a + cnt]
-        hes = weights[a : a + cnt]
         inv_idcg = 1.0
         if ndcg:
-            m = _idcg_small(g, cnt, trunc, g_buf) if cnt <= 64 else _idcg_one(g, trunc)
-            if m <= 0.0:
+            if max_dcg[q] <= 0.0:
                 continue
-            inv_idcg = 1.0 / m
-        if cnt <= 64:
-            _stable_order_desc(s, cnt, order_buf)  # stable: ties keep row order
-            order = order_buf
+            inv_idcg = 1.0 / max_dcg[q]
+        if cnt <= 64:  # stable: ties keep row order
+            _stable_order_desc(s, cnt, order)
         else:
-            order = np.argsort(-s, kind="mergesort")
+            _merge_order_desc(s, cnt, order, order_tmp, s_r, key_tmp)
         best = s[order[0]]
-        worst = s[order[cnt - 1]]
-        flat = best == worst
-        for r in range(cnt):
-            ex[r] = np.exp(sigma * (s[r] - best))
+        damp = normalize and best != s[order[cnt - 1]]  # LightGBM: not when all scores tie
+        for k in range(cnt):
+            r = order[k]
+            s_r[k] = s[r]
+            g_r[k] = gains[a + r]
+            e_r[k] = np.exp(sigma * (s[r] - best))
+            w_r[k] = doc_w[a + r] if use_w else 1.0
+            lam_r[k] = 0.0
+            hes_r[k] = 0.0
         total = 0.0
         top = min(cnt - 1, trunc)
         for i in range(top):
-            ri = order[i]
-            gi = g[ri]
+            gi = g_r[i]
+            si = s_r[i]
+            ei = e_r[i]
+            wi = w_r[i]
             di = disc[i]
-            for j in range(i + 1, cnt):
-                rj = order[j]
-                gj = g[rj]
+            lam_i = lam_r[i]  # in registers over the j loop (no other pair touches them)
+            hes_i = hes_r[i]
+            # the ranks below i as views from 0: the loop index needs no negative-index wrap
+            g_t = g_r[i + 1 : cnt]
+            s_t = s_r[i + 1 : cnt]
+            e_t = e_r[i + 1 : cnt]
+            w_t = w_r[i + 1 : cnt]
+            d_t = disc[i + 1 : cnt]
+            lam_t = lam_r[i + 1 : cnt]
+            hes_t = hes_r[i + 1 : cnt]
+            for x in range(cnt - i - 1):
+                gj = g_t[x]
                 if gi == gj:
                     continue
-                if gi > gj:
-                    hi = ri
-                    lo = rj
-                    dg = gi - gj
-                else:
-                    hi = rj
-                    lo = ri
-                    dg = gj - gi
+                up = gi > gj  # i is the higher-gain document of the pair
                 if ndcg:
-                    dz = dg * (di - disc[j]) * inv_idcg
+                    dz = ((gi - gj) if up else (gj - gi)) * (di - d_t[x]) * inv_idcg
                 else:
                     dz = 1.0
                 if use_w:
-                    dz *= doc_w[a + hi] * doc_w[a + lo]
-                ds = s[hi] - s[lo]
-                if normalize and not flat:
+                    dz *= wi * w_t[x]
+                ds = (si - s_t[x]) if up else (s_t[x] - si)  # s_hi - s_lo
+                if damp:
                     dz /= 0.01 + abs(ds)
-                den = ex[lo] + ex[hi]
+                e_lo = e_t[x] if up else ei
+                den = ei + e_t[x]
                 if den > 1e-280:
-                    rho = ex[lo] / den
+                    rho = e_lo / den
                 else:
                     rho = 1.0 / (1.0 + np.exp(sigma * ds))
                 f = sigma * rho * dz
                 h = sigma * f * (1.0 - rho)
-                lam[hi] += f
-                lam[lo] -= f
-                hes[hi] += h
-                hes[lo] += h
+                sf = f if up else -f  # the force on i; -sf on the other
+                lam_i += sf
+                lam_t[x] -= sf
+                hes_i += h
+                hes_t[x] += h
                 total += 2.0 * f
-        if normalize and total > 0.0:
-            factor = np.log2(1.0 + total) / total
-            for r in range(cnt):
-                lam[r] *= factor
-                hes[r] *= factor
+            lam_r[i] = lam_i
+            hes_r[i] = hes_i
+        scale = normalize and total > 0.0
+        factor = np.log2(1.0 + total) / total if scale else 1.0
+        for k in range(cnt):
+            r = a + order[k]
+            forces[r] = lam_r[k] * factor if scale else lam_r[k]
+            weights[r] = hes_r[k] * factor if scale else hes_r[k]
 
 
 @njit(cache=True)
@@ -587,13 +679,13 @@ def delta_ndcg(gains, qptr, i, j, *, scores=None) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _lambda_blocks(bounds, scores, gains, qptr, sigma, trunc, normalize, ndcg, disc, doc_w,
-                   use_w, forces, weights):  # fmt: skip
+def _lambda_blocks(bounds, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc,
+                   doc_w, use_w, forces, weights):  # fmt: skip
     """:func:`_lambda_queries` over blocks of queries on numba's threads (blocks write
     disjoint rows, so the result is the serial one, bit for bit)."""
     for b in prange(bounds.shape[0] - 1):
         _lambda_queries(bounds[b], bounds[b + 1], scores, gains, qptr, sigma, trunc, normalize,
-                        ndcg, disc, doc_w, use_w, forces, weights)  # fmt: skip
+                        ndcg, max_dcg, disc, doc_w, use_w, forces, weights)  # fmt: skip
 
 
 def query_blocks(qptr: np.ndarray, trunc: int, n_blocks: int) -> np.ndarray:
@@ -604,19 +696,6 @@ def query_blocks(qptr: np.ndarray, trunc: int, n_blocks: int) -> np.ndarray:
     total = work[-1] if work.size else 0.0
     inner = np.searchsorted(work, total * np.arange(1, n_blocks) / n_blocks, side="right")
     return np.unique(np.concatenate([[0], inner, [n.size]])).astype(np.int64)
-
-
-def _run_lambda_kernel(n_threads: int, *args) -> None:
-    """:func:`_lambda_queries` (its arguments after ``q0, q1``) on ``n_threads`` threads;
-    one thread uses no thread pool at all."""
-    qptr, trunc = args[2], args[4]
-    nq = qptr.shape[0] - 1
-    threads = min(int(n_threads), numba.config.NUMBA_NUM_THREADS, max(nq, 1))
-    if threads <= 1:
-        _lambda_queries(0, nq, *args)
-        return
-    numba.set_num_threads(threads)
-    _lambda_blocks(query_blocks(qptr, trunc, 4 * threads), *args)  # a few blocks per thread
 
 
 def lambdas(
@@ -717,13 +796,24 @@ class _LambdaKernel:
         w = _vec(doc_weights, n, "doc_weights") if use_w else np.empty(0)
         if use_w and np.any(w < 0):
             raise InputError("doc_weights must be non-negative")
-        self.threads = int(check_positive(n_threads, name="n_threads", integer=True))
-        self.args = (g, qptr, sigma, _truncation(truncation), bool(normalize),
-                     weighting == "ndcg", disc, w, use_w)  # fmt: skip
+        threads = int(check_positive(n_threads, name="n_threads", integer=True))
+        trunc = _truncation(truncation)
+        ndcg = weighting == "ndcg"
+        # what does not change between rounds is found once: the IDCGs, the blocks of queries
+        max_dcg = _idcg_kernel(g, qptr, trunc) if ndcg else np.empty(0)
+        self.nq = nq = len(qptr) - 1
+        self.threads = min(threads, numba.config.NUMBA_NUM_THREADS, max(nq, 1))
+        # a few blocks per thread; one thread uses no thread pool at all
+        self.bounds = query_blocks(qptr, trunc, 4 * self.threads) if self.threads > 1 else None
+        self.args = (g, qptr, sigma, trunc, bool(normalize), ndcg, max_dcg, disc, w, use_w)
 
     def __call__(self, scores: np.ndarray, forces: np.ndarray, weights: np.ndarray) -> None:
-        g, *rest = self.args
-        _run_lambda_kernel(self.threads, scores, g, *rest, forces, weights)
+        """:func:`_lambda_queries` of all queries at ``scores`` into ``forces``, ``weights``."""
+        if self.bounds is None:
+            _lambda_queries(0, self.nq, scores, *self.args, forces, weights)
+            return
+        numba.set_num_threads(self.threads)
+        _lambda_blocks(self.bounds, scores, *self.args, forces, weights)
 
 
 def lambda_objective(

@@ -105,12 +105,13 @@ def test_forces_of_every_query_sum_to_zero(normalize, truncation, weighting):
     assert np.abs(f).max() > 0
 
 
-def _reference(scores, gains, qptr, sigma, weighting, truncation, normalize):
+def _reference(scores, gains, qptr, sigma, weighting, truncation, normalize, doc_weights=None):
     """Brute-force per-query, per-pair reference written straight from the formulas."""
     n = len(scores)
+    dw = np.ones(n) if doc_weights is None else doc_weights
     forces, weights = np.zeros(n), np.zeros(n)
     for a, b in zip(qptr[:-1], qptr[1:], strict=True):
-        s, g = scores[a:b], gains[a:b]
+        s, g, w = scores[a:b], gains[a:b], dw[a:b]
         m = b - a
         if m < 2:
             continue
@@ -134,6 +135,7 @@ def _reference(scores, gains, qptr, sigma, weighting, truncation, normalize):
                     )
                 else:
                     dz = 1.0
+                dz *= w[i] * w[j]
                 if normalize and not flat:
                     dz /= 0.01 + abs(s[i] - s[j])
                 rho = 1 / (1 + np.exp(sigma * (s[i] - s[j])))
@@ -169,6 +171,51 @@ def test_lambdas_equal_brute_force_reference(seed, sigma, weighting, truncation,
     ref = _reference(scores, gains, qptr, sigma, weighting, truncation, normalize)
     np.testing.assert_allclose(got.forces, ref[0], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.weights, ref[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("truncation", [None, 30])
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("weighting", ["ndcg", "none"])
+def test_long_queries_equal_brute_force_reference(truncation, normalize, weighting):
+    """Queries over 64 documents take the merge-sort path; ties, doc weights and 2 threads."""
+    rng = np.random.default_rng(11)
+    lengths = np.array([65, 96, 97, 150, 3, 257])  # run boundaries of the merge sort
+    qptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(qptr[-1])
+    scores = np.round(rng.normal(size=n), 1)  # ties
+    gains = 2.0 ** rng.integers(0, 5, size=n) - 1
+    w = rng.uniform(0.2, 1.0, n)
+    kw = {"weighting": weighting, "truncation": truncation, "normalize": normalize}
+    ref = _reference(scores, gains, qptr, 1.5, weighting, truncation, normalize, w)
+    for threads in (1, 2):
+        got = lambdas(scores, gains, qptr, sigma=1.5, doc_weights=w, n_threads=threads, **kw)
+        np.testing.assert_allclose(got.forces, ref[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got.weights, ref[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("cnt", [0, 1, 7, 8, 9, 16, 24, 31, 64, 65, 100, 128, 129, 256, 1000])
+def test_merge_order_is_the_stable_descending_argsort(cnt):
+    from clickrank.lambdas import _merge_order_desc
+
+    rng = np.random.default_rng(cnt)
+    for s in (rng.normal(size=cnt), np.round(rng.normal(size=cnt), 1), np.zeros(cnt),
+              np.round(rng.normal(size=cnt))):  # fmt: skip
+        bufs = [np.empty(cnt + 2, np.int64), np.empty(cnt + 2, np.int64)]
+        keys = [np.empty(cnt + 2), np.empty(cnt + 2)]
+        _merge_order_desc(s, cnt, bufs[0], bufs[1], keys[0], keys[1])
+        assert np.array_equal(bufs[0][:cnt], np.argsort(-s, kind="mergesort"))
+
+
+def test_idcg_of_short_and_long_queries():
+    rng = np.random.default_rng(3)
+    qptr = np.concatenate([[0], np.cumsum([5, 64, 65, 300])])
+    gains = 2.0 ** rng.integers(0, 5, size=qptr[-1]) - 1
+    for k in (None, 10):
+        want = []
+        for a, b in zip(qptr[:-1], qptr[1:], strict=True):
+            top = np.sort(gains[a:b])[::-1][:k]
+            want.append(np.sum(top / np.log2(np.arange(2, len(top) + 2))))
+        np.testing.assert_allclose(idcg(gains, qptr, k=k), want, rtol=1e-14)
 
 
 def _finite_difference(loss, s, eps=1e-6):
