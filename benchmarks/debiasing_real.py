@@ -44,6 +44,9 @@ Rows (``--methods`` picks some):
                     train` does): its family of targets cross-validated on held-out clicks, a
                     one-SE choice and the safety check, with the production ranker as the
                     logging ranker it must beat
+  default-prpo      the default with fallback="proximal" (PRPO, the fallback until the CRM
+                    one); default-safe: with fallback="safe" (the logger kept). Both are the
+                    default itself where its check passes; only runs that fall back refit
   naive-member, ips-shown-member, ips-hybrid-member, ips-all-member, dr-member,
   unbiased-lambdamart-member  each member of the default's family, refitted (what the default
                     would offer had it chosen that member)
@@ -178,7 +181,7 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "production": lambda s: s.prod.predict(s.test.X),
     "default": lambda s: s.click_ranker().predict(s.test),
     "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
-    "default-crm": lambda s: s.with_fallback("crm"),
+    "default-prpo": lambda s: s.with_fallback("proximal"),
     "default-safe": lambda s: s.with_fallback("safe"),
     "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
@@ -313,7 +316,7 @@ SUITE_METHODS = ["production", "default", "default-nosafe", "select-nosafe",
                  "naive-cv", "old-default", "lightgbm-position", "xgboost-unbiased",
                  "oracle"]  # fmt: skip
 #: Rows that are references, not click learners a user could pick instead of the default.
-_REFERENCES = ("default", "default-nosafe", "default-crm", "default-safe", "select-nosafe",
+_REFERENCES = ("default", "default-nosafe", "default-prpo", "default-safe", "select-nosafe",
                "production", "oracle",
                "oracle-cv")  # fmt: skip
 

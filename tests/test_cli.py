@@ -603,7 +603,7 @@ def test_train_safety_and_model_options_are_checked_before_any_work(runner, tmp_
             "model-aware --target",
         ),  # fmt: skip
         (["--target", "cascade-ips", "--click-model", "pbm"], "--click-model must be one of"),
-        (["--fallback", "maybe"], "'maybe' is not one of 'proximal', 'crm', 'safe'"),
+        (["--fallback", "maybe"], "'maybe' is not one of 'crm', 'proximal', 'safe'"),
     ):
         res = runner.invoke(cli, base + extra)
         assert res.exit_code == 2 and msg in res.output, (extra, res.output)

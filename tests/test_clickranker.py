@@ -142,9 +142,9 @@ def test_a_perfect_logger_is_kept(setup):
     )
     assert r.choice_ == "logging", r.summary()
     np.testing.assert_array_equal(r.predict(test), oracle.predict(test))
-    # the default fallback: the selected member retrained with PRPO around the logger,
+    # fallback="proximal": the selected member retrained with PRPO around the logger,
     # which stays closer to the logger's rankings than the member itself
-    p = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
+    p = ClickRanker(family=("naive", "ips-shown"), seed=0, fallback="proximal", **SMALL).fit(
         train, log, theta, logging_model=oracle
     )
     # (for the average: every member retrained with PRPO, then averaged)
@@ -158,9 +158,10 @@ def test_a_perfect_logger_is_kept(setup):
     assert drift(p.predict(train)) < drift(p.candidate("average").predict(train))
     np.testing.assert_array_equal(p.predict(train), p.candidate("average+prpo").predict(train))
     assert p.safety_["vs_safe"].a == p.choice_
-    # fallback="crm": every member retrained with exposure-based CRM around the logger, whose
-    # exposures diverge less from the logger's than the average's do
-    c = ClickRanker(family=("naive", "ips-shown"), seed=0, fallback="crm", **SMALL).fit(
+    # the default fallback: every member retrained with exposure-based CRM around the logger
+    # (alpha from the log's 600 sessions), whose exposures diverge less from the logger's
+    # than the average's do
+    c = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
         train, log, theta, logging_model=oracle
     )
     assert c.choice_ == "average+crm" and "CRM" in c.reason_ and "600 sessions" in c.reason_
@@ -172,6 +173,7 @@ def test_a_perfect_logger_is_kept(setup):
 
     assert divergence(c.predict(train)) < divergence(c.candidate("average").predict(train))
     np.testing.assert_array_equal(c.predict(train), c.candidate("average+crm").predict(train))
+    assert c.safety_["vs_safe"].a == c.choice_
 
 
 def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, fitted):

@@ -120,14 +120,14 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @click.option(
     "--fallback",
-    type=click.Choice(["proximal", "crm", "safe"]),
-    default="proximal",
+    type=click.Choice(["crm", "proximal", "safe"]),
+    default="crm",
     show_default=True,
     help="--safe, when no trained ranker is shown to beat --logging-model: offer the selected "
-    "one retrained with PRPO around the logger (proximal, exposures within a factor 1.2 of "
-    "the logger's), retrained with exposure-based risk minimisation around it (crm, a pull "
-    "towards the logger's exposures that fades with more sessions), or keep the logger "
-    "itself (safe).",
+    "one retrained with exposure-based risk minimisation around the logger (crm: a pull "
+    "towards the logger's exposures that fades with more sessions), retrained with PRPO "
+    "around it (proximal: exposures within a factor 1.2 of the logger's), or keep the "
+    "logger itself (safe).",
 )
 @click.option(
     "--safe/--no-safe",
