@@ -131,6 +131,9 @@ def _risk_forces(s, order, qptr, inv_ref, cum, alpha, sigma, trunc, forces, weig
     safe ranker exposes more is the one the penalty wants above.
     """
     nq = qptr.shape[0] - 1
+    disc = np.empty(cum.shape[0])  # D(r + 1), once per call rather than once per pair
+    for r in range(disc.shape[0]):
+        disc[r] = 1.0 / np.log2(2.0 + r)
     total, used = 0.0, 0
     for q in range(nq):  # the divergence at the current ranking
         a, cnt = qptr[q], qptr[q + 1] - qptr[q]
@@ -138,7 +141,7 @@ def _risk_forces(s, order, qptr, inv_ref, cum, alpha, sigma, trunc, forces, weig
             continue
         acc = 0.0
         for r in range(cnt):
-            d = 1.0 / np.log2(2.0 + r)
+            d = disc[r]
             acc += d * d * inv_ref[order[a + r]]
         total += acc / cum[cnt]
         used += 1
@@ -151,13 +154,13 @@ def _risk_forces(s, order, qptr, inv_ref, cum, alpha, sigma, trunc, forces, weig
         scale = kappa / cum[cnt]
         for i in range(min(cnt - 1, trunc)):
             ri = order[a + i]
-            di = 1.0 / np.log2(2.0 + i)
+            di = disc[i]
             for j in range(i + 1, cnt):
                 rj = order[a + j]
                 dv = inv_ref[ri] - inv_ref[rj]
                 if dv == 0.0:
                     continue
-                dj = 1.0 / np.log2(2.0 + j)
+                dj = disc[j]
                 dz = scale * abs(dv) * (di * di - dj * dj)
                 hi, lo = (ri, rj) if dv < 0.0 else (rj, ri)
                 rho = 1.0 / (1.0 + np.exp(sigma * (s[hi] - s[lo])))
