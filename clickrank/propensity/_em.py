@@ -42,17 +42,21 @@ Constraint (``constraint``)
     shown; with :math:`\theta_1 = 1` it reads :math:`\gamma_{qd} \le 1` for a pair
     seen only at lower positions. When the truth lies on that boundary (a
     document clicked with probability 1 at position 1), the estimate of such a
-    pair's :math:`\gamma` is truncated at 1 about half the time and its excess
+    pair's :math:`\gamma` is often truncated at 1 and its excess
     clicks raise :math:`\hat\theta_k` at its positions: in the coverage benchmark
-    (20,000 sessions) the bias of :math:`\log\hat\theta_k` is 0.2 to 0.9 of its
-    standard deviation at positions 2-10, and no bootstrap correction of the
-    interval removes it (the bootstrap is not consistent at a boundary, Andrews
-    (2000), Econometrica 68(2), 399-405; there its bias estimate is about a third
-    of the bias). ``constraint="observed"`` (default) therefore maximizes the same
-    likelihood subject to :math:`\theta_k\gamma_{qd} \le 1` on the *observed*
-    cells only, where the truth is interior unless a cell's click probability is
-    exactly 1 (then all its impressions are clicks and the bound holds with no
-    sampling error). The log-likelihood is concave in
+    (1,000 logs of 20,000 sessions) the bias of :math:`\log\hat\theta_k` is 0.2 to
+    0.67 of its standard deviation at positions 2-10 and coverage of the 95%
+    interval .89-.94; no bootstrap correction of the interval removes it (the
+    bootstrap is not consistent at a boundary, Andrews (2000), Econometrica
+    68(2), 399-405; there its bias estimate is 0.3-0.4 of the bias, and the
+    bias-corrected normal interval covers .92-.95). ``constraint="observed"``
+    (default) therefore maximizes the same likelihood subject to
+    :math:`\theta_k\gamma_{qd} \le 1` on the *observed* cells only, where the
+    truth is interior unless a cell's click probability is exactly 1 (then all
+    its impressions are clicks and the bound holds with no sampling error); on
+    the same logs its bias is within 0.03 standard deviations, its root mean
+    squared error lower at every position, and the interval covers .94-.96.
+    The log-likelihood is concave in
     :math:`(\log\theta, \log\gamma)` (each cell's term is concave in
     :math:`\log\theta_k + \log\gamma_{qd}`), so the maximum is found by Newton's
     method on :math:`\log\theta` with each :math:`\log\gamma_{qd}` profiled out
