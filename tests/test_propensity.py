@@ -24,6 +24,7 @@ from clickrank.propensity import (
     Propensities,
     bootstrap,
     em,
+    em_from_cells,
     estimate_propensities,
     harvest,
     randomized,
@@ -116,6 +117,58 @@ def test_em_recovers_theta_on_an_identified_log(harvest_log):
     assert result.info["converged"]
     assert result.replicates.shape == (25, K)
     assert _covered(result, _true(eta)).all(), result.summary()
+
+
+def _boundary_cells(rng, n_boundary: int, n: int = 200) -> dict:
+    """PBM cells, theta = (1, 1/2, 1/4): 20 pairs with gamma 0.6 at positions 1-3, and
+    ``n_boundary`` pairs with gamma 1 (click probability 1 at position 1) shown only at 2-3."""
+    theta = np.array([1.0, 0.5, 0.25])
+    g = np.r_[np.repeat(np.arange(20), 3), 20 + np.repeat(np.arange(n_boundary), 2)]
+    pos = np.r_[np.tile([1, 2, 3], 20), np.tile([2, 3], n_boundary)]
+    gamma = np.where(g < 20, 0.6, 1.0)
+    c = rng.binomial(n, theta[pos - 1] * gamma).astype(float)
+    return {"g": g, "position": pos, "n": np.full(g.size, float(n)), "c": c,
+            "n_sessions": 3.0 * n}  # fmt: skip
+
+
+def test_em_is_unbiased_when_the_truth_is_on_the_counterfactual_boundary():
+    # Pairs with gamma = 1 seen only below position 1: EM (gamma <= 1 everywhere) truncates
+    # their gamma and raises theta_2, theta_3; the default bounds only the observed cells.
+    rng = np.random.default_rng(0)
+    reps = 120
+    err = {"observed": np.zeros((reps, 2)), "all": np.zeros((reps, 2))}
+    for r in range(reps):
+        cells = _boundary_cells(rng, 5)
+        for constraint, e in err.items():
+            fit = em_from_cells(cells, constraint=constraint)
+            assert fit.info["converged"]
+            e[r] = np.log(fit.theta[1:]) - np.log([0.5, 0.25])
+    for constraint, e in err.items():
+        se = e.std(axis=0, ddof=1) / np.sqrt(reps)  # of the mean error over the logs
+        if constraint == "observed":
+            assert np.all(np.abs(e.mean(axis=0)) < 3 * se), (e.mean(axis=0), se)
+        else:  # EM's bias (about 0.7 SD of one log at position 2) is detectable
+            assert e.mean(axis=0)[0] > 3 * se[0], (e.mean(axis=0), se)
+
+
+def test_em_constraints_agree_where_the_boundary_is_not_reached():
+    # Away from the counterfactual bound both maximize the same likelihood: Newton
+    # (default) and EM find the same maximum. A pair clicked at every impression at
+    # position 1 (c = n, its bound active) is included.
+    rng = np.random.default_rng(1)
+    cells = _boundary_cells(rng, 0, n=400)
+    cells = {
+        k: (np.r_[v, [20, 20, 20]] if k == "g" else np.r_[v, [1, 2, 3]] if k == "position"
+            else np.r_[v, [400.0, 400.0, 400.0]] if k == "n" else v)
+        for k, v in cells.items()
+    }  # fmt: skip
+    cells["c"] = np.r_[cells["c"], 400.0, rng.binomial(400, 0.5), rng.binomial(400, 0.25)]
+    new = em_from_cells(cells)
+    old = em_from_cells(cells, constraint="all", tol=1e-12)
+    assert new.info["converged"] and new.info["constraint"] == "observed"
+    np.testing.assert_allclose(np.log(new.theta), np.log(old.theta), atol=1e-7)
+    with pytest.raises(InputError, match="constraint must be one of"):
+        em_from_cells(cells, constraint="none")
 
 
 def test_allpairs_is_more_precise_than_the_adjacent_chain(harvest_log):

@@ -35,9 +35,39 @@ Identification
     component of position 1 are NaN and flagged. The overall scale is never
     identified (:math:`\theta c`, :math:`\gamma/c`), so θ is reported relative to θ₁.
 
+Constraint (``constraint``)
+    EM keeps every :math:`\theta_k` and :math:`\gamma_{qd}` in [0, 1]. As the
+    scale is free, that bounds the click probability :math:`\theta_k\gamma_{qd}`
+    by 1 for *every* pair at *every* position, also where the pair was never
+    shown; with :math:`\theta_1 = 1` it reads :math:`\gamma_{qd} \le 1` for a pair
+    seen only at lower positions. When the truth lies on that boundary (a
+    document clicked with probability 1 at position 1), the estimate of such a
+    pair's :math:`\gamma` is often truncated at 1 and its excess
+    clicks raise :math:`\hat\theta_k` at its positions: in the coverage benchmark
+    (1,000 logs of 20,000 sessions) the bias of :math:`\log\hat\theta_k` is 0.2 to
+    0.67 of its standard deviation at positions 2-10 and coverage of the 95%
+    interval .89-.94; no bootstrap correction of the interval removes it (the
+    bootstrap is not consistent at a boundary, Andrews (2000), Econometrica
+    68(2), 399-405; there its bias estimate is 0.3-0.4 of the bias, and the
+    bias-corrected normal interval covers .92-.95). ``constraint="observed"``
+    (default) therefore maximizes the same likelihood subject to
+    :math:`\theta_k\gamma_{qd} \le 1` on the *observed* cells only, where the
+    truth is interior unless a cell's click probability is exactly 1 (then all
+    its impressions are clicks and the bound holds with no sampling error); on
+    the same logs its bias is within 0.03 standard deviations, its root mean
+    squared error lower at every position, and the interval covers .94-.96.
+    The log-likelihood is concave in
+    :math:`(\log\theta, \log\gamma)` (each cell's term is concave in
+    :math:`\log\theta_k + \log\gamma_{qd}`), so the maximum is found by Newton's
+    method on :math:`\log\theta` with each :math:`\log\gamma_{qd}` profiled out
+    and a backtracking line search (:func:`_observed_mle`). Where EM's bound
+    does not bind, both give the same maximum. ``constraint="all"`` is the EM of
+    Wang et al. (2018).
+
 Interval
-    Session-level bootstrap (:func:`clickrank.propensity.bootstrap`), the
-    percentile interval of :math:`\log\hat\theta`.
+    Session-level bootstrap (:func:`clickrank.propensity.bootstrap`): the
+    log-scale normal interval with the bootstrap standard deviation of
+    :math:`\log\hat\theta` (the default ``ci_method``).
 """
 
 from __future__ import annotations
@@ -49,7 +79,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from .._validation import EstimationError, InputError, check_non_negative
+from .._validation import EstimationError, InputError, check_choice, check_non_negative
 from ._harvest import cell_statistics
 from ._result import Propensities
 from ._stats import as_lazy, finish, resolve_K
@@ -78,12 +108,30 @@ def em_from_cells(
     K: int | None = None,
     max_iter: int = 2000,
     tol: float = 1e-9,
+    constraint: str = "observed",
 ) -> Propensities:
-    """Run the EM of the module docstring on :func:`~.harvest.cell_statistics` output.
+    """Fit the PBM of the module docstring on :func:`~.harvest.cell_statistics` output.
 
-    The returned ``se`` is NaN (EM gives no variance); use :func:`em` with
-    ``n_boot`` or :func:`~clickrank.propensity.bootstrap` for intervals.
+    Parameters
+    ----------
+    cells : dict
+        Output of :func:`~.harvest.cell_statistics`.
+    K : int, optional
+        Positions to estimate (default: all positions in the cells).
+    max_iter, tol : int, float
+        Iteration cap, and the largest change of log θ at which iteration stops.
+    constraint : {"observed", "all"}
+        ``"observed"`` (default): click probabilities at most 1 on the observed
+        cells (Newton on the profile likelihood); ``"all"``: at every position for
+        every pair (the EM of Wang et al. (2018)); see the module docstring.
+
+    Returns
+    -------
+    Propensities
+        θ relative to θ₁; ``se`` is NaN (use :func:`em` with ``n_boot`` or
+        :func:`~clickrank.propensity.bootstrap` for intervals).
     """
+    constraint = check_choice(constraint, ("observed", "all"), name="constraint")
     pos_all = cells["position"]
     if pos_all.size == 0:
         raise EstimationError("em: the log is empty")
@@ -110,6 +158,28 @@ def em_from_cells(
         gamma = np.clip(np.bincount(g, c, minlength=G) / n_g, 1e-6, 1 - 1e-6)
     nc = n - c
     has = n_pos > 0
+    reasons = {
+        p + 1: "no chain of (query, doc) pairs shown at several positions links it to position 1"
+        for p in np.flatnonzero(~ident)
+        if p > 0
+    }
+    common = dict(method="em", n_sessions=round(cells["n_sessions"]), reasons=reasons)
+    info = {
+        "n_query_doc_pairs": G,
+        "n_multi_position_pairs": n_multi,
+        "constraint": constraint,
+        "reference": "Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018, sec. 4",
+    }
+    if constraint == "observed":
+        free = ident & (c_pos > 0)
+        free[0] = False
+        log_t, iterations, converged = _observed_mle(
+            g, pos, n, c, G, np.log(theta), free, max_iter=max_iter, tol=tol
+        )
+        warns = [] if converged else [f"em: Newton not converged after {iterations} iterations"]
+        info.update(iterations=iterations, converged=converged)
+        return finish(np.exp(log_t), np.full(K, np.nan), n_pos, warnings=warns, info=info,
+                      **common)  # fmt: skip
 
     def step(x: np.ndarray) -> np.ndarray:
         """One EM update of the stacked parameters (theta [K], gamma [G])."""
@@ -148,28 +218,152 @@ def em_from_cells(
     if not converged:
         warns.append(f"em: not converged after {max_iter} iterations (last change {change:.2e})")
     out = theta / theta[0]
-    reasons = {
-        p + 1: "no chain of (query, doc) pairs shown at several positions links it to position 1"
-        for p in np.flatnonzero(~ident)
-        if p > 0
-    }
-    return finish(
-        out,
-        np.full(K, np.nan),
-        n_pos,
-        method="em",
-        n_sessions=round(cells["n_sessions"]),
-        reasons=reasons,
-        warnings=warns,
-        info={
-            "iterations": iterations,
-            "converged": converged,
-            "theta_1_absolute": float(theta[0]),
-            "n_query_doc_pairs": G,
-            "n_multi_position_pairs": n_multi,
-            "reference": "Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018, sec. 4",
-        },
-    )
+    info.update(iterations=iterations, converged=converged, theta_1_absolute=float(theta[0]))
+    return finish(out, np.full(K, np.nan), n_pos, warnings=warns, info=info, **common)
+
+
+def _profile_log_gamma(
+    a: np.ndarray, g: np.ndarray, pos: np.ndarray, n: np.ndarray, c: np.ndarray, G: int
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The maximizing :math:`\log\gamma_{qd}` for fixed :math:`a = \log\theta`, per pair.
+
+    Each pair maximizes :math:`\sum_k c_k(a_k + b) + (n_k - c_k)\log(1 - e^{a_k + b})`
+    over :math:`b \le -\max_k a_k` (its observed cells): a concave function whose score
+    :math:`\sum_k c_k - (n_k - c_k)e^{\eta_k}/(1 - e^{\eta_k})` decreases in :math:`b`.
+    Its root in :math:`u = b + \max_k a_k \in [-40, 0]` is found by Newton's method
+    safeguarded by bisection (a step leaving the bracket is replaced by the midpoint),
+    vectorized over pairs. Returns ``b`` (``-inf`` for a pair without clicks) and
+    ``active``: the bound holds with equality (only where the pair's top cells are
+    all clicks).
+    """
+    a_c = a[pos]
+    top = np.full(G, -np.inf)
+    np.maximum.at(top, g, a_c)
+    nc = n - c
+    C_g = np.bincount(g, c, minlength=G)
+    # a pair whose cells are all at positions without clicks has no clicks: b = -inf below
+    shift = np.where(np.isfinite(top), top, 0.0)
+
+    def score(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pair's score in u and its derivative."""
+        e = np.exp(a_c + (u - shift)[g])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            odds = np.where(nc > 0, nc * e / (1.0 - e), 0.0)
+            slope = np.where(nc > 0, odds / (1.0 - e), 0.0)
+        return C_g - np.bincount(g, odds, minlength=G), -np.bincount(g, slope, minlength=G)
+
+    active = score(np.zeros(G))[0] >= 0  # the score is still >= 0 at the bound
+    lo, hi = np.full(G, -40.0), np.zeros(G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # start: the root without the non-click curvature (small click probabilities)
+        u = np.log(C_g / np.bincount(g, n * np.exp(a_c - shift[g]), minlength=G))
+    u = np.where(np.isfinite(u), np.clip(u, -39.0, -1e-3), -1.0)
+    solve = (C_g > 0) & ~active  # the others: b = -inf, or at the bound
+    for _ in range(200):  # safeguarded Newton steps, vectorized over pairs
+        sc, ds = score(u)
+        lo, hi = np.where(sc > 0, u, lo), np.where(sc > 0, hi, u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = u - sc / ds
+        new = np.where(np.isfinite(new) & (new >= lo) & (new <= hi), new, 0.5 * (lo + hi))
+        done = not solve.any() or np.max(np.abs(new - u)[solve]) < 1e-13
+        u = new
+        if done:
+            break
+    u = np.where(active, 0.0, u)
+    b = np.where(C_g > 0, u - shift, -np.inf)
+    return b, active & (C_g > 0)
+
+
+def _loglik(eta: np.ndarray, n: np.ndarray, c: np.ndarray) -> float:
+    """Binomial log-likelihood of the cells at log click probabilities ``eta`` (<= 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        clicks = np.where(c > 0, c * eta, 0.0)
+        skips = np.where(n > c, (n - c) * np.log1p(-np.exp(np.minimum(eta, 0.0))), 0.0)
+    return float(clicks.sum() + skips.sum())
+
+
+def _observed_mle(
+    g: np.ndarray,
+    pos: np.ndarray,
+    n: np.ndarray,
+    c: np.ndarray,
+    G: int,
+    a0: np.ndarray,
+    free: np.ndarray,
+    *,
+    max_iter: int,
+    tol: float,
+) -> tuple[np.ndarray, int, bool]:
+    r"""Maximize the PBM likelihood with :math:`\theta_k\gamma_{qd} \le 1` on observed cells.
+
+    Newton's method on the profile log-likelihood of :math:`a = \log\theta` over the
+    ``free`` positions (position 1 is the reference, :math:`a_1 = 0`; positions without
+    clicks get :math:`-\infty`, the others keep ``a0``). The profile of a jointly
+    concave function is concave (Boyd & Vandenberghe (2004), §3.2.5), so Newton with
+    a backtracking line search that never lowers the likelihood converges to the
+    maximum. Gradient and Hessian follow from the envelope theorem: for a pair
+    strictly inside its bound they are the Schur complement of its
+    :math:`\log\gamma`; for a pair at the bound, :math:`b = -a_{k^*}` (its top
+    position) is substituted. Returns ``(a, iterations, converged)``.
+    """
+    K = a0.size
+    a = np.where(free, a0, np.where(np.bincount(pos, c, minlength=K) > 0, a0, -np.inf))
+    a[0] = 0.0
+    b, active = _profile_log_gamma(a, g, pos, n, c, G)
+    ll = _loglik(a[pos] + b[g], n, c)
+    idx = np.flatnonzero(free)
+    if idx.size == 0:
+        return a, 0, True
+    converged, it = False, 0
+    for it in range(1, int(max_iter) + 1):  # noqa: B007  # Newton steps, each vectorized over cells
+        eta = a[pos] + b[g]
+        e = np.exp(eta)
+        live = np.isfinite(eta) & (n > c)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            grad_c = c - np.where(live, (n - c) * e / (1.0 - e), 0.0)  # d loglik / d eta
+            w = np.where(live, (n - c) * e / (1.0 - e) ** 2, 0.0)  # -d2 loglik / d eta2
+        grad_c = np.where(np.isfinite(eta), grad_c, 0.0)
+        on = active[g]
+        top = np.full(G, -np.inf)
+        np.maximum.at(top, g, a[pos])
+        kstar = np.zeros(G, dtype=np.int64)
+        at_top = a[pos] == top[g]
+        kstar[g[at_top]] = pos[at_top]
+        grad = np.bincount(pos, grad_c, minlength=K)
+        grad -= np.bincount(kstar[g[on]], grad_c[on], minlength=K)
+        # Hessian: cells of interior pairs, minus their Schur complement through log gamma;
+        # cells of pairs at the bound along e_k - e_k*.
+        ins = ~on & np.isfinite(eta)
+        hess = -np.bincount(pos[ins] * (K + 1), w[ins], minlength=K * K)
+        w_g = np.bincount(g[ins], w[ins], minlength=G)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = np.where(w_g[g[ins]] > 0, w[ins] / np.sqrt(w_g[g[ins]]), 0.0)
+        m = sparse.csr_matrix((scaled, (g[ins], pos[ins])), shape=(G, K))
+        hess = hess.reshape(K, K) + (m.T @ m).toarray()
+        kk, ks, ww = pos[on], kstar[g[on]], w[on]
+        hess -= np.bincount(kk * K + kk, ww, minlength=K * K).reshape(K, K)
+        hess -= np.bincount(ks * K + ks, ww, minlength=K * K).reshape(K, K)
+        hess += np.bincount(kk * K + ks, ww, minlength=K * K).reshape(K, K)
+        hess += np.bincount(ks * K + kk, ww, minlength=K * K).reshape(K, K)
+        step = np.zeros(K)
+        step[idx] = np.linalg.lstsq(-hess[np.ix_(idx, idx)], grad[idx], rcond=None)[0]
+        t = 1.0
+        while True:  # backtracking: halve until the likelihood does not decrease
+            a_new = a + t * step
+            b_new, active_new = _profile_log_gamma(a_new, g, pos, n, c, G)
+            ll_new = _loglik(a_new[pos] + b_new[g], n, c)
+            if ll_new >= ll or t < 1e-10:
+                break
+            t *= 0.5
+        if ll_new < ll:  # no ascent along the Newton direction: at the maximum up to rounding
+            converged = float(np.max(np.abs(step[idx]))) < 1e-6
+            break
+        change = float(np.max(np.abs(t * step[idx])))
+        a, b, active, ll = a_new, b_new, active_new, ll_new
+        if change < tol:
+            converged = True
+            break
+    return a, it, converged
 
 
 def _n_multi_position(g: np.ndarray) -> int:
@@ -188,6 +382,7 @@ def em(
     seed: int = 0,
     max_iter: int = 2000,
     tol: float = 1e-9,
+    constraint: str = "observed",
     progress: Callable[[int], None] | None = None,
 ) -> Propensities:
     r"""EM estimate of PBM position bias from a log without interventions (Wang et al. (2018)).
@@ -204,14 +399,20 @@ def em(
     seed : int
         Seed of the bootstrap.
     max_iter, tol : int, float
-        EM stops when the largest change of log θ is below ``tol``.
+        Iteration stops when the largest change of log θ is below ``tol``.
+    constraint : {"observed", "all"}
+        Where click probabilities must be at most 1: ``"observed"`` (default) on the
+        (query, doc, position) cells of the log; ``"all"`` at every position for every
+        pair, the EM of Wang et al. (2018), which is biased when the truth is on that
+        boundary (see the module docstring).
     progress : callable, optional
         Called with 1 after each bootstrap replicate.
 
     Returns
     -------
     Propensities
-        θ relative to position 1; percentile intervals from ``n_boot`` replicates.
+        θ relative to position 1; log-scale normal intervals with the bootstrap
+        standard deviation of ``n_boot`` replicates.
 
     Raises
     ------
@@ -232,17 +433,20 @@ def em(
               \frac{(1 - \theta_k) \gamma_{qd}}{1 - \theta_k \gamma_{qd}}}{\sum_k n_{qdk}},
 
     the maximum-likelihood fit of the PBM with one relevance per (query, doc).
-    θ is reported relative to θ₁; the interval is the percentile interval of a
-    session bootstrap.
+    With ``constraint="observed"`` the same likelihood is maximized by Newton's
+    method with click probabilities bounded by 1 on the observed cells only, which
+    removes the boundary bias of EM (module docstring). θ is reported relative to
+    θ₁; the interval is the log-scale normal interval with the standard deviation
+    of a session bootstrap.
     """
     if K is not None and (not isinstance(K, int | np.integer) or K < 2):
         raise InputError(f"K must be an integer >= 2, got {K!r}")
     n_boot = int(check_non_negative(n_boot, name="n_boot", integer=True))
+    constraint = check_choice(constraint, ("observed", "all"), name="constraint")
     lf = as_lazy(log)
+    fit = dict(K=K, max_iter=max_iter, tol=tol, constraint=constraint)
     if n_boot == 0:
-        return em_from_cells(cell_statistics(lf), K=K, max_iter=max_iter, tol=tol)
+        return em_from_cells(cell_statistics(lf), **fit)
     from ._bootstrap import bootstrap
 
-    return bootstrap(
-        "em", lf, n=n_boot, seed=seed, K=K, max_iter=max_iter, tol=tol, progress=progress
-    )
+    return bootstrap("em", lf, n=n_boot, seed=seed, progress=progress, **fit)
