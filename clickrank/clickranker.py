@@ -348,8 +348,8 @@ class ClickRanker:
             raise InputError(f"validation must be 'ips', 'dr' or 'clicks', got {self.validation!r}")
         if self.combine not in ("average", "select"):
             raise InputError(f"combine must be 'average' or 'select', got {self.combine!r}")
-        if self.fallback not in ("proximal", "crm", "safe"):
-            raise InputError(f"fallback must be 'proximal', 'crm' or 'safe', got {self.fallback!r}")
+        if self.fallback not in ("crm", "proximal", "safe"):
+            raise InputError(f"fallback must be 'crm', 'proximal' or 'safe', got {self.fallback!r}")
         if not 0.5 <= float(self.confidence) < 1:
             raise InputError(f"confidence must be in [0.5, 1), got {self.confidence}")
         if float(self.tolerance) < 0:

@@ -43,6 +43,7 @@ from numba import njit
 
 from ._segments import rank_order, ranks, segment_ids
 from ._validation import InputError, check_positive, check_qptr
+from .lambdas import _truncation
 
 __all__ = ["exposure", "proximal_mask", "exposure_divergence", "risk_weight", "RiskPenalty"]
 
@@ -218,7 +219,7 @@ class RiskPenalty:
         if not (math.isfinite(self.alpha) and self.alpha >= 0):
             raise InputError(f"alpha must be finite and >= 0, got {alpha}")
         self.sigma = float(check_positive(sigma, name="sigma"))
-        self.trunc = np.iinfo(np.int64).max if truncation is None else int(truncation)
+        self.trunc = _truncation(truncation)
 
     def add(self, scores: np.ndarray, forces: np.ndarray, weights: np.ndarray) -> float:
         r"""Add the penalty's forces and Newton weights at ``scores`` into ``forces`` and

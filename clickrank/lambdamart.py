@@ -287,27 +287,21 @@ class LambdaMART:
         if reference is None or (self.proximal is None and self.risk is None):
             return fobj
         ref = np.asarray(reference, dtype=np.float64)
-        ref_exposure = exposure(ref, qptr)
         eps = None if self.proximal is None else float(self.proximal)
-        trunc = None if self.truncation_level is None else int(self.truncation_level)
-        penalty = (
-            None
-            if self.risk is None
-            else RiskPenalty(
-                ref, qptr, alpha=float(self.risk), sigma=float(self.sigma), truncation=trunc
-            )
-        )
+        ref_exposure = None if eps is None else exposure(ref, qptr)
+        penalty = None
+        if self.risk is not None:
+            penalty = RiskPenalty(ref, qptr, alpha=float(self.risk), sigma=float(self.sigma),
+                                  truncation=self.truncation_level)  # fmt: skip
 
         def safe_fobj(preds, dataset):
             grad, hess = fobj(preds, dataset)
-            grad, hess = grad.astype(np.float64), hess.astype(np.float64)
-            if penalty is not None:  # forces are -grad: add the penalty's, then flip back
-                forces = -grad
+            forces, hess = -grad.astype(np.float64), hess.astype(np.float64)
+            if penalty is not None:
                 self.divergence_.append(penalty.add(preds, forces, hess))
-                grad = -forces
             if eps is not None:
-                grad[~proximal_mask(-grad, exposure(preds, qptr), ref_exposure, eps)] = 0.0
-            return grad, hess
+                forces[~proximal_mask(forces, exposure(preds, qptr), ref_exposure, eps)] = 0.0
+            return -forces, hess
 
         return safe_fobj
 

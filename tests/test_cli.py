@@ -410,6 +410,20 @@ def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp
     assert json.loads((out / "selection.json").read_text())["choice"] == "logging"
     kept = cr.LambdaMART.load(out)
     np.testing.assert_array_equal(kept.predict(data.X), oracle.predict(data.X))
+    # the default fallback: the members retrained with exposure-based CRM around the logger,
+    # their average written to --out (alpha from the log's 200 sessions, in the reason)
+    crm = tmp_path / "crm"
+    res = runner.invoke(
+        cli,
+        ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
+         "--family", "naive,ips-shown", "--folds", "3", "--trees", "30", "--leaves", "4",
+         "--logging-model", str(oracle_dir), "--out", str(crm)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads((crm / "selection.json").read_text())["choice"] == "average+crm"
+    assert "CRM" in res.output and "200 sessions" in res.output
+    offered = cr.LambdaMART.load(crm)
+    assert not np.array_equal(offered.predict(data.X), oracle.predict(data.X))
 
 
 def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged):
