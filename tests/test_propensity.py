@@ -180,6 +180,77 @@ def test_allpairs_is_more_precise_than_the_adjacent_chain(harvest_log):
     assert allp.se[-1] < chain.se[-1]
 
 
+def _tiny_cells(seed: int = 4, heavy: bool = False) -> dict:
+    """Cell statistics of 8 (query, doc) pairs over positions 1-3, every link with >= 4 pairs.
+
+    ``heavy``: pair 0 has 30 times the impressions and clicks (it dominates its sets).
+    """
+    shown = [(1, 2, 3), (1, 2), (2, 3), (1, 2, 3), (1, 2), (2, 3), (1, 3), (1, 2, 3)]
+    rng = np.random.default_rng(seed)
+    g = np.concatenate([np.full(len(p), i) for i, p in enumerate(shown)])
+    pos = np.concatenate([np.array(p) for p in shown])
+    n = rng.integers(20, 60, g.size).astype(float)
+    c = np.maximum(1, rng.binomial(n.astype(int), 0.5 / pos)).astype(float)
+    if heavy:
+        n[g == 0] *= 30
+        c[g == 0] *= 30
+    return {"g": g, "position": pos, "n": n, "c": c, "n_sessions": 200.0}
+
+
+def test_pivot_se_is_the_delete_one_pair_jackknife_by_refitting():
+    from clickrank.propensity._harvest import harvest_from_cells
+
+    cells = _tiny_cells()
+    est = harvest_from_cells(cells, estimator="pivot", K=3)
+    drops = []
+    for g in (0, 1, 3, 4, 6, 7):  # refit without pair g (2 and 5 are in no pivot set)
+        keep = cells["g"] != g
+        sub = {k: v[keep] if k != "n_sessions" else v for k, v in cells.items()}
+        sub["g"] = np.unique(sub["g"], return_inverse=True)[1]
+        drops.append(np.log(harvest_from_cells(sub, estimator="pivot", K=3).theta))
+    d = np.array(drops) - np.log(est.theta)
+    var = 5 / 6 * ((d - d.mean(axis=0)) ** 2).sum(axis=0)
+    np.testing.assert_allclose(est.se[1:], np.sqrt(var[1:]), rtol=1e-10)
+    np.testing.assert_array_equal(est.df, [np.inf, 4, 3])  # G - 1: 5 and 4 pairs
+
+
+@pytest.mark.parametrize("heavy", [False, True], ids=["even", "one-heavy-pair"])
+def test_adjacent_se_and_df_are_cr2_over_the_pairs_of_the_chain(heavy):
+    from clickrank.propensity._harvest import harvest_from_cells
+
+    cells = _tiny_cells(heavy=heavy)
+    est = harvest_from_cells(cells, estimator="adjacent", K=3)
+    g, pos, n, c = cells["g"], cells["position"], cells["n"], cells["c"]
+
+    def cell(i, k):
+        j = np.flatnonzero((g == i) & (pos == k))
+        return (n[j[0]], c[j[0]] / n[j[0]]) if j.size else None
+
+    # per-pair influence on log theta_2, log theta_3, summed over the links before squaring
+    # (pairs 0, 3, 7 are in both links: their cross terms are the links' covariance)
+    D = np.zeros((8, 3))
+    theta = [1.0]
+    for lo, hi in ((1, 2), (2, 3)):
+        members = [i for i in range(8) if cell(i, lo) and cell(i, hi)]
+        w = {
+            i: cell(i, lo)[0] * cell(i, hi)[0] / (cell(i, lo)[0] + cell(i, hi)[0]) for i in members
+        }
+        a = sum(w[i] * cell(i, lo)[1] for i in members)
+        b = sum(w[i] * cell(i, hi)[1] for i in members)
+        theta.append(theta[-1] * b / a)
+        D[:, hi - 1] = D[:, lo - 1]
+        for i in members:
+            ag, bg = w[i] * cell(i, lo)[1], w[i] * cell(i, hi)[1]
+            D[i, hi - 1] += (bg / b - ag / a) / np.sqrt(1 - (ag / a + bg / b) / 2)
+    np.testing.assert_allclose(est.theta, theta, rtol=1e-12)
+    var = (D**2).sum(axis=0)
+    np.testing.assert_allclose(est.se[1:], np.sqrt(var[1:]), rtol=1e-10)
+    # pairs in the chain to 2: 0, 1, 3, 4, 7; to 3: those and 2, 5
+    df = np.clip(3 * var[1:] ** 2 / (D[:, 1:] ** 4).sum(axis=0), 1, [4, 6])
+    np.testing.assert_allclose(est.df[1:], df, rtol=1e-10)
+    assert np.all(df < [4, 6]) if heavy else np.all(df == [4, 6])  # effective < G - 1
+
+
 def test_randomized_interval_matches_the_session_level_delta_method(data):
     log = simulate(
         data,
