@@ -612,7 +612,8 @@ def harvest_from_cells(
             "n_query_doc_pairs": int(np.unique(pairs["g"]).size),
             "n_interventional_sets": n_sets,
             "interval": {
-                "allpairs": "delete-one-(query, doc) jackknife (one Newton step), t on G - 1 df",
+                "allpairs": "delete-one-(query, doc) jackknife (one Newton step), t on the "
+                "effective number of pairs",
                 "pivot": "delete-one-(query, doc) jackknife on log theta, t on G - 1 df",
                 "adjacent": "CR2 (bias-reduced linearization) over (query, doc) pairs on "
                 "log theta, t on their effective number",
