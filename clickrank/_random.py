@@ -101,12 +101,15 @@ def uniform_at(state: np.uint64, j: np.int64) -> float:
     return np.float64(z >> _S11) * _TWO_M53
 
 
-@nb.njit(cache=True)
-def _buckets_kernel(key: np.uint64, sessions: np.ndarray, buckets: np.uint64) -> np.ndarray:
-    out = np.empty(sessions.shape[0], dtype=np.uint32)
-    for i in range(sessions.shape[0]):
+# The kernels run over sessions on numba's threads and write into arrays numpy allocates:
+# numpy advises the kernel to back large buffers with huge pages, which threads fault in
+# far faster than the 4 KiB pages of numba's own allocations.
+
+
+@nb.njit(cache=True, parallel=True)
+def _buckets_kernel(key: np.uint64, sessions: np.ndarray, buckets: np.uint64, out) -> None:
+    for i in nb.prange(sessions.shape[0]):
         out[i] = np.uint32(session_state(key, sessions[i]) % buckets)
-    return out
 
 
 def session_buckets(seed: int, sessions: Any, buckets: int, stream: int) -> np.ndarray:
@@ -118,30 +121,30 @@ def session_buckets(seed: int, sessions: Any, buckets: int, stream: int) -> np.n
     """
     if isinstance(buckets, bool) or not isinstance(buckets, (int, np.integer)) or buckets < 1:
         raise InputError(f"buckets must be a positive integer, got {buckets!r}")
-    return _buckets_kernel(stream_key(seed, stream), _as_sessions(sessions), np.uint64(buckets))
+    s = _as_sessions(sessions)
+    out = np.empty(s.shape[0], dtype=np.uint32)
+    _buckets_kernel(stream_key(seed, stream), s, np.uint64(buckets), out)
+    return out
 
 
-@nb.njit(cache=True)
-def _uniforms_kernel(key: np.uint64, sessions: np.ndarray, n: int, offset: int) -> np.ndarray:
-    out = np.empty((sessions.shape[0], n), dtype=np.float64)
-    for i in range(sessions.shape[0]):
+@nb.njit(cache=True, parallel=True)
+def _uniforms_kernel(key: np.uint64, sessions: np.ndarray, offset: int, out) -> None:
+    n = out.shape[1]
+    for i in nb.prange(sessions.shape[0]):
         st = session_state(key, sessions[i])
         for j in range(n):
             out[i, j] = uniform_at(st, offset + j)
-    return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def _bernoulli_kernel(
-    key: np.uint64, sessions: np.ndarray, p: np.ndarray, step: int, offset: int
-) -> np.ndarray:
+    key: np.uint64, sessions: np.ndarray, p: np.ndarray, step: int, offset: int, out
+) -> None:
     S, K = p.shape
-    out = np.empty((S, K), dtype=np.bool_)
-    for i in range(S):
+    for i in nb.prange(S):
         st = session_state(key, sessions[i])
         for k in range(K):
             out[i, k] = uniform_at(st, offset + k * step) < p[i, k]
-    return out
 
 
 def _as_sessions(sessions: Any) -> np.ndarray:
@@ -190,8 +193,10 @@ def session_uniforms(
     n = int(n)
     if n < 0:
         raise InputError(f"n must be >= 0, got {n}")
-    key = stream_key(seed, stream)
-    return _uniforms_kernel(key, _as_sessions(sessions), n, int(offset))
+    s = _as_sessions(sessions)
+    out = np.empty((s.shape[0], n), dtype=np.float64)
+    _uniforms_kernel(stream_key(seed, stream), s, int(offset), out)
+    return out
 
 
 def session_integers(
@@ -260,5 +265,6 @@ def session_bernoulli(
     step = int(step)
     if step < 1:
         raise InputError(f"step must be >= 1, got {step}")
-    key = stream_key(seed, stream)
-    return _bernoulli_kernel(key, s, prob, step, int(offset))
+    out = np.empty(prob.shape, dtype=np.bool_)
+    _bernoulli_kernel(stream_key(seed, stream), s, prob, step, int(offset), out)
+    return out

@@ -78,24 +78,26 @@ def rank_order(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
     return _lexsort_order(key, qptr)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def _top_rows_kernel(scores, qptr, out):  # pragma: no cover - numba
-    width = out.shape[1]
-    key = np.empty(width)
-    for q in range(qptr.shape[0] - 1):
-        n = 0  # out[q, :n] holds the best rows so far, by (key, row): a stable order
-        for r in range(qptr[q], qptr[q + 1]):
-            k = -scores[r]
-            if np.isnan(k):
-                k = np.inf  # NaN last, tied with -inf
-            if n == width and not k < key[n - 1]:
-                continue  # not better than the last kept row (ties: the earlier row stays)
-            j = n if n < width else n - 1
-            while j > 0 and key[j - 1] > k:  # strict: equal keys keep row order
-                key[j], out[q, j] = key[j - 1], out[q, j - 1]
-                j -= 1
-            key[j], out[q, j] = k, r
-            n = min(n + 1, width)
+    width, nq = out.shape[1], qptr.shape[0] - 1
+    blocks = min(nq, 256)  # blocks of queries over numba's threads, each with its buffer
+    for b in nb.prange(blocks):
+        key = np.empty(width)
+        for q in range(b * nq // blocks, (b + 1) * nq // blocks):
+            n = 0  # out[q, :n] holds the best rows so far, by (key, row): a stable order
+            for r in range(qptr[q], qptr[q + 1]):
+                k = -scores[r]
+                if np.isnan(k):
+                    k = np.inf  # NaN last, tied with -inf
+                if n == width and not k < key[n - 1]:
+                    continue  # not better than the last kept row (ties: the earlier row stays)
+                j = n if n < width else n - 1
+                while j > 0 and key[j - 1] > k:  # strict: equal keys keep row order
+                    key[j], out[q, j] = key[j - 1], out[q, j - 1]
+                    j -= 1
+                key[j], out[q, j] = k, r
+                n = min(n + 1, width)
 
 
 def top_rows(scores: np.ndarray, qptr: np.ndarray, width: int) -> np.ndarray:

@@ -96,7 +96,19 @@ class _PreparedDeterministic(PreparedPolicy):
         self.top_k = top.shape[1]
 
     def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
-        return np.take(self.top, queries, axis=0), np.zeros(len(queries), dtype=np.int16)
+        queries = np.ascontiguousarray(queries, dtype=np.int64)
+        rows = np.empty((len(queries), self.top_k), dtype=self.top.dtype)
+        _gather_lists(self.top, queries, rows)
+        return rows, np.zeros(len(queries), dtype=np.int16)
+
+
+@nb.njit(cache=True, parallel=True)
+def _gather_lists(top: np.ndarray, queries: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = top[queries[i]]`` over the sessions in parallel (``np.take`` is serial;
+    ``out`` comes from numpy, whose large buffers fault in huge pages)."""
+    for i in nb.prange(queries.shape[0]):
+        for k in range(top.shape[1]):
+            out[i, k] = top[queries[i], k]
 
 
 class DeterministicPolicy(LoggingPolicy):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import polars as pl
 import pytest
@@ -126,6 +127,11 @@ def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):
     small = simulate(data, seed=11, chunk_size=1_000, **kw)
     big = simulate(data, seed=11, chunk_size=1_000_000, **kw)
     assert_frame_equal(small, big)
+    threads = numba.get_num_threads()
+    assert_frame_equal(simulate(data, seed=11, chunk_size=700, n_jobs=2, **kw), small)
+    assert numba.get_num_threads() == threads  # the caller's thread count is restored
+    with pytest.raises(InputError, match="n_jobs"):
+        simulate(data, seed=11, n_jobs=0, **kw)
     other = simulate(data, seed=12, chunk_size=1_000, **kw)
     assert small.height == other.height
     assert not small.equals(other)
@@ -206,6 +212,7 @@ def test_fused_cascade_and_ubm_clicks_are_bit_identical_to_model_sample(name):
     kw = _fused_run(d)
     fused = simulate(d, click_model=model, chunk_size=900, **kw)
     assert_frame_equal(fused, simulate(d, click_model=_Generic(model), **kw))
+    assert_frame_equal(simulate(d, click_model=model, n_jobs=2, **kw), fused)
     assert 0 < fused["click"].mean() < 1
     labels = np.where(np.arange(10) < 7, np.arange(10) % 5, np.nan)[None].repeat(50, 0)
     np.testing.assert_array_equal(
@@ -638,7 +645,8 @@ def test_streamed_log_equals_the_in_memory_log(data, tmp_path):
 
 
 def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkeypatch):
-    """What the docs promise: same seed, same bytes, whatever ``chunk_size``."""
+    """What the docs promise: same seed, same bytes, whatever ``chunk_size`` or ``n_jobs``
+    (the parquet sink pulls the chunks on polars' threads)."""
     from clickrank.simulation import writer
 
     monkeypatch.setattr(writer, "PART_SESSIONS", 1000)  # several part files
@@ -652,11 +660,11 @@ def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkey
         seed=3,
     )
     files = {}
-    for chunk in (333, 1000, 5000):
+    for chunk, jobs in ((333, 1), (1000, 2), (5000, 2)):
         for name in ("log.parquet", "logdir"):
             out = tmp_path / str(chunk) / name
             out.parent.mkdir(exist_ok=True)
-            simulate(data, chunk_size=chunk, out=out, **kw)
+            simulate(data, chunk_size=chunk, out=out, n_jobs=jobs, **kw)
             parts = sorted(out.glob("*.parquet")) if out.is_dir() else [out]
             files[chunk, name] = [(p.name, p.read_bytes()) for p in parts]
     for name in ("log.parquet", "logdir"):
@@ -740,9 +748,9 @@ def test_cli_writes_a_valid_log_and_prints_a_summary(cli, tmp_path):
     assert log["session"].n_unique() == 2000 and log["position"].max() == 5
     again = CliRunner().invoke(cli, args)
     assert again.exit_code != 0 and "--force" in again.output
-    forced = CliRunner().invoke(cli, [*args, "--force"])
+    forced = CliRunner().invoke(cli, [*args, "--force", "--jobs", "2"])
     assert forced.exit_code == 0
-    assert_frame_equal(read_log(out, lazy=False), log)  # same seed, same log
+    assert_frame_equal(read_log(out, lazy=False), log)  # same seed, same log, on two threads
 
 
 def test_cli_config_file(cli, tmp_path):
@@ -767,6 +775,7 @@ def test_cli_config_file(cli, tmp_path):
         (["--click-model", "nope"], "Invalid value for '--click-model'"),
         (["--click-model", "cascade", "--eta", "2"], "--eta applies to"),
         (["--sessions", "0"], "--sessions must be >= 1"),
+        (["--jobs", "0"], "--jobs must be >= 1"),
         (["--threshold", "2"], "--threshold applies to --relevance binarized"),
         (["--relevance", "binarized", "--max-label", "2"], "--max-label applies to --relevance"),
         (["--production-min-queries", "0"], "--production-min-queries must be >= 1"),

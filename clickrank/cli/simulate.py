@@ -188,6 +188,9 @@ def _given(ctx: click.Context, name: str) -> bool:
 )
 @click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
 @click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
+@click.option(
+    "--jobs", type=int, default=1, help="Threads of the simulation (the log does not change)."
+)
 @out_option(
     "out",
     type=click.Path(dir_okay=True),
@@ -268,6 +271,7 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
             top_k=opts["top_k"],
             seed=opts["seed"],
             chunk_size=opts["chunk_size"],
+            n_jobs=opts["jobs"],
             out=out,
             overwrite=opts["force"],
             progress=bar.update,
@@ -298,7 +302,14 @@ def _check_options(ctx: click.Context, opts: dict[str, Any]) -> None:
     check_probability(opts["eps"], name="--eps")
     for name in INTERVENTION_FRACTIONS:
         check_probability(opts[name], name="--" + name.replace("_", "-"))
-    for name in ("sessions", "top_k", "chunk_size", "docs_per_query", "production_min_queries"):
+    for name in (
+        "sessions",
+        "top_k",
+        "chunk_size",
+        "jobs",
+        "docs_per_query",
+        "production_min_queries",
+    ):
         if opts[name] is not None and opts[name] < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
     if not 0 < opts["production_fraction"] <= 1:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._validation import check_probability
 from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
@@ -39,7 +39,7 @@ from ._relevance import ERRSatisfaction, Graded, as_relevance_map, evaluate_map
 __all__ = ["Cascade", "DCM", "DBN", "SDBN"]
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _cascade_clicks(
     alpha, sigma, use_sigma, lam, kappa, labels, u, key, sessions, n_u, out
 ):  # pragma: no cover - numba
@@ -50,7 +50,7 @@ def _cascade_clicks(
     None; a session's draws (``n_u`` per position: click, continuation) are hashed
     only up to where the user stops.
     """
-    for s in range(out.shape[0]):
+    for s in prange(out.shape[0]):
         st = state_of(u, key, sessions, s)
         for j in range(out.shape[1]):
             if draw(u, st, n_u, s, j, 0) < cell(alpha, labels, s, j):

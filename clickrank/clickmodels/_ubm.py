@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._validation import InputError, check_non_negative
 from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
@@ -60,11 +60,11 @@ def _as_gamma(value: Any) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _ubm_clicks(alpha, gamma, labels, u, key, sessions, out):  # pragma: no cover - numba
     """Clicks into ``out`` ``[S, K]`` from either source (:mod:`._base`): ``alpha`` per
     cell and ``u`` ``[S, K, 1]`` (``sample``), or a grade table, ``labels`` and ``u`` None."""
-    for s in range(out.shape[0]):
+    for s in prange(out.shape[0]):
         st = state_of(u, key, sessions, s)
         last = 0
         for j in range(out.shape[1]):

@@ -31,15 +31,13 @@ STREAM_USER = 223
 # -- the steps on dense arrays -------------------------------------------------------
 
 
-@nb.njit(cache=True)
-def _uniform_pick(key: np.uint64, sessions: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """``table[min(floor(u * n), n - 1)]`` with ``u`` the session's first draw."""
+@nb.njit(cache=True, parallel=True)
+def _uniform_pick(key: np.uint64, sessions: np.ndarray, table: np.ndarray, out) -> None:
+    """``out = table[min(floor(u * n), n - 1)]`` with ``u`` the session's first draw."""
     n = table.shape[0]
-    out = np.empty(sessions.shape[0], dtype=np.int64)
-    for i in range(sessions.shape[0]):
+    for i in nb.prange(sessions.shape[0]):
         j = np.int64(uniform_at(session_state(key, sessions[i]), 0) * n)
         out[i] = table[min(j, n - 1)]
-    return out
 
 
 def _sample_queries(seed: int, sessions: np.ndarray, sampler: tuple) -> np.ndarray:
@@ -47,7 +45,9 @@ def _sample_queries(seed: int, sessions: np.ndarray, sampler: tuple) -> np.ndarr
     kind, table = sampler
     if kind == "uniform":
         key = stream_key(seed, STREAM_QUERY)
-        return _uniform_pick(key, np.ascontiguousarray(sessions, dtype=np.uint64), table)
+        out = np.empty(len(sessions), dtype=np.int64)
+        _uniform_pick(key, np.ascontiguousarray(sessions, dtype=np.uint64), table, out)
+        return out
     u = session_uniforms(seed, sessions, 1, STREAM_QUERY)[:, 0]
     q = np.searchsorted(table, u, side="right")
     return np.minimum(q, len(table)).astype(np.int64)
@@ -58,22 +58,20 @@ def _sample_queries(seed: int, sessions: np.ndarray, sampler: tuple) -> np.ndarr
 _MAX_GRADE = 1023  # larger or non-integer labels: click probabilities per chunk
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def _grade_bernoulli(
-    key: np.uint64, sessions: np.ndarray, labels: np.ndarray, table: np.ndarray, step: int
-) -> np.ndarray:
-    """Clicks ``u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
+    key: np.uint64, sessions: np.ndarray, labels: np.ndarray, table: np.ndarray, step: int, out
+) -> None:
+    """Clicks ``out = u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
 
     ``u`` is draw ``k * step`` of the session, as in
     :func:`clickrank._random.session_bernoulli`.
     """
     S, K = labels.shape
-    out = np.empty((S, K), dtype=np.bool_)
-    for i in range(S):
+    for i in nb.prange(S):
         st = session_state(key, sessions[i])
         for k in range(K):
             out[i, k] = uniform_at(st, k * step) < cell(table, labels, i, k)
-    return out
 
 
 @nb.njit(cache=True)
@@ -129,7 +127,13 @@ def _grade_clicks(model: Any, y: np.ndarray, K: int, independent: bool):
         table, n_u = _grade_table(model, y, K), int(model.n_uniforms)
         if table is None:
             return None
-        return lambda key, sessions, labels: _grade_bernoulli(key, sessions, labels, table, n_u)
+
+        def clicks(key, sessions, labels):
+            out = np.empty(labels.shape, dtype=np.bool_)
+            _grade_bernoulli(key, sessions, labels, table, n_u, out)
+            return out
+
+        return clicks
     grid = _grade_grid(y, K) if hasattr(model, "_grade_clicks") else None
     if grid is None:
         return None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 import polars as pl
 
@@ -75,7 +77,7 @@ class OutputOptions:
     """How a simulation runs and where its log goes; none of these change the log.
 
     The fields are those of :func:`simulate`: ``out``, ``overwrite``,
-    ``chunk_size``, ``progress``, ``check_space`` and ``metadata``.
+    ``chunk_size``, ``progress``, ``check_space``, ``metadata`` and ``n_jobs``.
     """
 
     out: str | os.PathLike | None = None
@@ -84,6 +86,7 @@ class OutputOptions:
     progress: bool | Callable[[int], None] = False
     check_space: bool = True
     metadata: Mapping[str, Any] | None = None
+    n_jobs: int = 1
 
 
 def simulate(
@@ -104,6 +107,7 @@ def simulate(
     progress: bool | Callable[[int], None] = False,
     check_space: bool = True,
     metadata: Mapping[str, Any] | None = None,
+    n_jobs: int = 1,
 ) -> pl.DataFrame | pl.LazyFrame:
     r"""Simulate a click log.
 
@@ -171,6 +175,10 @@ def simulate(
         fitted :class:`~clickrank.production.ProductionRanker`, its quality
         (``logger_quality``, :meth:`~clickrank.production.ProductionRanker.quality`
         on ``data``).
+    n_jobs : int
+        Threads of the compiled kernels (numba's, at most ``NUMBA_NUM_THREADS``):
+        each session's draws are hashed from its index, so the log is the same
+        for any value.
 
     Returns
     -------
@@ -219,7 +227,7 @@ def simulate(
         ]
         if clash:
             raise InputError(f"give {', '.join(clash)} in the SimulationSpec, not as keywords too")
-    options = OutputOptions(out, overwrite, chunk_size, progress, check_space, metadata)
+    options = OutputOptions(out, overwrite, chunk_size, progress, check_space, metadata, n_jobs)
     return _run(data, spec, options)
 
 
@@ -309,12 +317,26 @@ def _description(data: RankingData, plan: _Plan, model: Any, metadata) -> dict[s
     }
 
 
+@contextmanager
+def _numba_threads(threads: int) -> Iterator[None]:
+    """numba's kernels on ``threads`` threads in this block (the caller's count restored)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 def _chunks(
-    data: RankingData, plan: _Plan, model: Any, chunk_size: int, report
+    data: RankingData, plan: _Plan, model: Any, chunk_size: int, report, threads: int = 1
 ) -> Iterator[pl.DataFrame]:
-    """The log, ``chunk_size`` sessions at a time (each chunk one vectorized pass)."""
+    """The log, ``chunk_size`` sessions at a time (each chunk one vectorized pass), the
+    kernels on ``threads`` threads (set per chunk: a parquet sink pulls the chunks on
+    polars' threads, and numba's thread count belongs to the calling thread)."""
     sampler = _query_sampler(data, plan.query_frequency)
-    prepared = plan.policy.prepare(data, plan.top_k)
+    with _numba_threads(threads):
+        prepared = plan.policy.prepare(data, plan.top_k)
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
@@ -324,12 +346,13 @@ def _chunks(
     for start in range(plan.first_session, end, chunk_size):
         stop = min(start + chunk_size, end)
         sessions = np.arange(start, stop, dtype=np.uint64)
-        queries = _sample_queries(seed, sessions, sampler)
-        rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
-        rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-        # labels, doc ids (over rows), session and query ids in one compiled call
-        cells = _Cells.fill(rows, y_ext, docs, sessions, queries, qids)
-        clicks = clicks_of(seed, sessions, cells.labels)
+        with _numba_threads(threads):
+            queries = _sample_queries(seed, sessions, sampler)
+            rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
+            rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
+            # labels, doc ids (over rows), session and query ids in one compiled call
+            cells = _Cells.fill(rows, y_ext, docs, sessions, queries, qids)
+            clicks = clicks_of(seed, sessions, cells.labels)
         yield _to_table(
             cells=cells,
             queries=queries,
@@ -351,6 +374,10 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
     """Check, then simulate in chunks into memory or through the parquet writer."""
     plan = _check_spec(data, spec)
     chunk_size = check_positive(options.chunk_size, name="chunk_size", integer=True)
+    threads = min(
+        check_positive(options.n_jobs, name="n_jobs", integer=True),
+        numba.config.NUMBA_NUM_THREADS,
+    )
     writer = _writer(plan, options)
     model = _resolve_click_model(plan.model)
     if writer is not None:
@@ -363,7 +390,7 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
         bar = progress_bar(plan.n_sessions, label="simulating", enabled=True)
         bar.__enter__()
         report = bar.update
-    chunks = _chunks(data, plan, model, chunk_size, report)
+    chunks = _chunks(data, plan, model, chunk_size, report, threads)
     try:
         if writer is None:
             frames = list(chunks)

@@ -87,7 +87,7 @@ def _positions(S: int, K: int) -> np.ndarray:
     return pos
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def _fill_cells(rows, y_ext, docs, sessions, queries, qids, labels, session_col, query_col):
     """Labels, doc ids (over ``rows``), session and query ids of the displayed cells.
 
@@ -101,7 +101,7 @@ def _fill_cells(rows, y_ext, docs, sessions, queries, qids, labels, session_col,
     """
     S, K = rows.shape
     empty = 0
-    for i in range(S):
+    for i in nb.prange(S):
         for k in range(K):
             r = rows[i, k]
             labels[i, k] = y_ext[r]
@@ -109,7 +109,7 @@ def _fill_cells(rows, y_ext, docs, sessions, queries, qids, labels, session_col,
                 empty += 1
             elif docs is not None:
                 rows[i, k] = docs[r]
-    for i in range(S):
+    for i in nb.prange(S):
         s = sessions[i]
         qi = 0 if qids is None else qids[queries[i]]
         for k in range(K):
