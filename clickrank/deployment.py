@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._segments import rank_order, ranks, segment_ids
 from ._validation import InputError, check_positive, check_qptr
-from .lambdas import _truncation
+from .lambdas import _truncation, query_blocks
 
 __all__ = ["exposure", "proximal_mask", "exposure_divergence", "risk_weight", "RiskPenalty"]
 
@@ -121,22 +122,22 @@ def exposure_divergence(scores, reference, qptr) -> np.ndarray:
     return np.bincount(segment_ids(qptr), weights=terms, minlength=len(qptr) - 1)
 
 
-@njit(cache=True, error_model="numpy")
-def _risk_forces(s, order, qptr, inv_ref, cum, alpha, sigma, trunc, forces, weights):
-    r"""Add the CRM penalty's LambdaRank forces and Newton weights; return :math:`\hat d_2`.
-
-    ``order`` ranks every query by ``s``; ``inv_ref`` is :math:`1/\omega_0` per row and
-    ``cum[n]`` the total exposure of a list of ``n``. Swapping the documents at ranks
-    ``i < j`` changes the query's divergence by
-    :math:`(D_j^2 - D_i^2)(1/\omega_0(d_i) - 1/\omega_0(d_j)) / \sum D`; the one the
-    safe ranker exposes more is the one the penalty wants above.
-    """
-    nq = qptr.shape[0] - 1
-    disc = np.empty(cum.shape[0])  # D(r + 1), once per call rather than once per pair
-    for r in range(disc.shape[0]):
+@njit(cache=True)
+def _discounts(n):
+    """``1 / log2(2 + r)`` for ranks ``r + 1 = 1..n`` (in numba: the bits the kernels used)."""
+    disc = np.empty(n)
+    for r in range(n):
         disc[r] = 1.0 / np.log2(2.0 + r)
+    return disc
+
+
+@njit(cache=True, error_model="numpy")
+def _risk_divergence(order, qptr, inv_ref, cum, disc):
+    r""":math:`\hat d_2`, the mean over queries of the divergence at the ranking ``order``
+    (``order`` ranks every query; ``inv_ref`` is :math:`1/\omega_0` per row, ``cum[n]``
+    the total exposure of a list of ``n`` and ``disc[r]`` the discount of rank ``r + 1``)."""
     total, used = 0.0, 0
-    for q in range(nq):  # the divergence at the current ranking
+    for q in range(qptr.shape[0] - 1):
         a, cnt = qptr[q], qptr[q + 1] - qptr[q]
         if cnt == 0:
             continue
@@ -146,9 +147,20 @@ def _risk_forces(s, order, qptr, inv_ref, cum, alpha, sigma, trunc, forces, weig
             acc += d * d * inv_ref[order[a + r]]
         total += acc / cum[cnt]
         used += 1
-    d2 = total / max(used, 1)
-    kappa = alpha / (2.0 * np.sqrt(d2))  # d(alpha sqrt(mean d2_q)) / d d2_q, times |Q|
-    for q in range(nq):
+    return total / max(used, 1)
+
+
+@njit(cache=True, error_model="numpy")
+def _risk_pairs(q0, q1, s, order, qptr, inv_ref, cum, disc, kappa, sigma, trunc, forces,
+                weights):  # fmt: skip
+    r"""The penalty's forces and Newton weights of queries ``q0..q1-1``, added in place.
+
+    Swapping the documents at ranks ``i < j`` changes the query's divergence by
+    :math:`(D_j^2 - D_i^2)(1/\omega_0(d_i) - 1/\omega_0(d_j)) / \sum D`; the one the
+    safe ranker exposes more is the one the penalty wants above, with weight
+    :math:`\kappa |\Delta d_2|`.
+    """
+    for q in range(q0, q1):
         a, cnt = qptr[q], qptr[q + 1] - qptr[q]
         if cnt < 2:
             continue
@@ -171,7 +183,16 @@ def _risk_forces(s, order, qptr, inv_ref, cum, alpha, sigma, trunc, forces, weig
                 forces[lo] -= f
                 weights[hi] += h
                 weights[lo] += h
-    return d2
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _risk_blocks(bounds, s, order, qptr, inv_ref, cum, disc, kappa, sigma, trunc, forces,
+                 weights):  # fmt: skip
+    """:func:`_risk_pairs` over blocks of queries on numba's threads (blocks write disjoint
+    rows, so the result is the serial one, bit for bit)."""
+    for b in prange(bounds.shape[0] - 1):
+        _risk_pairs(bounds[b], bounds[b + 1], s, order, qptr, inv_ref, cum, disc, kappa, sigma,
+                    trunc, forces, weights)  # fmt: skip
 
 
 class RiskPenalty:
@@ -196,6 +217,9 @@ class RiskPenalty:
         Steepness of the logistic, as the target's.
     truncation : int or None
         As :func:`clickrank.lambdas.lambdas`.
+    n_threads : int
+        Threads of the pair loop (blocks of queries balanced by pair work); the forces
+        are the same bits for any value.
 
     Examples
     --------
@@ -208,7 +232,7 @@ class RiskPenalty:
     """
 
     def __init__(self, reference, qptr, *, alpha: float, sigma: float = 1.0,
-                 truncation: int | None = None) -> None:  # fmt: skip
+                 truncation: int | None = None, n_threads: int = 1) -> None:  # fmt: skip
         ref = np.asarray(reference, dtype=np.float64)
         self.qptr = check_qptr(qptr, ref.shape[0])
         if not np.all(np.isfinite(ref)):
@@ -220,11 +244,28 @@ class RiskPenalty:
             raise InputError(f"alpha must be finite and >= 0, got {alpha}")
         self.sigma = float(check_positive(sigma, name="sigma"))
         self.trunc = _truncation(truncation)
+        self.disc = _discounts(self.cum.shape[0])
+        threads = int(check_positive(n_threads, name="n_threads", integer=True))
+        nq = len(self.qptr) - 1
+        self.threads = min(threads, numba.config.NUMBA_NUM_THREADS, max(nq, 1))
+        # a few blocks per thread; one thread runs the serial loop, no thread pool
+        self.bounds = (
+            query_blocks(self.qptr, self.trunc, 4 * self.threads) if self.threads > 1 else None
+        )
 
     def add(self, scores: np.ndarray, forces: np.ndarray, weights: np.ndarray) -> float:
         r"""Add the penalty's forces and Newton weights at ``scores`` into ``forces`` and
         ``weights``; return the mean divergence :math:`\hat d_2` there."""
         s = np.asarray(scores, dtype=np.float64)
-        return float(_risk_forces(s, rank_order(s, self.qptr), self.qptr, self.inv_ref,
-                                  self.cum, self.alpha, self.sigma, self.trunc, forces,
-                                  weights))  # fmt: skip
+        order = rank_order(s, self.qptr)
+        d2 = _risk_divergence(order, self.qptr, self.inv_ref, self.cum, self.disc)
+        with np.errstate(divide="ignore"):  # d(alpha sqrt(mean d2_q)) / d d2_q, times |Q|
+            kappa = float(np.float64(self.alpha) / (2.0 * np.sqrt(np.float64(d2))))
+        args = (s, order, self.qptr, self.inv_ref, self.cum, self.disc, kappa, self.sigma,
+                self.trunc, forces, weights)  # fmt: skip
+        if self.bounds is None:
+            _risk_pairs(0, len(self.qptr) - 1, *args)
+        else:
+            numba.set_num_threads(self.threads)
+            _risk_blocks(self.bounds, *args)
+        return float(d2)

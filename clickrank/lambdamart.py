@@ -292,7 +292,8 @@ class LambdaMART:
         penalty = None
         if self.risk is not None:
             penalty = RiskPenalty(ref, qptr, alpha=float(self.risk), sigma=float(self.sigma),
-                                  truncation=self.truncation_level)  # fmt: skip
+                                  truncation=self.truncation_level,
+                                  n_threads=int(self.n_jobs))  # fmt: skip
 
         def safe_fobj(preds, dataset):
             grad, hess = fobj(preds, dataset)

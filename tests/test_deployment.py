@@ -85,6 +85,25 @@ def test_penalty_forces_match_a_brute_force_swap_by_swap_computation(trunc):
     assert abs(f[:6].sum()) < 1e-12 and np.all(w >= 0)
 
 
+@pytest.mark.parametrize("trunc", [None, 5])
+def test_penalty_on_two_threads_gives_the_same_bits(trunc):
+    rng = np.random.default_rng(4)
+    lens = rng.integers(0, 40, 50)
+    qptr = np.concatenate([[0], np.cumsum(lens)])
+    ref, s = rng.random(qptr[-1]), rng.normal(size=qptr[-1])
+    out = []
+    for threads in (1, 2):
+        pen = RiskPenalty(ref, qptr, alpha=0.3, truncation=trunc, n_threads=threads)
+        f, w = np.zeros(qptr[-1]), np.zeros(qptr[-1])
+        out.append((pen.add(s, f, w), f, w))
+    assert out[0][0] == out[1][0]
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    np.testing.assert_array_equal(out[0][2], out[1][2])
+    assert np.abs(out[0][1]).sum() > 0
+    with pytest.raises(InputError, match="n_threads"):
+        RiskPenalty(ref, qptr, alpha=0.3, n_threads=0)
+
+
 def test_penalty_pulls_towards_the_safe_ranking_and_vanishes_there_or_at_zero_weight():
     qptr = np.array([0, 4])
     ref = np.array([4.0, 3.0, 2.0, 1.0])
