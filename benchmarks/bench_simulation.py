@@ -175,18 +175,15 @@ def main() -> None:
     numba.set_num_threads(args.jobs)  # the breakdown's kernels, as simulate(n_jobs=...)
     data, policy, ranker = setup()
     pbm = make_click_model("pbm")
+
+    def sim(model=pbm, logger=policy):
+        return simulate(data, policy=logger, click_model=model, n_sessions=n, top_k=K,
+                        chunk_size=args.chunk_size, n_jobs=args.jobs)  # fmt: skip
+
     # Warm-up at full size: numba JIT, and the first touch of the log's memory, which
     # a fresh process pays once (expensive on virtual machines); the bare draw below is
     # likewise timed on memory its earlier repeats touched.
-    simulate(
-        data,
-        policy=policy,
-        click_model=pbm,
-        n_sessions=n,
-        top_k=K,
-        chunk_size=args.chunk_size,
-        n_jobs=args.jobs,
-    )
+    sim()
     print(f"data: {data!r}; production ranker: clickrank LambdaMART, 50 trees, 1% of queries")
     print(
         f"{n:,} sessions x {K} positions, in-memory log, {args.jobs} thread(s) "
@@ -194,17 +191,7 @@ def main() -> None:
     )
 
     t_bare, _ = best(lambda: np.random.default_rng().random(n * K))
-    t_pbm, log = best(
-        lambda: simulate(
-            data,
-            policy=policy,
-            click_model=pbm,
-            n_sessions=n,
-            top_k=K,
-            chunk_size=args.chunk_size,
-            n_jobs=args.jobs,
-        )
-    )
+    t_pbm, log = best(sim)
     print(f"bare rng.random({n * K:,}):        {t_bare:8.3f} s")
     print(
         f"simulate PBM -> {log.height:,} rows:   {t_pbm:8.3f} s   "
@@ -212,35 +199,14 @@ def main() -> None:
     )
     log = None
     t_bare_f, _ = best(lambda: np.random.default_rng().random(n * K), fresh=True)
-    t_pbm_f, _ = best(
-        lambda: simulate(
-            data,
-            policy=policy,
-            click_model=pbm,
-            n_sessions=n,
-            top_k=K,
-            chunk_size=args.chunk_size,
-            n_jobs=args.jobs,
-        ),
-        fresh=True,
-    )
+    t_pbm_f, _ = best(sim, fresh=True)
     print(
         f"  each run on freshly mapped memory: bare {t_bare_f:.3f} s, simulate {t_pbm_f:.3f} s, "
         f"ratio {t_pbm_f / t_bare_f:.1f}x"
     )
     t_pred, _ = best(lambda: ranker.predict(data.X))
     with_model = DeterministicPolicy(ranker, name="production")
-    t_all, _ = best(
-        lambda: simulate(
-            data,
-            policy=with_model,
-            click_model=pbm,
-            n_sessions=n,
-            top_k=K,
-            chunk_size=args.chunk_size,
-            n_jobs=args.jobs,
-        )
-    )
+    t_all, _ = best(lambda: sim(logger=with_model))
     print(
         f"  + scoring all {data.n_docs:,} docs with the production ranker (once per run): "
         f"{t_pred:.3f} s; "
@@ -269,18 +235,7 @@ def main() -> None:
         model = make_click_model(name)
         n_u = model.n_uniforms
         tb, _ = best(lambda n_u=n_u: np.random.default_rng().random(n * K * n_u))
-        tm, _ = best(
-            lambda m=model: simulate(
-                data,
-                policy=policy,
-                click_model=m,
-                n_sessions=n,
-                top_k=K,
-                chunk_size=args.chunk_size,
-                n_jobs=args.jobs,
-            ),
-            repeat=2,
-        )
+        tm, _ = best(lambda m=model: sim(m), repeat=2)
         print(
             f"  {name:<8} n_uniforms={n_u}  simulate {tm:7.3f} s  bare {tb:7.3f} s  "
             f"ratio {tm / tb:5.1f}x"
