@@ -40,6 +40,7 @@ from clickrank.simulation import (
     _click_sampler,
     _id_source,
     _query_sampler,
+    _RowTable,
     _sample_queries,
     _to_table,
     simulate,
@@ -104,11 +105,11 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     t["query choice"], q = best(lambda: _sample_queries(0, sess, sampler))
     t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
     rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
-    y_ext = np.append(data.y, np.nan)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
+    table = _RowTable(data.y, docs)
     fresh_rows = iter([rows.copy() for _ in range(3)])  # fill writes doc ids over rows
     t["labels and id columns"], cells = best(
-        lambda: _Cells.fill(next(fresh_rows), y_ext, docs, sess, q, qids)
+        lambda: _Cells.fill(next(fresh_rows), table, sess, q, qids)
     )
     labels = cells.labels
     clicks_of = _click_sampler(model, data.y, K)

@@ -74,6 +74,7 @@ from .writer import (  # noqa: F401
     ROW_GROUP_ROWS,
     _Cells,
     _id_source,
+    _RowTable,
     _to_table,
     estimate_log_bytes,
 )

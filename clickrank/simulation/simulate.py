@@ -28,6 +28,7 @@ from .writer import (
     _check_memory,
     _id_source,
     _positions,
+    _RowTable,
     _to_table,
     _Writer,
     estimate_log_bytes,
@@ -339,7 +340,7 @@ def _chunks(
         prepared = plan.policy.prepare(data, plan.top_k)
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
-    y_ext = np.append(data.y, np.nan)  # row -1 (empty slot) reads NaN
+    table = _RowTable(data.y, docs)  # each row's label and id, for one gather per cell
     clicks_of = _click_sampler(model, data.y, plan.top_k)
     positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
@@ -351,7 +352,7 @@ def _chunks(
             rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
             rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
             # labels, doc ids (over rows), session and query ids in one compiled call
-            cells = _Cells.fill(rows, y_ext, docs, sessions, queries, qids)
+            cells = _Cells.fill(rows, table, sessions, queries, qids)
             clicks = clicks_of(seed, sessions, cells.labels)
         yield _to_table(
             cells=cells,

@@ -87,32 +87,46 @@ def _positions(S: int, K: int) -> np.ndarray:
     return pos
 
 
-@nb.njit(cache=True, parallel=True)
-def _fill_cells(rows, y_ext, docs, sessions, queries, qids, labels, session_col, query_col):
-    """Labels, doc ids (over ``rows``), session and query ids of the displayed cells.
+class _RowTable:
+    """What a displayed row puts in its cell, packed per row so that one gather reads it.
 
-    ``labels = y_ext[rows]`` (row -1 reads the NaN appended); with numeric ``docs``
-    the doc ids are written over ``rows`` (an empty slot keeps -1); the session
-    and, with numeric ``qids``, the query id of every cell go to ``session_col``
-    and ``query_col``. The label and the doc id share the cache misses of a
-    session's rows; the per-session ids are a second pass (one loop with the
-    gathers and four output streams is slower than two). Returns the number of
-    empty slots.
+    ``packed[r] = (bits of label r, id written over row r)`` for the ``n_docs`` rows,
+    plus a last entry (NaN, -1) that row -1 (an empty slot) reads. The id is the
+    numeric doc id (``doc_ids`` True) or the row itself (string doc ids: polars
+    gathers them from the rows later). Built once per simulation.
+    """
+
+    def __init__(self, y: np.ndarray, docs: np.ndarray | pl.Series) -> None:
+        n = len(y)
+        self.doc_ids = isinstance(docs, np.ndarray) and docs.dtype == np.int64
+        packed = np.empty((n + 1, 2), dtype=np.int64)
+        packed[:n, 0] = np.ascontiguousarray(y, dtype=np.float64).view(np.int64)
+        packed[n, 0] = np.array([np.nan]).view(np.int64)[0]
+        packed[:n, 1] = docs if self.doc_ids else np.arange(n)
+        packed[n, 1] = -1
+        self.packed = packed
+
+
+@nb.njit(cache=True, parallel=True)
+def _fill_cells(rows, packed, sessions, queries, qids, label_bits, session_col, query_col):
+    """Labels (as bits), ids (over ``rows``), session and query ids of the displayed cells.
+
+    Per cell, one gather of ``packed[row]`` (:class:`_RowTable`; row -1 reads its last
+    entry) gives the label and the id; the session and, with numeric ``qids``, the
+    query id go to ``session_col`` and ``query_col``. One pass over sessions on
+    numba's threads. Returns the number of empty slots.
     """
     S, K = rows.shape
     empty = 0
     for i in nb.prange(S):
-        for k in range(K):
-            r = rows[i, k]
-            labels[i, k] = y_ext[r]
-            if r < 0:
-                empty += 1
-            elif docs is not None:
-                rows[i, k] = docs[r]
-    for i in nb.prange(S):
         s = sessions[i]
         qi = 0 if qids is None else qids[queries[i]]
         for k in range(K):
+            r = rows[i, k]
+            if r < 0:
+                empty += 1
+            label_bits[i, k] = packed[r, 0]
+            rows[i, k] = packed[r, 1]
             session_col[i * K + k] = s
             if qids is not None:
                 query_col[i * K + k] = qi
@@ -145,31 +159,28 @@ class _Cells:
     def fill(
         cls,
         rows: np.ndarray,
-        y_ext: np.ndarray,
-        docs: np.ndarray | pl.Series,
+        table: _RowTable,
         sessions: np.ndarray,
         queries: np.ndarray,
         qids: np.ndarray | pl.Series,
     ) -> _Cells:
-        """The labels and id columns of ``rows`` (overwritten with numeric doc ids)."""
+        """The labels and id columns of ``rows`` (int64, overwritten with the ids)."""
         S, K = rows.shape
-        num_docs = isinstance(docs, np.ndarray) and docs.dtype == rows.dtype
         num_qids = isinstance(qids, np.ndarray)
         labels = np.empty((S, K), dtype=np.float64)
         session = np.empty(S * K, dtype=np.uint64)
         query = np.empty(S * K, dtype=np.int64) if num_qids else None
         empty = _fill_cells(
             rows,
-            y_ext,
-            docs if num_docs else None,
+            table.packed,
             np.ascontiguousarray(sessions, dtype=np.uint64),
             np.ascontiguousarray(queries, dtype=np.int64),
             qids if num_qids else None,
-            labels,
+            labels.view(np.int64),
             session,
             query,
         )
-        return cls(labels, rows, num_docs, session, query, int(empty))
+        return cls(labels, rows, table.doc_ids, session, query, int(empty))
 
 
 def _to_table(
