@@ -55,7 +55,8 @@ K = 10
 _SIM_LEFT = (
     "issue 21 item 1: on one thread, writing the log's columns (33 bytes a row) to fresh "
     "memory alone costs about 1.9x the bare draw (bench_simulation.py's floor line); on two "
-    "threads (n_jobs=2) trust, cascade and UBM are at target, PBM 2.5-3.8x over runs"
+    "threads (n_jobs=2) trust and cascade are at target, UBM 4.3-5.2x and PBM 3.6-4.1x "
+    "over seven runs"
 )
 #: Figures known to be off target, with why: :mod:`check_perf` prints them as ``open`` and
 #: does not fail on them. Remove an entry when its work is done.
