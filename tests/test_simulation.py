@@ -115,6 +115,27 @@ def _pbm(eta=1.0):
     return make_click_model("pbm", eta=eta)
 
 
+def test_string_ids_give_the_numeric_log_under_their_names():
+    """String query and doc ids take polars' path (the rows are kept and gathered later):
+    the same sessions, positions, clicks and labels as numeric ids, empty slots included."""
+    d = synthetic(30, 12, seed=2)
+    lens = np.where(np.arange(30) % 4 == 0, 3, 12)  # some lists shorter than top_k
+    keep = np.concatenate([np.arange(a, a + n) for a, n in zip(d.qptr[:-1], lens, strict=True)])
+    qptr = np.concatenate([[0], np.cumsum(lens)])
+    num = RankingData(d.X[keep], d.y[keep], qptr, qid=d.qid, doc=d.doc[keep])
+    named = RankingData(num.X, num.y, qptr, qid=np.array([f"q{i}" for i in num.qid]),
+                        doc=np.array([f"d{i}" for i in num.doc]))  # fmt: skip
+    kw = dict(policy=num.X[:, 0], click_model="pbm", n_sessions=3000, top_k=5,
+              interventions=[Swap(0.3)], seed=4)  # fmt: skip
+    a = simulate(num, **kw)
+    b = simulate(named, chunk_size=777, n_jobs=2, **kw)
+    assert a.height == b.height < 3000 * 5
+    assert (("d" + a["doc"].cast(pl.String)) == b["doc"]).all()
+    assert (("q" + a["query"].cast(pl.String)) == b["query"]).all()
+    cols = ["session", "position", "click", "label"]
+    assert_frame_equal(a.select(cols), b.select(cols))
+
+
 def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):
     policy = MixturePolicy([PlackettLuce(data.X[:, 0], name="pl"), UniformRandom()])
     kw = dict(
