@@ -78,6 +78,25 @@ def rank_order(scores: np.ndarray, qptr: np.ndarray) -> np.ndarray:
     return _lexsort_order(key, qptr)
 
 
+@nb.njit(cache=True)
+def _top_query(scores, lo, hi, key, out):  # pragma: no cover - numba
+    """The best ``len(out)`` of rows ``lo..hi-1`` into ``out`` (``key`` a buffer as long)."""
+    width = out.shape[0]
+    n = 0  # out[:n] holds the best rows so far, by (key, row): a stable order
+    for r in range(lo, hi):
+        k = -scores[r]
+        if np.isnan(k):
+            k = np.inf  # NaN last, tied with -inf
+        if n == width and not k < key[n - 1]:
+            continue  # not better than the last kept row (ties: the earlier row stays)
+        j = n if n < width else n - 1
+        while j > 0 and key[j - 1] > k:  # strict: equal keys keep row order
+            key[j], out[j] = key[j - 1], out[j - 1]
+            j -= 1
+        key[j], out[j] = k, r
+        n = min(n + 1, width)
+
+
 @nb.njit(cache=True, parallel=True)
 def _top_rows_kernel(scores, qptr, out):  # pragma: no cover - numba
     width, nq = out.shape[1], qptr.shape[0] - 1
@@ -85,33 +104,32 @@ def _top_rows_kernel(scores, qptr, out):  # pragma: no cover - numba
     for b in nb.prange(blocks):
         key = np.empty(width)
         for q in range(b * nq // blocks, (b + 1) * nq // blocks):
-            n = 0  # out[q, :n] holds the best rows so far, by (key, row): a stable order
-            for r in range(qptr[q], qptr[q + 1]):
-                k = -scores[r]
-                if np.isnan(k):
-                    k = np.inf  # NaN last, tied with -inf
-                if n == width and not k < key[n - 1]:
-                    continue  # not better than the last kept row (ties: the earlier row stays)
-                j = n if n < width else n - 1
-                while j > 0 and key[j - 1] > k:  # strict: equal keys keep row order
-                    key[j], out[q, j] = key[j - 1], out[q, j - 1]
-                    j -= 1
-                key[j], out[q, j] = k, r
-                n = min(n + 1, width)
+            _top_query(scores, qptr[q], qptr[q + 1], key, out[q])
 
 
-def top_rows(scores: np.ndarray, qptr: np.ndarray, width: int) -> np.ndarray:
+@nb.njit(cache=True)
+def _top_rows_serial(scores, qptr, out):  # pragma: no cover - numba
+    key = np.empty(out.shape[1])
+    for q in range(qptr.shape[0] - 1):
+        _top_query(scores, qptr[q], qptr[q + 1], key, out[q])
+
+
+def top_rows(
+    scores: np.ndarray, qptr: np.ndarray, width: int, *, threads: bool = True
+) -> np.ndarray:
     """The first ``width`` rows of every query under :func:`rank_order`, ``[n_queries, width]``.
 
     Equal to ``to_padded(rank_order(scores, qptr), qptr, fill=-1, width=width)[0]``
     (-1 pads short queries), but one insertion pass per query keeps only the
     top ``width`` instead of sorting every list: a logging policy shows the top
-    10 of lists of hundreds.
+    10 of lists of hundreds. ``threads``: blocks of queries on numba's threads
+    (False: the calling thread only, for small calls made often).
     """
     qptr = np.asarray(qptr, dtype=np.int64)
     out = np.full((len(qptr) - 1, int(width)), -1, dtype=np.int64)
     if out.size:
-        _top_rows_kernel(np.asarray(scores, dtype=np.float64), qptr, out)
+        kernel = _top_rows_kernel if threads else _top_rows_serial
+        kernel(np.asarray(scores, dtype=np.float64), qptr, out)
     return out
 
 

@@ -70,6 +70,7 @@ def test_top_rows_are_the_first_rows_of_rank_order(case, width):
     top = top_rows(scores, qptr, width)
     assert top.dtype == np.int64
     np.testing.assert_array_equal(top, expected)
+    np.testing.assert_array_equal(top_rows(scores, qptr, width, threads=False), expected)
 
 
 @pytest.mark.parametrize("length", [1, 7, 30])

@@ -50,6 +50,31 @@ def test_click_validation_equals_the_counterfactual_estimate(setup):
     assert val.metric_name(10) == "ips-dcg@10"
 
 
+@pytest.mark.parametrize("k", [1, 10, 40])
+def test_click_validation_scores_are_dcg_to_the_bit(k):
+    """The validation's top-k pass gives the numbers of metrics.dcg itself: ties, -inf
+    scores, never-shown documents, lists shorter than k and dcg's blocks of rows."""
+    from clickrank.datasets import RankingData
+    from clickrank.metrics import dcg
+
+    rng = np.random.default_rng(k)
+    for lens in (rng.integers(1, 30, 200), rng.integers(200, 1500, 300)):  # > 2^18 rows
+        qptr = np.concatenate([[0], np.cumsum(lens)])
+        n = int(qptr[-1])
+        data = RankingData(np.zeros((n, 1), np.float32), None, qptr)
+        gains = rng.random(n) * (rng.random(n) < 0.3)
+        scores = np.round(rng.normal(size=n), 1)  # ties
+        scores[rng.random(n) < 0.05] = -np.inf
+        shown = rng.random(n) < 0.7
+        for mask in (None, shown):
+            v = ClickValidation(data, gains, 100.0, shown=mask)
+            s = scores if mask is None else np.where(mask, scores, -np.inf)
+            want = np.nan_to_num(dcg(s, gains, qptr, k=k, gain="linear").values)
+            np.testing.assert_array_equal(v.per_query(scores, k), want)
+    with pytest.raises(InputError, match="one value per row"):
+        v.per_query(scores[:-1])
+
+
 def test_click_validation_prefers_the_better_ranking(setup):
     """The true labels' ranking beats a reversed one on held-out clicks."""
     train, _, log, theta = setup
