@@ -275,7 +275,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     show_default=True,
     help="--distributed: share of the queries held out for early stopping on their clicks.",
 )
-@click.option("--jobs", type=int, default=1, help="Threads of the tree learner.")
+@click.option(
+    "--jobs", type=int, default=1, help="Threads: the trees, the lambdas and the CRM penalty."
+)
 @click.option(
     "-f",
     "--force",
