@@ -7,7 +7,7 @@ Run ``python benchmarks/bench_simulation.py`` (``--help`` for sizes). It times
    in-memory polars log, next to ``np.random.default_rng().random(n * 10)``
    (the bare cost of the uniforms alone; target: <= 3x, issue 21), on ``--jobs`` threads
    (``simulate(n_jobs=...)``; the bare draw is numpy's, on one), with a breakdown of
-   where the time goes (query choice, ranking, labels and id columns, clicks, table), the
+   where the time goes (query choice, the lists' cells, clicks, table), the
    floor of writing the log's columns to fresh memory, and the
    cost of the generic click path (materialized uniforms, ``model.sample``)
    that PBM's fused draws avoid;
@@ -103,14 +103,21 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     t["prepare (rank all queries)"], prep = best(lambda: policy.prepare(data, K))
     sampler = _query_sampler(data, None)
     t["query choice"], q = best(lambda: _sample_queries(0, sess, sampler))
-    t["ranking (gather top-k)"], (rows, rc) = best(lambda: prep.rank(q, sess, 0))
-    rows, ic, pv, sk = _apply_interventions([], rows, 0, sess)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     table = _RowTable(data.y, docs)
+    lists = table.of_lists(prep.lists)
+    t["lists, labels and id columns"], cells = best(
+        lambda: _Cells.from_lists(lists, table, sess, q, qids)
+    )
+    rc = np.zeros(n, dtype=np.int16)
+    ic, pv, sk = _apply_interventions([], cells.labels, cells.rows, 0, sess)
+    # a logger whose lists depend on the session gathers rows, then their cells
+    generic["rows from the logger"], (rows, _) = best(lambda: prep.rank(q, sess, 0))
     fresh_rows = iter([rows.copy() for _ in range(3)])  # fill writes doc ids over rows
-    t["labels and id columns"], cells = best(
+    generic["their labels and id columns"], _ = best(
         lambda: _Cells.fill(next(fresh_rows), table, sess, q, qids)
     )
+    rows = fresh_rows = None
     labels = cells.labels
     clicks_of = _click_sampler(model, data.y, K)
     t["clicks (as in simulate)"], c = best(lambda: clicks_of(0, sess, labels))
@@ -223,13 +230,19 @@ def main() -> None:
         f"  floor: writing the log's columns (33 bytes a row) to fresh memory, nothing else: "
         f"{t_floor:.3f} s ({t_floor / t_bare:.1f}x bare)"
     )
+    print(
+        "  (a fixed ranking's lists are copied per query; a logger whose lists depend on the "
+        "session\n   (Plackett-Luce) gathers rows, then each row's cells:)"
+    )
+    for name in ("rows from the logger", "their labels and id columns"):
+        print(f"    {name:<26} {generic[name]:8.3f} s  ({generic[name] / t_bare:5.1f}x bare)")
     if getattr(pbm, "independent_clicks", False):
         print(
             "  (PBM clicks are fused: hash + compare in one pass, probabilities from a grade "
             "table;\n   the generic path for other models costs:)"
         )
-        for name, t in generic.items():
-            print(f"    {name:<26} {t:8.3f} s  ({t / t_bare:5.1f}x bare)")
+        for name in ("uniforms [S, K, n_uniforms]", "model.sample(labels, u)"):
+            print(f"    {name:<26} {generic[name]:8.3f} s  ({generic[name] / t_bare:5.1f}x bare)")
 
     print("\nother click models (ratio to rng.random(n * K * n_uniforms)):")
     for name in ("trust", "cascade", "dcm", "dbn", "sdbn", "ubm"):

@@ -61,6 +61,10 @@ class PreparedPolicy(ABC):
 
     names: tuple[str, ...]
     top_k: int
+    #: The rows every session of a query is shown, ``int64 [n_queries, K]`` (-1 = empty),
+    #: when they do not depend on the session (a fixed ranking, ranker code 0); else None.
+    #: The simulator then reads each query's cells from one contiguous block.
+    lists: np.ndarray | None = None
 
     @abstractmethod
     def rank(
@@ -91,14 +95,14 @@ class LoggingPolicy(ABC):
 
 class _PreparedDeterministic(PreparedPolicy):
     def __init__(self, top: np.ndarray, names: tuple[str, ...]) -> None:
-        self.top = top
+        self.lists = top
         self.names = names
         self.top_k = top.shape[1]
 
     def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
         queries = np.ascontiguousarray(queries, dtype=np.int64)
-        rows = np.empty((len(queries), self.top_k), dtype=self.top.dtype)
-        _gather_lists(self.top, queries, rows)
+        rows = np.empty((len(queries), self.top_k), dtype=self.lists.dtype)
+        _gather_lists(self.lists, queries, rows)
         return rows, np.zeros(len(queries), dtype=np.int16)
 
 

@@ -136,6 +136,32 @@ def test_string_ids_give_the_numeric_log_under_their_names():
     assert_frame_equal(a.select(cols), b.select(cols))
 
 
+@pytest.mark.parametrize("ids", ["numeric", "string"])
+def test_fixed_lists_give_the_log_of_their_rows(ids):
+    """A fixed ranking's sessions copy their query's cells (``PreparedPolicy.lists``) and
+    the interventions then permute the cells; a one-member mixture takes the row path
+    (rows, interventions on rows' cells, then the gather). Same log, to the bit, with
+    lists shorter than ``top_k``, every intervention and two threads."""
+    d = synthetic(40, 12, seed=5)
+    lens = np.where(np.arange(40) % 3 == 0, 4, 12)
+    keep = np.concatenate([np.arange(a, a + n) for a, n in zip(d.qptr[:-1], lens, strict=True)])
+    qptr = np.concatenate([[0], np.cumsum(lens)])
+    qid, doc = d.qid * 3 - 7, d.doc[keep] * 5 - 2  # ids that are not row numbers, -2 included
+    if ids == "string":
+        qid, doc = np.array([f"q{i}" for i in qid]), np.array([f"d{i}" for i in doc])
+    d = RankingData(d.X[keep], d.y[keep], qptr, qid=qid, doc=doc)
+    fixed = DeterministicPolicy(d.X[:, 1], name="prod")
+    assert fixed.prepare(d, 6).lists is not None
+    assert MixturePolicy([fixed]).prepare(d, 6).lists is None
+    every = [Swap(0.2), RandPair(0.1), Randomize(0.1, k=5), FairPairs(0.1)]
+    kw = dict(click_model="dbn", n_sessions=4000, top_k=6, seed=9, chunk_size=900,
+              interventions=every)  # fmt: skip
+    a = simulate(d, policy=fixed, **kw)
+    b = simulate(d, policy=MixturePolicy([fixed]), n_jobs=2, **kw)
+    assert a.height < 4000 * 6 and (a["intervention"] != "none").mean() > 0.3
+    assert_frame_equal(a, b)
+
+
 def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):
     policy = MixturePolicy([PlackettLuce(data.X[:, 0], name="pl"), UniformRandom()])
     kw = dict(

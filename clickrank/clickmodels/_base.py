@@ -122,10 +122,12 @@ _NO_SESSIONS = (np.uint64(0), np.zeros(0, dtype=np.uint64))
 def cell(values: np.ndarray, grades, s: int, k: int) -> float:
     """``values[s, k]``, or with ``grades`` (labels ``[S, K]``) ``values[g, k]`` for the
     whole grade ``g = grades[s, k]`` (NaN, an empty slot: the last row)."""
+    # unsigned indices: numba drops its per-access check for negative (wrap-around) ones
+    i, j = np.uint64(s), np.uint64(k)
     if grades is None:
-        return values[s, k]
-    y = grades[s, k]
-    return values[values.shape[0] - 1 if np.isnan(y) else np.int64(y), k]
+        return values[i, j]
+    y = grades[i, j]
+    return values[np.uint64(values.shape[0] - 1) if np.isnan(y) else np.uint64(y), j]
 
 
 @nb.njit(cache=True)

@@ -66,12 +66,14 @@ def _ubm_clicks(alpha, gamma, labels, u, key, sessions, out):  # pragma: no cove
     cell and ``u`` ``[S, K, 1]`` (``sample``), or a grade table, ``labels`` and ``u`` None."""
     for s in prange(out.shape[0]):
         st = state_of(u, key, sessions, s)
-        last = 0
+        last = np.uint64(0)
         for j in range(out.shape[1]):
-            # rank j + 1, distance (j + 1) - last, column distance - 1
-            if draw(u, st, 1, s, j, 0) < gamma[j, j - last] * cell(alpha, labels, s, j):
+            # rank j + 1, distance (j + 1) - last, column distance - 1 (unsigned: no
+            # negative-index check on the chain through the last click)
+            jj = np.uint64(j)
+            if draw(u, st, 1, s, j, 0) < gamma[jj, jj - last] * cell(alpha, labels, s, j):
                 out[s, j] = True
-                last = j + 1
+                last = jj + np.uint64(1)
 
 
 @njit(cache=True)

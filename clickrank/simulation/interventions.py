@@ -174,21 +174,28 @@ def _as_interventions(interventions: Any, top_k: int) -> list[Intervention]:
 
 def _apply_interventions(
     items: list[Intervention],
-    rows: np.ndarray,
+    labels: np.ndarray,
+    ids: np.ndarray,
     seed: int,
     sessions: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Apply interventions in place; return rows, codes, swap_pivot, swap_k."""
-    S, K = rows.shape
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Permute the displayed cells of the intervened sessions in place.
+
+    ``labels`` ``[S, K]`` (NaN: empty slot, as data labels are finite) and
+    ``ids`` ``[S, K]`` (what each cell shows) are permuted alike, which is the
+    same as permuting the lists before looking up their cells. Returns the
+    intervention codes, ``swap_pivot`` and ``swap_k`` per session.
+    """
+    S, K = labels.shape
     code = np.zeros(S, dtype=np.uint8)
     pivot = np.zeros(S, dtype=np.uint16)
     swap_k = np.zeros(S, dtype=np.uint16)
     if not items:
-        return rows, code, pivot, swap_k
+        return code, pivot, swap_k
     v = session_uniforms(seed, sessions, 1, STREAM_INTERVENTION)[:, 0]
     bounds = np.cumsum([float(it.fraction) for it in items])
     which = np.searchsorted(bounds, v, side="right")  # == len(items) -> none
-    n_shown = (rows >= 0).sum(axis=1)
+    n_shown = (~np.isnan(labels)).sum(axis=1)
     arange = np.arange(K)
     for i, it in enumerate(items):  # a loop over intervention kinds, not sessions
         idx = np.flatnonzero(which == i)
@@ -202,14 +209,13 @@ def _apply_interventions(
             ok = m >= 2
             keys = np.where(arange[None, :] < m[:, None], d[:, :K], arange[None, :] + 2.0)
             perm = np.argsort(keys, axis=1, kind="stable")
-            sub = rows[idx]
-            rows[idx] = np.take_along_axis(sub, perm, axis=1)
+            _permute(idx, perm, labels, ids)
             code[idx[ok]] = cat
             continue
         if isinstance(it, FairPairs):
             perm, start, last = _fair_pairs_permutation(n, d, K)
             ok = last > start  # at least one complete pair
-            rows[idx] = np.take_along_axis(rows[idx], perm, axis=1)
+            _permute(idx, perm, labels, ids)
             code[idx[ok]] = cat
             pivot[idx[ok]] = start[ok]
             swap_k[idx[ok]] = last[ok]
@@ -235,10 +241,17 @@ def _apply_interventions(
         b = np.minimum(b, np.maximum(n, 1))  # only matters where not ok
         sel = idx[ok]
         a0, b0 = a[ok] - 1, b[ok] - 1
-        ra = rows[sel, a0].copy()
-        rows[sel, a0] = rows[sel, b0]
-        rows[sel, b0] = ra
+        for cells in (labels, ids):
+            ra = cells[sel, a0].copy()
+            cells[sel, a0] = cells[sel, b0]
+            cells[sel, b0] = ra
         code[sel] = cat
         pivot[sel] = a[ok]
         swap_k[sel] = b[ok]
-    return rows, code, pivot, swap_k
+    return code, pivot, swap_k
+
+
+def _permute(idx: np.ndarray, perm: np.ndarray, *cells: np.ndarray) -> None:
+    """``cells[idx] = cells[idx][perm]`` row by row, for each array of ``cells``."""
+    for a in cells:
+        a[idx] = np.take_along_axis(a[idx], perm, axis=1)

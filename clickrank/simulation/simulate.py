@@ -341,6 +341,7 @@ def _chunks(
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     table = _RowTable(data.y, docs)  # each row's label and id, for one gather per cell
+    lists = table.of_lists(prepared.lists)  # a fixed list per query: its cells, in order
     clicks_of = _click_sampler(model, data.y, plan.top_k)
     positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
@@ -349,10 +350,16 @@ def _chunks(
         sessions = np.arange(start, stop, dtype=np.uint64)
         with _numba_threads(threads):
             queries = _sample_queries(seed, sessions, sampler)
-            rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
-            rows, icode, pivot, swap_k = _apply_interventions(plan.items, rows, seed, sessions)
-            # labels, doc ids (over rows), session and query ids in one compiled call
-            cells = _Cells.fill(rows, table, sessions, queries, qids)
+            # labels, doc ids, session and query ids in one compiled call
+            if lists is None:
+                rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
+                cells = _Cells.fill(rows, table, sessions, queries, qids)
+            else:
+                rcode = np.zeros(len(sessions), dtype=np.int16)  # a fixed list has one ranker
+                cells = _Cells.from_lists(lists, table, sessions, queries, qids)
+            icode, pivot, swap_k = _apply_interventions(
+                plan.items, cells.labels, cells.rows, seed, sessions
+            )
             clicks = clicks_of(seed, sessions, cells.labels)
         yield _to_table(
             cells=cells,
