@@ -142,51 +142,55 @@ class DeterministicPolicy(LoggingPolicy):
 # -- Plackett-Luce ---------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+#: Sessions per block of :func:`_gumbel_top_k` (one sort buffer per block).
+_PL_BLOCK = 1024
+
+
+@nb.njit(cache=True, parallel=True)
 def _gumbel_top_k(
     logits: np.ndarray,
     qptr: np.ndarray,
     queries: np.ndarray,
     sessions: np.ndarray,
     key: np.uint64,
-    k: int,
-) -> np.ndarray:
-    """Top-``k`` of ``logits + Gumbel noise`` per session (Gumbel-top-k trick).
+    out: np.ndarray,
+) -> None:
+    """Top-``k`` of ``logits + Gumbel noise`` per session (Gumbel-top-k trick) into
+    ``out`` ``[S, k]`` (filled with -1), blocks of sessions on numba's threads.
 
     The noise of document ``j`` (0-based within its query) in session ``s``
     is the ``j``-th counter-based uniform of the session, so the list does
-    not depend on the batch. Ties keep the row order.
+    not depend on the batch or the threads. Ties keep the row order.
     """
-    n = queries.shape[0]
-    out = np.full((n, k), -1, dtype=np.int64)
-    best = np.empty(k, dtype=np.float64)
-    for i in range(n):
-        q = queries[i]
-        a = qptr[q]
-        m = qptr[q + 1] - a
-        st = session_state(key, sessions[i])
-        filled = 0
-        for j in range(m):
-            u = uniform_at(st, j)
-            if u > 0.0:
-                v = logits[a + j] - np.log(-np.log(u))
-            else:
-                v = -np.inf
-            # insertion into the sorted (descending) buffer; strict > keeps row order on ties
-            if filled < k:
-                pos = filled
-                filled += 1
-            elif v > best[k - 1]:
-                pos = k - 1
-            else:
-                continue
-            while pos > 0 and v > best[pos - 1]:
-                best[pos] = best[pos - 1]
-                out[i, pos] = out[i, pos - 1]
-                pos -= 1
-            best[pos] = v
-            out[i, pos] = a + j
-    return out
+    n, k = out.shape
+    for b in nb.prange((n + _PL_BLOCK - 1) // _PL_BLOCK):
+        best = np.empty(k, dtype=np.float64)
+        for i in range(b * _PL_BLOCK, min(n, (b + 1) * _PL_BLOCK)):
+            q = queries[i]
+            a = qptr[q]
+            m = qptr[q + 1] - a
+            st = session_state(key, sessions[i])
+            filled = 0
+            for j in range(m):
+                u = uniform_at(st, j)
+                if u > 0.0:
+                    v = logits[a + j] - np.log(-np.log(u))
+                else:
+                    v = -np.inf
+                # insertion into the sorted (descending) buffer; strict > keeps row order on ties
+                if filled < k:
+                    pos = filled
+                    filled += 1
+                elif v > best[k - 1]:
+                    pos = k - 1
+                else:
+                    continue
+                while pos > 0 and v > best[pos - 1]:
+                    best[pos] = best[pos - 1]
+                    out[i, pos] = out[i, pos - 1]
+                    pos -= 1
+                best[pos] = v
+                out[i, pos] = a + j
 
 
 class _PreparedPL(PreparedPolicy):
@@ -198,13 +202,14 @@ class _PreparedPL(PreparedPolicy):
 
     def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
         key = stream_key(seed, stream)
-        rows = _gumbel_top_k(
+        rows = np.full((len(queries), self.top_k), -1, dtype=np.int64)
+        _gumbel_top_k(
             self.logits,
             self.qptr,
             np.ascontiguousarray(queries, dtype=np.int64),
             np.ascontiguousarray(sessions, dtype=np.uint64),
             key,
-            self.top_k,
+            rows,
         )
         return rows, np.zeros(len(queries), dtype=np.int16)
 
