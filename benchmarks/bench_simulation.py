@@ -106,10 +106,10 @@ def breakdown(data, policy, model, n: int) -> tuple[dict[str, float], dict[str, 
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     table = _RowTable(data.y, docs)
     lists = table.of_lists(prep.lists)
+    picked, rc = prep.pick(q, sess, 0)
     t["lists, labels and id columns"], cells = best(
-        lambda: _Cells.from_lists(lists, table, sess, q, qids)
+        lambda: _Cells.from_lists(lists, table, sess, picked, q, qids)
     )
-    rc = np.zeros(n, dtype=np.int16)
     ic, pv, sk = _apply_interventions([], cells.labels, cells.rows, 0, sess)
     # a logger whose lists depend on the session gathers rows, then their cells
     generic["rows from the logger"], (rows, _) = best(lambda: prep.rank(q, sess, 0))

@@ -61,9 +61,10 @@ class PreparedPolicy(ABC):
 
     names: tuple[str, ...]
     top_k: int
-    #: The rows every session of a query is shown, ``int64 [n_queries, K]`` (-1 = empty),
-    #: when they do not depend on the session (a fixed ranking, ranker code 0); else None.
-    #: The simulator then reads each query's cells from one contiguous block.
+    #: The fixed lists a session can be shown, ``int64 [n_lists, K]`` (rows, -1 = empty),
+    #: when every list is one of them (fixed rankings: one list per query and ranker), else
+    #: None; :meth:`pick` then says which. The simulator reads each list's cells from one
+    #: contiguous block.
     lists: np.ndarray | None = None
 
     @abstractmethod
@@ -75,6 +76,14 @@ class PreparedPolicy(ABC):
         The rows are a new array: the simulator applies interventions in place
         and then writes the doc ids over them.
         """
+
+    def pick(
+        self, queries: np.ndarray, sessions: np.ndarray, seed: int, stream: int = STREAM_POLICY
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """With :attr:`lists`: the list each session is shown (``int64 [S]``, rows of
+        ``lists``) and its ranker code, the draws of :meth:`rank`
+        (``rank(...)[0] == lists[pick(...)[0]]``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no fixed lists")
 
 
 class LoggingPolicy(ABC):
@@ -104,6 +113,9 @@ class _PreparedDeterministic(PreparedPolicy):
         rows = np.empty((len(queries), self.top_k), dtype=self.lists.dtype)
         _gather_lists(self.lists, queries, rows)
         return rows, np.zeros(len(queries), dtype=np.int16)
+
+    def pick(self, queries, sessions, seed, stream=STREAM_POLICY):
+        return np.asarray(queries, dtype=np.int64), np.zeros(len(queries), dtype=np.int16)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -273,22 +285,41 @@ class _PreparedMixture(PreparedPolicy):
         self.cum = cum
         self.names = names
         self.top_k = top_k
+        if all(part.lists is not None for part in parts):  # all fixed: their lists, stacked
+            self.lists = np.concatenate([part.lists for part in parts])
+            self._first = np.cumsum([0] + [len(part.lists) for part in parts])
 
-    def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
+    def _by_component(self, queries, sessions, seed, stream, shape, step) -> tuple:
+        """Each session's component (one uniform of ``stream``), then ``step(c, part,
+        queries, sessions, stream) -> (values, codes)`` on the sessions of component
+        ``c``: the values gathered into an int64 array of ``shape`` (-1 elsewhere), the
+        codes offset by the component's first ranker name."""
         u = session_uniforms(seed, sessions, 1, stream * 64)[:, 0]
         choice = np.searchsorted(self.cum, u, side="right")
         choice = np.minimum(choice, len(self.parts) - 1)
-        rows = np.full((len(queries), self.top_k), -1, dtype=np.int64)
+        out = np.full(shape, -1, dtype=np.int64)
         codes = np.zeros(len(queries), dtype=np.int16)
         offset = 0
         for c, part in enumerate(self.parts):  # loop over a few components, not sessions
             idx = np.flatnonzero(choice == c)
             if idx.size:
-                r, k = part.rank(queries[idx], sessions[idx], seed, stream * 64 + 1 + c)
-                rows[idx] = r
+                out[idx], k = step(c, part, queries[idx], sessions[idx], stream * 64 + 1 + c)
                 codes[idx] = k + offset
             offset += len(part.names)
-        return rows, codes
+        return out, codes
+
+    def rank(self, queries, sessions, seed, stream=STREAM_POLICY):
+        def step(c, part, q, s, sub):
+            return part.rank(q, s, seed, sub)
+
+        return self._by_component(queries, sessions, seed, stream, (len(queries), self.top_k), step)
+
+    def pick(self, queries, sessions, seed, stream=STREAM_POLICY):
+        def step(c, part, q, s, sub):
+            index, k = part.pick(q, s, seed, sub)
+            return index + self._first[c], k
+
+        return self._by_component(queries, sessions, seed, stream, (len(queries),), step)
 
 
 class MixturePolicy(LoggingPolicy):

@@ -20,7 +20,14 @@ from clickrank._random import (
 from clickrank.clicklog import read_log, validate_log
 from clickrank.clickmodels import ClickMatrix, make_click_model
 from clickrank.datasets import synthetic
-from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce, UniformRandom
+from clickrank.policies import (
+    DeterministicPolicy,
+    LoggingPolicy,
+    MixturePolicy,
+    PlackettLuce,
+    PreparedPolicy,
+    UniformRandom,
+)
 from clickrank.simulation import (
     FairPairs,
     Randomize,
@@ -136,12 +143,35 @@ def test_string_ids_give_the_numeric_log_under_their_names():
     assert_frame_equal(a.select(cols), b.select(cols))
 
 
+class _RowsOnly(LoggingPolicy):
+    """``policy`` without its fixed lists: the simulator takes the row path."""
+
+    def __init__(self, policy: LoggingPolicy) -> None:
+        self.policy = policy
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.policy.names
+
+    def prepare(self, data: RankingData, top_k: int) -> PreparedPolicy:
+        inner = self.policy.prepare(data, top_k)
+
+        class Rows(PreparedPolicy):
+            names, top_k = inner.names, inner.top_k
+
+            def rank(self, *args):
+                return inner.rank(*args)
+
+        return Rows()
+
+
 @pytest.mark.parametrize("ids", ["numeric", "string"])
 def test_fixed_lists_give_the_log_of_their_rows(ids):
-    """A fixed ranking's sessions copy their query's cells (``PreparedPolicy.lists``) and
-    the interventions then permute the cells; a one-member mixture takes the row path
-    (rows, interventions on rows' cells, then the gather). Same log, to the bit, with
-    lists shorter than ``top_k``, every intervention and two threads."""
+    """Fixed rankings' sessions copy their list's cells (``PreparedPolicy.lists`` and
+    ``pick``) and the interventions then permute the cells; the same policies without
+    ``lists`` take the row path (rows, then each row's cells). Same log, to the bit, for
+    one ranking and for a (nested) mixture of rankings, with lists shorter than
+    ``top_k``, every intervention and two threads."""
     d = synthetic(40, 12, seed=5)
     lens = np.where(np.arange(40) % 3 == 0, 4, 12)
     keep = np.concatenate([np.arange(a, a + n) for a, n in zip(d.qptr[:-1], lens, strict=True)])
@@ -150,16 +180,25 @@ def test_fixed_lists_give_the_log_of_their_rows(ids):
     if ids == "string":
         qid, doc = np.array([f"q{i}" for i in qid]), np.array([f"d{i}" for i in doc])
     d = RankingData(d.X[keep], d.y[keep], qptr, qid=qid, doc=doc)
-    fixed = DeterministicPolicy(d.X[:, 1], name="prod")
-    assert fixed.prepare(d, 6).lists is not None
-    assert MixturePolicy([fixed]).prepare(d, 6).lists is None
+    a, b, c = (DeterministicPolicy(d.X[:, j], name=n) for j, n in enumerate("abc"))
+    mixed = MixturePolicy([a, MixturePolicy([b, c], weights=[1, 3])], weights=[2, 1])
+    rows = MixturePolicy([_RowsOnly(a), MixturePolicy([_RowsOnly(b), _RowsOnly(c)],
+                                                      weights=[1, 3])], weights=[2, 1])  # fmt: skip
+    prepared = mixed.prepare(d, 6)
+    assert prepared.lists.shape == (3 * 40, 6) and rows.prepare(d, 6).lists is None
+    q, sess = np.arange(300) % 40, np.arange(300, dtype=np.uint64)
+    picked, codes = prepared.pick(q, sess, 3)
+    listed, codes_of_rank = prepared.rank(q, sess, 3)
+    np.testing.assert_array_equal(prepared.lists[picked], listed)
+    np.testing.assert_array_equal(codes, codes_of_rank)
+    assert set(codes.tolist()) == {0, 1, 2}
     every = [Swap(0.2), RandPair(0.1), Randomize(0.1, k=5), FairPairs(0.1)]
     kw = dict(click_model="dbn", n_sessions=4000, top_k=6, seed=9, chunk_size=900,
               interventions=every)  # fmt: skip
-    a = simulate(d, policy=fixed, **kw)
-    b = simulate(d, policy=MixturePolicy([fixed]), n_jobs=2, **kw)
-    assert a.height < 4000 * 6 and (a["intervention"] != "none").mean() > 0.3
-    assert_frame_equal(a, b)
+    for fixed, by_rows in ((a, _RowsOnly(a)), (mixed, rows)):
+        log = simulate(d, policy=fixed, **kw)
+        assert log.height < 4000 * 6 and (log["intervention"] != "none").mean() > 0.3
+        assert_frame_equal(log, simulate(d, policy=by_rows, n_jobs=2, **kw))
 
 
 def test_logs_do_not_depend_on_chunk_size_and_differ_by_seed(data):

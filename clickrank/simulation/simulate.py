@@ -341,7 +341,7 @@ def _chunks(
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     table = _RowTable(data.y, docs)  # each row's label and id, for one gather per cell
-    lists = table.of_lists(prepared.lists)  # a fixed list per query: its cells, in order
+    lists = table.of_lists(prepared.lists)  # fixed lists (per query and ranker): their cells
     clicks_of = _click_sampler(model, data.y, plan.top_k)
     positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
@@ -355,8 +355,8 @@ def _chunks(
                 rows, rcode = prepared.rank(queries, sessions, seed, STREAM_POLICY)
                 cells = _Cells.fill(rows, table, sessions, queries, qids)
             else:
-                rcode = np.zeros(len(sessions), dtype=np.int16)  # a fixed list has one ranker
-                cells = _Cells.from_lists(lists, table, sessions, queries, qids)
+                picked, rcode = prepared.pick(queries, sessions, seed, STREAM_POLICY)
+                cells = _Cells.from_lists(lists, table, sessions, picked, queries, qids)
             icode, pivot, swap_k = _apply_interventions(
                 plan.items, cells.labels, cells.rows, seed, sessions
             )

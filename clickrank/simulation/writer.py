@@ -107,8 +107,8 @@ class _RowTable:
         self.packed = packed
 
     def of_lists(self, lists: np.ndarray | None) -> np.ndarray | None:
-        """The entries of fixed lists ``[n_queries, K]`` in list order, ``[n_queries, K, 2]``
-        (None for None): each query's cells then sit in one contiguous block."""
+        """The entries of fixed lists ``[n_lists, K]`` in list order, ``[n_lists, K, 2]``
+        (None for None): each list's cells then sit in one contiguous block."""
         return None if lists is None else self.packed[lists]  # row -1 reads the last entry
 
 
@@ -147,19 +147,19 @@ def _fill_cells(rows, packed, sessions, queries, qids, label_bits, session_col, 
 
 
 @nb.njit(cache=True, parallel=True)
-def _fill_lists(lists, sessions, queries, qids, label_bits, ids, session_col, query_col):
-    """:func:`_fill_cells` for sessions shown their query's fixed list: ``lists[q]``
-    (:meth:`_RowTable.of_lists`) holds the query's cells in order, so each session
-    copies one contiguous block instead of gathering row by row."""
+def _fill_lists(lists, picked, sessions, queries, qids, label_bits, ids, session_col, query_col):
+    """:func:`_fill_cells` for sessions shown fixed lists: ``lists[picked[i]]``
+    (:meth:`_RowTable.of_lists`) holds session ``i``'s cells in order, so it copies
+    one contiguous block instead of gathering row by row."""
     S, K = ids.shape
     flat_lists, flat_bits, flat_ids = lists.reshape(-1), label_bits.reshape(-1), ids.reshape(-1)
     for i in nb.prange(S):
         s = sessions[i]
-        q = np.uint64(queries[i])
-        qi = 0 if qids is None else qids[q]
+        first = np.uint64(picked[i]) * np.uint64(K)
+        qi = 0 if qids is None else qids[np.uint64(queries[i])]
         for k in range(K):
             c = np.uint64(i * K + k)
-            j = (q * np.uint64(K) + np.uint64(k)) * np.uint64(2)
+            j = (first + np.uint64(k)) * np.uint64(2)
             flat_bits[c] = flat_lists[j]
             flat_ids[c] = flat_lists[j + np.uint64(1)]
             session_col[c] = s
@@ -169,7 +169,7 @@ def _fill_lists(lists, sessions, queries, qids, label_bits, ids, session_col, qu
 
 class _Cells:
     """The per-cell columns of a chunk, from :meth:`fill` (displayed rows) or
-    :meth:`from_lists` (a fixed list per query), before its clicks are drawn.
+    :meth:`from_lists` (fixed lists), before its clicks are drawn.
 
     Attributes
     ----------
@@ -211,19 +211,21 @@ class _Cells:
         lists: np.ndarray,
         table: _RowTable,
         sessions: np.ndarray,
+        picked: np.ndarray,
         queries: np.ndarray,
         qids: np.ndarray | pl.Series,
     ) -> _Cells:
-        """The columns of sessions shown their query's fixed list, from
-        ``lists = table.of_lists(prepared.lists)``: the same as :meth:`fill` on the
-        lists' rows."""
+        """The columns of sessions shown fixed lists, ``lists[picked]`` with
+        ``lists = table.of_lists(prepared.lists)`` and ``picked`` from
+        ``prepared.pick``: the same as :meth:`fill` on the lists' rows."""
         K = lists.shape[1]
         labels, session, query, args, ids = _columns(
             (len(sessions), K), sessions, queries, qids, ids=True
         )
-        _fill_lists(lists, *args, labels.view(np.int64), ids, session, query)
-        short = np.isnan(lists[:, :, 0].view(np.float64)).sum(axis=1)  # empty slots per query
-        empty = int(short[args[1]].sum()) if short.any() else 0
+        picked = np.ascontiguousarray(picked, dtype=np.int64)
+        _fill_lists(lists, picked, *args, labels.view(np.int64), ids, session, query)
+        short = np.isnan(lists[:, :, 0].view(np.float64)).sum(axis=1)  # empty slots per list
+        empty = int(short[picked].sum()) if short.any() else 0
         return cls(labels, ids, table.doc_ids, session, query, empty)
 
 
