@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._segments import rank_order, ranks, segment_ids
+from ._threads import numba_threads
 from ._validation import InputError, check_positive, check_qptr
 from .lambdas import _truncation, query_blocks
 
@@ -266,6 +267,6 @@ class RiskPenalty:
         if self.bounds is None:
             _risk_pairs(0, len(self.qptr) - 1, *args)
         else:
-            numba.set_num_threads(self.threads)
-            _risk_blocks(self.bounds, *args)
+            with numba_threads(self.threads):
+                _risk_blocks(self.bounds, *args)
         return float(d2)

@@ -44,6 +44,7 @@ from numba import njit, prange
 
 from ._segments import ranks as _ranks
 from ._segments import segment_ids
+from ._threads import numba_threads
 from ._validation import InputError, check_positive, check_qptr
 
 __all__ = [
@@ -812,8 +813,8 @@ class _LambdaKernel:
         if self.bounds is None:
             _lambda_queries(0, self.nq, scores, *self.args, forces, weights)
             return
-        numba.set_num_threads(self.threads)
-        _lambda_blocks(self.bounds, scores, *self.args, forces, weights)
+        with numba_threads(self.threads):
+            _lambda_blocks(self.bounds, scores, *self.args, forces, weights)
 
 
 def lambda_objective(

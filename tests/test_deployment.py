@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 
@@ -102,6 +103,14 @@ def test_penalty_on_two_threads_gives_the_same_bits(trunc):
     assert np.abs(out[0][1]).sum() > 0
     with pytest.raises(InputError, match="n_threads"):
         RiskPenalty(ref, qptr, alpha=0.3, n_threads=0)
+    if numba.config.NUMBA_NUM_THREADS >= 2:  # the caller's thread count is restored
+        before = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            pen.add(s, f, w)
+            assert numba.get_num_threads() == 1
+        finally:
+            numba.set_num_threads(before)
 
 
 def test_penalty_pulls_towards_the_safe_ranking_and_vanishes_there_or_at_zero_weight():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -347,7 +348,13 @@ def test_threads_give_the_same_bits(normalize, truncation, weighted):
     one = lambdas(scores, gains, qptr, **kw)
     two = lambdas(scores, gains, qptr, n_threads=2, **kw)
     assert np.array_equal(one.forces, two.forces) and np.array_equal(one.weights, two.weights)
-    grad, hess = lambda_objective(gains, qptr, n_threads=2, **kw)(scores, None)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        grad, hess = lambda_objective(gains, qptr, n_threads=2, **kw)(scores, None)
+        assert numba.get_num_threads() == 1  # the caller's thread count is restored
+    finally:
+        numba.set_num_threads(before)
     assert grad.dtype == hess.dtype == np.float32  # what LightGBM casts to, without a copy
     assert np.array_equal(grad, (-one.forces).astype(np.float32))
     assert np.array_equal(hess, one.weights.astype(np.float32))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ from .._random import (
     STREAM_POLICY,
     _check_seed,
 )
+from .._threads import numba_threads
 from .._validation import InputError, check_positive
 from .._version import __version__
 from ..clicklog import _parquet_metadata
@@ -318,17 +318,6 @@ def _description(data: RankingData, plan: _Plan, model: Any, metadata) -> dict[s
     }
 
 
-@contextmanager
-def _numba_threads(threads: int) -> Iterator[None]:
-    """numba's kernels on ``threads`` threads in this block (the caller's count restored)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
-
-
 def _chunks(
     data: RankingData, plan: _Plan, model: Any, chunk_size: int, report, threads: int = 1
 ) -> Iterator[pl.DataFrame]:
@@ -336,7 +325,7 @@ def _chunks(
     kernels on ``threads`` threads (set per chunk: a parquet sink pulls the chunks on
     polars' threads, and numba's thread count belongs to the calling thread)."""
     sampler = _query_sampler(data, plan.query_frequency)
-    with _numba_threads(threads):
+    with numba_threads(threads):
         prepared = plan.policy.prepare(data, plan.top_k)
     names = tuple(prepared.names)
     qids, docs = _id_source(data.qid), _id_source(data.doc)
@@ -348,7 +337,7 @@ def _chunks(
     for start in range(plan.first_session, end, chunk_size):
         stop = min(start + chunk_size, end)
         sessions = np.arange(start, stop, dtype=np.uint64)
-        with _numba_threads(threads):
+        with numba_threads(threads):
             queries = _sample_queries(seed, sessions, sampler)
             # labels, doc ids, session and query ids in one compiled call
             if lists is None:

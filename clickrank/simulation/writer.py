@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -106,10 +107,21 @@ class _RowTable:
         packed[n, 1] = -1
         self.packed = packed
 
-    def of_lists(self, lists: np.ndarray | None) -> np.ndarray | None:
-        """The entries of fixed lists ``[n_lists, K]`` in list order, ``[n_lists, K, 2]``
-        (None for None): each list's cells then sit in one contiguous block."""
-        return None if lists is None else self.packed[lists]  # row -1 reads the last entry
+    def of_lists(self, lists: np.ndarray | None) -> _FixedLists | None:
+        """The entries of fixed lists ``[n_lists, K]`` in list order (None for None): each
+        list's cells then sit in one contiguous block. Built once per simulation."""
+        if lists is None:
+            return None
+        cells = self.packed[lists]  # row -1 reads the last entry
+        return _FixedLists(cells, np.isnan(cells[:, :, 0].view(np.float64)).sum(axis=1))
+
+
+class _FixedLists(NamedTuple):
+    """:meth:`_RowTable.of_lists`: ``cells[l, k]`` = (label bits, id) of place ``k`` of list
+    ``l``, ``[n_lists, K, 2]``, and ``empty[l]`` its number of empty slots."""
+
+    cells: np.ndarray
+    empty: np.ndarray
 
 
 # The kernels index with unsigned integers: numba then drops the per-cell check for
@@ -208,24 +220,23 @@ class _Cells:
     @classmethod
     def from_lists(
         cls,
-        lists: np.ndarray,
+        lists: _FixedLists,
         table: _RowTable,
         sessions: np.ndarray,
         picked: np.ndarray,
         queries: np.ndarray,
         qids: np.ndarray | pl.Series,
     ) -> _Cells:
-        """The columns of sessions shown fixed lists, ``lists[picked]`` with
-        ``lists = table.of_lists(prepared.lists)`` and ``picked`` from
+        """The columns of sessions shown fixed lists, list ``picked[i]`` of
+        ``lists = table.of_lists(prepared.lists)`` with ``picked`` from
         ``prepared.pick``: the same as :meth:`fill` on the lists' rows."""
-        K = lists.shape[1]
+        K = lists.cells.shape[1]
         labels, session, query, args, ids = _columns(
             (len(sessions), K), sessions, queries, qids, ids=True
         )
         picked = np.ascontiguousarray(picked, dtype=np.int64)
-        _fill_lists(lists, picked, *args, labels.view(np.int64), ids, session, query)
-        short = np.isnan(lists[:, :, 0].view(np.float64)).sum(axis=1)  # empty slots per list
-        empty = int(short[picked].sum()) if short.any() else 0
+        _fill_lists(lists.cells, picked, *args, labels.view(np.int64), ids, session, query)
+        empty = int(lists.empty[picked].sum()) if lists.empty.any() else 0
         return cls(labels, ids, table.doc_ids, session, query, empty)
 
 
