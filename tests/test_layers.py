@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_signals",
             "_version",
             "_segments",
+            "_threads",
             "_random",
             "_io",
             "_modelfile",
