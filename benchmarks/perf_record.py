@@ -62,8 +62,6 @@ _ONE_THREAD = (
 #: ``open`` and does not fail on them. Remove an entry when its work is done.
 OPEN = {
     "simulate/pbm": _ONE_THREAD,
-    "simulate/ubm": "issue 21 item 1, one thread: UBM's clicks are a chain through the last "
-    "click (about 1.4x the bare draw alone, against 0.8x for PBM's); at target on two threads",
 }
 #: Rows still above their target, and why (a lambdamart row is open only when over 1.1x).
 OPEN_OVER = {

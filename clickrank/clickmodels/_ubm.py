@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from .._random import session_state, uniform_at
 from .._validation import InputError, check_non_negative
-from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
+from ._base import check_labels, check_uniforms
 from ._relevance import Graded, as_relevance_map, evaluate_map
 
 __all__ = ["UBM", "ULTRA_UBM_GAMMA"]
@@ -61,19 +62,52 @@ def _as_gamma(value: Any) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _ubm_clicks(alpha, gamma, labels, u, key, sessions, out):  # pragma: no cover - numba
-    """Clicks into ``out`` ``[S, K]`` from either source (:mod:`._base`): ``alpha`` per
-    cell and ``u`` ``[S, K, 1]`` (``sample``), or a grade table, ``labels`` and ``u`` None."""
+def _ubm_clicks(alpha, gamma, u, out):  # pragma: no cover - numba
+    """Clicks into ``out`` ``[S, K]`` from ``alpha`` per cell and ``u`` ``[S, K, 1]``
+    (``sample``; the simulator's whole-grade path is :func:`_ubm_grade_clicks`)."""
     for s in prange(out.shape[0]):
-        st = state_of(u, key, sessions, s)
         last = np.uint64(0)
         for j in range(out.shape[1]):
             # rank j + 1, distance (j + 1) - last, column distance - 1 (unsigned: no
             # negative-index check on the chain through the last click)
             jj = np.uint64(j)
-            if draw(u, st, 1, s, j, 0) < gamma[jj, jj - last] * cell(alpha, labels, s, j):
+            if u[s, j, 0] < gamma[jj, jj - last] * alpha[s, j]:
                 out[s, j] = True
                 last = jj + np.uint64(1)
+
+
+_BLOCK = 1024  # sessions per block of _ubm_grade_clicks (one scratch pair each)
+
+
+@njit(cache=True, parallel=True)
+def _ubm_grade_clicks(table, labels, key, sessions, out):  # pragma: no cover - numba
+    """:func:`_ubm_clicks` for whole-grade labels, with ``table[g, j, d] = gamma[j, d] *
+    alpha[g, j]`` (the same products, so the same clicks) ``[grades + 1, K, K]``.
+
+    The chain through the last click bounds the kernel's speed, so a session's draws
+    and each rank's table row come first, off the chain; the chain is then one load, a
+    comparison and a branch-free select a rank (clicks are coin flips: a branch on
+    them is mispredicted). Sessions run in blocks, each with its own scratch arrays.
+    """
+    S, K = out.shape
+    flat = table.ravel()
+    nan_row, k = np.uint64(table.shape[0] - 1), np.uint64(K)
+    for b in prange((S + _BLOCK - 1) // _BLOCK):
+        u = np.empty(K)
+        at = np.empty(K, dtype=np.uint64)
+        for s in range(b * _BLOCK, min(S, (b + 1) * _BLOCK)):
+            st = session_state(key, sessions[s])
+            for j in range(K):
+                jj = np.uint64(j)
+                u[j] = uniform_at(st, j)
+                y = labels[np.uint64(s), jj]
+                at[j] = ((nan_row if np.isnan(y) else np.uint64(y)) * k + jj) * k + jj
+            last = np.uint64(0)
+            for j in range(K):
+                c = u[j] < flat[at[j] - last]
+                out[s, j] = c
+                keep = np.uint64(c) - np.uint64(1)  # all ones without a click
+                last = (last & keep) | (np.uint64(j + 1) & ~keep)
 
 
 @njit(cache=True)
@@ -160,17 +194,18 @@ class UBM:
         gamma = np.nan_to_num(self.examination_matrix(labels.shape[1]))
         alpha = evaluate_map(self.attractiveness, labels, name="attractiveness")
         out = np.zeros(labels.shape, dtype=np.bool_)
-        _ubm_clicks(alpha, gamma, None, u, *_NO_SESSIONS, out)
+        _ubm_clicks(alpha, gamma, u, out)
         return out
 
     def _grade_clicks(self, grid: np.ndarray):
         """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
         gamma = np.nan_to_num(self.examination_matrix(grid.shape[1]))
         alpha = evaluate_map(self.attractiveness, grid, name="attractiveness")
+        table = np.ascontiguousarray(gamma[None, :, :] * alpha[:, :, None])
 
         def clicks(key, sessions, labels):
-            out = np.zeros(labels.shape, dtype=np.bool_)
-            _ubm_clicks(alpha, gamma, labels, None, key, sessions, out)
+            out = np.empty(labels.shape, dtype=np.bool_)
+            _ubm_grade_clicks(table, labels, key, sessions, out)
             return out
 
         return clicks
