@@ -23,7 +23,9 @@ theta_p = (1/p)^eta and binarized relevance at the label range's default
 threshold (label >= 1 on 0..2 data, >= 3 on 0..4), relevant clicked w.p. 1
 and irrelevant w.p. 0.1 when examined; ``--swap`` of the sessions swap rank
 1 with a random rank (Joachims et al. (2017)). Propensities are estimated from
-those swaps. Test NDCG@10 on the data set's test file (graded labels, queries
+those swaps. ``--click-model`` (trust, ubm, cascade, dcm, dbn, sdbn) draws the
+clicks from another model with the same binarized relevance; the learners still
+assume a PBM. Test NDCG@10 on the data set's test file (graded labels, queries
 without a relevant document skipped).
 
 ``--data DIR`` takes any LETOR folder with ``train.txt`` and ``test.txt``
@@ -108,16 +110,25 @@ def _shared_data() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+#: Click models of ``--click-model`` (the relevance maps from the labels' range, binarized);
+#: ``--eta`` sets the examination curve of the position-based ones.
+CLICK_MODELS = ("pbm", "trust", "ubm", "cascade", "dcm", "dbn", "sdbn")
+_ETA_MODELS = ("pbm", "trust", "ubm")
+
+
 class Setup:
     """One data set and seed: data, logger, log, estimated propensities."""
 
     def __init__(self, train: RankingData, test: RankingData, args: Any, seed: int) -> None:
         self.train, self.test, self.seed, self.args = train, test, seed, args
         self.prod = production_ranker(train, args.fraction, seed=seed)
+        model = getattr(args, "click_model", "pbm")
         params, self.relevance_line = relevance_for_labels(
-            "pbm", train.y, relevance="binarized", eps=0.1
+            model, train.y, relevance="binarized", eps=0.1
         )
-        cm = make_click_model("pbm", eta=args.eta, **params)
+        if model in _ETA_MODELS:
+            params["eta"] = args.eta
+        cm = make_click_model(model, **params)
         policy = (DeterministicPolicy(self.prod) if args.logger == "production"
                   else PlackettLuce(self.prod, temperature=args.temperature))  # fmt: skip
         self.log = simulate(
@@ -435,7 +446,8 @@ def run_suite(args: Any, methods: list[str]) -> None:
     dump: dict[str, list[dict]] = {}
     if args.json and Path(args.json).is_file():
         dump = json.loads(Path(args.json).read_text())
-    cells = [(f"{name} n={n:g} {logger}", load, n, logger)
+    users = "" if args.click_model == "pbm" else f" {args.click_model}"
+    cells = [(f"{name} n={n:g} {logger}{users}", load, n, logger)
              for name, load, n, logger in suite_cells(args)]  # fmt: skip
     cells = [c for c in cells if not args.only or re.search(args.only, c[0])]
     for seed in range(args.seeds):  # seed by seed over every cell: a stopped run covers them all
@@ -471,6 +483,9 @@ def main() -> None:
         help="share of training queries the logger learns from (at least 20)",
     )
     ap.add_argument("--eta", type=float, default=1.0)
+    ap.add_argument("--click-model", default="pbm", choices=CLICK_MODELS,
+                    help="the users' click model (the suite's cells are named after it "
+                         "when not pbm); the learners still assume a PBM")  # fmt: skip
     ap.add_argument(
         "--logger",
         choices=["production", "plackett-luce"],

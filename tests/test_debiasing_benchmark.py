@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,3 +36,24 @@ def test_a_cut_below_two_documents_is_refused(tmp_path):
     cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), "--suite", "--cut", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "--cut must be at least 2" in res.stderr
+
+
+def test_click_model_option_draws_the_clicks_from_that_model():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import debiasing_real as bench
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from argparse import Namespace
+
+    from clickrank import synthetic
+
+    data = synthetic(80, 20, seed=0)
+    args = dict(fraction=0.25, eta=1.0, logger="production", temperature=1.0, sessions=3000,
+                swap=0.1, trees=10, leaves=8, max_depth=-1)  # fmt: skip
+    clicks = {}
+    for model in ("pbm", "cascade"):
+        log = bench.Setup(data, data, Namespace(**args, click_model=model), seed=0).log
+        clicks[model] = log.group_by("session").agg(n=pl.col("click").sum())["n"].max()
+    # a cascade user leaves after the first click; PBM users click every attractive result
+    assert clicks["cascade"] == 1 and clicks["pbm"] > 1

@@ -80,34 +80,35 @@ _BLOCK = 1024  # sessions per block of _ubm_grade_clicks (one scratch pair each)
 
 
 @njit(cache=True, parallel=True)
-def _ubm_grade_clicks(table, labels, key, sessions, out):  # pragma: no cover - numba
-    """:func:`_ubm_clicks` for whole-grade labels, with ``table[g, j, d] = gamma[j, d] *
-    alpha[g, j]`` (the same products, so the same clicks) ``[grades + 1, K, K]``.
+def _ubm_grade_clicks(alpha, gamma, labels, key, sessions, out):  # pragma: no cover - numba
+    """:func:`_ubm_clicks` for whole-grade labels: ``alpha[g, j]`` on the grade grid
+    (row ``-1``: an empty slot, NaN label) and lazily hashed draws.
 
     The chain through the last click bounds the kernel's speed, so a session's draws
-    and each rank's table row come first, off the chain; the chain is then one load, a
-    comparison and a branch-free select a rank (clicks are coin flips: a branch on
-    them is mispredicted). Sessions run in blocks, each with its own scratch arrays.
+    and attractiveness come first, off the chain; the chain is then a load, the same
+    product ``gamma * alpha`` as :func:`_ubm_clicks`, a comparison and a branch-free
+    select a rank (clicks are coin flips: a branch on them is mispredicted). Sessions
+    run in blocks, each with its own scratch arrays.
     """
     S, K = out.shape
-    flat = table.ravel()
-    nan_row, k = np.uint64(table.shape[0] - 1), np.uint64(K)
+    nan_row = np.uint64(alpha.shape[0] - 1)
     for b in prange((S + _BLOCK - 1) // _BLOCK):
         u = np.empty(K)
-        at = np.empty(K, dtype=np.uint64)
+        a = np.empty(K)
         for s in range(b * _BLOCK, min(S, (b + 1) * _BLOCK)):
             st = session_state(key, sessions[s])
             for j in range(K):
                 jj = np.uint64(j)
                 u[j] = uniform_at(st, j)
                 y = labels[np.uint64(s), jj]
-                at[j] = ((nan_row if np.isnan(y) else np.uint64(y)) * k + jj) * k + jj
+                a[j] = alpha[nan_row if np.isnan(y) else np.uint64(y), jj]
             last = np.uint64(0)
             for j in range(K):
-                c = u[j] < flat[at[j] - last]
+                jj = np.uint64(j)
+                c = u[j] < gamma[jj, jj - last] * a[j]
                 out[s, j] = c
                 keep = np.uint64(c) - np.uint64(1)  # all ones without a click
-                last = (last & keep) | (np.uint64(j + 1) & ~keep)
+                last = (last & keep) | ((jj + np.uint64(1)) & ~keep)
 
 
 @njit(cache=True)
@@ -199,13 +200,12 @@ class UBM:
 
     def _grade_clicks(self, grid: np.ndarray):
         """``clicks(key, sessions, labels)`` for labels among the grades of ``grid`` (fused)."""
-        gamma = np.nan_to_num(self.examination_matrix(grid.shape[1]))
-        alpha = evaluate_map(self.attractiveness, grid, name="attractiveness")
-        table = np.ascontiguousarray(gamma[None, :, :] * alpha[:, :, None])
+        gamma = np.ascontiguousarray(np.nan_to_num(self.examination_matrix(grid.shape[1])))
+        alpha = np.ascontiguousarray(evaluate_map(self.attractiveness, grid, name="attractiveness"))
 
         def clicks(key, sessions, labels):
             out = np.empty(labels.shape, dtype=np.bool_)
-            _ubm_grade_clicks(table, labels, key, sessions, out)
+            _ubm_grade_clicks(alpha, gamma, labels, key, sessions, out)
             return out
 
         return clicks
