@@ -62,6 +62,8 @@ Rows (``--methods`` picks some):
   ips-shown, ips-all, ips-hybrid          candidate sets under selection
   dr                doubly robust gains (cross-fitted relevance model, all documents)
   dr-valid          the default learner selected on the DR estimate instead of IPS
+  cascade-ips-ubm   IPS with the examination of a UBM fitted to the log, given the last click
+                    above (targets.cascade_ips, Vardasbi et al. (2020a)) under selection
   unbiased-lambdamart  Unbiased LambdaMART (Hu et al. (2019); position biases learned with the
                     trees) under selection; unbiased-lambdamart-fixed: fixed budget
   ips-pairs, prs-pairs  IPS rank pairs (Joachims et al. (2017)) and propensity-ratio pairs
@@ -93,7 +95,7 @@ from scipy import stats as st
 
 from clickrank import ClickRankError
 from clickrank import targets as T
-from clickrank.clickmodels import make_click_model, relevance_for_labels
+from clickrank.clickmodels import fit_click_model, make_click_model, relevance_for_labels
 from clickrank.clickranker import DEFAULT_FAMILY, ClickRanker
 from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
@@ -212,6 +214,7 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "ips-pairs": lambda s: s.cv(s.target("ips-pairs")),
     "prs-pairs": lambda s: s.cv(s.target("prs-pairs")),
     "dr-valid": lambda s: s.cv(s.target("ips"), "dr"),
+    "cascade-ips-ubm": lambda s: s.cv(T.cascade_ips(s.train, s.log, fit_click_model(s.log, "ubm"))),
     "lightgbm-position": lambda s: _baselines.lightgbm_position(
         s.train, s.log, s.trees, seed=s.seed)(s.test.X),
     "xgboost-unbiased": lambda s: _baselines.xgboost_unbiased(
