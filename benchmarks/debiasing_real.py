@@ -124,7 +124,7 @@ class Setup:
     def __init__(self, train: RankingData, test: RankingData, args: Any, seed: int) -> None:
         self.train, self.test, self.seed, self.args = train, test, seed, args
         self.prod = production_ranker(train, args.fraction, seed=seed)
-        model = getattr(args, "click_model", "pbm")
+        model = args.click_model
         params, self.relevance_line = relevance_for_labels(
             model, train.y, relevance="binarized", eps=0.1
         )
@@ -445,12 +445,16 @@ def _save(path: str | None, dump: dict) -> None:
         tmp.replace(path)
 
 
+def _users(args: Any) -> str:
+    """The suffix naming a run's users when they are not the PBM's (``--click-model``)."""
+    return "" if args.click_model == "pbm" else f" {args.click_model}"
+
+
 def run_suite(args: Any, methods: list[str]) -> None:
     dump: dict[str, list[dict]] = {}
     if args.json and Path(args.json).is_file():
         dump = json.loads(Path(args.json).read_text())
-    users = "" if args.click_model == "pbm" else f" {args.click_model}"
-    cells = [(f"{name} n={n:g} {logger}{users}", load, n, logger)
+    cells = [(f"{name} n={n:g} {logger}{_users(args)}", load, n, logger)
              for name, load, n, logger in suite_cells(args)]  # fmt: skip
     cells = [c for c in cells if not args.only or re.search(args.only, c[0])]
     for seed in range(args.seeds):  # seed by seed over every cell: a stopped run covers them all
@@ -487,8 +491,8 @@ def main() -> None:
     )
     ap.add_argument("--eta", type=float, default=1.0)
     ap.add_argument("--click-model", default="pbm", choices=CLICK_MODELS,
-                    help="the users' click model (the suite's cells are named after it "
-                         "when not pbm); the learners still assume a PBM")  # fmt: skip
+                    help="the users' click model (the runs are named after it when not pbm); "
+                         "the learners still assume a PBM")  # fmt: skip
     ap.add_argument(
         "--logger",
         choices=["production", "plackett-luce"],
@@ -547,6 +551,7 @@ def main() -> None:
         return run_suite(args, methods)
     report, dump = [], {}
     for name, load in datasets(args):
+        name += _users(args)
         results = [run_seed(name, load, seed, args, methods) for seed in range(args.seeds)]
         dump[name] = results
         report.append(summarize(name, results, methods))

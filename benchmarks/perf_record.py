@@ -65,8 +65,8 @@ OPEN = {
 }
 #: Rows still above their target, and why (a lambdamart row is open only when over 1.1x).
 OPEN_OVER = {
-    "simulate/ubm": "above 5x on this run: one thread measured 4.73-5.04x on Dec 2 "
-    "(docs/simulation.md, UBM's chain), at the target within this machine's noise",
+    "simulate/ubm": "above 5x on this run: one thread measured 4.73-5.24x on Dec 2, "
+    "with the machine's state (docs/simulation.md, UBM's chain): around the target",
     "lambdamart/": "above 1.1x on this run: every row measured 0.79-0.96x when recorded "
     "(docs/lambdamart.md, speed); a noisy machine, or a regression",
 }

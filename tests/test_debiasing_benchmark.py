@@ -57,3 +57,6 @@ def test_click_model_option_draws_the_clicks_from_that_model():
         clicks[model] = log.group_by("session").agg(n=pl.col("click").sum())["n"].max()
     # a cascade user leaves after the first click; PBM users click every attractive result
     assert clicks["cascade"] == 1 and clicks["pbm"] > 1
+    # runs with other users are named after them (suite cells and --data runs alike)
+    assert bench._users(Namespace(click_model="pbm")) == ""
+    assert bench._users(Namespace(click_model="dbn")) == " dbn"

@@ -61,19 +61,30 @@ def _as_gamma(value: Any) -> np.ndarray:
     return out
 
 
+@njit(cache=True, inline="always")
+def _chain(u, a, gamma, out) -> None:  # pragma: no cover - numba
+    """One session's clicks ``out [K]`` from its draws ``u`` and attractiveness ``a``.
+
+    Rank j + 1 is examined with ``gamma[j, distance - 1]``, the distance to the last
+    click above it. This chain bounds the kernels' speed: it is a load, the product, a
+    comparison and a branch-free select a rank (a click is a coin flip: a branch on it
+    is mispredicted); unsigned indices spare numba's negative-index check.
+    """
+    last = np.uint64(0)
+    for j in range(out.shape[0]):
+        jj = np.uint64(j)
+        c = u[jj] < gamma[jj, jj - last] * a[jj]
+        out[jj] = c
+        keep = np.uint64(c) - np.uint64(1)  # all ones without a click
+        last = (last & keep) | ((jj + np.uint64(1)) & ~keep)
+
+
 @njit(cache=True, parallel=True)
 def _ubm_clicks(alpha, gamma, u, out):  # pragma: no cover - numba
     """Clicks into ``out`` ``[S, K]`` from ``alpha`` per cell and ``u`` ``[S, K, 1]``
     (``sample``; the simulator's whole-grade path is :func:`_ubm_grade_clicks`)."""
     for s in prange(out.shape[0]):
-        last = np.uint64(0)
-        for j in range(out.shape[1]):
-            # rank j + 1, distance (j + 1) - last, column distance - 1 (unsigned: no
-            # negative-index check on the chain through the last click)
-            jj = np.uint64(j)
-            if u[s, j, 0] < gamma[jj, jj - last] * alpha[s, j]:
-                out[s, j] = True
-                last = jj + np.uint64(1)
+        _chain(u[s, :, 0], alpha[s], gamma, out[s])
 
 
 _BLOCK = 1024  # sessions per block of _ubm_grade_clicks (one scratch pair each)
@@ -82,14 +93,8 @@ _BLOCK = 1024  # sessions per block of _ubm_grade_clicks (one scratch pair each)
 @njit(cache=True, parallel=True)
 def _ubm_grade_clicks(alpha, gamma, labels, key, sessions, out):  # pragma: no cover - numba
     """:func:`_ubm_clicks` for whole-grade labels: ``alpha[g, j]`` on the grade grid
-    (row ``-1``: an empty slot, NaN label) and lazily hashed draws.
-
-    The chain through the last click bounds the kernel's speed, so a session's draws
-    and attractiveness come first, off the chain; the chain is then a load, the same
-    product ``gamma * alpha`` as :func:`_ubm_clicks`, a comparison and a branch-free
-    select a rank (clicks are coin flips: a branch on them is mispredicted). Sessions
-    run in blocks, each with its own scratch arrays.
-    """
+    (row ``-1``: an empty slot, NaN label) and lazily hashed draws, both gathered into
+    a block's scratch arrays first, off the chain (:func:`_chain`)."""
     S, K = out.shape
     nan_row = np.uint64(alpha.shape[0] - 1)
     for b in prange((S + _BLOCK - 1) // _BLOCK):
@@ -102,13 +107,7 @@ def _ubm_grade_clicks(alpha, gamma, labels, key, sessions, out):  # pragma: no c
                 u[j] = uniform_at(st, j)
                 y = labels[np.uint64(s), jj]
                 a[j] = alpha[nan_row if np.isnan(y) else np.uint64(y), jj]
-            last = np.uint64(0)
-            for j in range(K):
-                jj = np.uint64(j)
-                c = u[j] < gamma[jj, jj - last] * a[j]
-                out[s, j] = c
-                keep = np.uint64(c) - np.uint64(1)  # all ones without a click
-                last = (last & keep) | ((jj + np.uint64(1)) & ~keep)
+            _chain(u, a, gamma, out[s])
 
 
 @njit(cache=True)
