@@ -91,6 +91,7 @@ from typing import Any
 
 import _baselines
 import numpy as np
+import polars as pl
 from scipy import stats as st
 
 from clickrank import ClickRankError
@@ -128,6 +129,7 @@ class Setup:
         params, self.relevance_line = relevance_for_labels(
             model, train.y, relevance="binarized", eps=0.1
         )
+        self.threshold = params["attractiveness"]["threshold"]
         if model in _ETA_MODELS:
             params["eta"] = args.eta
         cm = make_click_model(model, **params)
@@ -236,11 +238,30 @@ def datasets(args: Any):
         fold = path.name.lower().startswith("fold")
         name = f"{path.parent.name}/{path.name}" if fold else path.name
         out.append((name, lambda seed, tr=train, te=test: (tr, te)))
+    f = args.features
     for n in args.synthetic:
-        out.append((f"synthetic-{n}",
-                    lambda seed, n=n: split_queries(synthetic(1300, n, seed=seed), [300, 1000],
+        out.append((f"synthetic-{n}" + (f" ({f} features)" if f != 6 else ""),
+                    lambda seed, n=n: split_queries(synthetic(1300, n, f, seed=seed), [300, 1000],
                                                     seed=seed)))  # fmt: skip
     return out
+
+
+def position_bias(name: str, load, seed: int, args: Any) -> str:
+    """The log's position bias (``--bias``): the swap propensities the learners use, and
+    the click-through rate of the relevant documents (binarized as for the clicks) by
+    position, in the sessions without an intervention."""
+    s = Setup(*load(seed), args, seed)
+    plain = s.log.filter(pl.col("intervention") == "none")
+    relevant = plain.filter(pl.col("label") >= s.threshold)  # the binarized map's
+    ctr = relevant.group_by("position").agg(pl.col("click").mean()).sort("position")
+    per_session = plain["click"].sum() / max(plain["session"].n_unique(), 1)
+
+    def row(v) -> str:
+        return " ".join(f"{x:5.3f}" for x in v)
+
+    return (f"{name} seed {seed}: {per_session:.2f} clicks a session\n"
+            f"  swap propensities            {row(np.asarray(s.theta.theta))}\n"
+            f"  CTR of relevant docs by rank {row(ctr['click'].to_numpy())}")  # fmt: skip
 
 
 def summarize(name: str, results: list[dict[str, float]], methods: list[str]) -> str:
@@ -318,7 +339,7 @@ def run_seed(name: str, load, seed: int, args: Any, methods: list[str]) -> dict[
         row["_table"] = r.table_.to_dicts()
     print(f"{name} seed {seed} ({time.perf_counter() - t0:.0f} s; "
           f"{s.stats.shown_fraction:.1%} of the documents shown): "
-          + ", ".join(f"{m} {row[m]:.4f} ({took[m]:.0f}s)" for m in methods)
+          + ", ".join(f"{m} {row[m]:.4f} ({took[m]:.1f}s)" for m in methods)
           + (f"; default chose {row['_choice']}" if "_choice" in row else ""),
           flush=True)  # fmt: skip
     return row
@@ -481,6 +502,12 @@ def main() -> None:
         default=[],
         help="synthetic data with this many documents per query",
     )
+    ap.add_argument(
+        "--features",
+        type=int,
+        default=6,
+        help="--synthetic: features per document (136: as many as MSLR-WEB's)",
+    )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=200_000)
     ap.add_argument(
@@ -507,6 +534,9 @@ def main() -> None:
     ap.add_argument("--max-depth", type=int, default=3, help="fixed budget: depth (-1: none)")
     ap.add_argument("--methods", default=None, help="rows (default: all; --suite: SUITE_METHODS)")
     ap.add_argument("--json", help="write every per-seed score here")
+    ap.add_argument("--bias", action="store_true",
+                    help="print each log's position bias (swap propensities, CTR of the "
+                         "relevant documents by rank) instead of training")  # fmt: skip
     ap.add_argument("--suite", action="store_true", help="the robustness suite (see above)")
     ap.add_argument(
         "--only",
@@ -552,6 +582,9 @@ def main() -> None:
     report, dump = [], {}
     for name, load in datasets(args):
         name += _users(args)
+        if args.bias:
+            print("\n".join(position_bias(name, load, seed, args) for seed in range(args.seeds)))
+            continue
         results = [run_seed(name, load, seed, args, methods) for seed in range(args.seeds)]
         dump[name] = results
         report.append(summarize(name, results, methods))

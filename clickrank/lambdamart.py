@@ -32,6 +32,11 @@ from .targets import SessionLists, Target, oracle
 __all__ = ["LambdaMART", "load_model"]
 
 
+#: LightGBM parameters that do not enter the binned data: fits that differ only in these may
+#: share it (:meth:`LambdaMART._fit`).
+_TREE_ONLY = frozenset({"num_leaves", "max_depth", "learning_rate"})
+
+
 def _restrict(
     data: RankingData, target: Target
 ) -> tuple[
@@ -408,8 +413,31 @@ class LambdaMART:
         LambdaMART
             ``self``.
         """
+        return self._fit(data, target, valid=valid, reference=reference)
+
+    def _fit(
+        self,
+        data: RankingData,
+        target: Target | None = None,
+        *,
+        valid: Any = None,
+        reference: np.ndarray | None = None,
+        sets: dict[str, Any] | None = None,
+    ) -> LambdaMART:
+        """:meth:`fit`, sharing LightGBM's binned data between fits through ``sets``.
+
+        Binning the features (``lgb.Dataset``) costs as much as dozens of boosting
+        rounds (576,000 random rows x 136 features, one thread: 7.8 s, against 0.17 s
+        a round of 8 leaves). Fits on the same ``data``, ``target`` and ``valid``
+        objects (the tree shapes of :class:`~clickrank.selection.LambdaMARTCV` on one
+        fold) pass the same dict: the first stores its LightGBM sets there, the
+        others reuse them. The bins depend only on the rows and the Dataset
+        parameters, so the models are those of fresh sets; a fit whose LightGBM
+        parameters differ in more than ``_TREE_ONLY`` bins afresh.
+        """
         import lightgbm as lgb
 
+        key = (data, target, valid)  # before target=None becomes a fresh oracle
         self._validate()
         if not isinstance(data, RankingData):
             raise InputError(f"data must be a RankingData, got {type(data).__name__}")
@@ -426,6 +454,7 @@ class LambdaMART:
         if self.early_stopping_rounds is not None and valid is None:
             raise InputError("early_stopping_rounds needs valid data")
         params = self._lgb_params()
+        binning = {k: v for k, v in params.items() if k not in _TREE_ONLY}
         if reference is None and (self.proximal is not None or self.risk is not None):
             raise InputError("proximal and risk need the safe ranker's scores: "
                              "fit(..., reference=scores)")  # fmt: skip
@@ -437,7 +466,16 @@ class LambdaMART:
             ref = ref if _rows is None else ref[_rows]
         self.divergence_: list[float] = []  # CRM: the mean divergence at every round
         params["objective"] = self._objective(qptr, gains, pairs, pw, dw, ref)
-        dtrain = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
+        sets = {} if sets is None else sets
+        same = sets.get("params") == binning and all(
+            a is b for a, b in zip(sets["of"], key, strict=True)
+        )
+        if not same:
+            sets.clear()  # other rows or LightGBM parameters: bin afresh
+        if "train" not in sets:
+            sets["of"], sets["params"] = key, binning
+            sets["train"] = lgb.Dataset(X, params={"verbosity": -1}, free_raw_data=False)
+        dtrain = sets["train"]
         from ._signals import lightgbm_callback
 
         callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._signals)
@@ -468,7 +506,9 @@ class LambdaMART:
             def feval(preds, _dataset):
                 return name, float(metric(preds, k=k)), True
 
-            valid_sets = [lgb.Dataset(vdata.X, reference=dtrain, params={"verbosity": -1})]
+            if "valid" not in sets:
+                sets["valid"] = lgb.Dataset(vdata.X, reference=dtrain, params={"verbosity": -1})
+            valid_sets = [sets["valid"]]
             callbacks.append(lgb.record_evaluation(self.evals_result_))
             if self.early_stopping_rounds is not None:
                 callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))

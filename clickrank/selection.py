@@ -357,7 +357,8 @@ class LambdaMARTCV:
             restricted to each held-out fold. None: labelled NDCG@``eval_at``
             (needs ``data.y``; for oracle baselines and tests).
         progress : callable, optional
-            Called with a one-line message after each grid entry.
+            Called with a one-line message after each fold, then with each grid
+            entry's best.
         """
         self._validate(data)
         if validation is None and data.y is None:
@@ -367,27 +368,32 @@ class LambdaMARTCV:
         k, reps = int(self.folds), int(self.repeats)
         fold = query_folds(data.n_queries, k, reps, self.seed)
         n = int(self.n_estimators)
-        rows, models = [], {}
-        self.curves_ = {}
-        best = (-np.inf, 0, 0)
-        for e, entry in enumerate(self.grid):
-            per_fold = np.empty((k * reps, n))
-            models[e] = []
-            for i in range(k * reps):  # a handful of model fits
-                r, f = divmod(i, k)
-                train_q, held_q = np.flatnonzero(fold[r] != f), np.flatnonzero(fold[r] == f)
-                sub = data.subset(train_q)
-                tgt = None if target is None else target.subset(data, train_q)
-                val = data.subset(held_q) if validation is None else validation.subset(held_q)
-                ref = None if reference is None else reference[data.rows_of(train_q)]
+        grid = list(enumerate(self.grid))
+        per_fold = np.empty((len(grid), k * reps, n))
+        models: dict[int, list[LambdaMART]] = {e: [] for e, _ in grid}
+        for i in range(k * reps):  # a handful of model fits per fold
+            r, f = divmod(i, k)
+            train_q, held_q = np.flatnonzero(fold[r] != f), np.flatnonzero(fold[r] == f)
+            sub = data.subset(train_q)
+            tgt = None if target is None else target.subset(data, train_q)
+            val = data.subset(held_q) if validation is None else validation.subset(held_q)
+            ref = None if reference is None else reference[data.rows_of(train_q)]
+            sets: dict[str, Any] = {}  # the fold's binned data, shared by the tree shapes
+            for e, entry in grid:
                 model = self._model(
                     entry, early_stopping_rounds=int(self.early_stopping_rounds)
-                ).fit(sub, tgt, valid=val, reference=ref)
-                per_fold[i] = _curve(model, n)
+                )._fit(sub, tgt, valid=val, reference=ref, sets=sets)
+                per_fold[e, i] = _curve(model, n)
                 models[e].append(model)
-            mean = per_fold.mean(axis=0)
+            if progress is not None:
+                progress(f"  fold {i + 1} of {k * reps}: {len(grid)} tree shapes fitted")
+        rows = []
+        self.curves_ = {}
+        best = (-np.inf, 0, 0)
+        for e, entry in grid:
+            mean = per_fold[e].mean(axis=0)
             r = int(np.argmax(mean))  # first maximum: the fewest trees
-            at = per_fold[:, r]
+            at = per_fold[e, :, r]
             rows.append({
                 "entry": e, **{p: entry.get(p) for p in ("num_leaves", "max_depth")},
                 "params": json.dumps(entry, sort_keys=True), "n_estimators": r + 1,

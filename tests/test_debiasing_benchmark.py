@@ -7,9 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from argparse import Namespace
 from pathlib import Path
 
 import polars as pl
+import pytest
+
+from clickrank import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,25 +42,46 @@ def test_a_cut_below_two_documents_is_refused(tmp_path):
     assert res.returncode == 2 and "--cut must be at least 2" in res.stderr
 
 
-def test_click_model_option_draws_the_clicks_from_that_model():
+@pytest.fixture(scope="module")
+def bench():
+    """The benchmark module, and arguments of a small synthetic setup (``Setup``)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        import debiasing_real as bench
+        import debiasing_real
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    from argparse import Namespace
 
-    from clickrank import synthetic
+    def args(model: str, sessions: int) -> Namespace:
+        return Namespace(fraction=0.25, eta=1.0, logger="production", temperature=1.0,
+                         sessions=sessions, swap=0.1, trees=10, leaves=8, max_depth=-1,
+                         click_model=model)  # fmt: skip
 
-    data = synthetic(80, 20, seed=0)
-    args = dict(fraction=0.25, eta=1.0, logger="production", temperature=1.0, sessions=3000,
-                swap=0.1, trees=10, leaves=8, max_depth=-1)  # fmt: skip
+    return debiasing_real, args, synthetic(80, 20, seed=0)
+
+
+def test_click_model_option_draws_the_clicks_from_that_model(bench):
+    bench, args, data = bench
     clicks = {}
     for model in ("pbm", "cascade"):
-        log = bench.Setup(data, data, Namespace(**args, click_model=model), seed=0).log
+        log = bench.Setup(data, data, args(model, 3000), seed=0).log
         clicks[model] = log.group_by("session").agg(n=pl.col("click").sum())["n"].max()
     # a cascade user leaves after the first click; PBM users click every attractive result
     assert clicks["cascade"] == 1 and clicks["pbm"] > 1
     # runs with other users are named after them (suite cells and --data runs alike)
     assert bench._users(Namespace(click_model="pbm")) == ""
     assert bench._users(Namespace(click_model="dbn")) == " dbn"
+
+
+def test_bias_option_shows_how_much_position_bias_the_users_leave(bench):
+    """``--bias``: PBM users (eta = 1) click a relevant result at rank 10 about a tenth as
+    often as at rank 1; users who browse as the UBM does, just below a click, far more."""
+    bench, args, data = bench
+    last = {}
+    for model in ("pbm", "ubm"):
+        text = bench.position_bias(model, lambda seed: (data, data), 0, args(model, 4000))
+        lines = text.splitlines()
+        assert "clicks a session" in lines[0] and "swap propensities" in lines[1]
+        ctr = [float(v) for v in lines[2].split()[-10:]]
+        assert len(ctr) == 10
+        last[model] = ctr[-1] / ctr[0]
+    assert last["pbm"] < 0.25 < 0.5 < last["ubm"]

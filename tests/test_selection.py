@@ -129,6 +129,45 @@ def test_lambdamartcv_chooses_and_refits(setup, tmp_path):
     assert meta["best_params"] == cv.best_params_ and LambdaMART.load(out).best_iteration_ > 0
 
 
+def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, monkeypatch):
+    """Binning once per fold instead of once per fit changes no model: the curves, the
+    out-of-fold scores and the refit are those of fits that each bin afresh. A grid
+    entry with another ``min_data_in_leaf`` (it enters LightGBM's binning) bins afresh."""
+    import lightgbm as lgb
+
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta, candidates="shown")  # a restricted row set
+    grid = [{"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
+            {"num_leaves": 8, "max_depth": 3, "min_data_in_leaf": 5}]  # fmt: skip
+    built = []
+    init = lgb.Dataset.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(kwargs.get("reference") is None)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(lgb.Dataset, "__init__", counted)
+
+    def cv():
+        return LambdaMARTCV(grid=grid, folds=3, n_estimators=60, early_stopping_rounds=10,
+                            seed=2).fit(train, target, validation=val)  # fmt: skip
+
+    shared = cv()
+    # per fold: one training and one validation set for the first two shapes, one each
+    # for the third; then the refit's training set
+    assert built.count(True) == 3 * 2 + 1 and built.count(False) == 3 * 2
+    fit = LambdaMART._fit
+    monkeypatch.setattr(LambdaMART, "_fit", lambda self, *a, sets=None, **kw: fit(self, *a, **kw))
+    built.clear()
+    fresh = cv()
+    assert built.count(True) == 3 * 3 + 1 and built.count(False) == 3 * 3
+    for e in range(len(grid)):
+        np.testing.assert_array_equal(shared.curves_[e], fresh.curves_[e])
+    np.testing.assert_array_equal(shared.oof_, fresh.oof_)
+    np.testing.assert_array_equal(shared.predict(test), fresh.predict(test))
+
+
 def test_lambdamartcv_stops_early_on_a_target_without_signal(setup):
     """Random gains carry nothing the validation rewards: few trees are kept."""
     train, _, log, theta = setup
