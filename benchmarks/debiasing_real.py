@@ -492,6 +492,23 @@ def run_suite(args: Any, methods: list[str]) -> None:
     )
 
 
+def merge_runs(dump: dict[str, list[dict]], more: dict[str, list[dict]]) -> None:
+    """Add the runs of another ``--json`` file to ``dump`` (``--report``).
+
+    A cell's rows are its seeds in order. Rows of other methods on the same seeds
+    (no method in common, as many seeds) join those seeds' rows, so rows run
+    later on the same logs are compared paired; otherwise the rows are more runs.
+    """
+    for cell, rows in more.items():
+        have = dump.setdefault(cell, [])
+        shared = {k for r in have for k in r} & {k for r in rows for k in r}
+        if have and len(have) == len(rows) and not shared:
+            for old, new in zip(have, rows, strict=True):
+                old.update(new)
+        else:
+            have.extend(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", action="append", help="LETOR folder with train.txt and test.txt")
@@ -566,8 +583,7 @@ def main() -> None:
     if args.report:
         dump: dict[str, list[dict]] = {}
         for path in args.report:
-            for cell, rows in json.loads(Path(path).read_text()).items():
-                dump.setdefault(cell, []).extend(rows)
+            merge_runs(dump, json.loads(Path(path).read_text()))
         print(suite_report(dump, methods))
         print(
             "\n"

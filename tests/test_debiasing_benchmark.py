@@ -85,3 +85,16 @@ def test_bias_option_shows_how_much_position_bias_the_users_leave(bench):
         assert len(ctr) == 10
         last[model] = ctr[-1] / ctr[0]
     assert last["pbm"] < 0.25 < 0.5 < last["ubm"]
+
+
+def test_report_joins_the_rows_of_other_methods_on_the_same_seeds(bench):
+    """``--report a.json b.json``: b's methods on a's seeds join a's rows (paired); rows of
+    the same methods are more seeds."""
+    bench, _, _ = bench
+    dump = {}
+    bench.merge_runs(dump, {"c": [{"default": 0.7, "_choice": "average"}, {"default": 0.6}]})
+    bench.merge_runs(dump, {"c": [{"cips": 0.5}, {"cips": 0.4}], "d": [{"default": 0.1}]})
+    assert dump["c"] == [{"default": 0.7, "_choice": "average", "cips": 0.5},
+                         {"default": 0.6, "cips": 0.4}]  # fmt: skip
+    bench.merge_runs(dump, {"c": [{"default": 0.8, "cips": 0.3}]})
+    assert len(dump["c"]) == 3 and dump["d"] == [{"default": 0.1}]
