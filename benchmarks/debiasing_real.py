@@ -127,9 +127,11 @@ class Setup:
         self.prod = production_ranker(train, args.fraction, seed=seed)
         model = args.click_model
         params, self.relevance_line = relevance_for_labels(
-            model, train.y, relevance="binarized", eps=0.1
+            model, train.y, relevance=args.relevance, eps=0.1
         )
-        self.threshold = params["attractiveness"]["threshold"]
+        # the relevant documents of --bias: clicked whenever examined (graded: the top label)
+        attract = params["attractiveness"]
+        self.threshold = attract.get("threshold", attract.get("max_label"))
         if model in _ETA_MODELS:
             params["eta"] = args.eta
         cm = make_click_model(model, **params)
@@ -467,8 +469,10 @@ def _save(path: str | None, dump: dict) -> None:
 
 
 def _users(args: Any) -> str:
-    """The suffix naming a run's users when they are not the PBM's (``--click-model``)."""
-    return "" if args.click_model == "pbm" else f" {args.click_model}"
+    """The suffix naming a run's users when they are not the suite's: their click model
+    (``--click-model``) when not the PBM, and ``graded`` for ``--relevance graded``."""
+    model = "" if args.click_model == "pbm" else f" {args.click_model}"
+    return model + ("" if args.relevance == "binarized" else f" {args.relevance}")
 
 
 def run_suite(args: Any, methods: list[str]) -> None:
@@ -537,6 +541,10 @@ def main() -> None:
     ap.add_argument("--click-model", default="pbm", choices=CLICK_MODELS,
                     help="the users' click model (the runs are named after it when not pbm); "
                          "the learners still assume a PBM")  # fmt: skip
+    ap.add_argument("--relevance", default="binarized", choices=["binarized", "graded"],
+                    help="how labels map to P(click | examined): binarized at the top grades "
+                         "with noise 0.1 (the suite's), or graded from 0.1 to 1 (the runs are "
+                         "named after it when graded)")  # fmt: skip
     ap.add_argument(
         "--logger",
         choices=["production", "plackett-luce"],

@@ -54,7 +54,7 @@ def bench():
     def args(model: str, sessions: int) -> Namespace:
         return Namespace(fraction=0.25, eta=1.0, logger="production", temperature=1.0,
                          sessions=sessions, swap=0.1, trees=10, leaves=8, max_depth=-1,
-                         click_model=model)  # fmt: skip
+                         click_model=model, relevance="binarized")  # fmt: skip
 
     return debiasing_real, args, synthetic(80, 20, seed=0)
 
@@ -68,8 +68,9 @@ def test_click_model_option_draws_the_clicks_from_that_model(bench):
     # a cascade user leaves after the first click; PBM users click every attractive result
     assert clicks["cascade"] == 1 and clicks["pbm"] > 1
     # runs with other users are named after them (suite cells and --data runs alike)
-    assert bench._users(Namespace(click_model="pbm")) == ""
-    assert bench._users(Namespace(click_model="dbn")) == " dbn"
+    assert bench._users(Namespace(click_model="pbm", relevance="binarized")) == ""
+    assert bench._users(Namespace(click_model="dbn", relevance="binarized")) == " dbn"
+    assert bench._users(Namespace(click_model="pbm", relevance="graded")) == " graded"
 
 
 def test_bias_option_shows_how_much_position_bias_the_users_leave(bench):
@@ -98,3 +99,18 @@ def test_report_joins_the_rows_of_other_methods_on_the_same_seeds(bench):
                          {"default": 0.6, "cips": 0.4}]  # fmt: skip
     bench.merge_runs(dump, {"c": [{"default": 0.8, "cips": 0.3}]})
     assert len(dump["c"]) == 3 and dump["d"] == [{"default": 0.1}]
+
+
+def test_relevance_option_maps_the_labels_as_asked(bench):
+    """``--relevance graded``: a middle grade is clicked more often than under the binarized
+    map (0.1 + 0.9 * 3/15 = 0.28 against 0.1 when examined); --bias reads the top label."""
+    bench, args, data = bench
+    ctr = {}
+    for relevance in ("binarized", "graded"):
+        a = args("pbm", 3000)
+        a.relevance = relevance
+        s = bench.Setup(data, data, a, seed=0)
+        shown = s.log.filter((pl.col("label") == 2) & (pl.col("position") == 1))
+        ctr[relevance] = shown["click"].mean()
+    assert s.threshold == data.y.max()
+    assert ctr["binarized"] < 0.15 < 0.2 < ctr["graded"]
