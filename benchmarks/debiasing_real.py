@@ -470,9 +470,11 @@ def _save(path: str | None, dump: dict) -> None:
 
 def _users(args: Any) -> str:
     """The suffix naming a run's users when they are not the suite's: their click model
-    (``--click-model``) when not the PBM, and ``graded`` for ``--relevance graded``."""
+    (``--click-model``) when not the PBM, ``graded`` for ``--relevance graded``, and
+    ``eta=<value>`` for another ``--eta``."""
     model = "" if args.click_model == "pbm" else f" {args.click_model}"
-    return model + ("" if args.relevance == "binarized" else f" {args.relevance}")
+    eta = "" if args.eta == 1.0 else f" eta={args.eta:g}"
+    return model + ("" if args.relevance == "binarized" else f" {args.relevance}") + eta
 
 
 def run_suite(args: Any, methods: list[str]) -> None:

@@ -67,10 +67,13 @@ def test_click_model_option_draws_the_clicks_from_that_model(bench):
         clicks[model] = log.group_by("session").agg(n=pl.col("click").sum())["n"].max()
     # a cascade user leaves after the first click; PBM users click every attractive result
     assert clicks["cascade"] == 1 and clicks["pbm"] > 1
+
     # runs with other users are named after them (suite cells and --data runs alike)
-    assert bench._users(Namespace(click_model="pbm", relevance="binarized")) == ""
-    assert bench._users(Namespace(click_model="dbn", relevance="binarized")) == " dbn"
-    assert bench._users(Namespace(click_model="pbm", relevance="graded")) == " graded"
+    def users(model="pbm", relevance="binarized", eta=1.0):
+        return bench._users(Namespace(click_model=model, relevance=relevance, eta=eta))
+
+    assert users() == "" and users("dbn") == " dbn" and users(relevance="graded") == " graded"
+    assert users("ubm", eta=2.0) == " ubm eta=2"
 
 
 def test_bias_option_shows_how_much_position_bias_the_users_leave(bench):
