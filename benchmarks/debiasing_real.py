@@ -25,8 +25,11 @@ and irrelevant w.p. 0.1 when examined; ``--swap`` of the sessions swap rank
 1 with a random rank (Joachims et al. (2017)). Propensities are estimated from
 those swaps. ``--click-model`` (trust, ubm, cascade, dcm, dbn, sdbn) draws the
 clicks from another model with the same binarized relevance; the learners still
-assume a PBM. Test NDCG@10 on the data set's test file (graded labels, queries
-without a relevant document skipped).
+assume a PBM; ``--relevance graded`` maps the labels as ULTRA does (0.1 at label 0 up to
+1 at the top label) and ``--eta`` sets the examination curve. Runs with users other than
+the suite's are named after them. Test NDCG@10 on the data set's test file (graded labels,
+queries without a relevant document skipped). ``--bias`` prints each log's position bias
+(swap propensities, the relevant documents' click-through rate by rank) instead.
 
 ``--data DIR`` takes any LETOR folder with ``train.txt`` and ``test.txt``
 (MQ2008 Fold1 from ``../shared/data`` by default); ``--synthetic N`` adds the
@@ -250,11 +253,11 @@ def datasets(args: Any):
 
 def position_bias(name: str, load, seed: int, args: Any) -> str:
     """The log's position bias (``--bias``): the swap propensities the learners use, and
-    the click-through rate of the relevant documents (binarized as for the clicks) by
-    position, in the sessions without an intervention."""
+    the click-through rate by position, in the sessions without an intervention, of the
+    documents clicked whenever examined (:attr:`Setup.threshold`)."""
     s = Setup(*load(seed), args, seed)
     plain = s.log.filter(pl.col("intervention") == "none")
-    relevant = plain.filter(pl.col("label") >= s.threshold)  # the binarized map's
+    relevant = plain.filter(pl.col("label") >= s.threshold)
     ctr = relevant.group_by("position").agg(pl.col("click").mean()).sort("position")
     per_session = plain["click"].sum() / max(plain["session"].n_unique(), 1)
 
@@ -590,6 +593,11 @@ def main() -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         ap.error(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    if args.features < 1:
+        ap.error(f"--features must be at least 1, got {args.features}")
+    if args.bias and (args.suite or args.report):
+        ap.error("--bias prints the logs of --data/--synthetic; it does not combine with "
+                 "--suite or --report")  # fmt: skip
     if args.report:
         dump: dict[str, list[dict]] = {}
         for path in args.report:

@@ -42,6 +42,17 @@ def test_a_cut_below_two_documents_is_refused(tmp_path):
     assert res.returncode == 2 and "--cut must be at least 2" in res.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--bias", "--suite"], "does not combine with --suite"),
+     (["--synthetic", "20", "--features", "0"], "--features must be at least 1")],
+)  # fmt: skip
+def test_bias_and_features_misuse_is_refused(argv, message):
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), *argv]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and message in res.stderr
+
+
 @pytest.fixture(scope="module")
 def bench():
     """The benchmark module, and arguments of a small synthetic setup (``Setup``)."""
