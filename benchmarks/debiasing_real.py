@@ -132,9 +132,10 @@ class Setup:
         params, self.relevance_line = relevance_for_labels(
             model, train.y, relevance=args.relevance, eps=0.1
         )
-        # the relevant documents of --bias: clicked whenever examined (graded: the top label)
-        attract = params["attractiveness"]
-        self.threshold = attract.get("threshold", attract.get("max_label"))
+        # the relevant documents of --bias: clicked whenever examined (graded: the top label);
+        # the trust-bias model names its map "relevance", the others "attractiveness"
+        relevance = params.get("attractiveness") or params["relevance"]
+        self.threshold = relevance.get("threshold", relevance.get("max_label"))
         if model in _ETA_MODELS:
             params["eta"] = args.eta
         cm = make_click_model(model, **params)

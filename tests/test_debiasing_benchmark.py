@@ -87,6 +87,19 @@ def test_click_model_option_draws_the_clicks_from_that_model(bench):
     assert users("ubm", eta=2.0) == " ubm eta=2"
 
 
+@pytest.mark.parametrize("relevance", ["binarized", "graded"])
+def test_every_click_model_and_relevance_map_builds_a_setup(bench, relevance):
+    """Each ``--click-model`` with each ``--relevance``: a log, and the label from which a
+    document is clicked whenever examined (``--bias``)."""
+    bench, args, data = bench
+    for model in bench.CLICK_MODELS:
+        a = args(model, 500)
+        a.relevance = relevance
+        s = bench.Setup(data, data, a, seed=0)
+        assert s.log.height > 0
+        assert s.threshold == (3.0 if relevance == "binarized" else data.y.max())
+
+
 def test_bias_option_shows_how_much_position_bias_the_users_leave(bench):
     """``--bias``: PBM users (eta = 1) click a relevant result at rank 10 about a tenth as
     often as at rank 1; users who browse as the UBM does, just below a click, far more."""
