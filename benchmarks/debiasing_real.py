@@ -13,7 +13,8 @@ with 95% paired t intervals over seeds, the worst cell and the win rates. The
 JSON is rewritten after every seed, so a stopped run keeps what it finished,
 and a rerun with the same ``--json`` skips the seeds already there. ``--cut 14`` cuts
 every MQ2008 query to its first 14 documents (82 % shown: a stand-in for short-list
-LETOR sets).
+LETOR sets). ``--suite --data DIR`` runs the same grid (log sizes x loggers x seeds) on
+other LETOR folders instead, e.g. with ``--folds 5``.
 
 Protocol (issue 10), per data set and seed: the training file's queries are
 the user's (labels are used only to simulate clicks and by the oracle row);
@@ -32,7 +33,9 @@ queries without a relevant document skipped). ``--bias`` prints each log's posit
 (swap propensities, the relevant documents' click-through rate by rank) instead.
 
 ``--data DIR`` takes any LETOR folder with ``train.txt`` and ``test.txt``
-(MQ2008 Fold1 from ``../shared/data`` by default); ``--synthetic N`` adds the
+(MQ2008 Fold1 from ``../shared/data`` by default; LightGBM ``.query`` group files
+next to them are read); ``--folds K`` pools the folder's train and test queries
+and deals them into K folds (one shuffle, seed 0), each tested once; ``--synthetic N`` adds the
 DESIGN §4 generator with N documents per query (1,300 queries, 300 train /
 1,000 test). ``--logger plackett-luce`` samples the lists from a Plackett-Luce
 policy over the production ranker's scores (``--temperature``) instead of
@@ -232,6 +235,26 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
 }  # fmt: skip
 
 
+def query_folds(train: RankingData, test: RankingData, k: int) -> list[tuple]:
+    """``k`` (train, test) folds of the queries of ``train`` and ``test`` pooled (``--folds``).
+
+    The queries are shuffled once (seed 0, whatever the run's seed: a fold's runs
+    are paired over seeds) and dealt into ``k`` folds of nearly equal size; fold
+    ``j`` tests on its queries and trains on the others'.
+    """
+    d = max(train.n_features, test.n_features)
+    X = np.zeros((train.n_docs + test.n_docs, d), dtype=np.float32)
+    X[: train.n_docs, : train.n_features], X[train.n_docs :, : test.n_features] = train.X, test.X
+    both = RankingData(X, np.concatenate([train.y, test.y]),
+                       np.concatenate([train.qptr, test.qptr[1:] + train.n_docs]),
+                       np.arange(train.n_queries + test.n_queries),
+                       np.concatenate([train.doc, test.doc]), name=train.name)  # fmt: skip
+    fold = np.empty(both.n_queries, dtype=np.int64)
+    fold[np.random.default_rng(0).permutation(both.n_queries)] = np.arange(both.n_queries) % k
+    return [(both.subset(np.flatnonzero(fold != j)), both.subset(np.flatnonzero(fold == j)))
+            for j in range(k)]  # fmt: skip
+
+
 def datasets(args: Any):
     """(name, loader(seed) -> (train, test)) of every data set asked for."""
     out = []
@@ -243,6 +266,10 @@ def datasets(args: Any):
         train, test = load_letor(path / "train.txt"), load_letor(path / "test.txt")
         fold = path.name.lower().startswith("fold")
         name = f"{path.parent.name}/{path.name}" if fold else path.name
+        if args.folds:
+            for j, (tr, te) in enumerate(query_folds(train, test, args.folds)):
+                out.append((f"{name}/Fold{j + 1}", lambda seed, tr=tr, te=te: (tr, te)))
+            continue
         out.append((name, lambda seed, tr=train, te=test: (tr, te)))
     f = args.features
     for n in args.synthetic:
@@ -374,17 +401,18 @@ def cut_lists(data: RankingData, n: int) -> RankingData:
 
 
 def suite_cells(args: Any) -> list[tuple[str, Any, int, str]]:
-    """(data set, loader, sessions, logger) of every cell of the suite."""
-    cache = Path(args.cache)
-    loads = []
-    for folder in mq2008_folds(cache):
+    """(data set, loader, sessions, logger) of every cell of the suite: MQ2008's five folds
+    and synthetic-150, or the ``--data`` data sets when given."""
+    loads = datasets(args) if args.data else []
+    for folder in [] if args.data else mq2008_folds(Path(args.cache)):
         tr, te = load_letor(folder / "train.txt"), load_letor(folder / "test.txt")
         name = "MQ2008"
         if args.cut:
             tr, te, name = cut_lists(tr, args.cut), cut_lists(te, args.cut), f"MQ2008-cut{args.cut}"
         loads.append((f"{name}/{folder.name}", lambda seed, tr=tr, te=te: (tr, te)))
-    loads.append(("synthetic-150", lambda seed: split_queries(synthetic(1300, 150, seed=seed),
-                                                             [300, 1000], seed=seed)))  # fmt: skip
+    if not args.data:
+        loads.append(("synthetic-150", lambda seed: split_queries(
+            synthetic(1300, 150, seed=seed), [300, 1000], seed=seed)))  # fmt: skip
     return [(name, load, n, logger) for name, load in loads for n in args.suite_sessions
             for logger in ("production", "plackett-luce")]  # fmt: skip
 
@@ -398,11 +426,13 @@ def _paired(d: np.ndarray) -> tuple[float, float, float]:
 
 
 def pooled(dump: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The cells of the five MQ2008 folds pooled by log size and logger (fold x seed runs)."""
-    out: dict[str, list[dict]] = {}
+    """The cells of a data set's folds pooled by log size and logger (fold x seed runs)."""
+    groups: dict[str, dict[str, list[dict]]] = {}
     for cell, rows in dump.items():
-        out.setdefault(re.sub(r"/Fold\d", " (5 folds)", cell), []).extend(rows)
-    return out
+        groups.setdefault(re.sub(r"/Fold\d+", " (\0 folds)", cell), {})[cell] = rows
+    return {key.replace("\0", str(len(cells))) if len(cells) > 1 else next(iter(cells)):
+            [r for rows in cells.values() for r in rows]
+            for key, cells in groups.items()}  # fmt: skip
 
 
 def suite_report(dump: dict[str, list[dict]], methods: list[str]) -> str:
@@ -568,7 +598,11 @@ def main() -> None:
     ap.add_argument("--bias", action="store_true",
                     help="print each log's position bias (swap propensities, CTR of the "
                          "relevant documents by rank) instead of training")  # fmt: skip
-    ap.add_argument("--suite", action="store_true", help="the robustness suite (see above)")
+    ap.add_argument("--folds", type=int, default=None,
+                    help="--data: pool each folder's train and test queries and cross-validate "
+                         "over this many folds (named <data>/Fold<j>)")  # fmt: skip
+    ap.add_argument("--suite", action="store_true",
+                    help="the robustness suite (see above); on --data when given")  # fmt: skip
     ap.add_argument(
         "--only",
         help="--suite: run only the cells matching this regex "
@@ -609,6 +643,11 @@ def main() -> None:
             + suite_report(pooled(dump), methods).replace("## Suite:", "## Suite, folds pooled:")
         )
         return None
+    if args.folds is not None and (args.folds < 2 or not args.data):
+        ap.error(f"--folds needs --data and at least 2 folds, got {args.folds}")
+    if args.data and (args.cut or args.synthetic) and args.suite:
+        ap.error("--suite with --data runs the suite on those folders only: drop --cut and "
+                 "--synthetic")  # fmt: skip
     if args.cut is not None and args.cut < 2:
         ap.error(f"--cut must be at least 2 documents per query, got {args.cut}")
     if args.suite:

@@ -141,3 +141,56 @@ def test_relevance_option_maps_the_labels_as_asked(bench):
         ctr[relevance] = shown["click"].mean()
     assert s.threshold == data.y.max()
     assert ctr["binarized"] < 0.15 < 0.2 < ctr["graded"]
+
+
+def test_folds_pool_a_folders_queries_and_test_each_once(bench):
+    """``--folds k``: every query of train and test is tested in exactly one fold and
+    trained on in the others; the split does not depend on the run's seed."""
+    bench, _, data = bench
+    train, test = data.subset(range(60)), data.subset(range(60, 80))
+    folds = bench.query_folds(train, test, 3)
+    assert [len(f) for f in folds] == [2, 2, 2]
+    tested = sorted(q for _, te in folds for q in te.qid)
+    assert tested == list(range(80))  # each pooled query in one test fold
+    for tr, te in folds:
+        assert set(tr.qid).isdisjoint(te.qid) and tr.n_queries + te.n_queries == 80
+        assert abs(te.n_queries - 80 / 3) < 1 and tr.n_docs + te.n_docs == data.n_docs
+    again = bench.query_folds(train, test, 3)
+    assert all((a[1].X == b[1].X).all() for a, b in zip(folds, again, strict=True))
+    # the folds of a data set are pooled in the report; other cells keep their names
+    dump = {"D/Fold1 n=10 x": [{"a": 1}], "D/Fold2 n=10 x": [{"a": 2}], "E n=10 x": [{"a": 3}]}
+    assert bench.pooled(dump) == {"D (2 folds) n=10 x": [{"a": 1}, {"a": 2}],
+                                  "E n=10 x": [{"a": 3}]}  # fmt: skip
+
+
+def test_suite_runs_on_a_data_folder_split_into_folds(tmp_path):
+    """``--suite --data DIR --folds k``: the suite's grid on that folder's folds."""
+    from clickrank.datasets import save_letor
+
+    data = synthetic(60, 12, seed=1)
+    folder = tmp_path / "letor"
+    folder.mkdir()
+    save_letor(data.subset(range(45)), folder / "train.txt")
+    save_letor(data.subset(range(45, 60)), folder / "test.txt")
+    out = tmp_path / "suite.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), "--suite", "--data",
+           str(folder), "--folds", "2", "--seeds", "1", "--suite-sessions", "500",
+           "--only", "production$", "--methods", "production,oracle", "--fraction", "0.5",
+           "--json", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    dump = json.loads(out.read_text())
+    assert sorted(dump) == ["letor/Fold1 n=500 production", "letor/Fold2 n=500 production"]
+    assert "letor (2 folds) n=500 production | 2 |" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--folds", "3"], "--folds needs --data"),
+     (["--data", ".", "--folds", "1"], "at least 2 folds"),
+     (["--suite", "--data", ".", "--cut", "14"], "drop --cut and --synthetic")],
+)  # fmt: skip
+def test_folds_misuse_is_refused(argv, message):
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), *argv]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and message in res.stderr
