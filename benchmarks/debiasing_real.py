@@ -235,12 +235,14 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
 }  # fmt: skip
 
 
-def query_folds(train: RankingData, test: RankingData, k: int) -> list[tuple]:
+def pooled_folds(train: RankingData, test: RankingData, k: int) -> list[tuple]:
     """``k`` (train, test) folds of the queries of ``train`` and ``test`` pooled (``--folds``).
 
     The queries are shuffled once (seed 0, whatever the run's seed: a fold's runs
-    are paired over seeds) and dealt into ``k`` folds of nearly equal size; fold
-    ``j`` tests on its queries and trains on the others'.
+    are paired over seeds) and dealt round-robin into ``k`` folds of nearly equal
+    size; fold ``j`` tests on its queries and trains on the others'. (Not
+    ``selection.query_folds``, which deals its shuffle differently: the folds of the
+    documented runs are these.)
     """
     d = max(train.n_features, test.n_features)
     X = np.zeros((train.n_docs + test.n_docs, d), dtype=np.float32)
@@ -267,7 +269,7 @@ def datasets(args: Any):
         fold = path.name.lower().startswith("fold")
         name = f"{path.parent.name}/{path.name}" if fold else path.name
         if args.folds:
-            for j, (tr, te) in enumerate(query_folds(train, test, args.folds)):
+            for j, (tr, te) in enumerate(pooled_folds(train, test, args.folds)):
                 out.append((f"{name}/Fold{j + 1}", lambda seed, tr=tr, te=te: (tr, te)))
             continue
         out.append((name, lambda seed, tr=train, te=test: (tr, te)))
@@ -427,12 +429,14 @@ def _paired(d: np.ndarray) -> tuple[float, float, float]:
 
 def pooled(dump: dict[str, list[dict]]) -> dict[str, list[dict]]:
     """The cells of a data set's folds pooled by log size and logger (fold x seed runs)."""
-    groups: dict[str, dict[str, list[dict]]] = {}
+    groups: dict[str, list[tuple[str, list[dict]]]] = {}
     for cell, rows in dump.items():
-        groups.setdefault(re.sub(r"/Fold\d+", " (\0 folds)", cell), {})[cell] = rows
-    return {key.replace("\0", str(len(cells))) if len(cells) > 1 else next(iter(cells)):
-            [r for rows in cells.values() for r in rows]
-            for key, cells in groups.items()}  # fmt: skip
+        groups.setdefault(re.sub(r"/Fold\d+", "/Fold*", cell), []).append((cell, rows))
+    out: dict[str, list[dict]] = {}
+    for key, cells in groups.items():
+        name = key.replace("/Fold*", f" ({len(cells)} folds)") if len(cells) > 1 else cells[0][0]
+        out[name] = [r for _, rows in cells for r in rows]
+    return out
 
 
 def suite_report(dump: dict[str, list[dict]], methods: list[str]) -> str:

@@ -148,14 +148,14 @@ def test_folds_pool_a_folders_queries_and_test_each_once(bench):
     trained on in the others; the split does not depend on the run's seed."""
     bench, _, data = bench
     train, test = data.subset(range(60)), data.subset(range(60, 80))
-    folds = bench.query_folds(train, test, 3)
+    folds = bench.pooled_folds(train, test, 3)
     assert [len(f) for f in folds] == [2, 2, 2]
     tested = sorted(q for _, te in folds for q in te.qid)
     assert tested == list(range(80))  # each pooled query in one test fold
     for tr, te in folds:
         assert set(tr.qid).isdisjoint(te.qid) and tr.n_queries + te.n_queries == 80
         assert abs(te.n_queries - 80 / 3) < 1 and tr.n_docs + te.n_docs == data.n_docs
-    again = bench.query_folds(train, test, 3)
+    again = bench.pooled_folds(train, test, 3)
     assert all((a[1].X == b[1].X).all() for a, b in zip(folds, again, strict=True))
     # the folds of a data set are pooled in the report; other cells keep their names
     dump = {"D/Fold1 n=10 x": [{"a": 1}], "D/Fold2 n=10 x": [{"a": 2}], "E n=10 x": [{"a": 3}]}
