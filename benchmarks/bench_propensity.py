@@ -19,7 +19,9 @@ scale      a randomized top-10 log with ``--sessions`` sessions (default 10^7, i
 coverage   empirical coverage of the 95% intervals over many independent simulated logs
            (``--logs``, default 1000 per cell; ``--cells`` picks some; ``--json`` keeps the
            results as they come): swap at eta 0.5/1/2, randpair, randomized, harvest
-           pivot/adjacent/allpairs, EM (session bootstrap; ``--em-logs``).
+           pivot/adjacent/allpairs, EM (session bootstrap; ``--em-logs``), regression EM
+           (one deterministic production ranker, query bootstrap; ``--rem-logs``,
+           ``--rem-boot``).
 """
 
 from __future__ import annotations
@@ -284,7 +286,7 @@ def _rand_by(chunk: pl.DataFrame) -> pl.DataFrame:
 
 COVERAGE_CELLS = (
     "swap-0.5", "swap-1", "swap-2", "randpair", "randomized",
-    "harvest-pivot", "harvest-adjacent", "harvest-allpairs", "em",
+    "harvest-pivot", "harvest-adjacent", "harvest-allpairs", "em", "regression-em",
 )  # fmt: skip
 
 
@@ -300,6 +302,8 @@ def bench_coverage(
     harvest_sessions: int = 20_000,
     em_logs: int | None = None,
     em_boot: int = 100,
+    rem_logs: int = 200,
+    rem_boot: int = 50,
     out: str | None = None,
 ) -> dict:
     """Share of ``n_logs`` independent logs whose 95% interval covers the true θ, per position.
@@ -309,8 +313,11 @@ def bench_coverage(
     with a deterministic logger; harvesting and EM logs have ``harvest_sessions`` sessions
     over ``synthetic(30, 10)`` from three deterministic rankers (one cell statistics per
     log, the three harvest estimators on it; EM with ``em_boot`` bootstrap replicates
-    on the first ``em_logs`` of them). A log whose estimator fails counts as a miss
-    everywhere. With ``out`` the results are written to that JSON after every cell.
+    on the first ``em_logs`` of them). Regression-EM logs (``rem_logs``) have
+    ``harvest_sessions`` sessions over ``synthetic(300, 20)`` from one deterministic
+    production ranker (no document at two positions), ``rem_boot`` query-bootstrap
+    replicates each. A log whose estimator fails counts as a miss everywhere. With
+    ``out`` the results are written to that JSON after every cell.
     """
     data = _data()
     results: dict = {"n_logs": n_logs, "per_log": per_log, "harvest_sessions": harvest_sessions,
@@ -394,6 +401,23 @@ def bench_coverage(
             report(m, h, n_logs, harvest_sessions)
         if n_em:
             report("em", em_hits, n_em, harvest_sessions)
+    if "regression-em" in cells:
+        from clickrank.production import production_ranker
+        from clickrank.propensity import regression_em
+
+        policy = DeterministicPolicy(production_ranker(data, 0.05, seed=0))
+        truth, hits = power_law(K, 1.0), np.zeros(K)
+        for r in range(rem_logs):
+            log = simulate(data, policy=policy, click_model=make_click_model("pbm", eta=1.0),
+                           n_sessions=harvest_sessions, first_session=r * harvest_sessions,
+                           top_k=K, seed=29)  # fmt: skip
+            try:
+                est = regression_em(log, data, n_boot=rem_boot, seed=r)
+                hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+            except Exception:
+                pass
+            if (r + 1) % 20 == 0 or r + 1 == rem_logs:
+                report("regression-em", hits, r + 1, harvest_sessions)
     return results
 
 
@@ -412,6 +436,9 @@ def main() -> None:
     ap.add_argument("--cells", nargs="+", default=list(COVERAGE_CELLS), choices=COVERAGE_CELLS)
     ap.add_argument("--harvest-sessions", type=int, default=20_000)
     ap.add_argument("--em-logs", type=int, default=None, help="logs for the EM cell")
+    ap.add_argument("--rem-logs", type=int, default=200, help="logs for the regression-EM cell")
+    ap.add_argument("--rem-boot", type=int, default=50,
+                    help="query-bootstrap replicates of each regression-EM log")  # fmt: skip
     ap.add_argument("--json", default=None, help="coverage results, rewritten after every cell")
     ap.add_argument("--tmp", default=None, help="folder for the temporary parquet log")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -429,7 +456,8 @@ def main() -> None:
         bench_scale_all(args.sessions, args.tmp)
     if "coverage" in args.parts:
         bench_coverage(args.logs, cells=tuple(args.cells), harvest_sessions=args.harvest_sessions,
-                       em_logs=args.em_logs, out=args.json)  # fmt: skip
+                       em_logs=args.em_logs, rem_logs=args.rem_logs, rem_boot=args.rem_boot,
+                       out=args.json)  # fmt: skip
 
 
 if __name__ == "__main__":

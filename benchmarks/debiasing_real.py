@@ -24,9 +24,12 @@ theta_p = (1/p)^eta and binarized relevance at the label range's default
 threshold (label >= 1 on 0..2 data, >= 3 on 0..4), relevant clicked w.p. 1
 and irrelevant w.p. 0.1 when examined; ``--swap`` of the sessions swap rank
 1 with a random rank (Joachims et al. (2017)). Propensities are estimated from
-those swaps. ``--click-model`` (trust, ubm, cascade, dcm, dbn, sdbn) draws the
-clicks from another model with the same binarized relevance; the learners still
-assume a PBM; ``--relevance graded`` maps the labels as ULTRA does (0.1 at label 0 up to
+those swaps; with ``--swap 0`` the log has no interventions and they come from what
+it holds (``method="auto"``: EM where documents appear at several positions, else
+regression EM on the features; runs named "no-interventions"), and every run's JSON
+row keeps the θ used (``_theta``, ``_source``) beside the true one (``_theta_true``).
+``--click-model`` (trust, ubm, cascade, dcm, dbn, sdbn) draws the clicks from another
+model with the same binarized relevance; the learners still assume a PBM; ``--relevance graded`` maps the labels as ULTRA does (0.1 at label 0 up to
 1 at the top label) and ``--eta`` sets the examination curve. Runs with users other than
 the suite's are named after them. Test NDCG@10 on the data set's test file (graded labels,
 queries without a relevant document skipped). ``--bias`` prints each log's position bias
@@ -39,7 +42,10 @@ and deals them into K folds (one shuffle, seed 0), each tested once; ``--synthet
 DESIGN §4 generator with N documents per query (1,300 queries, 300 train /
 1,000 test). ``--logger plackett-luce`` samples the lists from a Plackett-Luce
 policy over the production ranker's scores (``--temperature``) instead of
-showing its deterministic top 10. Nothing depends on the data set: every clickrank row uses its
+showing its deterministic top 10; ``--logger history`` serves each session from one of
+``--history`` production rankers trained on different queries (a team's releases: the
+first is the production row and the ranker the default must beat). ``--suite-loggers``
+picks the suite's loggers. Nothing depends on the data set: every clickrank row uses its
 defaults, chosen without labels.
 
 Rows (``--methods`` picks some):
@@ -52,6 +58,8 @@ Rows (``--methods`` picks some):
                     train` does): its family of targets cross-validated on held-out clicks, a
                     one-SE choice and the safety check, with the production ranker as the
                     logging ranker it must beat
+  default-notheta   the default without propensities (naive clicks and Unbiased LambdaMART,
+                    scored on raw clicks): what it does when nothing identifies θ
   default-prpo      the default with fallback="proximal" (PRPO, the fallback until the CRM
                     one); default-safe: with fallback="safe" (the logger kept). Both are the
                     default itself where its check passes; only runs that fall back refit
@@ -102,12 +110,12 @@ from scipy import stats as st
 
 from clickrank import ClickRankError
 from clickrank import targets as T
-from clickrank.clickmodels import fit_click_model, make_click_model, relevance_for_labels
+from clickrank.clickmodels import fit_click_model, make_click_model, power_law, relevance_for_labels
 from clickrank.clickranker import DEFAULT_FAMILY, ClickRanker
 from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
-from clickrank.policies import DeterministicPolicy, PlackettLuce
+from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce
 from clickrank.production import production_ranker
 from clickrank.propensity import estimate_propensities
 from clickrank.selection import ClickValidation, LambdaMARTCV
@@ -118,6 +126,10 @@ def _shared_data() -> Path:
     env = os.environ.get("CLICKRANK_SHARED_DATA")
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
 
+
+#: Loggers of ``--logger``: a deterministic production ranker, Plackett-Luce over its scores,
+#: a history of production rankers (``--history``, one per session).
+LOGGERS = ("production", "plackett-luce", "history")
 
 #: Click models of ``--click-model`` (the relevance maps from the labels' range, binarized);
 #: ``--eta`` sets the examination curve of the position-based ones.
@@ -142,17 +154,33 @@ class Setup:
         if model in _ETA_MODELS:
             params["eta"] = args.eta
         cm = make_click_model(model, **params)
-        policy = (DeterministicPolicy(self.prod) if args.logger == "production"
-                  else PlackettLuce(self.prod, temperature=args.temperature))  # fmt: skip
+        self.true_theta = (power_law(10, args.eta) if model in ("pbm", "trust")
+                           else None)  # fmt: skip
         self.log = simulate(
-            train, policy=policy, click_model=cm,
-            n_sessions=args.sessions, interventions=[Swap(args.swap)], top_k=10, seed=seed,
+            train, policy=self.policy(args, seed), click_model=cm, n_sessions=args.sessions,
+            interventions=[Swap(args.swap)] if args.swap > 0 else [], top_k=10, seed=seed,
         )  # fmt: skip
-        self.theta = estimate_propensities(self.log, method="swap")
+        # swaps: the swap estimate, as before; a log without them: what the default does
+        self.theta = (estimate_propensities(self.log, method="swap") if args.swap > 0 else
+                      estimate_propensities(self.log, method="auto", data=train, n_boot=0,
+                                            seed=seed))  # fmt: skip
         self.stats = T.click_stats(train, self.log, self.theta, clip="auto")
         self.trees = {"n_estimators": args.trees, "learning_rate": 0.1,
                       "num_leaves": args.leaves, "max_depth": args.max_depth,
                       "min_data_in_leaf": 20}  # fmt: skip
+
+    def policy(self, args: Any, seed: int) -> Any:
+        """The logger: the production ranker's top 10, Plackett-Luce over its scores, or a
+        history of ``--history`` production rankers trained on different queries, one
+        chosen per session (the first is the production row and the ranker to beat)."""
+        if args.logger == "production":
+            return DeterministicPolicy(self.prod)
+        if args.logger == "plackett-luce":
+            return PlackettLuce(self.prod, temperature=args.temperature)
+        older = [production_ranker(self.train, args.fraction, seed=seed + 1000 * j)
+                 for j in range(1, args.history)]  # fmt: skip
+        return MixturePolicy([DeterministicPolicy(r, name=f"ranker{j}")
+                              for j, r in enumerate([self.prod, *older])])  # fmt: skip
 
     def score(self, pred: np.ndarray) -> float:
         return float(ndcg(pred, self.test.y, self.test.qptr, k=10))
@@ -206,6 +234,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "default": lambda s: s.click_ranker().predict(s.test),
     "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
     "default-prpo": lambda s: s.with_fallback("proximal"),
+    "default-notheta": lambda s: ClickRanker(seed=s.seed, propensity_method=None).fit(
+        s.train, s.log, logging_model=s.prod).predict(s.test),
     "default-safe": lambda s: s.with_fallback("safe"),
     "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
@@ -367,6 +397,10 @@ def run_seed(name: str, load, seed: int, args: Any, methods: list[str]) -> dict[
             print(f"  {m} failed: {err}")
             row[m] = float("nan")
         took[m] = time.perf_counter() - t
+    row["_theta"] = np.asarray(s.theta, dtype=float).tolist()  # what every IPS row used
+    row["_source"] = s.theta.info.get("source", {}).get("method", s.theta.method)
+    if s.true_theta is not None:
+        row["_theta_true"] = np.asarray(s.true_theta, dtype=float).tolist()
     if "default" in methods:
         r = s.click_ranker()
         row["_choice"] = r.choice_
@@ -387,6 +421,7 @@ SUITE_METHODS = ["production", "default", "default-nosafe", "select-nosafe",
                  "oracle"]  # fmt: skip
 #: Rows that are references, not click learners a user could pick instead of the default.
 _REFERENCES = ("default", "default-nosafe", "default-prpo", "default-safe", "select-nosafe",
+               "default-notheta",
                "production", "oracle",
                "oracle-cv")  # fmt: skip
 
@@ -416,7 +451,7 @@ def suite_cells(args: Any) -> list[tuple[str, Any, int, str]]:
         loads.append(("synthetic-150", lambda seed: split_queries(
             synthetic(1300, 150, seed=seed), [300, 1000], seed=seed)))  # fmt: skip
     return [(name, load, n, logger) for name, load in loads for n in args.suite_sessions
-            for logger in ("production", "plackett-luce")]  # fmt: skip
+            for logger in args.suite_loggers]  # fmt: skip
 
 
 def _paired(d: np.ndarray) -> tuple[float, float, float]:
@@ -512,7 +547,8 @@ def _users(args: Any) -> str:
     ``eta=<value>`` for another ``--eta``."""
     model = "" if args.click_model == "pbm" else f" {args.click_model}"
     eta = "" if args.eta == 1.0 else f" eta={args.eta:g}"
-    return model + ("" if args.relevance == "binarized" else f" {args.relevance}") + eta
+    swap = " no-interventions" if args.swap == 0 else ""
+    return model + ("" if args.relevance == "binarized" else f" {args.relevance}") + eta + swap
 
 
 def run_suite(args: Any, methods: list[str]) -> None:
@@ -587,13 +623,21 @@ def main() -> None:
                          "named after it when graded)")  # fmt: skip
     ap.add_argument(
         "--logger",
-        choices=["production", "plackett-luce"],
+        choices=LOGGERS,
         default="production",
-        help="deterministic top 10 of the production ranker, or Plackett-Luce "
-        "sampling over its scores",
+        help="deterministic top 10 of the production ranker, Plackett-Luce sampling over "
+        "its scores, or a history of --history production rankers (one per session)",
     )
+    ap.add_argument("--history", type=int, default=3,
+                    help="--logger history: rankers in the history (trained on different "
+                    "queries)")  # fmt: skip
+    ap.add_argument("--suite-loggers", default="production,plackett-luce",
+                    help=f"--suite: loggers of the cells, among {', '.join(LOGGERS)}")  # fmt: skip
     ap.add_argument("--temperature", type=float, default=1.0, help="Plackett-Luce temperature")
-    ap.add_argument("--swap", type=float, default=0.1)
+    ap.add_argument("--swap", type=float, default=0.1,
+                    help="share of sessions with a rank-1 swap; 0: a log without interventions "
+                    "(propensities from what it holds, method auto; runs named after "
+                    "it)")  # fmt: skip
     ap.add_argument("--trees", type=int, default=100, help="fixed budget: trees")
     ap.add_argument("--leaves", type=int, default=8, help="fixed budget: leaves")
     ap.add_argument("--max-depth", type=int, default=3, help="fixed budget: depth (-1: none)")
@@ -654,8 +698,15 @@ def main() -> None:
                  "--synthetic")  # fmt: skip
     if args.cut is not None and args.cut < 2:
         ap.error(f"--cut must be at least 2 documents per query, got {args.cut}")
+    if not 0 <= args.swap <= 1 or args.history < 2:
+        ap.error(f"--swap must be in [0, 1] and --history at least 2, got {args.swap}, "
+                 f"{args.history}")  # fmt: skip
     if args.suite:
         args.suite_sessions = [int(float(x)) for x in args.suite_sessions.split(",")]
+        args.suite_loggers = [x.strip() for x in args.suite_loggers.split(",") if x.strip()]
+        bad = sorted(set(args.suite_loggers) - set(LOGGERS))
+        if bad or not args.suite_loggers:
+            ap.error(f"--suite-loggers takes {', '.join(LOGGERS)}; got {bad or 'none'}")
         return run_suite(args, methods)
     report, dump = [], {}
     for name, load in datasets(args):

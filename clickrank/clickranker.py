@@ -225,9 +225,12 @@ class ClickRanker:
     clip : float, "auto" or None
         Propensity clipping of the IPS targets and the validation.
     propensity_method : str or None
-        Estimator used when ``fit`` gets no propensities but the log has
-        interventions (:func:`clickrank.propensity.estimate_propensities`);
-        None: never estimate.
+        Estimator used when ``fit`` gets no propensities
+        (:func:`clickrank.propensity.estimate_propensities`): ``"auto"`` (default)
+        picks it from what the log holds (randomized interventions, else documents
+        shown at several positions (EM), else regression EM on ``data``'s features,
+        else none: :func:`clickrank.propensity.choose_source`), point estimates
+        only; None: never estimate.
     proximal : float, optional
         Train every member with PRPO's clipping :math:`\epsilon` around the
         logging ranker's rankings (:class:`~clickrank.lambdamart.LambdaMART`
@@ -266,6 +269,9 @@ class ClickRanker:
         naive and the safe ranker.
     reason_ : str
         The choice in one line.
+    propensity_source_ : clickrank.propensity.PropensitySource
+        Where the propensities came from (given, randomized, harvested, a relevance
+        model or none) and why; :meth:`summary` and ``selection.json`` say it.
     """
 
     #: ``predict`` takes a RankingData (read by :func:`clickrank.ranking.ranker_scores`).
@@ -292,7 +298,7 @@ class ClickRanker:
         early_stopping_rounds: int = 50,
         eval_at: int = 10,
         clip: float | str | None = "auto",
-        propensity_method: str | None = "swap",
+        propensity_method: str | None = "auto",
         proximal: float | None = None,
         seed: int = 0,
         n_jobs: int = 1,
@@ -362,22 +368,34 @@ class ClickRanker:
             return int(self.repeats)
         return 1 if n_queries >= 400 else 2 if n_queries >= 150 else 3
 
-    def _propensities(self, log: Any, propensities: Any, say) -> Any:
-        """The propensities given, or estimated from the log's interventions, or None."""
-        if propensities is not None or self.propensity_method is None:
-            return propensities
-        from .engine import as_lazy, is_spark
+    def _propensities(self, data: RankingData, log: Any, propensities: Any, say) -> Any:
+        """The propensities given, or estimated from what the log holds
+        (``propensity_method``, by default ``"auto"``), or None; sets ``propensity_source_``
+        and says it in one line."""
+        from ._validation import EstimationError
+        from .propensity import Propensities, PropensitySource, estimate_propensities
 
-        lf = as_lazy(log)
-        names = lf.columns if is_spark(lf) else lf.collect_schema().names()
-        if "intervention" not in names:
-            say("no propensities and no interventions in the log: no target that needs "
-                "propensities can be trained (see clickrank propensity)")  # fmt: skip
-            return None
-        from .propensity import estimate_propensities
-
-        theta = estimate_propensities(lf, method=self.propensity_method)
-        say(f"propensities estimated from the log's interventions ({self.propensity_method})")
+        method = self.propensity_method
+        theta = propensities
+        if propensities is not None:
+            src = (PropensitySource.of(propensities, "passed to fit")
+                   if isinstance(propensities, Propensities)
+                   else PropensitySource("given", None, "passed to fit"))  # fmt: skip
+        elif method is None:
+            src = PropensitySource("none", None, "none given and propensity_method=None")
+        else:
+            # the learner uses point estimates: no bootstrap of EM or regression EM
+            kw = {"n_boot": 0, "seed": self.seed, "data": data} if method in (
+                "auto", "regression-em") else {}  # fmt: skip
+            try:
+                theta = estimate_propensities(log, method=method, **kw)
+                src = PropensitySource.of(theta, f"estimated from the log ({method})")
+            except EstimationError as err:
+                if method != "auto":
+                    raise
+                src = PropensitySource("none", None, str(err).removeprefix("auto: "))
+        self.propensity_source_ = src
+        say(src.line())
         return theta
 
     # -- fitting --------------------------------------------------------------------------
@@ -400,8 +418,9 @@ class ClickRanker:
         log : polars DataFrame or LazyFrame (or Spark DataFrame)
             The click log (DESIGN §2) over ``data``'s documents.
         propensities : array-like or Propensities, optional
-            :math:`\theta_p`; when None and the log has interventions they are
-            estimated (``propensity_method``); with neither, only naive is tried.
+            :math:`\theta_p`; when None they are estimated (``propensity_method``);
+            when nothing identifies them, only the members that need none
+            (naive clicks, Unbiased LambdaMART) are tried.
         logging_model : ranker, optional
             The ranker that logged the clicks (anything
             :func:`clickrank.ranking.ranker_scores` takes). It becomes the safe
@@ -420,7 +439,7 @@ class ClickRanker:
 
         self._check(data)
         say = progress if progress is not None else (lambda _m: None)
-        theta = self._propensities(log, propensities, say)
+        theta = self._propensities(data, log, propensities, say)
         if targets is None:
             family = [m for m in self.family if theta is not None or m not in _NEEDS_THETA]
             if not family:
@@ -483,6 +502,11 @@ class ClickRanker:
         self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
         if self.choice_ == "logging" and self.fallback != "safe":
             self._retrained_fallback(data, val, reference, reps, say)
+        if self.propensity_source_.weak:  # the check's estimate rests on the same θ
+            self.reason_ += (
+                "; the check's estimate uses θ identified only by a relevance "
+                "model (regression EM), a weaker guarantee than randomization"
+            )
         return self
 
     def candidate(self, name: str) -> Any:
@@ -740,6 +764,7 @@ class ClickRanker:
             c = self.safety_.get(key)
             if c is not None:
                 lines.append(f"    {c.line()}")
+        lines.append(f"  {self.propensity_source_.line()}")
         lines.append(f"  choice: {self.choice_} ({self.reason_})")
         if hasattr(self.model_, "summary"):
             lines.append(self.model_.summary())
@@ -752,6 +777,9 @@ class ClickRanker:
             "format": "clickrank-clickranker", "version": 1,
             "choice": self.choice_, "selected": self.selected_, "reason": self.reason_,
             "averaged": list(self.averaged_),
+            "propensities": {**self.propensity_source_.to_dict(),
+                             "theta": None if self.propensities_ is None
+                             else np.asarray(self.propensities_, dtype=float).tolist()},
             "metric": self.validation_.metric_name(int(self.eval_at)),
             "table": self.table_.to_dicts(),
             "safety": {k: (v.to_dict() if isinstance(v, Comparison) else v)

@@ -360,7 +360,7 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
          "--folds", "3", "--trees", "60", "--leaves", "4", "--out", str(out)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "propensities estimated from the log's interventions (swap)" in res.output
+    assert "propensities: swap (the log has" in res.output and "randomization" in res.output
     assert res.output.count("ClickRanker: 2 targets and their average x 3-fold CV by query") == 1
     assert "ips-dcg@10 (shown documents)" in res.output and "choice:" in res.output
     sel = json.loads((out / "selection.json").read_text())

@@ -218,14 +218,16 @@ def test_save_writes_the_model_and_the_selection(tmp_path, fitted):
     np.testing.assert_allclose(loaded.predict(x), fitted.predict(x))
 
 
-def test_without_propensities_or_interventions_no_ips_member_trains(setup):
+def test_without_propensities_no_ips_member_trains(setup):
     """Naive and Unbiased LambdaMART (which learns its position biases) need no propensities."""
     train, _, log, _, _ = setup
     plain = log.filter(log["intervention"] == "none").drop("intervention")
     msgs = []
     family = ("naive", "ips-shown", "unbiased-lambdamart")
-    r = ClickRanker(family=family, seed=0, **SMALL).fit(train, plain, progress=msgs.append)
+    r = ClickRanker(family=family, seed=0, propensity_method=None, **SMALL).fit(
+        train, plain, progress=msgs.append)  # fmt: skip
     assert list(r.members_) == ["naive", "unbiased-lambdamart"]
+    assert r.propensity_source_.kind == "none"
     assert "clicks-dcg@10" in r.validation_.metric_name(10)
     assert any("no propensities" in m for m in msgs)
 

@@ -80,8 +80,11 @@ def test_click_model_option_draws_the_clicks_from_that_model(bench):
     assert clicks["cascade"] == 1 and clicks["pbm"] > 1
 
     # runs with other users are named after them (suite cells and --data runs alike)
-    def users(model="pbm", relevance="binarized", eta=1.0):
-        return bench._users(Namespace(click_model=model, relevance=relevance, eta=eta))
+    def users(model="pbm", relevance="binarized", eta=1.0, swap=0.1):
+        return bench._users(Namespace(click_model=model, relevance=relevance, eta=eta,
+                                      swap=swap))  # fmt: skip
+
+    assert users(swap=0.0) == " no-interventions"
 
     assert users() == "" and users("dbn") == " dbn" and users(relevance="graded") == " graded"
     assert users("ubm", eta=2.0) == " ubm eta=2"

@@ -555,6 +555,8 @@ def test_methods_list_matches_dispatcher():
         "harvest-pivot",
         "harvest-adjacent",
         "em",
+        "regression-em",
+        "auto",
     }
 
 
@@ -700,9 +702,10 @@ def test_bootstrap_reads_the_log_once_and_reports_progress(data, monkeypatch):
 def test_K_beyond_the_deepest_logged_position_is_refused(data, method):
     log = _mixed_log(data, 4000)
     with pytest.raises(InputError, match=r"K=1000 exceeds the deepest position .* \(6\)"):
-        estimate_propensities(
-            log, method=method, K=1000, **({"n_boot": 0} if method == "em" else {})
-        )
+        kw = {"n_boot": 0} if method == "em" else {}
+        if method in ("regression-em", "auto"):
+            kw = {"n_boot": 0, "data": data}
+        estimate_propensities(log, method=method, K=1000, **kw)
 
 
 def test_propensities_off_the_theta_1_scale_are_refused_or_flagged(tmp_path):

@@ -75,13 +75,35 @@ def _check_bootstrap(method: str, n_boot: int | None, K: int | None) -> None:
         click.echo(note, err=True)
 
 
+def _passive(lf, method, name, data, n_boot, seed, kw):
+    """Regression EM, or auto's sources without randomization (``name``: EM or regression
+    EM), with a progress bar over the bootstrap replicates (EM: session buckets;
+    regression EM: queries)."""
+    from ..propensity import estimate_propensities
+
+    n = (100 if name == "em" else 50) if n_boot is None else n_boot
+    with click.progressbar(length=n, label=f"{name}: bootstrap", file=sys.stderr) as bar:
+        return estimate_propensities(lf, method=method, data=data, n_boot=n, seed=seed,
+                                     progress=bar.update, **kw)  # fmt: skip
+
+
 @cli.command()
 @click.argument("log", callback=check_log_source)
 @click.option(
     "--method",
     type=click.Choice(_METHODS),
-    default="swap",
-    help="Propensity estimator (see docs/propensity.md).",
+    default="auto",
+    help="Propensity estimator (see docs/propensity.md); auto (default) picks it from what "
+    "the log holds: randomized interventions, else EM where documents appear at several "
+    "positions, else regression EM on --data's features (docs/logs.md).",
+)
+@click.option(
+    "--data",
+    "data_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="LETOR file of the logged documents: their features, for regression-em (and auto "
+    "when nothing else in the log identifies θ). Labels are never read.",
 )
 @out_option(
     "out",
@@ -126,14 +148,19 @@ def _check_bootstrap(method: str, n_boot: int | None, K: int | None) -> None:
     help="Replace OUT (and the plot) if clickrank wrote them (never anything else).",
 )
 @engine_options
-def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, engine, spark_master):
+def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_path, engine,
+               spark_master):  # fmt: skip
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV;
     with --engine spark, what Spark reads: a parquet folder, a URI or table:db.name)."""
     from ..propensity import bootstrap, estimate_propensities
 
     check_alpha(alpha, name="--alpha")
     _check_bootstrap(method, n_boot, K)
-    inputs = [] if is_table(log) else [log]
+    if method == "regression-em" and data_path is None:
+        raise click.UsageError("--method regression-em needs --data (the documents' features)")
+    if data_path is not None and method not in ("regression-em", "auto"):
+        raise click.UsageError(f"--data is read by --method regression-em and auto, not {method}")
+    inputs = ([] if is_table(log) else [log]) + ([] if data_path is None else [data_path])
     check_output(out, force=force, what="--out", inputs=inputs)
     if plot_path is not None:
         check_output(plot_path, force=force, what="--plot", inputs=[*inputs, out])
@@ -141,7 +168,28 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, engin
     lf = open_log(log, spark_master) if engine == "spark" else _read(log)
     for line in [] if is_table(log) else describe_log(log):
         click.echo(line, err=True)
-    if method == "em" or n_boot:
+    data = None
+    if data_path is not None:
+        from ..datasets import load_letor
+
+        data = load_letor(data_path)
+    source = None
+    if method == "auto":
+        from ..propensity import choose_source
+
+        source = choose_source(lf, data, K=kw.get("K"))
+        if source.kind == "none":
+            from .._validation import EstimationError
+
+            hint = "; pass --data (the documents' features) for regression EM" if data is None \
+                else ""  # fmt: skip
+            raise EstimationError(f"no propensity source in {log}: {source.reason}{hint}")
+        click.echo(f"auto: {source.method} ({source.reason})", err=True)
+    if method == "regression-em" or (source is not None and source.kind != "randomized"):
+        name = method if source is None else source.method or "auto"
+        result = _passive(lf, method, name, data, n_boot, seed, kw)
+    elif method == "em" or n_boot:
+        method = method if source is None else source.method
         n = (100 if n_boot is None else n_boot) if method == "em" else n_boot
         click.echo(
             f"{method}: sufficient statistics per session bucket (one pass over the "
@@ -156,8 +204,15 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, engin
             else:
                 result = bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
     else:
+        method = method if source is None else source.method
         click.echo(f"{method}: sufficient statistics (one pass over the log)", err=True)
         result = estimate_propensities(lf, method=method, **kw)
+    if source is not None and "source" not in result.info:
+        from dataclasses import replace
+
+        result = replace(result, info={**result.info, "source": source.to_dict()})
+    if source is not None:
+        click.echo(f"propensities: {source.method}, {source.to_dict()['guarantee']}", err=True)
     result.save(out, alpha=alpha)
     if plot_path is not None:
         import matplotlib.pyplot as plt

@@ -225,6 +225,9 @@ class _LogStages:
         B, seed = p["bootstrap"], self.cfg.seed("propensity")
         if method == "em":
             return estimate_propensities(log, method="em", n_boot=B or 100, seed=seed)
+        if method in ("regression-em", "auto"):  # they read the training documents' features
+            return estimate_propensities(log, method=method, data=self.parts["train"],
+                                         seed=seed, **({"n_boot": B} if B else {}))  # fmt: skip
         if B > 0:
             return bootstrap(method, log, n=B, seed=seed)
         return estimate_propensities(log, method=method)

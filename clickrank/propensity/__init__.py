@@ -13,6 +13,9 @@ method                design needed in the log                          interval
 ``harvest-adjacent``  same                                              jackknife over (q, d), t
 ``harvest-allpairs``  same                                              jackknife over (q, d), t
 ``em``                same, no interventions (Wang et al. (2018))       session bootstrap
+``regression-em``     features (``data=``), no interventions (Wang      query bootstrap
+                      et al. (2018), §4); θ identified by a model
+``auto``              whatever the log holds (:func:`choose_source`)    the chosen estimator's
 ====================  ================================================  ===========================
 
 :func:`estimate_propensities` dispatches by name; :func:`bootstrap` gives a
@@ -24,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import check_choice
+from ._auto import PropensitySource, auto, choose_source
 from ._bootstrap import bootstrap
 from ._em import em, em_from_cells
 from ._harvest import (
@@ -36,6 +40,7 @@ from ._harvest import (
 )
 from ._randomized import randomized, randomized_from_counts, randomized_statistics
 from ._registry import ESTIMATORS, _Spec
+from ._regression_em import regression_em
 from ._result import Propensities
 from ._stats import as_lazy
 from ._swap import pair_from_counts, pair_statistics, randpair, swap
@@ -52,6 +57,10 @@ __all__ = [
     "harvest_adjacent",
     "harvest_allpairs",
     "em",
+    "regression_em",
+    "auto",
+    "choose_source",
+    "PropensitySource",
     "METHODS",
     "ESTIMATORS",
 ]
@@ -75,12 +84,18 @@ ESTIMATORS.update(
     }
 )
 
-#: Method names accepted by :func:`estimate_propensities` and the CLI.
-METHODS = tuple(ESTIMATORS)
+#: Method names accepted by :func:`estimate_propensities` and the CLI (the last two take
+#: the documents' features, ``data=``, and are not session-bootstrapped).
+METHODS = (*ESTIMATORS, "regression-em", "auto")
 
 
 def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensities:
     """Estimate position bias from a click log with the named ``method``.
+
+    ``method="auto"`` picks the estimator from what the log holds (randomized
+    interventions, else documents at several positions, else a relevance model
+    of ``data``'s features; :func:`choose_source`) and records why in
+    ``info["source"]``.
 
     Parameters
     ----------
@@ -90,11 +105,20 @@ def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensi
     method : str
         One of :data:`METHODS`.
     **kw
-        Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...).
+        Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...;
+        ``data``, a RankingData, for ``regression-em`` and ``auto``).
 
     Returns
     -------
     Propensities
     """
     check_choice(method, METHODS, name="method")
+    if method == "auto":
+        return auto(log, **kw)
+    if method == "regression-em":
+        if kw.get("data") is None:
+            from .._validation import InputError
+
+            raise InputError("method 'regression-em' needs the documents' features: pass data=")
+        return regression_em(log, **kw)
     return ESTIMATORS[method].function(as_lazy(log), **kw)

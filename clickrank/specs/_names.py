@@ -126,6 +126,8 @@ PROPENSITY_METHODS = (
     "harvest-pivot",
     "harvest-adjacent",
     "em",
+    "regression-em",
+    "auto",
 )
 #: Interleaving methods of a simulated comparison (:mod:`clickrank.interleaving`).
 INTERLEAVING_METHODS = ("team-draft", "balanced", "probabilistic", "optimized")

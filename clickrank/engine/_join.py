@@ -1,10 +1,11 @@
 """A click log checked at the boundary and joined to a data set's rows by ``(query, doc)``.
 
-Shared by the gain targets (:mod:`._gains`) and the click preferences
-(:mod:`._preferences`): every builder validates the log and casts its ids with
-:func:`prepare_log`, aggregates it per document with :func:`per_doc` and turns
-the shown rows into a candidate mask with :func:`candidate_mask`. All work is
-done by polars aggregations (the log may be a DataFrame or a LazyFrame).
+Shared by the gain targets and click preferences of :mod:`clickrank.targets` and by
+regression EM (:mod:`clickrank.propensity._regression_em`): every builder validates
+the log and casts its ids with :func:`prepare_log`, aggregates it per document with
+:func:`per_doc` and turns the shown rows into a candidate mask with
+:func:`candidate_mask`. All work is done by polars aggregations (the log may be a
+DataFrame or a LazyFrame).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import polars as pl
 
 from .._validation import InputError, LogSchemaError, check_choice
 from ..datasets import RankingData
-from ..engine import _spark, doc_counts, is_spark, log_schema, position_range
+from . import _spark
+from ._detect import is_spark
+from ._queries import doc_counts, log_schema, position_range
 
 __all__ = ["prepare_log", "per_doc", "scatter", "candidate_mask"]
 

@@ -1,0 +1,236 @@
+r"""The propensity source chosen from what a log holds (``method="auto"``).
+
+A log identifies position bias in one of three ways, in decreasing strength of
+the guarantee (docs/logs.md says what each assumes):
+
+1. **Randomized interventions** (``swap``, ``randpair``, ``randomized``): the
+   randomization alone identifies :math:`\theta` (design-based).
+2. **Documents at several positions** without randomization (a stochastic
+   logger, a history of several rankers, FairPairs): EM of the PBM
+   (:func:`.em`; Wang et al. (2018), the likelihood of intervention harvesting,
+   Agarwal et al. (2019a)) identifies the positions connected to position 1
+   through shared (query, doc) pairs, assuming a document's relevance did not
+   change between the rankers.
+3. **One position per document** (a single deterministic ranker): only a model
+   of relevance on the features identifies :math:`\theta`, regression EM
+   (:func:`.regression_em`), under the assumption that relevance is a function
+   of the features that the model can learn: the weakest guarantee, flagged so.
+
+Otherwise (no features given, or every estimator fails) there is no source, and
+the caller trains without propensities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .._validation import EstimationError
+from ..engine import is_spark, log_schema
+from ._registry import ESTIMATORS
+from ._result import Propensities
+from ._stats import as_lazy
+
+__all__ = ["PropensitySource", "choose_source", "auto", "RANDOMIZED", "MIN_SHARE"]
+
+#: Randomized designs in the order they are tried: (intervention label, estimator).
+RANDOMIZED: tuple[tuple[str, str], ...] = (
+    ("swap", "swap"),
+    ("randpair", "randpair"),
+    ("randomized", "randomized"),
+)
+#: Least share of the impressions on (query, doc) pairs shown at two or more positions
+#: for EM to be chosen over regression EM: below it, the few pairs that moved would carry
+#: the whole estimate.
+MIN_SHARE = 0.05
+
+#: How strong each kind of source is, for the one line that reports it.
+GUARANTEE = {
+    "randomized": "identified by randomization (design-based)",
+    "harvested": "identified by documents shown at several positions, assuming their "
+    "relevance did not change between rankers",
+    "model": "identified only through a model of relevance on the features: a weaker "
+    "guarantee than randomized interventions",
+    "given": "given by the user",
+    "none": "none: no target that needs propensities is trained",
+}
+
+
+#: The kind of evidence behind each estimator.
+KIND = {"swap": "randomized", "randpair": "randomized", "randomized": "randomized",
+        "harvest-allpairs": "harvested", "harvest-pivot": "harvested",
+        "harvest-adjacent": "harvested", "em": "harvested", "regression-em": "model"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PropensitySource:
+    """Where the propensities of a fit came from, and why.
+
+    Attributes
+    ----------
+    kind : {"randomized", "harvested", "model", "given", "none"}
+        The kind of evidence (see the module docstring).
+    method : str or None
+        The estimator (:func:`~clickrank.propensity.estimate_propensities` name).
+    reason : str
+        What the log holds and what identifies θ, in one line.
+    """
+
+    kind: str
+    method: str | None
+    reason: str
+
+    @property
+    def weak(self) -> bool:
+        """True when θ is identified only by a model (a weaker guarantee)."""
+        return self.kind == "model"
+
+    def line(self) -> str:
+        what = self.method or "no propensities"
+        return f"propensities: {what} ({self.reason}; {GUARANTEE[self.kind]})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "guarantee": GUARANTEE[self.kind]}
+
+    @classmethod
+    def of(cls, result: Propensities, reason: str) -> PropensitySource:
+        """The source recorded in ``result.info`` (by ``auto``), else its method's kind."""
+        got = result.info.get("source")
+        if isinstance(got, dict) and got.get("kind") in GUARANTEE:
+            return cls(got["kind"], got.get("method"), got.get("reason", reason))
+        method = result.method.removesuffix("+bootstrap")
+        return cls(KIND.get(method, "given"), method, reason)
+
+
+def _interventions(lf: Any) -> dict[str, int]:
+    """Rows per intervention label (empty without the column)."""
+    if "intervention" not in log_schema(lf).names():
+        return {}
+    if is_spark(lf):
+        rows = lf.groupBy("intervention").count().collect()
+        return {str(r[0]): int(r[1]) for r in rows}
+    got = (
+        lf.group_by(pl.col("intervention").cast(pl.String))
+        .agg(pl.len())
+        .collect(engine="streaming")
+    )
+    return dict(zip(got["intervention"].to_list(), got["len"].to_list(), strict=True))
+
+
+def _multi_position_share(cells: dict[str, np.ndarray]) -> float:
+    """Share of impressions on (query, doc) pairs seen at two or more positions."""
+    g, n = cells["g"], cells["n"]
+    if g.size == 0:
+        return 0.0
+    per = np.bincount(g)
+    return float(n[per[g] >= 2].sum() / max(n.sum(), 1e-12))
+
+
+def _randomized(labels: dict[str, int]) -> list[PropensitySource]:
+    """The randomized sources the log's intervention labels offer, in :data:`RANDOMIZED` order."""
+    return [PropensitySource("randomized", method,
+                             f"the log has {labels[label]:,} rows of '{label}' interventions")
+            for label, method in RANDOMIZED if labels.get(label, 0) > 0]  # fmt: skip
+
+
+def _passive(cells: dict[str, np.ndarray], data: Any, K: int | None,
+             harvest: bool = True) -> PropensitySource:  # fmt: skip
+    """The source of a log without (usable) randomization: EM when documents moved enough
+    to connect every position to position 1 (``harvest``), else regression EM with
+    ``data``, else none."""
+    from ._em import identified_positions
+
+    deepest = int(cells["position"].max()) if cells["position"].size else 0
+    K = deepest if K is None else min(int(K), deepest)
+    share = _multi_position_share(cells)
+    ident = identified_positions(cells, K) if K else np.zeros(0, dtype=bool)
+    if harvest and K >= 2 and ident.all() and share >= MIN_SHARE:
+        return PropensitySource("harvested", "em",
+                                f"no randomized interventions; {share:.0%} of the impressions "
+                                f"are of documents shown at several positions, connecting "
+                                f"positions 1-{K}")  # fmt: skip
+    loose = np.flatnonzero(~ident) + 1
+    moved = f"{share:.1%} of the impressions are of documents shown at several positions" + (
+        "" if loose.size == 0 else ", no position connected to position 1"
+        if loose.size >= K - 1 else f", positions {', '.join(map(str, loose))} not connected "
+        "to position 1")  # fmt: skip
+    if data is not None and K >= 2:
+        return PropensitySource("model", "regression-em",
+                                f"no randomized interventions and {moved}")  # fmt: skip
+    why = "no features given for regression EM" if data is None else "one position shown"
+    return PropensitySource("none", None, f"no randomized interventions, {moved}; {why}")
+
+
+def choose_source(log: Any, data: Any = None, *, K: int | None = None) -> PropensitySource:
+    """The strongest source of propensities the log supports (see the module docstring).
+
+    Parameters
+    ----------
+    log : polars DataFrame, LazyFrame, parquet path or Spark DataFrame
+    data : RankingData, optional
+        The documents' features; without them regression EM is not possible.
+    K : int, optional
+        Positions that must be identified (default: every position in the log).
+    """
+    from ._harvest import cell_statistics
+
+    lf = as_lazy(log)
+    randomized = _randomized(_interventions(lf))
+    return randomized[0] if randomized else _passive(cell_statistics(lf), data, K)
+
+
+def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None = None,
+         seed: int = 0, progress: Any = None) -> Propensities:  # fmt: skip
+    """Propensities from the strongest source the log supports (:func:`choose_source`).
+
+    A source whose estimator fails (e.g. swaps at too few ranks) gives way to the
+    next one, and the reason says so. ``n_boot`` sets the bootstrap replicates of
+    EM and regression EM (their defaults when None; 0: point estimates only),
+    ``progress`` is called with 1 after each of them.
+    The result's ``info["source"]`` holds :meth:`PropensitySource.to_dict`.
+
+    Raises
+    ------
+    EstimationError
+        When the log supports no source (the message says what it holds).
+    """
+    from ._em import em, em_from_cells
+    from ._harvest import cell_statistics
+    from ._regression_em import regression_em
+
+    lf = as_lazy(log)
+    failed: list[str] = []
+    for src in _randomized(_interventions(lf)):
+        try:
+            return _with_source(ESTIMATORS[src.method].function(lf, K=K), src, failed)
+        except EstimationError as err:
+            failed.append(f"{src.method} failed: {err}")
+    boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
+    cells = cell_statistics(lf)
+    src = _passive(cells, data, K)
+    if src.kind == "harvested":
+        try:
+            result = em_from_cells(cells, K=K) if n_boot == 0 else em(lf, K=K, seed=seed, **boot)
+            if np.isfinite(result.theta).all():
+                return _with_source(result, src, failed)
+            failed.append("em left positions unidentified")
+        except EstimationError as err:
+            failed.append(f"em failed: {err}")
+        src = _passive(cells, data, K, harvest=False)
+    if src.kind == "model":
+        try:
+            return _with_source(regression_em(lf, data, K=K, seed=seed, **boot), src, failed)
+        except EstimationError as err:
+            failed.append(f"regression-em failed: {err}")
+    raise EstimationError("auto: no propensity source: " + "; ".join([*failed, src.reason]))
+
+
+def _with_source(result: Propensities, src: PropensitySource, failed: list[str]) -> Propensities:
+    from dataclasses import replace
+
+    if failed:
+        src = PropensitySource(src.kind, src.method, f"{src.reason} ({'; '.join(failed)})")
+    return replace(result, info={**result.info, "source": src.to_dict()})

@@ -1,0 +1,311 @@
+r"""Position bias from a log without interventions or position variety: regression EM.
+
+Wang, Golbandi, Bendersky, Metzler, Najork (WSDM 2018), §4. Clicks follow the
+PBM, :math:`P(C = 1 \mid q, d, k) = \theta_k\,\gamma(x_{qd})`, where the
+relevance is a *function of the document's features* :math:`x_{qd}` (a
+gradient-boosted model) instead of one free parameter per (query, doc) as in
+:mod:`._em`. A single deterministic logger shows every (query, doc) at one
+position, so per-pair EM identifies nothing; with a relevance model, documents
+with similar features shown at different ranks in different queries identify
+:math:`\theta` -- under the model's assumption that relevance depends on the
+features alone. That is a weaker guarantee than a randomized intervention:
+if the model cannot tell what the logger's ranking knows, the difference is
+taken for position bias.
+
+Fit
+    The log-likelihood over the (query, doc, position) cells,
+
+    .. math::
+        \ell(\theta, f) = \sum_{qdk} c_{qdk}\log\bigl(\theta_k\sigma(f(x_{qd}))\bigr)
+            + (n_{qdk} - c_{qdk})\log\bigl(1 - \theta_k\sigma(f(x_{qd}))\bigr),
+
+    is maximized by blocks (each step of the paper's EM, taken to its maximum):
+    given :math:`\theta`, LightGBM adds a tree to :math:`f` on :math:`\ell` itself (a
+    custom objective: its gradient and its Fisher information as the Hessian);
+    given :math:`\gamma`, each :math:`\theta_k` then solves its one-dimensional
+    score equation (Newton), so every tree is a step up the likelihood with
+    :math:`\theta` profiled out. The number of trees is the one with the best
+    likelihood of held-out queries. :math:`\theta_1 = 1` (the scale is not
+    identified). The relevance of a document is *cross-fitted*: predicted by a
+    model trained on the other folds of queries (``folds``), so it cannot learn
+    a document's own clicks at its own position, which would hide the position
+    effect in :math:`f`.
+
+Interval
+    Query bootstrap (queries, not sessions, are the unit: the relevance model
+    shares strength across them): each of ``n_boot`` replicates gives every
+    query a Poisson(1) weight and refits, warm-started at the full estimate; the
+    interval is the log-scale normal interval with the replicates' standard
+    deviation of :math:`\log\hat\theta` (as :func:`.em`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .._validation import EstimationError, InputError, check_non_negative
+from ..datasets import RankingData
+from ..engine._join import per_doc, prepare_log
+from ._result import Propensities
+from ._stats import finish, resolve_K
+
+__all__ = ["regression_em", "RELEVANCE_PARAMS"]
+
+#: LightGBM settings of the relevance model :math:`f` (small trees, many rows a leaf:
+#: the model must generalize across queries, not memorize documents).
+RELEVANCE_PARAMS: dict[str, Any] = {
+    "learning_rate": 0.1,
+    "num_leaves": 15,
+    "min_data_in_leaf": 20,
+    "lambda_l2": 1.0,
+    "max_bin": 63,
+}
+_ROUNDS = 300
+_PATIENCE = 20
+_P_MAX = 1 - 1e-9
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """The log as counts per (shown document, position), with the documents' features."""
+
+    row: np.ndarray  # [cells] index into the shown documents
+    pos: np.ndarray  # [cells] 0-based position
+    c: np.ndarray  # [cells] clicks
+    n: np.ndarray  # [cells] impressions
+    X: np.ndarray  # [docs, features] of the shown documents
+    query: np.ndarray  # [docs] query number (0..Q-1)
+    fold: np.ndarray  # [docs] cross-fitting fold
+    K: int
+    n_sessions: int
+
+    def weighted(self, w: np.ndarray) -> _Cells:
+        """The cells of the queries with weight > 0, counts times their query's weight."""
+        keep_doc = w[self.query] > 0
+        new = np.cumsum(keep_doc) - 1
+        keep = keep_doc[self.row]
+        cw = w[self.query[self.row[keep]]]
+        return _Cells(new[self.row[keep]], self.pos[keep], self.c[keep] * cw, self.n[keep] * cw,
+                      self.X[keep_doc], self.query[keep_doc], self.fold[keep_doc], self.K,
+                      self.n_sessions)  # fmt: skip
+
+
+def _cells(data: RankingData, log: Any, K: int | None, folds: int, seed: int) -> _Cells:
+    lf, keys = prepare_log(data, log, ("session", "query", "doc", "position", "click"))
+    agg = per_doc(lf, keys, [pl.col("click").cast(pl.Int64).sum().alias("c"),
+                             pl.len().alias("n")], "click log",
+                  by=("position",)).sort("row", "position")  # fmt: skip
+    rows = agg["row"].to_numpy()
+    pos = agg["position"].to_numpy().astype(np.int64)
+    K = resolve_K(K, int(pos.max()), "regression-em")
+    keep = pos <= K
+    rows, pos = rows[keep], pos[keep]
+    c = agg["c"].to_numpy().astype(np.float64)[keep]
+    n = agg["n"].to_numpy().astype(np.float64)[keep]
+    shown, row = np.unique(rows, return_inverse=True)
+    q = data.query_index[shown]
+    queries, query = np.unique(q, return_inverse=True)
+    order = np.random.default_rng(seed).permutation(queries.size)
+    fold_of_query = np.empty(queries.size, dtype=np.int64)
+    fold_of_query[order] = np.arange(queries.size) % folds
+    n_sessions = int(n[pos == 1].sum())
+    return _Cells(row, pos - 1, c, n, np.asarray(data.X[shown], dtype=np.float32), query,
+                  fold_of_query[query], K, n_sessions)  # fmt: skip
+
+
+def _sigmoid(f: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-f))
+
+
+def _theta_given(cells: _Cells, gamma: np.ndarray, theta: np.ndarray,
+                 steps: int = 8) -> np.ndarray:  # fmt: skip
+    r"""Per position, the :math:`\theta_k` that maximizes :math:`\ell` given :math:`\gamma`.
+
+    The root of :math:`h(u) = C_k - \sum (n - c)\,\theta\gamma/(1 - \theta\gamma)` in
+    :math:`u = \log\theta_k`, decreasing in :math:`u`: Newton's method from ``theta``, kept
+    below the bound :math:`\theta_k\gamma < 1` of the observed cells; :math:`\theta_1 = 1`."""
+    K = cells.K
+    g = gamma[cells.row]
+    C = np.bincount(cells.pos, weights=cells.c, minlength=K)
+    top = np.zeros(K)
+    np.maximum.at(top, cells.pos, g)
+    hi = np.log(_P_MAX / np.maximum(top, 1e-12))
+    u = np.minimum(np.log(np.where(np.isfinite(theta) & (theta > 0), theta, 0.5)), hi - 1e-3)
+    miss = cells.n - cells.c
+    for _ in range(steps):
+        tg = np.exp(u)[cells.pos] * g
+        odds = tg / (1 - tg)
+        h = C - np.bincount(cells.pos, weights=miss * odds, minlength=K)
+        dh = -np.bincount(cells.pos, weights=miss * odds / (1 - tg), minlength=K)
+        step = np.divide(h, dh, out=np.zeros(K), where=dh < 0)
+        u = np.minimum(u - np.clip(step, -2.0, 2.0), 0.5 * (u + hi))  # stay below the bound
+    theta = np.exp(u)
+    theta[C == 0] = 0.0
+    theta[np.bincount(cells.pos, weights=cells.n, minlength=K) == 0] = np.nan
+    return theta / theta[0]
+
+
+def _nll(cells: _Cells, theta: np.ndarray, gamma: np.ndarray) -> float:
+    p = np.minimum(np.nan_to_num(theta)[cells.pos] * gamma[cells.row], _P_MAX)
+    ll = cells.c * np.log(np.maximum(p, 1e-300)) + (cells.n - cells.c) * np.log1p(-p)
+    return float(-ll.sum() / max(cells.n.sum(), 1e-12))
+
+
+def _fit(cells: _Cells, theta0: np.ndarray, *, seed: int,
+         rounds: int = _ROUNDS) -> tuple[np.ndarray, dict[str, Any]]:  # fmt: skip
+    """Boost the cross-fitted relevance models one tree at a time, each fold's on its
+    training queries given the current θ; after every round θ is re-solved given the
+    held-out relevance (so each tree is a step up the likelihood with θ profiled out).
+    Stops at the round with the best held-out likelihood (``_PATIENCE`` rounds without)."""
+    import lightgbm as lgb
+
+    theta = theta0.copy()
+    rate = cells.c.sum() / max((cells.n * theta[cells.pos]).sum(), 1e-12)
+    base = float(np.log(rate / (1 - rate))) if 0 < rate < 1 else 0.0
+    F = np.full(cells.X.shape[0], base)  # held-out scores of every document
+    params = {**RELEVANCE_PARAMS, "objective": "none", "verbose": -1, "num_threads": 1,
+              "deterministic": True, "force_row_wise": True, "seed": seed}  # fmt: skip
+    folds = []
+    for j in range(int(cells.fold.max()) + 1):
+        held = cells.fold == j
+        train = ~held
+        at = train[cells.row]
+        r = (np.cumsum(train) - 1)[cells.row[at]]
+        m = int(train.sum())
+        ds = lgb.Dataset(cells.X[train], np.zeros(m), init_score=np.full(m, base),
+                         free_raw_data=False)  # fmt: skip
+        folds.append((lgb.Booster(params, ds), held, at, r))
+
+    def objective(at, r):
+        def fobj(preds, _ds):
+            t, c, n = theta[cells.pos[at]], cells.c[at], cells.n[at]
+            s = _sigmoid(preds)
+            p = np.minimum(t * s[r], _P_MAX)
+            m = s.size
+            grad = (1 - s) * np.bincount(r, weights=c - (n - c) * p / (1 - p), minlength=m)
+            hess = s * (1 - s) ** 2 * np.bincount(r, weights=n * t / (1 - p), minlength=m)
+            return -grad, np.maximum(hess, 1e-12)
+
+        return fobj
+
+    best, best_theta, best_round = np.inf, theta.copy(), 0
+    for k in range(rounds):
+        for booster, held, at, r in folds:
+            booster.update(fobj=objective(at, r))
+            if held.any():
+                F[held] += booster.predict(cells.X[held], start_iteration=k, num_iteration=1,
+                                           raw_score=True)  # fmt: skip
+        gamma = _sigmoid(F)
+        theta = _theta_given(cells, gamma, theta)
+        loss = _nll(cells, theta, gamma)
+        if loss < best - 1e-12:
+            best, best_theta, best_round = loss, theta.copy(), k + 1
+        elif k + 1 - best_round >= _PATIENCE:
+            break
+    return best_theta, {"trees": best_round, "heldout_nll": best}
+
+
+def _naive(cells: _Cells) -> np.ndarray:
+    """Click-through rate by position over position 1's: the start (biased towards the
+    logger's ranking, which regression EM removes)."""
+    K = cells.K
+    ctr = np.bincount(cells.pos, weights=cells.c, minlength=K) / np.maximum(
+        np.bincount(cells.pos, weights=cells.n, minlength=K), 1e-12)  # fmt: skip
+    ctr = np.maximum(ctr, 1e-3 * max(ctr[0], 1e-12))
+    return np.minimum(ctr / max(ctr[0], 1e-12), 1.0)
+
+
+def regression_em(
+    log: Any,
+    data: RankingData,
+    *,
+    K: int | None = None,
+    n_boot: int = 50,
+    folds: int = 2,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> Propensities:
+    r"""Regression-EM estimate of PBM position bias (Wang et al. (2018), §4), relevance a
+    gradient-boosted model of the documents' features.
+
+    Parameters
+    ----------
+    log : polars DataFrame, LazyFrame or parquet path
+        Click log with ``session``, ``query``, ``doc``, ``position``, ``click`` over
+        ``data``'s documents. Needs no intervention and no document shown at several
+        positions (see the module docstring for what identifies θ instead).
+    data : RankingData
+        The documents' features (labels are never read).
+    K : int, optional
+        Positions to estimate (default: all positions in the log).
+    n_boot : int
+        Query-bootstrap replicates for the intervals (0: the point estimate, NaN
+        standard errors).
+    folds : int
+        Cross-fitting folds of the queries for the relevance model (at least 2).
+    seed : int
+        Seed of the folds, the trees and the bootstrap.
+    progress : callable, optional
+        Called with 1 after each bootstrap replicate.
+
+    Returns
+    -------
+    Propensities
+        θ relative to position 1, ``method="regression-em"``; ``info`` records the
+        iterations and trees, and that θ is identified by the relevance model.
+
+    Raises
+    ------
+    EstimationError
+        When no position beyond 1 is identified (no clicks, one position shown).
+    """
+    if K is not None and (not isinstance(K, int | np.integer) or K < 2):
+        raise InputError(f"K must be an integer >= 2, got {K!r}")
+    n_boot = int(check_non_negative(n_boot, name="n_boot", integer=True))
+    if not isinstance(folds, int | np.integer) or folds < 2:
+        raise InputError(f"folds must be an integer >= 2, got {folds!r}")
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    from ._stats import as_lazy
+
+    cells = _cells(data, as_lazy(log), K, int(folds), seed)
+    if cells.K < 2:
+        raise EstimationError("regression-em: the log shows one position only")
+    if np.unique(cells.query).size < 2 * folds:
+        raise EstimationError(
+            f"regression-em: {np.unique(cells.query).size} queries in the log; the relevance "
+            f"model needs at least {2 * folds} to be cross-fitted over {folds} folds"
+        )
+    theta, info = _fit(cells, _naive(cells), seed=seed)
+    se = np.full(cells.K, np.nan)
+    reps = None
+    if n_boot:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E5]))
+        Q = int(cells.query.max()) + 1
+        reps = np.empty((n_boot, cells.K))
+        start = np.where(np.isfinite(theta) & (theta > 0), theta, 1.0)
+        for b in range(n_boot):
+            w = rng.poisson(1.0, Q).astype(np.float64)
+            rb, _ = _fit(cells.weighted(w), start, seed=seed)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                reps[b] = np.log(rb)
+            if progress is not None:
+                progress(1)
+        ok = np.isfinite(reps)
+        with np.errstate(invalid="ignore"):
+            se = np.array([reps[ok[:, k], k].std(ddof=1) if ok[:, k].sum() > 1 else np.nan
+                           for k in range(cells.K)])  # fmt: skip
+        se[0] = 0.0
+    impressions = np.bincount(cells.pos, weights=cells.n, minlength=cells.K)
+    info = {**info, "folds": int(folds), "n_boot": n_boot, "interval": "query bootstrap",
+            "identified_by": "a gradient-boosted relevance model of the features"}  # fmt: skip
+    warnings = ["theta is identified through a model of relevance on the features (regression "
+                "EM): a weaker guarantee than randomized interventions"]  # fmt: skip
+    out = finish(theta, se, impressions, method="regression-em", n_sessions=cells.n_sessions,
+                 info=info, warnings=warnings)  # fmt: skip
+    return out if reps is None else replace(out, replicates=reps)

@@ -1,0 +1,194 @@
+"""Logs without interventions (issue 33): the propensity source chosen from what a log holds,
+regression EM, and the default learner and ``clickrank train`` on any valid log."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import clickrank as cr
+from clickrank._validation import EstimationError, InputError
+from clickrank.cli import cli
+from clickrank.clickmodels import power_law
+from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce
+from clickrank.propensity import choose_source, estimate_propensities, regression_em
+
+TRUTH = power_law(10, 1.0)
+
+
+@pytest.fixture(scope="module")
+def world():
+    data = cr.synthetic(300, 20, seed=0)
+    ranker = cr.production_ranker(data, fraction=0.05, seed=0)
+    other = cr.production_ranker(data, fraction=0.05, seed=7)
+
+    def log(policy, n=20_000, **kw):
+        return cr.simulate(data, policy=policy, click_model="pbm", n_sessions=n, top_k=10,
+                           seed=1, **kw)  # fmt: skip
+
+    return {
+        "data": data,
+        "ranker": ranker,
+        "deterministic": log(DeterministicPolicy(ranker)),
+        "plackett-luce": log(PlackettLuce(ranker)),
+        "history": log(
+            MixturePolicy(
+                [DeterministicPolicy(ranker, name="a"), DeterministicPolicy(other, name="b")]
+            )
+        ),  # fmt: skip
+        "swap": log(DeterministicPolicy(ranker), interventions=[cr.Swap(0.1)]),
+    }
+
+
+def _ctr_ratio(log) -> np.ndarray:
+    ctr = log.group_by("position").agg(c=log["click"].mean()).sort("position")["c"].to_numpy()
+    return ctr / ctr[0]
+
+
+# -- the source ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("log", "kind", "method"),
+    [
+        ("swap", "randomized", "swap"),
+        ("plackett-luce", "harvested", "em"),
+        ("history", "harvested", "em"),
+        ("deterministic", "model", "regression-em"),
+    ],
+)
+def test_the_source_is_the_strongest_the_log_holds(world, log, kind, method):
+    src = choose_source(world[log], world["data"])
+    assert (src.kind, src.method) == (kind, method)
+    assert src.weak == (kind == "model")
+    assert method in src.line() and src.reason in src.line()
+
+
+def test_without_features_a_deterministic_log_has_no_source_and_says_why(world):
+    src = choose_source(world["deterministic"])
+    assert src.kind == "none" and "no features" in src.reason
+    with pytest.raises(EstimationError, match="no propensity source.*no features"):
+        estimate_propensities(world["deterministic"], method="auto")
+
+
+def test_a_swap_log_gets_the_same_theta_from_auto_as_from_swap(world):
+    a = estimate_propensities(world["swap"], method="auto")
+    s = estimate_propensities(world["swap"], method="swap")
+    np.testing.assert_array_equal(a.theta, s.theta)
+    assert a.info["source"]["kind"] == "randomized"
+
+
+def test_a_swap_log_without_its_labels_is_harvested(world):
+    """The swapped documents moved: without the intervention column the same log is EM's."""
+    assert choose_source(world["swap"].drop("intervention")).method == "em"
+
+
+def test_auto_on_a_stochastic_log_recovers_theta_within_its_intervals(world):
+    est = estimate_propensities(world["plackett-luce"], method="auto", n_boot=40, seed=0)
+    ci = est.conf_int().select("lower", "upper").to_numpy()
+    inside = (ci[:, 0] <= TRUTH) & (TRUTH <= ci[:, 1])
+    assert inside[1:].sum() >= 8  # 95% intervals: at most one of nine misses is plausible
+
+
+# -- regression EM ------------------------------------------------------------------------------
+
+
+def test_regression_em_removes_most_of_the_bias_of_click_rates(world):
+    """A deterministic logger puts the relevant documents on top, so raw click-through
+    rates fall faster than θ; regression EM must be much closer to the truth."""
+    log = world["deterministic"]
+    est = regression_em(log, world["data"], n_boot=0)
+    err = np.abs(np.log(est.theta[1:]) - np.log(TRUTH[1:]))
+    naive = np.abs(np.log(_ctr_ratio(log)[1:]) - np.log(TRUTH[1:]))
+    assert err.mean() < 0.5 * naive.mean()
+    assert est.method == "regression-em" and "weaker guarantee" in est.warnings[0]
+
+
+def test_regression_em_is_reproducible_and_its_query_bootstrap_gives_intervals(world):
+    log, data = world["deterministic"], world["data"]
+    a = regression_em(log, data, n_boot=5, seed=3)
+    b = regression_em(log, data, n_boot=5, seed=3)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    np.testing.assert_array_equal(a.se, b.se)
+    assert a.replicates.shape == (5, 10) and np.all(a.se[1:] > 0)
+    assert "bootstrap SE" in a.summary()
+
+
+def test_regression_em_refuses_what_it_cannot_use(world):
+    with pytest.raises(InputError, match="needs the documents' features"):
+        estimate_propensities(world["deterministic"], method="regression-em")
+    with pytest.raises(InputError, match="folds"):
+        regression_em(world["deterministic"], world["data"], folds=1)
+    few = world["deterministic"].filter(world["deterministic"]["query"] < 3)
+    with pytest.raises(EstimationError, match="queries"):
+        regression_em(few, world["data"], n_boot=0)
+
+
+# -- the default learner ------------------------------------------------------------------------
+
+_SMALL = {"grid": [{"num_leaves": 8, "max_depth": 3}], "folds": 3, "repeats": 1,
+          "n_estimators": 60}  # fmt: skip
+
+
+def test_the_default_learner_trains_on_a_log_without_interventions(world):
+    r = cr.ClickRanker(seed=0, **_SMALL).fit(world["data"], world["deterministic"],
+                                              logging_model=world["ranker"])  # fmt: skip
+    assert r.propensity_source_.kind == "model"
+    assert "ips-shown" in r.members_  # propensities were found: the IPS members ran
+    assert "regression-em" in r.summary() and "weaker guarantee" in r.reason_
+    record = r.to_dict()["propensities"]
+    assert record["method"] == "regression-em" and len(record["theta"]) == 10
+
+
+def test_without_a_source_the_default_learner_trains_what_needs_none(world):
+    data = world["data"]
+    one = cr.simulate(data, policy=DeterministicPolicy(world["ranker"]), click_model="pbm",
+                      n_sessions=3000, top_k=1, seed=2)  # fmt: skip
+    r = cr.ClickRanker(seed=0, **_SMALL).fit(data, one)
+    assert r.propensity_source_.kind == "none"
+    assert set(r.members_) == {"naive", "unbiased-lambdamart"}
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, world):
+    root = tmp_path_factory.mktemp("nointerventions")
+    data = cr.save_letor(world["data"].subset(np.arange(120)), root / "train.txt")
+    world["deterministic"].filter(world["deterministic"]["query"] < 120).write_parquet(
+        root / "log.parquet")  # fmt: skip
+    return root, str(data), str(root / "log.parquet")
+
+
+def test_clickrank_train_with_only_data_log_and_out_succeeds_and_says_its_source(files):
+    root, data, log = files
+    res = CliRunner().invoke(cli, ["train", "--data", data, "--log", log, "--out",
+                                   str(root / "model"), "--trees", "60"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "propensities: regression-em" in res.output
+    sel = json.loads((root / "model" / "selection.json").read_text())
+    assert sel["propensities"]["kind"] == "model"
+
+
+def test_clickrank_propensity_auto_needs_data_for_a_deterministic_log(files):
+    root, data, log = files
+    res = CliRunner().invoke(cli, ["propensity", log, "-o", str(root / "a.json")])
+    assert res.exit_code != 0 and "pass --data" in res.output
+    assert not (root / "a.json").exists()
+    res = CliRunner().invoke(cli, ["propensity", log, "--data", data, "--bootstrap", "3",
+                                   "-o", str(root / "b.json")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "auto: regression-em" in res.output
+    saved = json.loads((root / "b.json").read_text())
+    assert saved["method"] == "regression-em"
+
+
+def test_clickrank_propensity_refuses_data_where_it_is_not_read(files):
+    root, data, log = files
+    res = CliRunner().invoke(cli, ["propensity", log, "--method", "swap", "--data", data,
+                                   "-o", str(root / "c.json")])  # fmt: skip
+    assert res.exit_code != 0 and "--data is read by" in res.output
