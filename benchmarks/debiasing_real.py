@@ -29,9 +29,10 @@ it holds (``method="auto"``: EM where documents appear at several positions, els
 regression EM on the features; runs named "no-interventions"), and every run's JSON
 row keeps the θ used (``_theta``, ``_source``) beside the true one (``_theta_true``).
 ``--click-model`` (trust, ubm, cascade, dcm, dbn, sdbn) draws the clicks from another
-model with the same binarized relevance; the learners still assume a PBM; ``--relevance graded`` maps the labels as ULTRA does (0.1 at label 0 up to
-1 at the top label) and ``--eta`` sets the examination curve. Runs with users other than
-the suite's are named after them. Test NDCG@10 on the data set's test file (graded labels,
+model with the same binarized relevance; the learners still assume a PBM;
+``--relevance graded`` maps the labels as ULTRA does (0.1 at label 0 up to 1 at the top
+label) and ``--eta`` sets the examination curve. Runs with users other than the suite's
+are named after them. Test NDCG@10 on the data set's test file (graded labels,
 queries without a relevant document skipped). ``--bias`` prints each log's position bias
 (swap propensities, the relevant documents' click-through rate by rank) instead.
 
