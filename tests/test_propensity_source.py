@@ -86,6 +86,17 @@ def test_a_swap_log_without_its_labels_is_harvested(world):
     assert choose_source(world["swap"].drop("intervention")).method == "em"
 
 
+def test_swaps_that_leave_positions_unidentified_give_way_and_say_so(world):
+    data = world["data"]
+    log = cr.simulate(data, policy=DeterministicPolicy(world["ranker"]), click_model="pbm",
+                      n_sessions=20_000, top_k=10, seed=1, interventions=[cr.Swap(0.05, k=3)])  # fmt: skip
+    assert np.isnan(estimate_propensities(log, method="swap").theta[1])
+    est = estimate_propensities(log, method="auto", data=data, n_boot=0)
+    assert est.method == "regression-em" and np.isfinite(est.theta).all()
+    reason = est.info["source"]["reason"]
+    assert "do not identify every position" in reason and "swap left position(s) 2" in reason
+
+
 def test_auto_on_a_stochastic_log_recovers_theta_within_its_intervals(world):
     est = estimate_propensities(world["plackett-luce"], method="auto", n_boot=40, seed=0)
     ci = est.conf_int().select("lower", "upper").to_numpy()

@@ -203,16 +203,18 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
                 )
             else:
                 result = bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
-    else:
-        method = method if source is None else source.method
-        click.echo(f"{method}: sufficient statistics (one pass over the log)", err=True)
+    else:  # auto: a design that identifies too little gives way to the next source
+        name = method if source is None else source.method
+        click.echo(f"{name}: sufficient statistics (one pass over the log)", err=True)
         result = estimate_propensities(lf, method=method, **kw)
     if source is not None and "source" not in result.info:
         from dataclasses import replace
 
         result = replace(result, info={**result.info, "source": source.to_dict()})
     if source is not None:
-        click.echo(f"propensities: {source.method}, {source.to_dict()['guarantee']}", err=True)
+        got = result.info["source"]
+        click.echo(f"propensities: {got['method']} ({got['reason']}), {got['guarantee']}",
+                   err=True)  # fmt: skip
     result.save(out, alpha=alpha)
     if plot_path is not None:
         import matplotlib.pyplot as plt

@@ -80,7 +80,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     default=None,
     help='JSON propensities ({"theta": [...]} or a plain list); '
     "required by --target ips and dr and by --ips-weighted skip-above. With --target auto "
-    "they are estimated from the log's interventions when not given.",
+    "they are estimated from what the log holds when not given (randomized interventions, "
+    "else EM, else regression EM on --data's features; docs/logs.md), and the source is "
+    "printed.",
 )
 @click.option(
     "--click-model",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import EstimationError
+from .._validation import EstimationError, InputError
 from ..engine import is_spark, log_schema
 from ._registry import ESTIMATORS
 from ._result import Propensities
@@ -136,11 +136,11 @@ def _randomized(labels: dict[str, int]) -> list[PropensitySource]:
             for label, method in RANDOMIZED if labels.get(label, 0) > 0]  # fmt: skip
 
 
-def _passive(cells: dict[str, np.ndarray], data: Any, K: int | None,
-             harvest: bool = True) -> PropensitySource:  # fmt: skip
+def _passive(cells: dict[str, np.ndarray], data: Any, K: int | None, harvest: bool = True,
+             none: str = "no randomized interventions") -> PropensitySource:  # fmt: skip
     """The source of a log without (usable) randomization: EM when documents moved enough
     to connect every position to position 1 (``harvest``), else regression EM with
-    ``data``, else none."""
+    ``data``, else none; ``none`` says why randomization is not the source."""
     from ._em import identified_positions
 
     deepest = int(cells["position"].max()) if cells["position"].size else 0
@@ -149,7 +149,7 @@ def _passive(cells: dict[str, np.ndarray], data: Any, K: int | None,
     ident = identified_positions(cells, K) if K else np.zeros(0, dtype=bool)
     if harvest and K >= 2 and ident.all() and share >= MIN_SHARE:
         return PropensitySource("harvested", "em",
-                                f"no randomized interventions; {share:.0%} of the impressions "
+                                f"{none}; {share:.0%} of the impressions "
                                 f"are of documents shown at several positions, connecting "
                                 f"positions 1-{K}")  # fmt: skip
     loose = np.flatnonzero(~ident) + 1
@@ -158,10 +158,9 @@ def _passive(cells: dict[str, np.ndarray], data: Any, K: int | None,
         if loose.size >= K - 1 else f", positions {', '.join(map(str, loose))} not connected "
         "to position 1")  # fmt: skip
     if data is not None and K >= 2:
-        return PropensitySource("model", "regression-em",
-                                f"no randomized interventions and {moved}")  # fmt: skip
+        return PropensitySource("model", "regression-em", f"{none} and {moved}")
     why = "no features given for regression EM" if data is None else "one position shown"
-    return PropensitySource("none", None, f"no randomized interventions, {moved}; {why}")
+    return PropensitySource("none", None, f"{none}, {moved}; {why}")
 
 
 def choose_source(log: Any, data: Any = None, *, K: int | None = None) -> PropensitySource:
@@ -204,28 +203,42 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
     lf = as_lazy(log)
     failed: list[str] = []
     for src in _randomized(_interventions(lf)):
-        try:
-            return _with_source(ESTIMATORS[src.method].function(lf, K=K), src, failed)
-        except EstimationError as err:
+        try:  # a design the log holds too little of (swaps at a few ranks) gives way
+            result = ESTIMATORS[src.method].function(lf, K=K)
+        except (EstimationError, InputError) as err:
             failed.append(f"{src.method} failed: {err}")
+            continue
+        gap = _unidentified(result)
+        if gap is None:
+            return _with_source(result, src, failed)
+        failed.append(f"{src.method} left {gap}")
     boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
     cells = cell_statistics(lf)
-    src = _passive(cells, data, K)
+    none = "the randomized interventions do not identify every position" if failed else (
+        "no randomized interventions")  # fmt: skip
+    src = _passive(cells, data, K, none=none)
     if src.kind == "harvested":
         try:
             result = em_from_cells(cells, K=K) if n_boot == 0 else em(lf, K=K, seed=seed, **boot)
-            if np.isfinite(result.theta).all():
+            gap = _unidentified(result)
+            if gap is None:
                 return _with_source(result, src, failed)
-            failed.append("em left positions unidentified")
+            failed.append(f"em left {gap}")
         except EstimationError as err:
             failed.append(f"em failed: {err}")
-        src = _passive(cells, data, K, harvest=False)
+        src = _passive(cells, data, K, harvest=False, none=none)
     if src.kind == "model":
         try:
             return _with_source(regression_em(lf, data, K=K, seed=seed, **boot), src, failed)
         except EstimationError as err:
             failed.append(f"regression-em failed: {err}")
     raise EstimationError("auto: no propensity source: " + "; ".join([*failed, src.reason]))
+
+
+def _unidentified(result: Propensities) -> str | None:
+    """Which positions an estimate leaves unidentified (None: every one is identified)."""
+    bad = np.flatnonzero(~np.isfinite(result.theta)) + 1
+    return None if bad.size == 0 else f"position(s) {', '.join(map(str, bad))} unidentified"
 
 
 def _with_source(result: Propensities, src: PropensitySource, failed: list[str]) -> Propensities:
