@@ -88,8 +88,9 @@ def test_a_swap_log_without_its_labels_is_harvested(world):
 
 def test_swaps_that_leave_positions_unidentified_give_way_and_say_so(world):
     data = world["data"]
+    swaps = [cr.Swap(0.05, k=3)]  # rank 1 with rank 3 only: position 2 never moves
     log = cr.simulate(data, policy=DeterministicPolicy(world["ranker"]), click_model="pbm",
-                      n_sessions=20_000, top_k=10, seed=1, interventions=[cr.Swap(0.05, k=3)])  # fmt: skip
+                      n_sessions=20_000, top_k=10, seed=1, interventions=swaps)  # fmt: skip
     assert np.isnan(estimate_propensities(log, method="swap").theta[1])
     est = estimate_propensities(log, method="auto", data=data, n_boot=0)
     assert est.method == "regression-em" and np.isfinite(est.theta).all()
