@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write, check_output, json_default
+from ._io import atomic_write, check_input, check_output, json_default, parquet_parts
 from ._result import Result
 from ._validation import (
     ClickRankError,
@@ -422,8 +422,8 @@ def read_log(
     """
     p = str(path)
     is_glob = any(ch in p for ch in "*?[")
-    if not is_glob and not Path(p).exists():
-        raise LogSchemaError("no such file or folder", path=p)
+    if not is_glob:
+        check_input(p, what="click log", folder=True, error=LogSchemaError)
     try:
         if _is_csv(p):
             sep = "\t" if p.lower().endswith(".tsv") else ","
@@ -435,8 +435,11 @@ def read_log(
                     "(a parquet file, a folder of them, or CSV)",
                     path=p,
                 )
+            parquet_parts(p, error=LogSchemaError)
             lf = pl.scan_parquet(str(Path(p) / "**" / "*.parquet"))
         else:
+            if is_glob:
+                parquet_parts(p, error=LogSchemaError)
             lf = pl.scan_parquet(p)
         lf.collect_schema()
     except (pl.exceptions.PolarsError, OSError) as err:
@@ -480,13 +483,8 @@ def _first_parquet(p: str) -> str | None:
     """The parquet file whose metadata describes the log at ``p`` (file, folder or glob)."""
     if _is_csv(p):
         return None
-    if any(ch in p for ch in "*?["):
-        import glob
-
-        files = sorted(glob.glob(p, recursive=True))
-        return files[0] if files else None
-    if Path(p).is_dir():
-        return min((str(f) for f in Path(p).rglob("*.parquet")), default=None)
+    if any(ch in p for ch in "*?[") or Path(p).is_dir():
+        return next(iter(parquet_parts(p, error=LogSchemaError)), None)
     return p
 
 
@@ -514,8 +512,8 @@ def read_log_metadata(path: str | os.PathLike) -> dict[str, Any] | None:
         not a JSON object (one line naming the file).
     """
     p = str(path)
-    if not any(ch in p for ch in "*?[") and not Path(p).exists():
-        raise LogSchemaError("no such file or folder", path=p)
+    if not any(ch in p for ch in "*?["):
+        check_input(p, what="click log", folder=True, error=LogSchemaError)
     first = _first_parquet(p)
     if first is None:
         return None

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write, check_output
+from ._io import atomic_write, check_input, check_output
 from ._segments import gather, segment_ids
 from ._segments import lengths as _lengths
 from ._validation import DataFormatError, InputError, check_qptr
@@ -373,9 +373,7 @@ def load_letor(
         per value in the file; judged on the whole file), a token without
         ``:``, or a query whose rows are not contiguous. The message names the file and line.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError("no such file", path=path)
+    path = check_input(path, what="LETOR file")
     blocks = [
         _parse_letor_block(text, first, path, n_features) for text, first in _letor_blocks(path)
     ]
@@ -770,9 +768,7 @@ def from_frame(
 
 def read_parquet(path: str | os.PathLike, **kwargs: Any) -> RankingData:
     """Read a parquet file written by :func:`save_parquet` (or any frame of that shape)."""
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError("no such file", path=path)
+    path = check_input(path, what="parquet file")
     return from_frame(pl.read_parquet(path), name=kwargs.pop("name", path.name), **kwargs)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ._io import check_input, special_kind
 from ._validation import DataFormatError
 
 __all__ = ["load_yandex_sample", "load_trec_session"]
@@ -31,9 +32,7 @@ MAX_POSITION = 65_535
 
 
 def _read_text(path: str | os.PathLike) -> tuple[Path, str]:
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError("file not found", path=path)
+    path = check_input(path, what="click log")
     try:
         return path, path.read_text(encoding="ascii")
     except UnicodeDecodeError as err:
@@ -382,7 +381,7 @@ def sniff_format(path: str | os.PathLike) -> str | None:
     'trec'
     """
     p = Path(path)
-    if not p.is_file():
+    if special_kind(p) is not None or not p.is_file():
         return None
     with open(p, "rb") as f:
         head = f.read(65536)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._io import special_kind
 from .._validation import ClickRankError, ConfigError, InputError
 from ..specs._names import (
     CANDIDATE_SETS,
@@ -196,6 +197,9 @@ def _file(cfg: _Checker, key: str, base_dir: Path) -> Path | None:
         cfg.fail("data", key, "is empty; give a file path")
     p = Path(raw).expanduser()
     p = p if p.is_absolute() else base_dir / p
+    kind = special_kind(p)
+    if kind is not None:
+        cfg.fail("data", key, f"is {kind}, not a regular file: {p}")
     if not p.is_file():
         cfg.fail("data", key, f"does not exist: {p}")
     return p.resolve()
