@@ -16,6 +16,7 @@ from .._validation import (
     ConfigError,
     DataFormatError,
     InputError,
+    check_jobs,
     check_non_negative,
     check_probability,
 )
@@ -312,6 +313,7 @@ def _check_options(ctx: click.Context, opts: dict[str, Any]) -> None:
     ):
         if opts[name] is not None and opts[name] < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
+    check_jobs(opts["jobs"], name="--jobs")
     if not 0 < opts["production_fraction"] <= 1:
         raise InputError(
             f"--production-fraction must be in (0, 1], got {opts['production_fraction']}"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._validation import InputError
+from .._validation import InputError, check_jobs
 from ..engine._cli import check_log_source, engine_options, local_path, open_log
 from ..specs._names import (
     CANDIDATE_SETS,
@@ -322,6 +322,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
                        naive_kind=naive_kind)  # fmt: skip
         return _distributed(data_path, log_path, theta_path, target, spec, options, out_dir,
                             force, spark_master)  # fmt: skip
+    check_jobs(jobs, name="--jobs")
     members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
                              folds=folds, trees=trees, early_stopping=early_stopping,
                              truncation=truncation, seed=seed, family=family)  # fmt: skip

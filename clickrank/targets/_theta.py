@@ -16,13 +16,14 @@ from .._validation import ClickRankWarning, DataFormatError, InputError, check_t
 __all__ = ["as_theta", "read_theta"]
 
 
-def as_theta(propensities: Any, *, allow_zero: bool = False) -> np.ndarray:
+def as_theta(propensities: Any) -> np.ndarray:
     """Propensities as float64 ``theta[p - 1]`` for positions ``p = 1..K``.
 
     Accepts an array-like or any object with a ``.theta`` array (such as
     :class:`clickrank.propensity.Propensities`). Raises :class:`InputError`
-    for empty, non-finite, negative or (unless ``allow_zero``, for propensities
-    that will be clipped) zero values.
+    for empty, non-finite, negative or zero values (``-0.0`` included),
+    whatever the clipping: a position whose examination probability is 0 was
+    never examined, and clipping it to a floor would invent clicks there.
     """
     raw = getattr(propensities, "theta", propensities)
     try:
@@ -41,11 +42,11 @@ def as_theta(propensities: Any, *, allow_zero: bool = False) -> np.ndarray:
             f"propensity at position {nan[0] + 1} is {float(theta[nan[0]])!r} (not identified); "
             "IPS needs a finite theta at every logged position"
         )
-    bad = np.flatnonzero(theta < 0 if allow_zero else theta <= 0)
+    bad = np.flatnonzero(theta <= 0)
     if bad.size:
         raise InputError(
             f"propensity at position {bad[0] + 1} is {float(theta[bad[0]])!r}; "
-            "IPS needs theta > 0 at every position (or clipping, e.g. clip='auto')"
+            "IPS needs theta > 0 at every position (clipping does not make a 0 an estimate)"
         )
     return theta
 
@@ -65,6 +66,7 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
     obj = read_json(p)
     absolute = isinstance(obj, dict) and obj.get("absolute") is True
     lower = obj.get("lower") if isinstance(obj, dict) else None
+    upper = obj.get("upper") if isinstance(obj, dict) else None
     if isinstance(obj, dict):
         obj = obj.get("theta")
     if not isinstance(obj, list):
@@ -80,14 +82,39 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
                 column="theta",
             )
     try:
-        theta = as_theta([np.nan if v is None else v for v in obj], allow_zero=True)
+        theta = as_theta([np.nan if v is None else v for v in obj])
         notes = check_theta_scale(theta, absolute=absolute)
         _check_above_one(theta, lower)
     except InputError as err:
         raise DataFormatError(str(err), path=p, column="theta") from None
+    notes += _rises(theta, lower, upper)
     for note in notes:
         warnings.warn(f"{p}: {note}", ClickRankWarning, stacklevel=2)
     return theta
+
+
+def _bound(values: Any, p: int, default: float) -> float:
+    v = values[p] if isinstance(values, list) and p < len(values) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def _rises(theta: np.ndarray, lower: Any, upper: Any) -> list[str]:
+    """One note if theta rises from a position to a later one beyond their intervals.
+
+    Examination falls with rank (DESIGN §3); a rise inside the file's own
+    intervals (``"lower"``/``"upper"``, as ``Propensities.save`` writes them)
+    is noise. Without intervals any rise is noted.
+    """
+    how = "beyond their intervals" if isinstance(upper, list) else "and no intervals given"
+    for p in range(theta.size - 1):
+        q = p + 1
+        if theta[q] > theta[p] and _bound(lower, q, theta[q]) > _bound(upper, p, theta[p]):
+            return [
+                f"theta rises with position (theta_{q + 1} = {theta[q]:.4g} > theta_{p + 1} "
+                f"= {theta[p]:.4g}, {how}); examination should not increase down the list: "
+                "check the estimate"
+            ]
+    return []
 
 
 def _check_above_one(theta: np.ndarray, lower: Any) -> None:
