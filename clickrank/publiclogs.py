@@ -56,6 +56,23 @@ def _first_bad(
         )
 
 
+def _check_terminated(lines: list[str], path: Path) -> None:
+    """Every non-empty line ends its last record with ``;``; a file cut mid-record does not."""
+    filled = [i for i, ln in enumerate(lines) if ln.strip()]
+    bad = next((i for i in filled if not lines[i].rstrip().endswith(";")), None)
+    if bad is None:
+        return
+    last = lines[bad].rstrip().rsplit(";", 1)[-1].strip()
+    where = (
+        "the file ends inside a record (cut or truncated?)"
+        if bad == filled[-1]
+        else "the line ends inside a record"
+    )
+    raise DataFormatError(
+        f"{where}: the last record {last[:40]!r} has no ';' at its end", path=path, line=bad + 1
+    )
+
+
 def load_yandex_sample(
     path: str | os.PathLike, *, with_info: bool = False
 ) -> pl.DataFrame | tuple[pl.DataFrame, dict]:
@@ -92,10 +109,12 @@ def load_yandex_sample(
     ------
     DataFormatError
         A record without a tab or ``:``, an empty or non-integer document id,
-        or a document listed twice in one session; the message names the line.
+        a document listed twice in one session, or a line whose last record
+        has no ``;`` (a file cut mid-record); the message names the line.
     """
     path, text = _read_text(path)
     lines = text.split("\n")
+    _check_terminated(lines, path)
     records = (
         pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True), "text": lines})
         .with_columns(rec=pl.col("text").str.split(";"))
