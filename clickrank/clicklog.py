@@ -418,7 +418,7 @@ def read_log(
     DataFormatError
         If the path does not exist or cannot be parsed as a click log.
     LogSchemaError
-        If the log violates the schema.
+        If the log violates the schema, or has no rows.
     """
     p = str(path)
     is_glob = any(ch in p for ch in "*?[")
@@ -442,8 +442,11 @@ def read_log(
                 parquet_parts(p, error=LogSchemaError)
             lf = pl.scan_parquet(p)
         lf.collect_schema()
+        empty = lf.head(1).collect().height == 0
     except (pl.exceptions.PolarsError, OSError) as err:
         raise LogSchemaError(f"cannot read a click log: {err}", path=p) from None
+    if empty:  # before the dtypes: a header-only CSV has only String columns
+        raise LogSchemaError("the click log is empty (no rows)", path=p)
     if validate:
         lf = validate_log(lf, source=p, progress=progress)
     return lf if lazy else lf.collect()

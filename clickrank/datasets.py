@@ -674,10 +674,15 @@ def _check_unique_docs(data: RankingData, path: Path | None, lineno: np.ndarray 
     if dup.any():
         i = int(dup.arg_true()[1] if dup.sum() > 1 else dup.arg_true()[0])
         where = {"path": path, "line": int(lineno[i])} if lineno is not None else {}
+        doc, qid = data.doc[i], data.qid[data.query_index[i]]
         raise DataFormatError(
-            f"document id {data.doc[i]!r} appears twice in query {data.qid[data.query_index[i]]!r}",
-            **where,
+            f"document id {_plain(doc)!r} appears twice in query {_plain(qid)!r}", **where
         )
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (``'A'``, not ``np.str_('A')``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def save_letor(
