@@ -100,8 +100,8 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     "logging_path",
     type=click.Path(exists=True, file_okay=False),
     default=None,
-    help="The model (clickrank model folder) that logged the clicks: the safe ranker, kept "
-    "(and written to --out) when no trained one is shown to beat it.",
+    help="The model (clickrank model folder) that logged the clicks: the safe ranker of "
+    "--target auto, kept (and written to --out) when no trained one is shown to beat it.",
 )
 @click.option(
     "--proximal",
