@@ -251,12 +251,12 @@ def test_non_positive_or_bad_propensities_are_errors(data, log, theta):
         ips(data, log, theta, clip=None)
 
 
-@pytest.mark.parametrize("zero", [0.0, -0.0, -0.5])
-def test_a_zero_propensity_is_refused_whatever_the_clipping(data, log, zero):
-    """A swap estimate without clicks at a position gives theta = 0: not an estimate (issue 35)."""
-    for clip in (0.25, "auto", None):
-        with pytest.raises(InputError, match=f"position 2 is {zero!r}; IPS needs theta > 0"):
-            ips(data, log, [1.0, zero, 0.3, 0.2], clip=clip)
+def test_a_zero_propensity_is_usable_once_clipped(data, log):
+    """A swap estimate without clicks at a position gives theta = 0; clipping makes it usable."""
+    t = ips(data, log, [1.0, 0.0, 0.3, 0.2], clip=0.25)
+    assert t.metadata["min_theta"] == 0.25
+    with pytest.raises(InputError, match="clip"):
+        ips(data, log, [1.0, -0.5, 0.3, 0.2], clip=0.25)
 
 
 def test_as_theta_accepts_objects_with_theta():

@@ -46,22 +46,24 @@ def check_input(
     what: str = "input",
     folder: bool = False,
     error: Callable[..., Exception] = DataFormatError,
+    missing: str | None = None,
 ) -> Path:
     """The one check of an input path before it is opened; returns it as a Path.
 
     A missing path is ``no such file`` (``or folder`` with ``folder``), a FIFO,
     device or socket is ``is a ..., not a regular file``, and a folder is
     refused unless ``folder``. ``error`` (a :class:`DataFormatError` by default)
-    is raised with ``path=``.
+    is raised with ``path=``; ``missing`` replaces the message of a missing path.
     """
     path = Path(path)
     kind = special_kind(path)
     if kind is not None:
         raise error(f"is {kind}, not a regular file; expected a {what}", path=path)
     if not path.exists():
-        raise error("no such file or folder" if folder else "no such file", path=path)
+        default = "no such file or folder" if folder else "no such file"
+        raise error(missing or default, path=path)
     if path.is_dir() and not folder:
-        raise error(f"is a folder; expected a {what} file", path=path)
+        raise error(f"is a folder; expected a {what}", path=path)
     return path
 
 
@@ -129,7 +131,7 @@ def read_text(path: str | os.PathLike, *, what: str = "text") -> str:
     a byte-order mark) and other non-UTF-8 bytes are refused with the encoding
     that was found and what to do.
     """
-    path = check_input(path, what=f"{what} file")
+    path = check_input(path, what=f"{what} file", missing="cannot read: file not found")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -173,7 +173,7 @@ def click_stats(
     """
     needed = ("session", "query", "doc", "position", "click")
     # a zero propensity (a swap estimate without clicks at a position) is usable once clipped
-    theta = None if propensities is None else as_theta(propensities)
+    theta = None if propensities is None else as_theta(propensities, allow_zero=clip is not None)
     lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
     n_sessions = n_unique(lf, "session")
     tau = None

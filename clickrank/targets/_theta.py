@@ -16,14 +16,14 @@ from .._validation import ClickRankWarning, DataFormatError, InputError, check_t
 __all__ = ["as_theta", "read_theta"]
 
 
-def as_theta(propensities: Any) -> np.ndarray:
+def as_theta(propensities: Any, *, allow_zero: bool = False) -> np.ndarray:
     """Propensities as float64 ``theta[p - 1]`` for positions ``p = 1..K``.
 
     Accepts an array-like or any object with a ``.theta`` array (such as
     :class:`clickrank.propensity.Propensities`). Raises :class:`InputError`
-    for empty, non-finite, negative or zero values (``-0.0`` included),
-    whatever the clipping: a position whose examination probability is 0 was
-    never examined, and clipping it to a floor would invent clicks there.
+    for empty, non-finite, negative or (unless ``allow_zero``, for an
+    estimator's propensities that will be clipped) zero values. A user's file
+    is stricter: :func:`read_theta` refuses 0 whatever the clipping.
     """
     raw = getattr(propensities, "theta", propensities)
     try:
@@ -42,11 +42,11 @@ def as_theta(propensities: Any) -> np.ndarray:
             f"propensity at position {nan[0] + 1} is {float(theta[nan[0]])!r} (not identified); "
             "IPS needs a finite theta at every logged position"
         )
-    bad = np.flatnonzero(theta <= 0)
+    bad = np.flatnonzero(theta < 0 if allow_zero else theta <= 0)
     if bad.size:
         raise InputError(
             f"propensity at position {bad[0] + 1} is {float(theta[bad[0]])!r}; "
-            "IPS needs theta > 0 at every position (clipping does not make a 0 an estimate)"
+            "IPS needs theta > 0 at every position (or clipping, e.g. clip='auto')"
         )
     return theta
 
@@ -82,7 +82,8 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
                 column="theta",
             )
     try:
-        theta = as_theta([np.nan if v is None else v for v in obj])
+        theta = as_theta([np.nan if v is None else v for v in obj], allow_zero=True)
+        _check_no_zero(theta)
         notes = check_theta_scale(theta, absolute=absolute)
         _check_above_one(theta, lower)
     except InputError as err:
@@ -91,6 +92,16 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
     for note in notes:
         warnings.warn(f"{p}: {note}", ClickRankWarning, stacklevel=2)
     return theta
+
+
+def _check_no_zero(theta: np.ndarray) -> None:
+    """A file's theta is refused at 0 (``-0.0`` too) whatever the clipping (issue 35)."""
+    zero = np.flatnonzero(theta == 0)
+    if zero.size:
+        raise InputError(
+            f"propensity at position {zero[0] + 1} is {float(theta[zero[0]])!r}; IPS needs "
+            "theta > 0 at every position, whatever --clip (a 0 is no estimate: log more sessions)"
+        )
 
 
 def _bound(values: Any, p: int, default: float) -> float:
