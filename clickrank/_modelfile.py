@@ -33,13 +33,14 @@ file (and line, for the model text).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._io import read_json
-from ._validation import DataFormatError
+from ._validation import ClickRankWarning, DataFormatError
 
 __all__ = [
     "FORMAT",
@@ -141,6 +142,13 @@ def read_meta(path: Path, param_names: set[str]) -> dict[str, Any]:
     _check_bias(meta.get("position_bias"), path)
     if version == FORMAT_VERSION:
         _check_sha(meta, path)
+    else:  # an older format must not switch the integrity check off silently
+        warnings.warn(
+            f"{path}: format_version 1 records no SHA-256 digest of model.txt, so a truncated "
+            "or edited model cannot be detected (save it again with this clickrank)",
+            ClickRankWarning,
+            stacklevel=2,
+        )
     return meta
 
 

@@ -7,6 +7,7 @@ file, line, column or argument at fault and what was expected.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ __all__ = [
     "check_alpha",
     "check_is_fitted",
     "check_theta_scale",
+    "check_jobs",
+    "available_cpus",
     "ClickRankWarning",
 ]
 
@@ -201,6 +204,30 @@ def check_non_negative(value: Any, *, name: str, integer: bool = False) -> float
         if out != int(out):
             raise InputError(f"{name} must be a whole number, got {value!r}")
         return int(out)
+    return out
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_jobs(value: Any, *, name: str = "n_jobs") -> int:
+    """Return a thread count in [1, CPUs available], else raise :class:`InputError`.
+
+    The one bound of every thread option (``n_jobs`` of the estimators and of
+    ``simulate``, ``--jobs`` of the CLI, ``[lambdamart] n_jobs``): more threads
+    than CPUs gains nothing, and numba and LightGBM fail (or crash) far above it.
+    """
+    out = check_positive(value, name=name, integer=True)
+    cpus = available_cpus()
+    if out > cpus:
+        raise InputError(
+            f"{name} must be at most the {cpus} CPU(s) available to this process, got {value!r}"
+        )
     return out
 
 

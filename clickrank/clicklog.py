@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write, check_output, json_default
+from ._io import atomic_write, check_input, check_output, json_default, parquet_parts
 from ._result import Result
 from ._validation import (
     ClickRankError,
@@ -418,12 +418,12 @@ def read_log(
     DataFormatError
         If the path does not exist or cannot be parsed as a click log.
     LogSchemaError
-        If the log violates the schema.
+        If the log violates the schema, or has no rows.
     """
     p = str(path)
     is_glob = any(ch in p for ch in "*?[")
-    if not is_glob and not Path(p).exists():
-        raise LogSchemaError("no such file or folder", path=p)
+    if not is_glob:
+        check_input(p, what="click log", folder=True, error=LogSchemaError)
     try:
         if _is_csv(p):
             sep = "\t" if p.lower().endswith(".tsv") else ","
@@ -435,12 +435,18 @@ def read_log(
                     "(a parquet file, a folder of them, or CSV)",
                     path=p,
                 )
+            parquet_parts(p, error=LogSchemaError)
             lf = pl.scan_parquet(str(Path(p) / "**" / "*.parquet"))
         else:
+            if is_glob:
+                parquet_parts(p, error=LogSchemaError)
             lf = pl.scan_parquet(p)
         lf.collect_schema()
+        empty = lf.head(1).collect().height == 0
     except (pl.exceptions.PolarsError, OSError) as err:
         raise LogSchemaError(f"cannot read a click log: {err}", path=p) from None
+    if empty:  # before the dtypes: a header-only CSV has only String columns
+        raise LogSchemaError("the click log is empty (no rows)", path=p)
     if validate:
         lf = validate_log(lf, source=p, progress=progress)
     return lf if lazy else lf.collect()
@@ -480,13 +486,8 @@ def _first_parquet(p: str) -> str | None:
     """The parquet file whose metadata describes the log at ``p`` (file, folder or glob)."""
     if _is_csv(p):
         return None
-    if any(ch in p for ch in "*?["):
-        import glob
-
-        files = sorted(glob.glob(p, recursive=True))
-        return files[0] if files else None
-    if Path(p).is_dir():
-        return min((str(f) for f in Path(p).rglob("*.parquet")), default=None)
+    if any(ch in p for ch in "*?[") or Path(p).is_dir():
+        return next(iter(parquet_parts(p, error=LogSchemaError)), None)
     return p
 
 
@@ -514,8 +515,8 @@ def read_log_metadata(path: str | os.PathLike) -> dict[str, Any] | None:
         not a JSON object (one line naming the file).
     """
     p = str(path)
-    if not any(ch in p for ch in "*?[") and not Path(p).exists():
-        raise LogSchemaError("no such file or folder", path=p)
+    if not any(ch in p for ch in "*?["):
+        check_input(p, what="click log", folder=True, error=LogSchemaError)
     first = _first_parquet(p)
     if first is None:
         return None

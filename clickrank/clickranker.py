@@ -58,7 +58,8 @@ import numpy as np
 import polars as pl
 from scipy import stats as st
 
-from ._validation import InputError, check_is_fitted
+from ._params import Params
+from ._validation import InputError, check_is_fitted, check_jobs
 from .datasets import RankingData
 from .deployment import risk_weight
 from .selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
@@ -151,7 +152,7 @@ def logged_ranking(stats: Any) -> np.ndarray:
     return -mean
 
 
-class ClickRanker:
+class ClickRanker(Params):
     r"""The default click learner: chooses target, candidate set and tree size from clicks.
 
     Parameters
@@ -328,23 +329,6 @@ class ClickRanker:
         self.n_jobs = n_jobs
         self.params = params
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters."""
-        return {
-            "family": list(self.family), "validation": self.validation,
-            "combine": self.combine,
-            "restrict": self.restrict, "tolerance": self.tolerance,
-            "unseen_guard": self.unseen_guard, "safe": self.safe,
-            "fallback": self.fallback, "fallback_eps": self.fallback_eps,
-            "confidence": self.confidence,
-            "folds": self.folds, "repeats": self.repeats, "grid": [dict(g) for g in self.grid],
-            "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
-            "early_stopping_rounds": self.early_stopping_rounds, "eval_at": self.eval_at,
-            "clip": self.clip, "propensity_method": self.propensity_method,
-            "proximal": self.proximal, "seed": self.seed,
-            "n_jobs": self.n_jobs, **self.params,
-        }  # fmt: skip
-
     # -- checks ---------------------------------------------------------------------------
     def _check(self, data: RankingData) -> None:
         unknown = [m for m in self.family if m not in FAMILY]
@@ -362,6 +346,7 @@ class ClickRanker:
             raise InputError(f"tolerance must be >= 0, got {self.tolerance}")
         if not isinstance(data, RankingData):
             raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+        check_jobs(self.n_jobs)
 
     def _repeats(self, n_queries: int) -> int:
         if self.repeats != "auto":

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write, check_output
+from ._io import atomic_write, check_input, check_output
 from ._segments import gather, segment_ids
 from ._segments import lengths as _lengths
 from ._validation import DataFormatError, InputError, check_qptr
@@ -373,9 +373,7 @@ def load_letor(
         per value in the file; judged on the whole file), a token without
         ``:``, or a query whose rows are not contiguous. The message names the file and line.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError("no such file", path=path)
+    path = check_input(path, what="LETOR file")
     blocks = [
         _parse_letor_block(text, first, path, n_features) for text, first in _letor_blocks(path)
     ]
@@ -676,10 +674,15 @@ def _check_unique_docs(data: RankingData, path: Path | None, lineno: np.ndarray 
     if dup.any():
         i = int(dup.arg_true()[1] if dup.sum() > 1 else dup.arg_true()[0])
         where = {"path": path, "line": int(lineno[i])} if lineno is not None else {}
+        doc, qid = data.doc[i], data.qid[data.query_index[i]]
         raise DataFormatError(
-            f"document id {data.doc[i]!r} appears twice in query {data.qid[data.query_index[i]]!r}",
-            **where,
+            f"document id {_plain(doc)!r} appears twice in query {_plain(qid)!r}", **where
         )
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (``'A'``, not ``np.str_('A')``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def save_letor(
@@ -770,9 +773,7 @@ def from_frame(
 
 def read_parquet(path: str | os.PathLike, **kwargs: Any) -> RankingData:
     """Read a parquet file written by :func:`save_parquet` (or any frame of that shape)."""
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError("no such file", path=path)
+    path = check_input(path, what="parquet file")
     return from_frame(pl.read_parquet(path), name=kwargs.pop("name", path.name), **kwargs)
 
 

@@ -48,6 +48,7 @@ import polars as pl
 
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
+from ._params import Params
 from ._validation import DataFormatError, InputError, check_is_fitted, check_positive
 from .datasets import RankingData, feature_matrix
 from .targets import ClickStats, Target, make_target
@@ -326,7 +327,7 @@ def validation_queries(queries: Any, fraction: float, seed: int) -> np.ndarray:
     return held[inverse.reshape(-1)]
 
 
-class SparkRanker:
+class SparkRanker(Params):
     """LambdaMART trained on a Spark cluster with XGBoost (``SparkXGBRanker``).
 
     Parameters
@@ -404,10 +405,6 @@ class SparkRanker:
         "refit",
         "seed",
     )
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's parameters (scikit-learn convention)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
 
     def _check(self) -> None:
         for name in ("n_estimators", "max_depth", "num_workers", "eval_at"):

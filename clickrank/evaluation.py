@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +30,14 @@ from scipy import stats
 
 from ._result import Result
 from ._segments import ranks as _ranks
-from ._validation import InputError, LogSchemaError, check_alpha, check_positive, check_probability
+from ._validation import (
+    EstimationError,
+    InputError,
+    LogSchemaError,
+    check_alpha,
+    check_positive,
+    check_probability,
+)
 from .datasets import RankingData
 
 __all__ = [
@@ -453,6 +461,17 @@ class EvaluationResult(Result):
         return super().save(path, overwrite=overwrite)
 
 
+def _check_some_query_counts(values: dict, data: RankingData, empty: str) -> None:
+    """Refuse, in one sentence, an evaluation where no query has a value (all skipped)."""
+    if data.n_queries and all(np.isnan(v).all() for v in values.values()):
+        raise EstimationError(
+            f"no query of {data.name or 'the data'} has a relevant document (a label above 0), "
+            f"so with empty={empty!r} every query is skipped and no "
+            "metric is defined; evaluate on labelled data, or score such queries with "
+            "empty='zero' or 'one' (--empty on the command line)"
+        )
+
+
 def _summary_table(
     values: dict,
     keys: list,
@@ -466,9 +485,11 @@ def _summary_table(
     """One row per (ranker, metric): mean, SE, bootstrap percentile CI, query counts."""
     cols = np.column_stack([values[k] for k in keys])
     boot = bootstrap_means(cols, n_bootstrap=n_bootstrap, seed=seed)
-    lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
     used = (~np.isnan(cols)).sum(axis=0)
-    with np.errstate(invalid="ignore"):
+    # a metric with no (or one) query used is NaN in the table, which says so in words
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
         means = np.nanmean(cols, axis=0)
         se = np.nanstd(cols, axis=0, ddof=1) / np.sqrt(used)
     return pl.DataFrame(
@@ -536,6 +557,7 @@ def evaluate(
             res = f(s, data.y, data.qptr)
             values[(r, m)] = np.asarray(res.values, dtype=np.float64)
             n_empty[m] = res.n_empty
+    _check_some_query_counts(values, data, empty)
     keys = [(r, m) for r in named for m in metrics]
     table = _summary_table(values, keys, n_empty, data.n_queries, alpha, n_bootstrap, seed, empty)
     return EvaluationResult(

@@ -23,7 +23,8 @@ import numpy as np
 
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
-from ._validation import InputError, check_is_fitted, check_positive, check_qptr
+from ._params import Params
+from ._validation import InputError, check_is_fitted, check_jobs, check_positive, check_qptr
 from .datasets import RankingData, feature_matrix
 from .deployment import RiskPenalty, exposure, proximal_mask
 from .lambdas import SessionStep, lambda_objective, pair_lambdas, position_bias_update
@@ -80,7 +81,7 @@ def _restrict(
     return X[keep], new_qptr, new_gains, new_pairs, pw, rows, None if dw is None else dw[keep]
 
 
-class LambdaMART:
+class LambdaMART(Params):
     r"""LambdaMART ranker with pluggable (debiased) targets.
 
     Parameters
@@ -220,23 +221,7 @@ class LambdaMART:
 
     # -- parameters -------------------------------------------------------------
 
-    _PARAM_NAMES = (
-        "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_data_in_leaf",
-        "truncation_level", "sigma", "normalize", "weighting", "early_stopping_rounds",
-        "eval_at", "lambda_l2", "proximal", "risk", "seed", "n_jobs", "lightgbm_params",
-    )  # fmt: skip
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn convention)."""
-        return {k: getattr(self, k) for k in self._PARAM_NAMES}
-
-    def set_params(self, **params: Any) -> LambdaMART:
-        """Set constructor parameters; returns ``self``."""
-        for k, v in params.items():
-            if k not in self._PARAM_NAMES:
-                raise InputError(f"unknown parameter {k!r} for LambdaMART")
-            setattr(self, k, v)
-        return self
+    # get_params / set_params: clickrank._params.Params (scikit-learn's contract)
 
     def _validate(self) -> None:
         check_positive(self.n_estimators, name="n_estimators", integer=True)
@@ -256,7 +241,7 @@ class LambdaMART:
         check_positive(self.eval_at, name="eval_at", integer=True)
         if float(self.lambda_l2) < 0:
             raise InputError(f"lambda_l2 must be >= 0, got {self.lambda_l2}")
-        check_positive(self.n_jobs, name="n_jobs", integer=True)
+        check_jobs(self.n_jobs)
         if self.proximal is not None:
             check_positive(self.proximal, name="proximal")
         if self.risk is not None:

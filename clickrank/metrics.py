@@ -215,13 +215,22 @@ def _as_float_array(values: Any, name: str) -> np.ndarray:
         raise InputError(f"{name} must be numeric, got {type(values).__name__}") from None
 
 
-def _check_k(k: Any) -> int | None:
+#: The largest cut-off ``k``: positions are UInt16 in the click log (DESIGN §2).
+MAX_K = 65_535
+
+
+def _check_k(k: Any, what: str = "k") -> int | None:
     if k is None:
         return None
     if isinstance(k, bool | np.bool_) or not isinstance(k, int | np.integer):
-        raise InputError(f"k must be a positive integer or None, got {k!r}")
+        raise InputError(f"{what} must be a positive integer or None, got {k!r}")
     if k < 1:
-        raise InputError(f"k must be a positive integer or None, got {k}")
+        raise InputError(f"{what} must be a positive integer or None, got {k}")
+    if k > MAX_K:
+        raise InputError(
+            f"{what} must be at most {MAX_K:,} (the longest list a click log holds), got {k}; "
+            "leave out @k for the whole list"
+        )
     return int(k)
 
 
@@ -925,5 +934,5 @@ def get_metric(name: str, **options: Any) -> Callable[..., MetricResult]:
     if m.group(2) is not None:
         if "k" in options:
             raise InputError(f"metric {name!r} already sets k; do not pass k= as well")
-        options["k"] = _check_k(int(m.group(2)))
+        options["k"] = _check_k(int(m.group(2)), what=f"the k of metric {name!r}")
     return functools.partial(_REGISTRY[base], **options)

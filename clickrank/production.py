@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ._params import Params
 from ._validation import InputError, check_is_fitted, check_positive
 from .datasets import RankingData
 from .lambdamart import LambdaMART
@@ -28,7 +29,7 @@ from .metrics import ndcg
 __all__ = ["ProductionRanker", "production_ranker", "describe_quality"]
 
 
-class ProductionRanker:
+class ProductionRanker(Params):
     """A small LambdaMART trained on the true labels of a few queries.
 
     This is the usual logging ranker of ULTR simulations (Joachims et al.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ._io import check_input, special_kind
 from ._validation import DataFormatError
 
 __all__ = ["load_yandex_sample", "load_trec_session"]
@@ -31,9 +32,7 @@ MAX_POSITION = 65_535
 
 
 def _read_text(path: str | os.PathLike) -> tuple[Path, str]:
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError("file not found", path=path)
+    path = check_input(path, what="click log")
     try:
         return path, path.read_text(encoding="ascii")
     except UnicodeDecodeError as err:
@@ -55,6 +54,23 @@ def _first_bad(
             line=int(row["line"]),
             column=column,
         )
+
+
+def _check_terminated(lines: list[str], path: Path) -> None:
+    """Every non-empty line ends its last record with ``;``; a file cut mid-record does not."""
+    filled = [i for i, ln in enumerate(lines) if ln.strip()]
+    bad = next((i for i in filled if not lines[i].rstrip().endswith(";")), None)
+    if bad is None:
+        return
+    last = lines[bad].rstrip().rsplit(";", 1)[-1].strip()
+    where = (
+        "the file ends inside a record (cut or truncated?)"
+        if bad == filled[-1]
+        else "the line ends inside a record"
+    )
+    raise DataFormatError(
+        f"{where}: the last record {last[:40]!r} has no ';' at its end", path=path, line=bad + 1
+    )
 
 
 def load_yandex_sample(
@@ -93,10 +109,12 @@ def load_yandex_sample(
     ------
     DataFormatError
         A record without a tab or ``:``, an empty or non-integer document id,
-        or a document listed twice in one session; the message names the line.
+        a document listed twice in one session, or a line whose last record
+        has no ``;`` (a file cut mid-record); the message names the line.
     """
     path, text = _read_text(path)
     lines = text.split("\n")
+    _check_terminated(lines, path)
     records = (
         pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True), "text": lines})
         .with_columns(rec=pl.col("text").str.split(";"))
@@ -382,7 +400,7 @@ def sniff_format(path: str | os.PathLike) -> str | None:
     'trec'
     """
     p = Path(path)
-    if not p.is_file():
+    if special_kind(p) is not None or not p.is_file():
         return None
     with open(p, "rb") as f:
         head = f.read(65536)

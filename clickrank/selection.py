@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ._params import Params
 from ._segments import top_rows
-from ._validation import InputError, check_is_fitted, check_positive
+from ._validation import InputError, check_is_fitted, check_jobs, check_positive
 from .datasets import RankingData
 from .lambdamart import LambdaMART
 from .metrics import _by_block, _discounts
@@ -226,7 +227,7 @@ def _out_of_fold(data: RankingData, fold: np.ndarray, models: list, trees: int) 
     return out
 
 
-class LambdaMARTCV:
+class LambdaMARTCV(Params):
     r"""LambdaMART whose tree size and number of trees are chosen by cross-validation by query.
 
     For every tree shape of ``grid`` and each of ``folds`` folds of the
@@ -303,15 +304,6 @@ class LambdaMARTCV:
         self.n_jobs = n_jobs
         self.params = params
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters."""
-        return {
-            "grid": [dict(g) for g in self.grid], "folds": self.folds, "repeats": self.repeats,
-            "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
-            "early_stopping_rounds": self.early_stopping_rounds, "eval_at": self.eval_at,
-            "seed": self.seed, "n_jobs": self.n_jobs, **self.params,
-        }  # fmt: skip
-
     def _model(self, entry: dict[str, Any], **over: Any) -> LambdaMART:
         kw = {
             "n_estimators": int(self.n_estimators), "learning_rate": float(self.learning_rate),
@@ -321,6 +313,7 @@ class LambdaMARTCV:
         return LambdaMART(**kw)
 
     def _validate(self, data: RankingData) -> None:
+        check_jobs(self.n_jobs)
         check_positive(self.n_estimators, name="n_estimators", integer=True)
         check_positive(self.early_stopping_rounds, name="early_stopping_rounds", integer=True)
         if int(self.folds) < 2:

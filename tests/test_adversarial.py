@@ -476,3 +476,327 @@ def test_a_second_run_into_the_same_results_folder_is_refused(tmp_path):
         proc = run_cli(["run", "--out", str(out)])
     assert proc.returncode == 1, proc.stderr
     assert "another clickrank process" in proc.stderr and not out.exists()
+
+
+# -- issue 35: nothing escapes the edge ---------------------------------------------------------
+
+
+def _invoke(args: list[str]):
+    return CliRunner().invoke(cli, args)
+
+
+def test_a_parts_folder_with_a_part_missing_a_column_names_the_part(tmp_path, inputs):
+    """Item 1: one schema check for every reader of a parts folder (read_log, its metadata)."""
+    import polars as pl
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    log = pl.read_parquet(inputs["log"])
+    log.filter(pl.col("session") < 1000).write_parquet(parts / "a.parquet")
+    log.filter(pl.col("session") >= 1000).drop("intervention").write_parquet(parts / "b.parquet")
+    before = snapshot(tmp_path)
+    msg = one_line_error(_invoke(["propensity", str(parts), "-o", str(tmp_path / "t.json")]))
+    assert "b.parquet" in msg and "lacks column(s) 'intervention'" in msg
+    with pytest.raises(cr.LogSchemaError, match=r"b.parquet: this part lacks"):
+        cr.read_log_metadata(str(parts / "*.parquet"))
+    log.with_columns(pl.col("position").cast(pl.Int64)).write_parquet(parts / "b.parquet")
+    with pytest.raises(cr.LogSchemaError, match=r"b.parquet: this part column 'position' is Int64"):
+        cr.read_log(parts)
+    assert not (tmp_path / "t.json").exists()
+    assert snapshot(tmp_path).keys() == before.keys()  # nothing written beside the parts
+
+
+@pytest.mark.parametrize("command", ["train", "simulate", "run"])
+def test_jobs_beyond_the_cpus_is_one_line_before_the_work(tmp_path, inputs, command):
+    """Item 2: --jobs 100000 segfaulted after the target summary; now refused first."""
+    from clickrank._validation import available_cpus
+
+    jobs = str(available_cpus() + 1)
+    if command == "train":
+        args = ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "naive",
+                "--no-select", "--trees", "2", "--jobs", "100000",
+                "--out", str(tmp_path / "m")]  # fmt: skip
+    elif command == "simulate":
+        args = ["simulate", "--synthetic", "20", "--jobs", jobs, "-o", str(tmp_path / "l.pq")]
+    else:
+        config = tmp_path / "run.toml"
+        config.write_text(f"[lambdamart]\nn_jobs = {jobs}\n")
+        args = ["run", str(config), "--out", str(tmp_path / "res")]
+    t0 = time.perf_counter()
+    res = _invoke(args)
+    msg = one_line_error(res)
+    assert "CPU(s) available" in msg and ("--jobs" in msg or "n_jobs" in msg)
+    assert "summary" not in res.output and time.perf_counter() - t0 < 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["run.toml"] if command == "run" else [])
+
+
+def test_n_jobs_beyond_the_cpus_is_refused_by_every_estimator(inputs):
+    from clickrank._validation import available_cpus
+    from clickrank.selection import LambdaMARTCV
+
+    data = cr.load_letor(inputs["data"])
+    too_many = available_cpus() + 1
+    for est in (cr.LambdaMART(n_jobs=too_many), LambdaMARTCV(n_jobs=too_many)):
+        with pytest.raises(InputError, match="n_jobs must be at most"):
+            est.fit(data)
+    with pytest.raises(InputError, match="n_jobs must be at most"):
+        cr.ClickRanker(n_jobs=too_many).fit(data, cr.read_log(inputs["log"]))
+    with pytest.raises(InputError, match="n_jobs must be at most"):
+        cr.simulate(data, policy=data.X[:, 0], click_model="pbm", n_sessions=10, n_jobs=too_many)
+
+
+@pytest.mark.parametrize(
+    ("theta", "expected"),
+    [
+        ("[1, -0.0, 0.3, 0.2, 0.1]", "position 2 is -0.0"),
+        ("[1, 0, 0.3, 0.2, 0.1]", "position 2 is 0.0"),
+    ],
+)
+@pytest.mark.parametrize("clip", [None, "0.1"])
+def test_a_zero_theta_is_refused_whatever_the_clipping(tmp_path, inputs, theta, expected, clip):
+    """Item 3."""
+    path = tmp_path / "theta.json"
+    path.write_text(theta)
+    res = _invoke(
+        ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "ips",
+         "--propensities", str(path), "--no-select", "--trees", "2", "--out", str(tmp_path / "m")]
+        + ([] if clip is None else ["--clip", clip])
+    )  # fmt: skip
+    msg = one_line_error(res)
+    assert expected in msg and "theta.json" in msg and not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("intervals", [False, True])
+def test_a_theta_rising_with_position_warns_in_one_line(tmp_path, inputs, intervals):
+    """Item 3: a rise beyond the file's intervals (or with none) is one warning line."""
+    from clickrank.targets import read_theta
+
+    obj: object = [1.0, 0.3, 0.6, 0.2, 0.1]
+    if intervals:
+        obj = {"theta": obj, "lower": [1, 0.2, 0.5, 0.1, 0.05], "upper": [1, 0.4, 0.7, 0.3, 0.2]}
+    path = tmp_path / "theta.json"
+    path.write_text(json.dumps(obj))
+    with pytest.warns(cr.clicklog.ClickRankWarning, match="theta rises with position") as rec:
+        read_theta(path)
+    assert len(rec) == 1 and "theta_3 = 0.6 > theta_2 = 0.3" in str(rec[0].message)
+    # inside the intervals: noise, no warning
+    path.write_text(json.dumps({"theta": [1, 0.3, 0.35], "lower": [1, 0.2, 0.25],
+                                "upper": [1, 0.4, 0.45]}))  # fmt: skip
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_theta(path)
+
+
+@pytest.fixture(scope="module")
+def models(inputs, tmp_path_factory) -> dict[str, str]:
+    """A model on 10 features (the data has 6), and a truncated copy of a good one."""
+    root = tmp_path_factory.mktemp("adv_models")
+    wide = cr.synthetic(20, 8, n_features=10, seed=3)
+    cr.LambdaMART(n_estimators=2, num_leaves=4, seed=0).fit(wide).save(root / "wide")
+    data = cr.load_letor(inputs["data"])
+    good = cr.LambdaMART(n_estimators=2, num_leaves=4, seed=0).fit(data).save(root / "good")
+    cut = root / "cut"
+    cut.mkdir()
+    (cut / "meta.json").write_bytes((good / "meta.json").read_bytes())
+    (cut / "model.txt").write_bytes((good / "model.txt").read_bytes()[:300])
+    return {"wide": str(root / "wide"), "cut": str(cut), "good": str(good)}
+
+
+@pytest.mark.parametrize("model", ["wide", "cut"])
+@pytest.mark.parametrize("target", ["auto", "naive", "ips"])
+def test_the_logging_model_is_checked_or_refused_for_every_target(tmp_path, inputs, models,
+                                                                   model, target):  # fmt: skip
+    """Item 4: --logging-model was read only by --target auto; now checked there, refused
+    elsewhere (where it has no effect), always before the work."""
+    theta = tmp_path / "theta.json"
+    theta.write_text("[1, 0.6, 0.4, 0.3, 0.2]")
+    args = ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", target,
+            "--logging-model", models[model], "--trees", "2", "--folds", "2",
+            "--propensities", str(theta), "--out", str(tmp_path / "m")]  # fmt: skip
+    res = _invoke(args)
+    if target == "auto":
+        msg = one_line_error(res)
+        assert ("10 features" in msg) if model == "wide" else ("truncated" in msg)
+    else:
+        msg = one_line_error(res, 2)
+        assert f"--target {target} does not use it" in msg
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_format_1_model_warns_that_its_integrity_is_not_checked(tmp_path, models, inputs):
+    """Item 5: meta.json rewritten to format_version 1 (no digest) no longer loads silently."""
+    import shutil
+
+    folder = tmp_path / "old"
+    shutil.copytree(models["good"], folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["format_version"] = 1
+    del meta["model_sha256"], meta["model_bytes"]
+    (folder / "meta.json").write_text(json.dumps(meta))
+    res = _invoke(["evaluate", "--model", str(folder), "--data", inputs["data"],
+                   "--bootstrap", "5"])  # fmt: skip
+    warned = [ln for ln in res.output.splitlines() if ln.startswith("warning:")]
+    assert len(warned) == 1 and "format_version 1 records no SHA-256 digest" in warned[0]
+
+
+def test_evaluate_on_data_without_relevant_documents_says_so_once(tmp_path, models, inputs):
+    """Item 6: a NaN table and three numpy RuntimeWarnings before; one sentence now."""
+    lines = Path(inputs["data"]).read_text().splitlines()
+    zero = tmp_path / "zero.txt"
+    zero.write_text("\n".join("0" + ln[ln.index(" ") :] for ln in lines) + "\n")
+    before = snapshot(tmp_path)
+    res = _invoke(["evaluate", "--model", models["good"], "--data", str(zero), "--bootstrap", "5",
+                   "-o", str(tmp_path / "e.json")])  # fmt: skip
+    msg = one_line_error(res)
+    assert "no query of zero.txt has a relevant document" in msg and "--empty" in msg
+    assert "RuntimeWarning" not in res.output and snapshot(tmp_path) == before
+
+
+def _special(tmp_path: Path, kind: str) -> str:
+    if kind == "device":
+        return "/dev/zero"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    return str(fifo)
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+@pytest.mark.parametrize("where", ["--data", "config", "--log", "--propensities", "config file"])
+def test_a_special_file_is_not_a_regular_file(tmp_path, inputs, kind, where):
+    """Item 7: /dev/zero or a FIFO is named as such (never 'does not exist'), never opened."""
+    special = _special(tmp_path, kind)
+    out = tmp_path / "out"
+    if where == "--data":
+        args = ["simulate", "--data", special, "--sessions", "10", "-o", str(out)]
+    elif where == "config":
+        config = tmp_path / "run.toml"
+        config.write_text(f'[data]\nsource = "letor"\npath = "{special}"\n')
+        args = ["run", str(config), "--out", str(out)]
+    elif where == "--log":
+        args = ["propensity", special, "-o", str(out)]
+    elif where == "--propensities":
+        args = ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "ips",
+                "--propensities", special, "--no-select", "--trees", "2",
+                "--out", str(out)]  # fmt: skip
+    else:
+        args = ["run", special, "--out", str(out)]
+    t0 = time.perf_counter()
+    msg = one_line_error(_invoke(args))
+    assert "not a regular file" in msg and ("character device" in msg or "FIFO" in msg), msg
+    assert time.perf_counter() - t0 < 10 and not out.exists()
+
+
+def test_a_yandex_file_cut_mid_record_names_the_line(tmp_path):
+    """Item 8: the cut was hidden in another warning and the command exited 0."""
+    f = tmp_path / "sample.txt"
+    f.write_text("q1\t1,2,3 : 1 ;\nq2\t4,5,6 : 4 ; q2\t4,5")
+    res = _invoke(["fit-clicks", str(f), "--format", "yandex", "--models", "pbm"])
+    msg = one_line_error(res)
+    assert "sample.txt:2" in msg and "ends inside a record" in msg and "'q2\\t4,5'" in msg
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--swap-k", "0", "--swap-fraction", "0.1"], "--swap-k must be in 2..--top-k (10), got 0"),
+        (["--randomize-k", "0", "--randomize-fraction", "0.1"], "--randomize-k must be in 2.."),
+    ],
+)
+def test_intervention_ks_are_named_as_options(tmp_path, args, expected):
+    """Item 9: 'Swap.k must be > 0' named the class, not the option."""
+    msg = one_line_error(_invoke(["simulate", "--synthetic", "20", *args,
+                                  "-o", str(tmp_path / "l.pq")]))  # fmt: skip
+    assert expected in msg and "Swap.k" not in msg and "Randomize.k" not in msg
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("doc", [["A", "A"], [1, 1]])
+def test_duplicate_doc_ids_are_printed_as_plain_values(doc):
+    """Item 9: np.str_('A') / np.int64(1) in the message before."""
+    import polars as pl
+
+    frame = pl.DataFrame({"query": [7, 7], "doc": doc, "label": [1.0, 0.0], "f1": [0.1, 0.2]})
+    with pytest.raises(cr.DataFormatError) as err:
+        cr.from_frame(frame)
+    assert str(err.value) == f"document id {doc[0]!r} appears twice in query 7"
+
+
+@pytest.mark.parametrize("kind", ["header-only csv", "0-row parquet"])
+def test_an_empty_log_says_it_is_empty(tmp_path, inputs, kind):
+    """Item 9: 'column session has dtype String' / 'no swap sessions' before."""
+    import polars as pl
+
+    if kind == "header-only csv":
+        log = tmp_path / "log.csv"
+        log.write_text("session,query,position,doc,click\n")
+    else:
+        log = tmp_path / "log.parquet"
+        pl.read_parquet(inputs["log"]).head(0).write_parquet(log)
+    msg = one_line_error(_invoke(["propensity", str(log), "-o", str(tmp_path / "t.json")]))
+    assert msg == f"Error: {log}: the click log is empty (no rows)"
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_a_metric_cut_off_beyond_any_list_is_refused(inputs, models):
+    """Item 9: evaluate --metric ndcg@99999999999999999999 was accepted."""
+    msg = one_line_error(_invoke(["evaluate", "--model", models["good"], "--data", inputs["data"],
+                                  "--metric", "ndcg@99999999999999999999"]))  # fmt: skip
+    assert "the k of metric 'ndcg@99999999999999999999' must be at most 65,535" in msg
+
+
+def _estimators():
+    from clickrank.distributed import SparkRanker
+    from clickrank.production import ProductionRanker
+    from clickrank.selection import LambdaMARTCV
+
+    return [cr.LambdaMART, LambdaMARTCV, cr.ClickRanker, SparkRanker, ProductionRanker]
+
+
+def test_every_public_estimator_is_listed():
+    """Anything public with fit and predict is in the list the constructor-contract test takes."""
+    import inspect
+
+    from clickrank import distributed, production
+
+    public = {getattr(cr, n) for n in dir(cr) if not n.startswith("_")}
+    public |= {getattr(m, n) for m in (distributed, production) for n in m.__all__}
+    found = {c for c in public if inspect.isclass(c) and hasattr(c, "fit")
+             and hasattr(c, "predict")}  # fmt: skip
+    assert found == set(_estimators())
+
+
+@pytest.mark.parametrize("estimator", _estimators(), ids=lambda c: c.__name__)
+def test_every_public_estimator_keeps_the_constructor_contract(estimator):
+    """Item 10: sklearn.base.clone(ClickRanker()) raised; every estimator clones now, and
+    get_params/set_params round-trip the parameters as given."""
+    sklearn_base = pytest.importorskip("sklearn.base")
+    est = estimator()
+    params = est.get_params()
+    twin = sklearn_base.clone(est)
+    assert type(twin) is estimator and twin.get_params().keys() == params.keys()
+    for k, v in params.items():
+        assert twin.get_params()[k] == v, k
+    name, value = next((k, v) for k, v in params.items() if isinstance(v, int | float)
+                       and not isinstance(v, bool))  # fmt: skip
+    new = value + 1
+    assert est.set_params(**{name: new}) is est and est.get_params()[name] == new
+    assert estimator(**est.get_params()).get_params() == est.get_params()
+    with pytest.raises(InputError, match="unknown parameter") if "params" not in vars(est) \
+            else _nothing():  # fmt: skip
+        est.set_params(no_such_parameter=1)
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def test_a_click_ranker_with_a_list_family_clones():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    est = cr.ClickRanker(family=["naive", "ips-shown"], grid=[{"num_leaves": 4}],
+                         min_data_in_leaf=3)  # fmt: skip
+    twin = sklearn_base.clone(est)
+    assert twin.family == ["naive", "ips-shown"] and twin.params == {"min_data_in_leaf": 3}

@@ -206,9 +206,10 @@ COMMANDS = {
                     "--target", "naive", "--no-select"],
         {"--trees": st.sampled_from(["-1", "0", "1", "2", str(10**9), str(10**15)]),
          "--leaves": _SIZE, "--learning-rate": _REAL, "--clip": _REAL, "--seed": _SIZE,
-         "--truncation": _SIZE},
+         "--truncation": _SIZE, "--jobs": _SIZE},
     ),
 }  # fmt: skip
+COMMANDS["simulate"][1]["--jobs"] = _SIZE
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -231,5 +232,59 @@ def test_a_command_with_random_options_succeeds_or_fails_in_one_line(ws, command
         assert all(p == out or out in p.parents for p in out_dir.rglob("*")
                    if not p.name.startswith(".")), list(out_dir.rglob("*"))  # fmt: skip
         shutil.rmtree(out_dir)
+
+    run()
+
+
+# -- a folder of parquet parts with random schemas (issue 35) -----------------------------------
+
+_PART_COLUMNS = ["session", "query", "position", "doc", "click", "intervention", "label"]
+
+
+@st.composite
+def _part_schemas(draw) -> list[tuple[list[str], dict[str, str]]]:
+    """Two to four parts, each a random subset of the log's columns, some with other dtypes."""
+    parts = []
+    for _ in range(draw(st.integers(2, 4))):
+        cols = draw(st.lists(st.sampled_from(_PART_COLUMNS), min_size=1, unique=True))
+        casts = {c: draw(st.sampled_from(["same", "Int64", "String", "Float32"])) for c in cols}
+        parts.append((cols, casts))
+    return parts
+
+
+def test_a_folder_of_parts_with_random_schemas_is_read_or_one_line(ws, tmp_path):
+    """Every reader of a parts folder: the log, or one error naming the part (never polars')."""
+    import polars as pl
+
+    log = pl.read_parquet(ws / "log.parquet")
+    types = {"Int64": pl.Int64, "String": pl.String, "Float32": pl.Float32}
+
+    @settings(FUZZ, max_examples=25)
+    @given(parts=_part_schemas())
+    def run(parts):
+        folder = Path(tempfile.mkdtemp(dir=tmp_path))
+        n = len(parts)
+        for i, (cols, casts) in enumerate(parts):
+            chunk = log.filter(pl.col("session") % n == i).select(cols)
+            chunk = chunk.with_columns(
+                pl.col(c).cast(pl.String).cast(types[t], strict=False)
+                for c, t in casts.items()
+                if t != "same"
+            )
+            chunk.write_parquet(folder / f"part-{i}.parquet")
+        before = snapshot(folder)
+        same = all(p == parts[0] for p in parts)
+        try:
+            cr.read_log(folder).collect()
+        except ClickRankError as err:
+            msg = str(err)
+            assert "\n" not in msg and str(folder) in msg, msg
+            if not same:
+                assert "this part" in msg or "column" in msg, msg
+        res = CliRunner().invoke(cli, ["propensity", str(folder), "-o", str(folder / "t.json")])
+        if res.exit_code != 0:
+            one_line_error(res)
+        assert snapshot(folder).items() >= before.items()
+        shutil.rmtree(folder)
 
     run()

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_version",
             "_segments",
             "_threads",
+            "_params",
             "_random",
             "_io",
             "_modelfile",

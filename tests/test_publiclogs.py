@@ -165,7 +165,7 @@ def test_trec_bad_lines_name_the_line(tmp_path):
 
 
 def test_missing_file_is_a_data_format_error(tmp_path):
-    with pytest.raises(DataFormatError, match="file not found"):
+    with pytest.raises(DataFormatError, match="no such file"):
         load_yandex_sample(tmp_path / "nope")
 
 

@@ -40,7 +40,7 @@ from ._ledger import (
     remove_owned,
 )
 from ._lock import lock_output, locking, release_locks
-from ._read import read_json, read_text
+from ._read import check_input, parquet_parts, read_json, read_text, special_kind
 from ._temp import clean_stale, discard, is_temp_name, temp_path
 from ._write import (
     atomic_write,
@@ -51,6 +51,9 @@ from ._write import (
 )
 
 __all__ = [
+    "check_input",
+    "parquet_parts",
+    "special_kind",
     "LEDGER",
     "LEDGER_LIMIT",
     "check_ledger",

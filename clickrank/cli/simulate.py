@@ -16,6 +16,7 @@ from .._validation import (
     ConfigError,
     DataFormatError,
     InputError,
+    check_jobs,
     check_non_negative,
     check_probability,
 )
@@ -312,6 +313,13 @@ def _check_options(ctx: click.Context, opts: dict[str, Any]) -> None:
     ):
         if opts[name] is not None and opts[name] < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {opts[name]}")
+    check_jobs(opts["jobs"], name="--jobs")
+    for name in ("swap_k", "randomize_k"):  # as [interventions] swap_k, randomize_k
+        if opts[name] is not None and not 2 <= opts[name] <= opts["top_k"]:
+            raise InputError(
+                f"--{name.replace('_', '-')} must be in 2..--top-k ({opts['top_k']}), "
+                f"got {opts[name]}"
+            )
     if not 0 < opts["production_fraction"] <= 1:
         raise InputError(
             f"--production-fraction must be in (0, 1], got {opts['production_fraction']}"

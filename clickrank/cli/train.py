@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._validation import InputError
+from .._validation import InputError, check_jobs
 from ..engine._cli import check_log_source, engine_options, local_path, open_log
 from ..specs._names import (
     CANDIDATE_SETS,
@@ -102,8 +102,8 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     "logging_path",
     type=click.Path(exists=True, file_okay=False),
     default=None,
-    help="The model (clickrank model folder) that logged the clicks: the safe ranker, kept "
-    "(and written to --out) when no trained one is shown to beat it.",
+    help="The model (clickrank model folder) that logged the clicks: the safe ranker of "
+    "--target auto, kept (and written to --out) when no trained one is shown to beat it.",
 )
 @click.option(
     "--proximal",
@@ -324,10 +324,12 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
                        naive_kind=naive_kind)  # fmt: skip
         return _distributed(data_path, log_path, theta_path, target, spec, options, out_dir,
                             force, spark_master)  # fmt: skip
+    check_jobs(jobs, name="--jobs")
     members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
                              folds=folds, trees=trees, early_stopping=early_stopping,
                              truncation=truncation, seed=seed, family=family)  # fmt: skip
     _check_proximal(proximal, logging_path)
+    _check_logging_model(logging_path, target, select, valid_path)
     _check_click_model(click_model, target)
     clip_value = _clip(clip)
     _check_model_folder(
@@ -335,6 +337,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     )
     warn_thin_log(local_path(log_path))  # no clicks or a handful of sessions: say so
     data = load_letor(data_path)
+    logging_model = _logging_model(logging_path, data)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     if log_path is None:
         log = None
@@ -352,7 +355,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     )
     shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
     if target == "auto" and select and valid_path is None:
-        model = _click_ranker(data, log, theta, members, logging_path, safe, spec, shape,
+        model = _click_ranker(data, log, theta, members, logging_model, safe, spec, shape,
                               folds=folds, validation=validation, clip=clip_value,
                               proximal=proximal, combine=combine,
                               fallback=fallback)  # fmt: skip
@@ -419,13 +422,24 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _click_ranker(data, log, theta, members, logging_path, safe, spec, shape, *, folds,
+def _logging_model(logging_path, data):
+    """--logging-model loaded (digest, tree structure) and scored on DATA (feature count)
+    before the work; None without the option."""
+    if logging_path is None:
+        return None
+    from ..lambdamart import load_model
+    from ..ranking import ranker_scores
+
+    model = load_model(logging_path)
+    ranker_scores(model, data, name=f"--logging-model {logging_path}")
+    return model
+
+
+def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *, folds,
                   validation, clip, proximal, combine, fallback):  # fmt: skip
     """--target auto: clickrank.ClickRanker over ``members``."""
     from ..clickranker import ClickRanker
-    from ..lambdamart import load_model
 
-    logging_model = None if logging_path is None else load_model(logging_path)
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
@@ -549,6 +563,17 @@ def _check_click_model(click_model, target) -> None:
             f"--click-model must be one of {', '.join(m for m in CLICK_MODELS if m != 'pbm')}, "
             f"got {click_model!r}"
         )
+
+
+def _check_logging_model(logging_path, target, select, valid_path) -> None:
+    """--logging-model is the safe ranker of --target auto's selection; elsewhere unused."""
+    if logging_path is None or (target == "auto" and select and valid_path is None):
+        return
+    where = f"--target {target}" if target != "auto" else "--valid" if valid_path else "--no-select"
+    raise click.UsageError(
+        f"--logging-model is the safe ranker of --target auto's selection; {where} does not "
+        "use it (leave it out)"
+    )
 
 
 def _check_proximal(proximal, logging_path) -> None:

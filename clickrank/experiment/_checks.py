@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._validation import ClickRankError, ConfigError, InputError
+from .._io import special_kind
+from .._validation import ClickRankError, ConfigError, InputError, check_jobs
 from ..specs._names import (
     CANDIDATE_SETS,
     CLICK_MODELS,
@@ -196,6 +197,9 @@ def _file(cfg: _Checker, key: str, base_dir: Path) -> Path | None:
         cfg.fail("data", key, "is empty; give a file path")
     p = Path(raw).expanduser()
     p = p if p.is_absolute() else base_dir / p
+    kind = special_kind(p)
+    if kind is not None:
+        cfg.fail("data", key, f"is {kind}, not a regular file: {p}")
     if not p.is_file():
         cfg.fail("data", key, f"does not exist: {p}")
     return p.resolve()
@@ -394,6 +398,10 @@ def _lambdamart(c: _Checker, base_dir: Path) -> None:
                 "entries may set num_leaves, max_depth, "
                 f"min_data_in_leaf and lambda_l2, not {sorted(bad)}",
             )
+    try:
+        check_jobs(lm["n_jobs"], name="n_jobs")
+    except InputError as err:
+        c.fail("lambdamart", "n_jobs", str(err).removeprefix("n_jobs "))
     if lm["max_depth"] == 0 or lm["max_depth"] < -1:
         c.fail("lambdamart", "max_depth", f"must be -1 (no limit) or >= 1, got {lm['max_depth']}")
     has_valid = d.get("valid_path") is not None or (d.get("test_path") is None and d["valid"] > 0)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import read_text
+from .._io import read_text, special_kind
 from .._validation import ConfigError, DataFormatError
 from ..specs import dumps_toml
 from ._checks import _check_values, _Checker
@@ -129,7 +129,7 @@ def load_config(
     elif isinstance(config, (str, os.PathLike)):
         path = Path(config)
         origin = str(path)
-        if not path.is_file():
+        if special_kind(path) is None and not path.is_file():
             raise ConfigError(f"{origin}: config file not found")
         try:
             user = tomllib.loads(read_text(path, what="TOML"))

@@ -16,7 +16,7 @@ from .._random import (
     _check_seed,
 )
 from .._threads import numba_threads
-from .._validation import InputError, check_positive
+from .._validation import InputError, check_jobs, check_positive
 from .._version import __version__
 from ..clicklog import _parquet_metadata
 from ..datasets import RankingData
@@ -371,10 +371,7 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
     """Check, then simulate in chunks into memory or through the parquet writer."""
     plan = _check_spec(data, spec)
     chunk_size = check_positive(options.chunk_size, name="chunk_size", integer=True)
-    threads = min(
-        check_positive(options.n_jobs, name="n_jobs", integer=True),
-        numba.config.NUMBA_NUM_THREADS,
-    )
+    threads = min(check_jobs(options.n_jobs), numba.config.NUMBA_NUM_THREADS)
     writer = _writer(plan, options)
     model = _resolve_click_model(plan.model)
     if writer is not None:

@@ -21,8 +21,9 @@ def as_theta(propensities: Any, *, allow_zero: bool = False) -> np.ndarray:
 
     Accepts an array-like or any object with a ``.theta`` array (such as
     :class:`clickrank.propensity.Propensities`). Raises :class:`InputError`
-    for empty, non-finite, negative or (unless ``allow_zero``, for propensities
-    that will be clipped) zero values.
+    for empty, non-finite, negative or (unless ``allow_zero``, for an
+    estimator's propensities that will be clipped) zero values. A user's file
+    is stricter: :func:`read_theta` refuses 0 whatever the clipping.
     """
     raw = getattr(propensities, "theta", propensities)
     try:
@@ -65,6 +66,7 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
     obj = read_json(p)
     absolute = isinstance(obj, dict) and obj.get("absolute") is True
     lower = obj.get("lower") if isinstance(obj, dict) else None
+    upper = obj.get("upper") if isinstance(obj, dict) else None
     if isinstance(obj, dict):
         obj = obj.get("theta")
     if not isinstance(obj, list):
@@ -81,13 +83,49 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
             )
     try:
         theta = as_theta([np.nan if v is None else v for v in obj], allow_zero=True)
+        _check_no_zero(theta)
         notes = check_theta_scale(theta, absolute=absolute)
         _check_above_one(theta, lower)
     except InputError as err:
         raise DataFormatError(str(err), path=p, column="theta") from None
+    notes += _rises(theta, lower, upper)
     for note in notes:
         warnings.warn(f"{p}: {note}", ClickRankWarning, stacklevel=2)
     return theta
+
+
+def _check_no_zero(theta: np.ndarray) -> None:
+    """A file's theta is refused at 0 (``-0.0`` too) whatever the clipping (issue 35)."""
+    zero = np.flatnonzero(theta == 0)
+    if zero.size:
+        raise InputError(
+            f"propensity at position {zero[0] + 1} is {float(theta[zero[0]])!r}; IPS needs "
+            "theta > 0 at every position, whatever --clip (a 0 is no estimate: log more sessions)"
+        )
+
+
+def _bound(values: Any, p: int, default: float) -> float:
+    v = values[p] if isinstance(values, list) and p < len(values) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def _rises(theta: np.ndarray, lower: Any, upper: Any) -> list[str]:
+    """One note if theta rises from a position to a later one beyond their intervals.
+
+    Examination falls with rank (DESIGN §3); a rise inside the file's own
+    intervals (``"lower"``/``"upper"``, as ``Propensities.save`` writes them)
+    is noise. Without intervals any rise is noted.
+    """
+    how = "beyond their intervals" if isinstance(upper, list) else "and no intervals given"
+    for p in range(theta.size - 1):
+        q = p + 1
+        if theta[q] > theta[p] and _bound(lower, q, theta[q]) > _bound(upper, p, theta[p]):
+            return [
+                f"theta rises with position (theta_{q + 1} = {theta[q]:.4g} > theta_{p + 1} "
+                f"= {theta[p]:.4g}, {how}); examination should not increase down the list: "
+                "check the estimate"
+            ]
+    return []
 
 
 def _check_above_one(theta: np.ndarray, lower: Any) -> None:
