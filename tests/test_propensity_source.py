@@ -204,3 +204,29 @@ def test_clickrank_propensity_refuses_data_where_it_is_not_read(files):
     res = CliRunner().invoke(cli, ["propensity", log, "--method", "swap", "--data", data,
                                    "-o", str(root / "c.json")])  # fmt: skip
     assert res.exit_code != 0 and "--data is read by" in res.output
+
+
+# -- the shipped scenario -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_no_interventions_scenario_runs_and_reports_the_defaults_source(tmp_path):
+    """simulations/no_interventions/config.toml, smaller: no interventions in the log, θ from
+    regression EM, the default learner trained and its source in summary.json and report.md."""
+    import tomllib
+    from pathlib import Path
+
+    from clickrank.experiment import run_experiment
+
+    path = Path(__file__).resolve().parents[1] / "simulations" / "no_interventions" / "config.toml"
+    cfg = tomllib.loads(path.read_text())
+    assert cfg["interventions"] == {"swap_fraction": 0.0, "fairpairs_fraction": 0.0}
+    cfg["data"].update(n_queries=240)
+    cfg["simulation"]["sessions"] = 20_000
+    cfg["evaluation"]["bootstrap"] = 100
+    cfg["lambdamart"] = {"grid": [{"num_leaves": 8, "max_depth": 3}], "n_estimators": 60}
+    run_experiment(cfg, tmp_path, progress=False)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    source = summary["models"]["default"]["propensities"]
+    assert source["kind"] == "model" and source["method"] == "regression-em"
+    assert "The default's propensities: regression-em" in (tmp_path / "report.md").read_text()

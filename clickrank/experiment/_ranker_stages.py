@@ -125,6 +125,8 @@ class _RankerStages:
                 "path": f"models/{sub}",
                 **_selection(model),
             }
+            if name == "default":  # where its propensities came from (docs/logs.md)
+                info[name]["propensities"] = model.propensity_source_.to_dict()
         out = _clean({"models": info, "notes": notes})
         atomic_write_json(folder / "targets.json", out)
         return out, [*files, "models/targets.json"]

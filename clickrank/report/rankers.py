@@ -203,6 +203,10 @@ def _safety_table(results: dict) -> list[str]:
         return []
     conf = next(m for m in results["models"].values() if m.get("vs_safe") or m.get("vs_logged"))
     level = (conf.get("vs_safe") or conf.get("vs_logged"))["confidence"]
+    src = results["models"].get("default", {}).get("propensities")
+    source = [] if not src else [
+        f"The default's propensities: {src['method'] or 'none'} ({src['reason']}; "
+        f"{src['guarantee']}; docs/logs.md).", ""]  # fmt: skip
     return [
         "### Safety check before deployment",
         "",
@@ -217,6 +221,7 @@ def _safety_table(results: dict) -> list[str]:
             ["model", "against", "gain", "SE", f"{level:.0%} lower bound", "sure better"], rows
         ),  # fmt: skip
         "",
+        *source,
     ]
 
 
