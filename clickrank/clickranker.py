@@ -378,7 +378,8 @@ class ClickRanker(Params):
             except EstimationError as err:
                 if method != "auto":
                     raise
-                src = PropensitySource("none", None, str(err).removeprefix("auto: "))
+                why = str(err).removeprefix("auto: no propensity source: ")
+                src = PropensitySource("none", None, why)
         self.propensity_source_ = src
         say(src.line())
         return theta
