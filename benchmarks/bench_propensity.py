@@ -16,6 +16,10 @@ scale      a randomized top-10 log with ``--sessions`` sessions (default 10^7, i
            rows) streamed to parquet, then estimated lazily in a child process: wall time,
            peak RSS, and the largest relative error of θ̂ over the 10 positions (PBM,
            θ_p = 1/p).
+cost       regression EM's point estimate (what the default learner runs on a log of one
+           deterministic ranker) against one LightGBM lambdarank fit (100 trees) on the same
+           documents, in the same process: synthetic(1000, 20) and MQ2008 Fold1 (when the
+           shared data is there), 20,000 sessions, best of 3.
 coverage   empirical coverage of the 95% intervals over many independent simulated logs
            (``--logs``, default 1000 per cell; ``--cells`` picks some; ``--json`` keeps the
            results as they come): swap at eta 0.5/1/2, randpair, randomized, harvest
@@ -34,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -421,6 +426,53 @@ def bench_coverage(
     return results
 
 
+def _lightgbm_fit(params: dict, X, y, groups) -> None:
+    import lightgbm as lgb
+
+    lgb.train(params, lgb.Dataset(X, y, group=groups), 100)
+
+
+def bench_cost(repeats: int = 3) -> dict:
+    """Seconds of ``regression_em(n_boot=0)`` and of LightGBM lambdarank (100 trees, 8
+    leaves) on the same training documents, and their ratio (best of ``repeats``)."""
+    from clickrank.datasets import load_letor
+    from clickrank.production import production_ranker
+    from clickrank.propensity import regression_em
+
+    sets = {"synthetic(1000, 20)": synthetic(1000, 20, seed=0)}
+    root = Path(os.environ.get("CLICKRANK_SHARED_DATA", Path(__file__).resolve().parents[2]
+                               / "shared" / "data"))  # fmt: skip
+    mq = root / "letor4_mq2008" / "Fold1" / "train.txt"
+    if mq.is_file():
+        sets["MQ2008 Fold1"] = load_letor(mq)
+    out = {}
+    for name, data in sets.items():
+        log = simulate(data, policy=DeterministicPolicy(production_ranker(data, 0.05, seed=0)),
+                       click_model="pbm", n_sessions=20_000, top_k=K, seed=1)  # fmt: skip
+        params = {"objective": "lambdarank", "num_leaves": 8, "max_depth": 3, "verbose": -1,
+                  "num_threads": 1, "deterministic": True, "force_row_wise": True}  # fmt: skip
+        label = np.minimum(np.asarray(data.y), 30).astype(int)
+        runs = {
+            "lightgbm": partial(_lightgbm_fit, params, data.X, label, np.diff(data.qptr)),
+            "regression-em": partial(regression_em, log, data, n_boot=0),
+        }
+        times = {}
+        for what, fn in runs.items():
+            best = float("inf")
+            for _ in range(repeats):
+                t = time.perf_counter()
+                fn()
+                best = min(best, time.perf_counter() - t)
+            times[what] = best
+        out[name] = {**times, "ratio": times["regression-em"] / times["lightgbm"],
+                     "docs": data.n_docs}  # fmt: skip
+        print(f"[cost] {name} ({data.n_docs:,} documents): regression EM "
+              f"{times['regression-em']:.2f} s, LightGBM lambdarank 100 trees "
+              f"{times['lightgbm']:.2f} s: "
+              f"{out[name]['ratio']:.1f}x", flush=True)  # fmt: skip
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -429,7 +481,7 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["baseline", "scale", "scale-all", "coverage"],
-        choices=["baseline", "scale", "scale-all", "coverage"],
+        choices=["baseline", "scale", "scale-all", "coverage", "cost"],
     )
     ap.add_argument("--sessions", type=int, default=10_000_000, help="sessions for 'scale'")
     ap.add_argument("--logs", type=int, default=1000, help="logs per coverage experiment")
@@ -454,6 +506,8 @@ def main() -> None:
         bench_scale(args.sessions, args.tmp)
     if "scale-all" in args.parts:
         bench_scale_all(args.sessions, args.tmp)
+    if "cost" in args.parts:
+        bench_cost()
     if "coverage" in args.parts:
         bench_coverage(args.logs, cells=tuple(args.cells), harvest_sessions=args.harvest_sessions,
                        em_logs=args.em_logs, rem_logs=args.rem_logs, rem_boot=args.rem_boot,
