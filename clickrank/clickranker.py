@@ -370,8 +370,9 @@ class ClickRanker(Params):
             src = PropensitySource("none", None, "none given and propensity_method=None")
         else:
             # the learner uses point estimates: no bootstrap of EM or regression EM
-            kw = {"n_boot": 0, "seed": self.seed, "data": data} if method in (
-                "auto", "regression-em") else {}  # fmt: skip
+            kw = {"n_boot": 0} if method == "em" else {}
+            if method in ("auto", "regression-em"):
+                kw = {"n_boot": 0, "seed": self.seed, "data": data}
             try:
                 theta = estimate_propensities(log, method=method, **kw)
                 src = PropensitySource.of(theta, f"estimated from the log ({method})")
