@@ -232,7 +232,12 @@ class LambdaMART(Params):
             raise InputError(f"max_depth must be -1 (no limit) or >= 1, got {self.max_depth}")
         check_positive(self.min_data_in_leaf, name="min_data_in_leaf", integer=True)
         if self.truncation_level is not None:
-            check_positive(self.truncation_level, name="truncation_level", integer=True)
+            from .metrics import MAX_K
+
+            level = check_positive(self.truncation_level, name="truncation_level", integer=True)
+            if level > MAX_K:  # deeper than any list: None (all pairs) says it
+                raise InputError(f"truncation_level must be at most {MAX_K} (None: all pairs), "
+                                 f"got {self.truncation_level}")  # fmt: skip
         check_positive(self.sigma, name="sigma")
         if self.weighting not in ("ndcg", "none"):
             raise InputError(f"weighting must be 'ndcg' or 'none', got {self.weighting!r}")

@@ -171,8 +171,14 @@ CASES = [
     ),
     (
         "propensity swap without swaps",
-        "propensity {ws}/noswap.parquet --out {ws}/t.json",
+        "propensity {ws}/noswap.parquet --method swap --out {ws}/t.json",
         "the log has no swap sessions",
+        1,
+    ),
+    (
+        "propensity auto with no source and no --data",
+        "propensity {ws}/noswap.parquet --out {ws}/t.json",
+        "pass --data (the documents' features)",
         1,
     ),
     (
@@ -248,7 +254,13 @@ CASES = [
     (
         "train truncation -1",
         "train --data {ws}/data.txt --target oracle --truncation -1 --out {ws}/m",
-        "--truncation must be >= 0",
+        "--truncation must be in 0..65535",
+        1,
+    ),
+    (
+        "train truncation beyond any list",
+        "train --data {ws}/data.txt --target oracle --truncation 9223372036854775807 --out {ws}/m",
+        "--truncation must be in 0..65535",
         1,
     ),
     (

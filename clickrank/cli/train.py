@@ -533,8 +533,10 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         )
     if validation in ("ips", "dr") and theta_path is None:
         raise click.UsageError(f"--validation {validation} needs --propensities")
-    if truncation < 0:
-        raise InputError(f"--truncation must be >= 0, got {truncation}")
+    from ..metrics import MAX_K
+
+    if not 0 <= truncation <= MAX_K:  # beyond any list: 0 (all pairs) says it
+        raise InputError(f"--truncation must be in 0..{MAX_K} (0: all pairs), got {truncation}")
     for name, value in (
         ("--folds", folds),
         ("--trees", trees),
