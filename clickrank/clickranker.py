@@ -59,7 +59,7 @@ import polars as pl
 from scipy import stats as st
 
 from ._params import Params
-from ._validation import InputError, check_is_fitted, check_jobs
+from ._validation import EstimationError, InputError, check_is_fitted, check_jobs
 from .datasets import RankingData
 from .deployment import risk_weight
 from .selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
@@ -357,7 +357,6 @@ class ClickRanker(Params):
         """The propensities given, or estimated from what the log holds
         (``propensity_method``, by default ``"auto"``), or None; sets ``propensity_source_``
         and says it in one line."""
-        from ._validation import EstimationError
         from .propensity import Propensities, PropensitySource, estimate_propensities
 
         method = self.propensity_method

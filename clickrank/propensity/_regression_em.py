@@ -52,7 +52,7 @@ from .._validation import EstimationError, InputError, check_non_negative
 from ..datasets import RankingData
 from ..engine._join import per_doc, prepare_log
 from ._result import Propensities
-from ._stats import finish, resolve_K
+from ._stats import as_lazy, finish, resolve_K
 
 __all__ = ["regression_em", "RELEVANCE_PARAMS"]
 
@@ -271,8 +271,6 @@ def regression_em(
         raise InputError(f"folds must be an integer >= 2, got {folds!r}")
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
-    from ._stats import as_lazy
-
     cells = _cells(data, as_lazy(log), K, int(folds), seed)
     if cells.K < 2:
         raise EstimationError("regression-em: the log shows one position only")
