@@ -221,8 +221,10 @@ class ClickRanker(Params):
     folds, repeats : int or "auto"
         K-fold cross-validation by query, repeated ``repeats`` times with fresh
         splits (``"auto"``: 1 from 400 queries on, 2 from 150, else 3).
-    grid, n_estimators, learning_rate, early_stopping_rounds, eval_at
-        :class:`~clickrank.selection.LambdaMARTCV` settings of every member.
+    grid, n_estimators, learning_rate, early_stopping_rounds, eval_at, racing
+        :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
+        a tree shape shown worse than the member's best after a fold is not fitted on the
+        remaining folds).
     clip : float, "auto" or None
         Propensity clipping of the IPS targets and the validation.
     propensity_method : str or None
@@ -298,6 +300,7 @@ class ClickRanker(Params):
         learning_rate: float = 0.1,
         early_stopping_rounds: int = 50,
         eval_at: int = 10,
+        racing: float | None = 0.99,
         clip: float | str | None = "auto",
         propensity_method: str | None = "auto",
         proximal: float | None = None,
@@ -322,6 +325,7 @@ class ClickRanker(Params):
         self.learning_rate = learning_rate
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_at = eval_at
+        self.racing = racing
         self.clip = clip
         self.propensity_method = propensity_method
         self.proximal = proximal
@@ -446,11 +450,13 @@ class ClickRanker(Params):
         reps = self._repeats(data.n_queries)
         self.members_, oof, every = {}, {}, {}
         self.targets_ = {}
+        self._shared: dict[Any, Any] = {}  # the folds and binned features, for every member
         for name in family:
             tgt = targets[name] if targets is not None else self._target(name, data, log, theta,
                                                                          stats)  # fmt: skip
             self.targets_[name] = tgt
-            cv = self._cv(reps).fit(data, tgt, validation=val, reference=reference)
+            cv = self._cv(reps).fit(data, tgt, validation=val, reference=reference,
+                                    shared=self._shared)  # fmt: skip
             self.members_[name] = cv
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
             every[name] = np.mean([val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
@@ -488,6 +494,7 @@ class ClickRanker(Params):
         self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
         if self.choice_ == "logging" and self.fallback != "safe":
             self._retrained_fallback(data, val, reference, reps, say)
+        del self._shared  # the binned features: not kept with the model
         if self.propensity_source_.weak:  # the check's estimate rests on the same θ
             self.reason_ += (
                 "; the check's estimate uses θ identified only by a relevance "
@@ -543,9 +550,9 @@ class ClickRanker(Params):
         member = self.selected_
         members = self.averaged_ if member == AVERAGE else [member]
         retrained = {}
-        for m in members:
+        for m in members:  # the shape chosen afresh: the member's may pull too far (measured)
             cv = self._cv(reps, **how).fit(data, self.targets_[m], validation=val,
-                                           reference=reference)  # fmt: skip
+                                           reference=reference, shared=self._shared)  # fmt: skip
             self.members_[f"{m}+{tag}"] = retrained[f"{m}+{tag}"] = cv
             say(f"  {m}+{tag}: the fallback, {cv.best_params_}")
         name = f"{member}+{tag}"
@@ -597,9 +604,10 @@ class ClickRanker(Params):
         ``safe``: ``proximal`` or ``risk`` of a fallback."""
         extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
         return LambdaMARTCV(
-            grid=self.grid, folds=self.folds, repeats=repeats, n_estimators=self.n_estimators,
-            learning_rate=self.learning_rate, early_stopping_rounds=self.early_stopping_rounds,
-            eval_at=self.eval_at, seed=self.seed, n_jobs=self.n_jobs, **self.params, **extra,
+            grid=self.grid, folds=self.folds, repeats=repeats,
+            n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            early_stopping_rounds=self.early_stopping_rounds, eval_at=self.eval_at,
+            racing=self.racing, seed=self.seed, n_jobs=self.n_jobs, **self.params, **extra,
         )  # fmt: skip
 
     def _unseen_guard(self, family) -> dict[str, float]:

@@ -215,6 +215,70 @@ def query_folds(n_queries: int, folds: int, repeats: int, seed: int) -> np.ndarr
     return out
 
 
+def _shared(shared: dict | None, data: RankingData, validation: Any, fold: np.ndarray) -> dict:
+    """``shared`` (or a fresh dict), emptied unless it holds the folds of these ``data``,
+    ``validation`` and fold assignment."""
+    cache = {} if shared is None else shared
+    of = cache.get("of")
+    if (
+        of is None
+        or of[0] is not data
+        or of[1] is not validation
+        or not np.array_equal(of[2], fold)
+    ):
+        cache.clear()
+        cache["of"] = (data, validation, fold)
+    return cache
+
+
+class _Race:
+    r"""Racing of the tree shapes over the folds: after each fold, a shape shown worse than
+    the leader is dropped from the remaining folds.
+
+    Each shape's held-out queries are scored by its fold models at the best round of its
+    mean curve so far (a query held out in several repetitions: the mean of its terms);
+    the leader is the shape with the best mean curve. A shape is dropped when the
+    paired mean of the leader's per-query gain over it has a one-sided ``confidence``
+    lower bound (Student's :math:`t` over the queries scored so far) above zero: what a
+    paired test would call clearly dominated. Shapes within noise run every fold, so the
+    choice among them is the full cross-validation's (Maron & Moore's (1994) Hoeffding
+    races, with a paired :math:`t` bound; successive halving would drop a fixed share
+    whatever the evidence).
+    """
+
+    def __init__(self, n_queries: int, n_shapes: int) -> None:
+        self.sums = np.zeros((n_shapes, n_queries))
+        self.counts = np.zeros(n_queries)
+        self.folds: list[tuple[np.ndarray, Any]] = []
+
+    def step(self, alive, held_q, val, models, curves, confidence: float, k: int) -> list[int]:
+        from scipy import stats
+
+        self.folds.append((held_q, val))
+        self.counts[held_q] += 1
+        rounds = {e: int(np.argmax(curves[e].mean(axis=0))) + 1 for e in alive}
+        terms = {}
+        for e in alive:
+            s = np.zeros_like(self.counts)
+            for i, (q, v) in enumerate(self.folds):
+                pred = models[e][i].booster_.predict(v.data.X, num_iteration=rounds[e])
+                s[q] += v.per_query(pred, k)
+            terms[e] = s
+        seen = self.counts > 0
+        n = int(seen.sum())
+        if n < 3:
+            return alive
+        lead = max(alive, key=lambda e: curves[e].mean(axis=0)[rounds[e] - 1])
+        t = stats.t.ppf(confidence, n - 1)
+        keep = []
+        for e in alive:
+            d = (terms[lead] - terms[e])[seen] / self.counts[seen]
+            sd = d.std(ddof=1)
+            if e == lead or not d.mean() - t * sd / np.sqrt(n) > 0:
+                keep.append(e)
+        return keep
+
+
 def _out_of_fold(data: RankingData, fold: np.ndarray, models: list, trees: int) -> np.ndarray:
     """Scores of every row by the model that did not see its query: ``[repeats, n_docs]``."""
     repeats, k = fold.shape[0], len(models) // fold.shape[0]
@@ -255,6 +319,11 @@ class LambdaMARTCV(Params):
         Patience of each fold's training.
     eval_at : int
         ``k`` of the validation metric.
+    racing : float or None
+        Race the tree shapes (:class:`_Race`): after each fold, a shape whose held-out
+        score is below the leader's with this one-sided confidence (paired over the
+        held-out queries) is not fitted on the remaining folds. 0.99 by default; None
+        fits every shape on every fold. Only with a ``validation`` (held-out clicks).
     seed : int
         Seeds the folds and LightGBM.
     n_jobs : int
@@ -289,11 +358,13 @@ class LambdaMARTCV(Params):
         early_stopping_rounds: int = 50,
         eval_at: int = 10,
         repeats: int = 1,
+        racing: float | None = 0.99,
         seed: int = 0,
         n_jobs: int = 1,
         **params: Any,
     ) -> None:
         self.grid = grid
+        self.racing = racing
         self.folds = folds
         self.repeats = repeats
         self.n_estimators = n_estimators
@@ -319,6 +390,8 @@ class LambdaMARTCV(Params):
         if int(self.folds) < 2:
             raise InputError(f"folds must be >= 2, got {self.folds}")
         check_positive(self.repeats, name="repeats", integer=True)
+        if self.racing is not None and not 0.5 <= float(self.racing) < 1:
+            raise InputError(f"racing must be a confidence in [0.5, 1) or None, got {self.racing}")
         if data.n_queries < int(self.folds):
             raise InputError(
                 f"{data.n_queries} queries cannot be split into {self.folds} folds; lower folds"
@@ -337,6 +410,7 @@ class LambdaMARTCV(Params):
         validation: ClickValidation | None = None,
         reference: np.ndarray | None = None,
         progress: Any = None,
+        shared: dict[Any, Any] | None = None,
     ) -> LambdaMARTCV:
         """Choose the grid entry and number of trees, then refit on all of ``data``.
 
@@ -352,6 +426,11 @@ class LambdaMARTCV(Params):
         progress : callable, optional
             Called with a one-line message after each fold, then with each grid
             entry's best.
+        shared : dict, optional
+            The folds' data and LightGBM's binned features, kept for other fits on the
+            same ``data``, ``validation`` and folds (:class:`clickrank.ClickRanker`
+            passes one dict to every member: the features are binned once per fold
+            and once for the refits, not once per member). Start with an empty dict.
         """
         self._validate(data)
         if validation is None and data.y is None:
@@ -360,54 +439,70 @@ class LambdaMARTCV(Params):
             raise InputError("validation must cover the same rows as data")
         k, reps = int(self.folds), int(self.repeats)
         fold = query_folds(data.n_queries, k, reps, self.seed)
+        cache = _shared(shared, data, validation, fold)
         n = int(self.n_estimators)
         grid = list(enumerate(self.grid))
-        per_fold = np.empty((len(grid), k * reps, n))
+        per_fold = np.full((len(grid), k * reps, n), np.nan)
         models: dict[int, list[LambdaMART]] = {e: [] for e, _ in grid}
+        alive = [e for e, _ in grid]
+        race = _Race(data.n_queries, len(grid)) if self._racing(validation) else None
         for i in range(k * reps):  # a handful of model fits per fold
             r, f = divmod(i, k)
             train_q, held_q = np.flatnonzero(fold[r] != f), np.flatnonzero(fold[r] == f)
-            sub = data.subset(train_q)
+            if i not in cache:  # the fold's data and binned features (``_fit``'s ``sets``)
+                cache[i] = (data.subset(train_q), data.subset(held_q) if validation is None
+                            else validation.subset(held_q), {})  # fmt: skip
+            sub, val, sets = cache[i]
             tgt = None if target is None else target.subset(data, train_q)
-            val = data.subset(held_q) if validation is None else validation.subset(held_q)
             ref = None if reference is None else reference[data.rows_of(train_q)]
-            sets: dict[str, Any] = {}  # the fold's binned data, shared by the tree shapes
-            for e, entry in grid:
+            for e in alive:
                 model = self._model(
-                    entry, early_stopping_rounds=int(self.early_stopping_rounds)
+                    self.grid[e], early_stopping_rounds=int(self.early_stopping_rounds)
                 )._fit(sub, tgt, valid=val, reference=ref, sets=sets)
                 per_fold[e, i] = _curve(model, n)
                 models[e].append(model)
+            fitted = len(alive)
+            if race is not None and len(alive) > 1:
+                alive = race.step(alive, held_q, val, models, per_fold[:, : i + 1],
+                                  float(self.racing), int(self.eval_at))  # fmt: skip
             if progress is not None:
-                progress(f"  fold {i + 1} of {k * reps}: {len(grid)} tree shapes fitted")
+                progress(f"  fold {i + 1} of {k * reps}: {fitted} tree shapes fitted")
         rows = []
         self.curves_ = {}
         best = (-np.inf, 0, 0)
         for e, entry in grid:
-            mean = per_fold[e].mean(axis=0)
+            done = len(models[e])
+            mean = per_fold[e, :done].mean(axis=0)
             r = int(np.argmax(mean))  # first maximum: the fewest trees
-            at = per_fold[e, :, r]
+            at = per_fold[e, :done, r]
             rows.append({
                 "entry": e, **{p: entry.get(p) for p in ("num_leaves", "max_depth")},
                 "params": json.dumps(entry, sort_keys=True), "n_estimators": r + 1,
-                "score": float(mean[r]), "se": float(at.std(ddof=1) / np.sqrt(at.size)),
-                "fold_scores": [float(v) for v in at],
+                "score": float(mean[r]),
+                "se": float(at.std(ddof=1) / np.sqrt(at.size)) if at.size > 1 else float("nan"),
+                "fold_scores": [float(v) for v in at], "folds_fitted": done,
             })  # fmt: skip
             self.curves_[e] = mean
-            if mean[r] > best[0]:
+            if e in alive and mean[r] > best[0]:
                 best = (float(mean[r]), e, r + 1)
             if progress is not None:
-                progress(f"  {entry}: best {mean[r]:.4g} at {r + 1} trees")
+                progress(f"  {entry}: best {mean[r]:.4g} at {r + 1} trees"
+                         + ("" if e in alive else f" (raced out after {done} folds)"))  # fmt: skip
         self.cv_results_ = pl.DataFrame(rows)
         _, e, trees = best
         self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
         self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
                         else f"ndcg@{int(self.eval_at)}")  # fmt: skip
         self.oof_ = _out_of_fold(data, fold, models[e], trees)
-        self.model_ = self._model(self.grid[e], n_estimators=trees).fit(
-            data, target, reference=reference
+        self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
+            data, target, reference=reference, sets=cache.setdefault("refit", {})
         )
         return self
+
+    def _racing(self, validation: ClickValidation | None) -> bool:
+        """Race the shapes: a confidence is set, there is more than one shape, and the
+        scores are held-out clicks (labelled NDCG, for baselines and tests, is not raced)."""
+        return self.racing is not None and len(self.grid) > 1 and validation is not None
 
     def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
         """Scores of the refitted model."""
@@ -430,8 +525,10 @@ class LambdaMARTCV(Params):
                 == {k: v for k, v in self.best_params_.items() if k != "n_estimators"}
                 else ""
             )
+            raced = (f"  (raced out after {r['folds_fitted']} folds)"
+                     if r["folds_fitted"] < self.folds * self.repeats else "")  # fmt: skip
             lines.append(f"  {r['params']:<34} {r['n_estimators']:>5} {r['score']:>10.4g} "
-                         f"{r['se']:>9.2g}{mark}")  # fmt: skip
+                         f"{r['se']:>9.2g}{mark}{raced}")  # fmt: skip
         lines.append(self.model_.summary())
         return "\n".join(lines)
 

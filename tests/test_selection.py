@@ -115,7 +115,8 @@ def test_lambdamartcv_chooses_and_refits(setup, tmp_path):
     cv = LambdaMARTCV(folds=3, n_estimators=120, early_stopping_rounds=20, seed=1)
     cv.fit(train, target, validation=val)
     assert cv.cv_results_.height == len(DEFAULT_GRID)
-    best = cv.cv_results_.sort("score", descending=True).row(0, named=True)
+    full = cv.cv_results_.filter(pl.col("folds_fitted") == 3)  # the shapes raced to the end
+    best = full.sort("score", descending=True).row(0, named=True)
     assert cv.best_params_["n_estimators"] == best["n_estimators"] <= 120
     assert cv.model_.best_iteration_ == cv.best_params_["n_estimators"]
     assert cv.model_.num_leaves == json.loads(best["params"])["num_leaves"]
@@ -137,7 +138,7 @@ def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, mo
 
     train, test, log, theta = setup
     val = ClickValidation.from_log(train, log, theta)
-    target = ips(train, log, theta, candidates="shown")  # a restricted row set
+    target = ips(train, log, theta, candidates="all")
     grid = [{"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
             {"num_leaves": 8, "max_depth": 3, "min_data_in_leaf": 5}]  # fmt: skip
     built = []
@@ -151,7 +152,7 @@ def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, mo
 
     def cv():
         return LambdaMARTCV(grid=grid, folds=3, n_estimators=60, early_stopping_rounds=10,
-                            seed=2).fit(train, target, validation=val)  # fmt: skip
+                            racing=None, seed=2).fit(train, target, validation=val)  # fmt: skip
 
     shared = cv()
     # per fold: one training and one validation set for the first two shapes, one each
@@ -166,6 +167,77 @@ def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, mo
         np.testing.assert_array_equal(shared.curves_[e], fresh.curves_[e])
     np.testing.assert_array_equal(shared.oof_, fresh.oof_)
     np.testing.assert_array_equal(shared.predict(test), fresh.predict(test))
+
+
+def test_targets_share_the_folds_binned_features_through_shared(setup, monkeypatch):
+    """What ClickRanker does for its members: a second target on the same folds bins no
+    features (a restricted candidate set trains on a LightGBM subset of the binned rows), and
+    a target that shares the bins fits the models it fits alone when its rows are all."""
+    import lightgbm as lgb
+
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    grid = [{"num_leaves": 4, "max_depth": 2}]
+    binned, subsets = [], []
+    init, subset = lgb.Dataset.__init__, lgb.Dataset.subset
+
+    def counted(self, *args, **kwargs):
+        if args and args[0] is not None:
+            binned.append(kwargs.get("reference") is None)
+        init(self, *args, **kwargs)
+
+    def counted_subset(self, *args, **kwargs):
+        subsets.append(1)
+        return subset(self, *args, **kwargs)
+
+    monkeypatch.setattr(lgb.Dataset, "__init__", counted)
+    monkeypatch.setattr(lgb.Dataset, "subset", counted_subset)
+
+    def cv(target, shared=None):
+        return LambdaMARTCV(grid=grid, folds=3, n_estimators=40, early_stopping_rounds=10,
+                            seed=2).fit(train, target, validation=val, shared=shared)  # fmt: skip
+
+    shared: dict = {}
+    cv(ips(train, log, theta, candidates="shown"), shared)
+    assert binned.count(True) == 3 + 1 and binned.count(False) == 3 and len(subsets) == 3 + 1
+    binned.clear()
+    together = cv(ips(train, log, theta, candidates="all"), shared)
+    assert binned == [] and len(subsets) == 3 + 1
+    alone = cv(ips(train, log, theta, candidates="all"))
+    assert binned.count(True) == 3 + 1
+    np.testing.assert_array_equal(together.oof_, alone.oof_)
+    np.testing.assert_array_equal(together.predict(test), alone.predict(test))
+    # another validation (or data, or folds) empties the dict: nothing stale is reused
+    other = ClickValidation.from_log(train, log, theta)
+    LambdaMARTCV(grid=grid, folds=3, n_estimators=5, seed=2).fit(
+        train, ips(train, log, theta, candidates="all"), validation=other, shared=shared
+    )
+    assert shared["of"][1] is other
+
+
+def test_racing_drops_a_dominated_shape_and_keeps_the_choice(setup):
+    """A shape that cannot learn (a huge L2 penalty keeps every leaf near 0) is shown worse
+    after the first folds and not fitted on the rest; the shapes within noise run every fold,
+    and the choice and refit are those of the race-free cross-validation."""
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta, candidates="all")
+    grid = [{"num_leaves": 2, "max_depth": 1, "lambda_l2": 1e9},
+            {"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3}]  # fmt: skip
+
+    def cv(racing):
+        return LambdaMARTCV(grid=grid, folds=5, n_estimators=60, early_stopping_rounds=10,
+                            racing=racing, seed=2).fit(train, target, validation=val)  # fmt: skip
+
+    raced, full = cv(0.99), cv(None)
+    fitted = dict(zip(raced.cv_results_["entry"], raced.cv_results_["folds_fitted"],
+                      strict=True))  # fmt: skip
+    assert fitted[0] < 5 and full.cv_results_["folds_fitted"].to_list() == [5, 5, 5]
+    assert raced.best_params_ == full.best_params_
+    np.testing.assert_array_equal(raced.predict(test), full.predict(test))
+    assert "raced out after" in raced.summary() and "raced out" not in full.summary()
+    with pytest.raises(InputError, match="racing"):
+        LambdaMARTCV(racing=1.0).fit(train, target, validation=val)
 
 
 def test_lambdamartcv_stops_early_on_a_target_without_signal(setup):
