@@ -272,6 +272,9 @@ class ClickRanker(Params):
         naive and the safe ranker.
     reason_ : str
         The choice in one line.
+    cost_ : dict
+        ``fits`` and ``rounds``: the LightGBM trainings and boosting rounds of every
+        member's selection and refit (and the fallback's), what the fit's time follows.
     propensity_source_ : clickrank.propensity.PropensitySource
         Where the propensities came from (given, randomized, harvested, a relevance
         model or none) and why; :meth:`summary` and ``selection.json`` say it.
@@ -495,6 +498,8 @@ class ClickRanker(Params):
         if self.choice_ == "logging" and self.fallback != "safe":
             self._retrained_fallback(data, val, reference, reps, say)
         del self._shared  # the binned features: not kept with the model
+        self.cost_ = {"fits": sum(cv.fits_ for cv in self.members_.values()),
+                      "rounds": sum(cv.rounds_ for cv in self.members_.values())}  # fmt: skip
         if self.propensity_source_.weak:  # the check's estimate rests on the same θ
             self.reason_ += (
                 "; the check's estimate uses θ identified only by a relevance "
@@ -759,6 +764,8 @@ class ClickRanker(Params):
             if c is not None:
                 lines.append(f"    {c.line()}")
         lines.append(f"  {self.propensity_source_.line()}")
+        lines.append(f"  cost: {self.cost_['fits']} LightGBM fits, {self.cost_['rounds']:,} "
+                     "boosting rounds (one fit of 100 trees: 100)")  # fmt: skip
         lines.append(f"  choice: {self.choice_} ({self.reason_})")
         if hasattr(self.model_, "summary"):
             lines.append(self.model_.summary())
@@ -775,6 +782,7 @@ class ClickRanker(Params):
                              "theta": None if self.propensities_ is None
                              else np.asarray(self.propensities_, dtype=float).tolist()},
             "metric": self.validation_.metric_name(int(self.eval_at)),
+            "cost": dict(self.cost_),
             "table": self.table_.to_dicts(),
             "safety": {k: (v.to_dict() if isinstance(v, Comparison) else v)
                        for k, v in self.safety_.items()},

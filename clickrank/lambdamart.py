@@ -13,6 +13,8 @@ and IDCG), so quality matches it; the point is that any target can be plugged in
 
 from __future__ import annotations
 
+import hashlib
+
 import inspect
 import json
 import os
@@ -420,11 +422,14 @@ class LambdaMART(Params):
         rounds (576,000 random rows x 136 features, one thread: 7.8 s, against 0.17 s
         a round of 8 leaves). Fits on the same ``data`` and ``valid`` objects (the tree
         shapes and the targets of :class:`~clickrank.selection.LambdaMARTCV` on one
-        fold) pass the same dict: the first stores the binned rows of ``data`` there,
-        the others reuse them, a target with fewer candidate documents as a LightGBM
-        subset of those rows (the bins of all of ``data``'s rows, as
-        ``lightgbm.cv`` bins its folds). A fit whose LightGBM parameters differ in
-        more than ``_TREE_ONLY`` bins afresh.
+        fold) pass the same dict: the first fit on a set of candidate rows stores their
+        binned features there, the fits on the same rows reuse them. The bins depend
+        only on those rows and the Dataset parameters, so the models are those of
+        fresh sets (binning all of ``data``'s rows once and training each target on a
+        subset, as ``lightgbm.cv`` does, would move the bins of a restricted target and
+        with them its model: measured, 0.01-0.02 NDCG@10 on the default run's
+        rankers, either way). A fit whose LightGBM parameters differ in more than
+        ``_TREE_ONLY`` bins afresh.
         """
         import lightgbm as lgb
 
@@ -463,13 +468,11 @@ class LambdaMART(Params):
         )
         if not same:
             sets.clear()  # other rows or LightGBM parameters: bin afresh
-        if "train" not in sets:
-            sets["of"], sets["params"] = key, binning
-            sets["train"] = lgb.Dataset(data.X, params=dict(binning), free_raw_data=False)
-        dtrain = sets["train"]
-        if _rows is not None:  # the candidates: a subset of the binned rows (no raw copy)
-            dtrain = dtrain.subset(_rows)
-            dtrain.free_raw_data = True
+        sets["of"], sets["params"] = key, binning
+        rows = "all" if _rows is None else hashlib.sha1(_rows.tobytes()).hexdigest()
+        if ("train", rows) not in sets:  # bins of the candidate rows, as a fit alone has
+            sets["train", rows] = lgb.Dataset(X, params=dict(binning))
+        dtrain = sets["train", rows]
         from ._signals import lightgbm_callback
 
         callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._signals)
@@ -500,10 +503,10 @@ class LambdaMART(Params):
             def feval(preds, _dataset):
                 return name, float(metric(preds, k=k)), True
 
-            if "valid" not in sets:
-                sets["valid"] = lgb.Dataset(vdata.X, reference=sets["train"],
-                                            params={"verbosity": -1})  # fmt: skip
-            valid_sets = [sets["valid"]]
+            if ("valid", rows) not in sets:
+                sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain,
+                                                  params={"verbosity": -1})  # fmt: skip
+            valid_sets = [sets["valid", rows]]
             callbacks.append(lgb.record_evaluation(self.evals_result_))
             if self.early_stopping_rounds is not None:
                 callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))

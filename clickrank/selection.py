@@ -342,6 +342,9 @@ class LambdaMARTCV(Params):
         folds and the per-fold scores at that round.
     curves_ : dict
         Mean validation curve of each grid entry (numpy arrays).
+    fits_, rounds_ : int
+        LightGBM trainings and boosting rounds this selection ran (its cost: a LightGBM
+        fit of 100 trees is 100 rounds).
     oof_ : numpy.ndarray
         ``[repeats, n_docs]`` out-of-fold scores of the chosen shape at the chosen
         number of trees: every row scored by the fold model that did not train
@@ -497,6 +500,9 @@ class LambdaMARTCV(Params):
         self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
             data, target, reference=reference, sets=cache.setdefault("refit", {})
         )
+        fitted = [m for ms in models.values() for m in ms] + [self.model_]
+        self.fits_ = len(fitted)
+        self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
         return self
 
     def _racing(self, validation: ClickValidation | None) -> bool:

@@ -170,43 +170,43 @@ def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, mo
 
 
 def test_targets_share_the_folds_binned_features_through_shared(setup, monkeypatch):
-    """What ClickRanker does for its members: a second target on the same folds bins no
-    features (a restricted candidate set trains on a LightGBM subset of the binned rows), and
-    a target that shares the bins fits the models it fits alone when its rows are all."""
+    """What ClickRanker does for its members: a second target on the same folds and the same
+    candidate rows bins no features, one on other rows bins its own (as it would alone), and
+    either fits the models it fits alone."""
     import lightgbm as lgb
 
     train, test, log, theta = setup
     val = ClickValidation.from_log(train, log, theta)
     grid = [{"num_leaves": 4, "max_depth": 2}]
-    binned, subsets = [], []
-    init, subset = lgb.Dataset.__init__, lgb.Dataset.subset
+    binned = []
+    init = lgb.Dataset.__init__
 
     def counted(self, *args, **kwargs):
-        if args and args[0] is not None:
-            binned.append(kwargs.get("reference") is None)
+        binned.append(kwargs.get("reference") is None)
         init(self, *args, **kwargs)
 
-    def counted_subset(self, *args, **kwargs):
-        subsets.append(1)
-        return subset(self, *args, **kwargs)
-
     monkeypatch.setattr(lgb.Dataset, "__init__", counted)
-    monkeypatch.setattr(lgb.Dataset, "subset", counted_subset)
 
     def cv(target, shared=None):
         return LambdaMARTCV(grid=grid, folds=3, n_estimators=40, early_stopping_rounds=10,
                             seed=2).fit(train, target, validation=val, shared=shared)  # fmt: skip
 
     shared: dict = {}
-    cv(ips(train, log, theta, candidates="shown"), shared)
-    assert binned.count(True) == 3 + 1 and binned.count(False) == 3 and len(subsets) == 3 + 1
+    cv(ips(train, log, theta, candidates="all"), shared)
+    assert binned.count(True) == 3 + 1 and binned.count(False) == 3
     binned.clear()
-    together = cv(ips(train, log, theta, candidates="all"), shared)
-    assert binned == [] and len(subsets) == 3 + 1
-    alone = cv(ips(train, log, theta, candidates="all"))
+    together = cv(ips(train, log, theta, candidates="all", clip=None), shared)
+    assert binned == []  # the same rows: nothing binned
+    shown = cv(ips(train, log, theta, candidates="shown"), shared)
+    assert binned.count(True) == 3 + 1 and binned.count(False) == 3  # its own rows
+    binned.clear()
+    alone = cv(ips(train, log, theta, candidates="all", clip=None))
     assert binned.count(True) == 3 + 1
     np.testing.assert_array_equal(together.oof_, alone.oof_)
     np.testing.assert_array_equal(together.predict(test), alone.predict(test))
+    np.testing.assert_array_equal(
+        shown.predict(test), cv(ips(train, log, theta, candidates="shown")).predict(test)
+    )
     # another validation (or data, or folds) empties the dict: nothing stale is reused
     other = ClickValidation.from_log(train, log, theta)
     LambdaMARTCV(grid=grid, folds=3, n_estimators=5, seed=2).fit(

@@ -1,0 +1,105 @@
+"""The default learner's cost: ``ClickRanker().fit`` against one LightGBM lambdarank fit.
+
+Run: ``python benchmarks/bench_default_cost.py [--sizes 10000,100000] [--threads 1,2]``
+(``--sizes 1000000 --features 136`` for the MSLR-WEB10K-sized fit: about an hour on two
+cores), or ``--json out.json`` to keep the rows.
+
+Per size (documents; 60 per query, or 120 from 10^6 on, as MSLR-WEB10K), on
+:func:`clickrank.datasets.synthetic` data with ``--features`` features: a production
+ranker trained on 5 % of the queries shows its top 10 to PBM users (θ_p = 1/p,
+binarized relevance), ``--sessions-per-query`` sessions per query with 10 % swaps (the
+robustness suite's log). Then, in this process and on the same thread count:
+
+* **baseline**: LightGBM's native lambdarank, 100 trees, on the same rows and features
+  (true labels: a cost reference, the fit a user of LightGBM runs once);
+* **default**: ``ClickRanker(seed=0, n_jobs=threads).fit(data, log)`` (propensities
+  from the swaps, its family of targets cross-validated, the average, the safety check).
+
+The figure is the ratio of the two times (issue 34: at most 20x, goal 10x), with the
+default's LightGBM fits and boosting rounds (``ClickRanker.cost_``: the time follows the
+rounds) and how many of them racing saved (the same fit with ``racing=None`` when
+``--no-race-too``). A shared machine is noisy: both times are taken in one run, and
+the ratio is what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import lightgbm as lgb
+
+from clickrank import ClickRanker
+from clickrank.clickmodels import make_click_model, relevance_for_labels
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy
+from clickrank.production import production_ranker
+from clickrank.simulation import Swap, simulate
+
+
+def setup(n_docs: int, features: int, per_query_sessions: int, seed: int = 0):
+    """Data, its click log and the number of documents per query."""
+    m = 120 if n_docs >= 1_000_000 else 60
+    data = synthetic(max(n_docs // m, 20), m, features, seed=seed)
+    prod = production_ranker(data, 0.05, seed=seed + 1)
+    params, _ = relevance_for_labels("pbm", data.y, relevance="binarized", eps=0.1)
+    log = simulate(data, policy=DeterministicPolicy(prod),
+                   click_model=make_click_model("pbm", eta=1.0, **params),
+                   n_sessions=per_query_sessions * data.n_queries, interventions=[Swap(0.1)],
+                   top_k=10, seed=seed + 2)  # fmt: skip
+    return data, log
+
+
+def baseline(data, threads: int) -> float:
+    """Seconds of LightGBM's lambdarank, 100 trees (binning included, as in ours)."""
+    params = {"objective": "lambdarank", "num_threads": threads, "verbosity": -1,
+              "deterministic": True, "force_row_wise": True, "seed": 0}  # fmt: skip
+    t = time.perf_counter()
+    lgb.train(params, lgb.Dataset(data.X, data.y, group=data.lengths), 100)
+    return time.perf_counter() - t
+
+
+def default(data, log, threads: int, racing: float | None = 0.99) -> tuple[float, ClickRanker]:
+    t = time.perf_counter()
+    model = ClickRanker(seed=0, n_jobs=threads, racing=racing).fit(data, log)
+    return time.perf_counter() - t, model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="10000,100000", help="documents, comma-separated")
+    ap.add_argument("--threads", default="1", help="thread counts, comma-separated")
+    ap.add_argument("--features", type=int, default=None,
+                    help="features (default 6 below 10^6 documents, 136 from there)")  # fmt: skip
+    ap.add_argument("--sessions-per-query", type=int, default=100)
+    ap.add_argument("--no-race-too", action="store_true",
+                    help="also time the default with racing=None (what racing saves)")  # fmt: skip
+    ap.add_argument("--json", default=None, help="append one JSON line per row here")
+    args = ap.parse_args()
+    for n_docs in (int(v) for v in args.sizes.split(",")):
+        feats = args.features or (136 if n_docs >= 1_000_000 else 6)
+        data, log = setup(n_docs, feats, args.sessions_per_query)
+        for threads in (int(v) for v in args.threads.split(",")):
+            base = baseline(data, threads)
+            took, model = default(data, log, threads)
+            base = min(base, baseline(data, threads))  # the least disturbed of two
+            row = {
+                "docs": data.n_docs, "queries": data.n_queries, "features": feats,
+                "sessions": args.sessions_per_query * data.n_queries, "threads": threads,
+                "lightgbm_s": round(base, 3), "default_s": round(took, 2),
+                "ratio": round(took / base, 1), **model.cost_, "choice": model.choice_,
+            }  # fmt: skip
+            if args.no_race_too:
+                t_full, full = default(data, log, threads, racing=None)
+                row.update({"norace_s": round(t_full, 2), "norace_ratio": round(t_full / base, 1),
+                            "norace_rounds": full.cost_["rounds"],
+                            "norace_choice": full.choice_})  # fmt: skip
+            print(json.dumps(row), flush=True)
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
