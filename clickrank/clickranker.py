@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -239,7 +241,10 @@ class ClickRanker(Params):
         logging ranker's rankings (:class:`~clickrank.lambdamart.LambdaMART`
         ``proximal``; needs ``logging_model``): safe by construction, at the
         price of staying close to the logger.
-    seed, n_jobs
+    seed : int
+    n_jobs : int
+        Threads: members fitted at once, one thread each (the same models as with 1),
+        or one member's trees and lambdas when only one is fitted.
     **params
         Further :class:`~clickrank.lambdamart.LambdaMART` parameters.
 
@@ -455,12 +460,11 @@ class ClickRanker(Params):
         self.targets_ = {}
         self._shared: dict[Any, Any] = {}  # the folds and binned features, for every member
         for name in family:
-            tgt = targets[name] if targets is not None else self._target(name, data, log, theta,
-                                                                         stats)  # fmt: skip
-            self.targets_[name] = tgt
-            cv = self._cv(reps).fit(data, tgt, validation=val, reference=reference,
-                                    shared=self._shared)  # fmt: skip
-            self.members_[name] = cv
+            self.targets_[name] = (targets[name] if targets is not None
+                                   else self._target(name, data, log, theta, stats))  # fmt: skip
+        fitted = self._fit_members(self.targets_, data, val, reference, reps)
+        for name in family:
+            cv = self.members_[name] = fitted[name]
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
             every[name] = np.mean([val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
             say(f"  {name}: {cmp_val.metric_name(int(self.eval_at))} "
@@ -555,10 +559,10 @@ class ClickRanker(Params):
         member = self.selected_
         members = self.averaged_ if member == AVERAGE else [member]
         retrained = {}
-        for m in members:  # the shape chosen afresh: the member's may pull too far (measured)
-            cv = self._cv(reps, **how).fit(data, self.targets_[m], validation=val,
-                                           reference=reference, shared=self._shared)  # fmt: skip
-            self.members_[f"{m}+{tag}"] = retrained[f"{m}+{tag}"] = cv
+        fitted = self._fit_members({m: self.targets_[m] for m in members}, data, val, reference,
+                                   reps, **how)  # fmt: skip
+        for m in members:
+            cv = self.members_[f"{m}+{tag}"] = retrained[f"{m}+{tag}"] = fitted[m]
             say(f"  {m}+{tag}: the fallback, {cv.best_params_}")
         name = f"{member}+{tag}"
         k = int(self.eval_at)
@@ -604,15 +608,44 @@ class ClickRanker(Params):
         return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
                              stats=stats_arg, **opts)  # fmt: skip
 
-    def _cv(self, repeats: int, **safe: float) -> LambdaMARTCV:
+    def _fit_members(self, targets, data, val, reference, repeats, **safe) -> dict[str, Any]:
+        """Each member's :class:`LambdaMARTCV` (name -> fitted), on ``n_jobs`` threads.
+
+        The members are independent, so with ``n_jobs > 1`` several fit at once, each on
+        one LightGBM and one numba thread (the hot kernels release the GIL): the models
+        are those of ``n_jobs=1`` to the bit, and two cores fit two members where one fit
+        on two threads gained little (its trees are small). Each worker thread keeps its
+        own folds and binned features (:meth:`LambdaMARTCV.fit` ``shared``), so no
+        LightGBM dataset is built by two threads at once.
+        """
+        workers = min(int(self.n_jobs), len(targets))
+        if workers <= 1:
+            return {m: self._cv(repeats, **safe).fit(data, t, validation=val, reference=reference,
+                                                     shared=self._shared)
+                    for m, t in targets.items()}  # fmt: skip
+        local = threading.local()
+
+        def one(item):
+            if not hasattr(local, "shared"):
+                local.shared = {}
+            return self._cv(repeats, n_jobs=1, **safe).fit(
+                data, item[1], validation=val, reference=reference, shared=local.shared
+            )
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="clickrank-member") as pool:
+            return dict(zip(targets, pool.map(one, targets.items()), strict=True))
+
+    def _cv(self, repeats: int, n_jobs: int | None = None, **safe: float) -> LambdaMARTCV:
         """Every member's selection: the same grid, folds and seed (so the same splits);
-        ``safe``: ``proximal`` or ``risk`` of a fallback."""
+        ``n_jobs``: its threads (default ``self.n_jobs``); ``safe``: ``proximal`` or
+        ``risk`` of a fallback."""
         extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
         return LambdaMARTCV(
             grid=self.grid, folds=self.folds, repeats=repeats,
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             early_stopping_rounds=self.early_stopping_rounds, eval_at=self.eval_at,
-            racing=self.racing, seed=self.seed, n_jobs=self.n_jobs, **self.params, **extra,
+            racing=self.racing, seed=self.seed,
+            n_jobs=self.n_jobs if n_jobs is None else n_jobs, **self.params, **extra,
         )  # fmt: skip
 
     def _unseen_guard(self, family) -> dict[str, float]:

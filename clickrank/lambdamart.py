@@ -14,7 +14,6 @@ and IDCG), so quality matches it; the point is that any target can be plugged in
 from __future__ import annotations
 
 import hashlib
-
 import inspect
 import json
 import os

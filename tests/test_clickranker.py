@@ -355,3 +355,28 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     r.terms_all_ = every
     r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
     assert r.choice_ == "dr" and not r.excluded_
+
+
+def test_members_fit_on_threads_give_the_models_of_one_thread(setup):
+    """n_jobs=2 fits two members at once, one thread each: the same choice, the same trees
+    (to the bit), the same cost; the CRM fallback's refits go the same way."""
+    train, test, log, theta, prod = setup
+    family = ("naive", "ips-shown", "ips-all")
+    kw = {**SMALL, "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3})}
+    one = ClickRanker(family=family, seed=0, **kw).fit(train, log, theta, logging_model=prod)
+    two = ClickRanker(family=family, seed=0, n_jobs=2, **kw).fit(
+        train, log, theta, logging_model=prod
+    )
+    assert one.choice_ == two.choice_ and one.cost_ == two.cost_
+    np.testing.assert_array_equal(one.predict(test), two.predict(test))
+    for m in one.members_:
+        np.testing.assert_array_equal(one.members_[m].oof_, two.members_[m].oof_)
+    small = simulate(train, policy=DeterministicPolicy(prod), click_model=make_click_model(
+        "pbm", eta=1.0, attractiveness="graded"), n_sessions=600, interventions=[Swap(0.1)],
+        top_k=10, seed=3)  # fmt: skip
+    a = ClickRanker(family=family, seed=0, **SMALL).fit(train, small, theta, logging_model=prod)
+    b = ClickRanker(family=family, seed=0, n_jobs=2, **SMALL).fit(
+        train, small, theta, logging_model=prod
+    )
+    assert a.choice_ == b.choice_ == "average+crm"
+    np.testing.assert_array_equal(a.predict(test), b.predict(test))
