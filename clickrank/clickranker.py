@@ -245,6 +245,11 @@ class ClickRanker(Params):
     n_jobs : int
         Threads: members fitted at once, one thread each (the same models as with 1),
         or one member's trees and lambdas when only one is fitted.
+    engine : {"auto", "local", "spark"}
+        Where the members are fitted: ``"auto"`` as Spark tasks when the log is a Spark
+        DataFrame (one task per member on the session's executors, the data broadcast
+        once; the models of a local fit to the bit), else locally; ``"local"`` always
+        here; ``"spark"`` requires a Spark log.
     **params
         Further :class:`~clickrank.lambdamart.LambdaMART` parameters.
 
@@ -269,6 +274,8 @@ class ClickRanker(Params):
         (what ``combine="select"`` takes at ``tolerance=0``).
     members_ : dict
         Fitted :class:`~clickrank.selection.LambdaMARTCV` of each member.
+    members_engine_ : str
+        Where they were fitted: ``"local"`` or ``"spark"``.
     table_ : polars.DataFrame
         One row per member: counterfactual score, SE, trees, shape, the paired
         gain over the selected member and over the safe ranker with its bound.
@@ -314,6 +321,7 @@ class ClickRanker(Params):
         proximal: float | None = None,
         seed: int = 0,
         n_jobs: int = 1,
+        engine: str = "auto",
         **params: Any,
     ) -> None:
         self.family = family
@@ -339,6 +347,7 @@ class ClickRanker(Params):
         self.proximal = proximal
         self.seed = seed
         self.n_jobs = n_jobs
+        self.engine = engine
         self.params = params
 
     # -- checks ---------------------------------------------------------------------------
@@ -358,7 +367,20 @@ class ClickRanker(Params):
             raise InputError(f"tolerance must be >= 0, got {self.tolerance}")
         if not isinstance(data, RankingData):
             raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+        if self.engine not in ("auto", "local", "spark"):
+            raise InputError(f"engine must be 'auto', 'local' or 'spark', got {self.engine!r}")
         check_jobs(self.n_jobs)
+
+    def _spark_session(self, log: Any) -> Any:
+        """The Spark session the members are fitted on, or None (locally)."""
+        from .engine import is_spark
+
+        if self.engine == "spark" and not is_spark(log):
+            raise InputError("engine='spark' fits the members as Spark tasks: the log must be a "
+                             "Spark DataFrame (clickrank train --engine spark)")  # fmt: skip
+        if self.engine == "local" or not is_spark(log):
+            return None
+        return log.sparkSession
 
     def _repeats(self, n_queries: int) -> int:
         if self.repeats != "auto":
@@ -437,6 +459,8 @@ class ClickRanker(Params):
 
         self._check(data)
         say = progress if progress is not None else (lambda _m: None)
+        self._spark = self._spark_session(log)
+        self.members_engine_ = "local" if self._spark is None else "spark"
         theta = self._propensities(data, log, propensities, say)
         if targets is None:
             family = [m for m in self.family if theta is not None or m not in _NEEDS_THETA]
@@ -501,7 +525,7 @@ class ClickRanker(Params):
         self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
         if self.choice_ == "logging" and self.fallback != "safe":
             self._retrained_fallback(data, val, reference, reps, say)
-        del self._shared  # the binned features: not kept with the model
+        del self._shared, self._spark  # the binned features, the session: not kept
         self.cost_ = {"fits": sum(cv.fits_ for cv in self.members_.values()),
                       "rounds": sum(cv.rounds_ for cv in self.members_.values())}  # fmt: skip
         if self.propensity_source_.weak:  # the check's estimate rests on the same θ
@@ -616,8 +640,12 @@ class ClickRanker(Params):
         are those of ``n_jobs=1`` to the bit, and two cores fit two members where one fit
         on two threads gained little (its trees are small). Each worker thread keeps its
         own folds and binned features (:meth:`LambdaMARTCV.fit` ``shared``), so no
-        LightGBM dataset is built by two threads at once.
+        LightGBM dataset is built by two threads at once. With a Spark log (``engine``
+        "auto" or "spark") each member is a Spark task instead (:func:`_fit_members_spark`).
         """
+        spark = getattr(self, "_spark", None)
+        if spark is not None:
+            return _fit_members_spark(self, spark, targets, data, val, reference, repeats, safe)
         workers = min(int(self.n_jobs), len(targets))
         if workers <= 1:
             return {m: self._cv(repeats, **safe).fit(data, t, validation=val, reference=reference,
@@ -843,3 +871,31 @@ class ClickRanker(Params):
             out / "selection.json", json.loads(json.dumps(self.to_dict(), default=float))
         )
         return out
+
+
+def _fit_members_spark(ranker, spark, targets, data, val, reference, repeats, safe):
+    """The members' selections as Spark tasks, one per member: what they need is broadcast
+    once, each task fits its member as :meth:`ClickRanker._fit_members` does on one thread
+    and sends the fitted :class:`LambdaMARTCV` back (its refit and out-of-fold scores; the
+    fold models stay on the executor)."""
+    import pickle
+
+    sc = spark.sparkContext
+    payload = sc.broadcast(pickle.dumps((ranker.get_params(), data, val, reference, repeats,
+                                         safe, targets)))  # fmt: skip
+    names = list(targets)
+    try:
+        out = (sc.parallelize(names, len(names))
+               .map(lambda name: _member_task(payload.value, name)).collect())  # fmt: skip
+    finally:
+        payload.destroy()
+    return {name: pickle.loads(blob) for name, blob in zip(names, out, strict=True)}
+
+
+def _member_task(payload: bytes, name: str) -> bytes:
+    """One member's selection in a Spark task (the driver's :func:`_fit_members_spark`)."""
+    import pickle
+
+    params, data, val, reference, repeats, safe, targets = pickle.loads(payload)
+    cv = ClickRanker(**params)._cv(repeats, n_jobs=1, **safe)
+    return pickle.dumps(cv.fit(data, targets[name], validation=val, reference=reference))

@@ -394,6 +394,27 @@ def test_click_ranker_on_a_spark_log_equals_polars(data, log, sdf):
     np.testing.assert_allclose(a.predict(data), b.predict(data), rtol=1e-9)
 
 
+def test_click_ranker_members_as_spark_tasks_equal_a_local_fit(data, log, sdf):
+    """On a Spark log the members are fitted as Spark tasks (on the standalone cluster, in its
+    executors): the same choice, cost, out-of-fold scores and trees as fitted here, to the bit;
+    engine='spark' refuses a polars log in one line."""
+    from clickrank._validation import InputError
+    from clickrank.clickranker import ClickRanker
+
+    kw = {"family": ("naive", "ips-shown", "unbiased-lambdamart"), "folds": 3, "repeats": 1,
+          "n_estimators": 20, "grid": ({"num_leaves": 4, "max_depth": 2},
+                                       {"num_leaves": 8, "max_depth": 3}), "seed": 0}  # fmt: skip
+    here = ClickRanker(engine="local", **kw).fit(data, sdf)
+    tasks = ClickRanker(**kw).fit(data, sdf)
+    assert (here.members_engine_, tasks.members_engine_) == ("local", "spark")
+    assert here.choice_ == tasks.choice_ and here.cost_ == tasks.cost_
+    np.testing.assert_array_equal(here.predict(data), tasks.predict(data))
+    for m in here.members_:
+        np.testing.assert_array_equal(here.members_[m].oof_, tasks.members_[m].oof_)
+    with pytest.raises(InputError, match="Spark DataFrame"):
+        ClickRanker(engine="spark", **kw).fit(data, log)
+
+
 # -- the standalone cluster ----------------------------------------------------------------
 
 
