@@ -1,6 +1,6 @@
 """The default learner's cost: ``ClickRanker().fit`` against one LightGBM lambdarank fit.
 
-Run: ``python benchmarks/bench_default_cost.py [--sizes 10000,100000] [--threads 1,2]``
+Run: ``python benchmarks/bench_default_cost.py [--sizes 10000,100000] [--threads 1,2] [--spark]``
 (``--sizes 1000000 --features 136`` for the MSLR-WEB10K-sized fit: about an hour on two
 cores), or ``--json out.json`` to keep the rows.
 
@@ -29,6 +29,7 @@ import json
 import time
 
 import lightgbm as lgb
+import numpy as np
 
 from clickrank import ClickRanker
 from clickrank.clickmodels import make_click_model, relevance_for_labels
@@ -75,8 +76,18 @@ def main() -> None:
     ap.add_argument("--sessions-per-query", type=int, default=100)
     ap.add_argument("--no-race-too", action="store_true",
                     help="also time the default with racing=None (what racing saves)")  # fmt: skip
+    ap.add_argument("--spark", action="store_true",
+                    help="also fit on a Spark log on a standalone cluster of two one-core "
+                         "workers (members as Spark tasks; the time includes the log's "
+                         "aggregation on Spark, not the cluster's start)")  # fmt: skip
     ap.add_argument("--json", default=None, help="append one JSON line per row here")
     args = ap.parse_args()
+    cluster = None
+    if args.spark:
+        from clickrank.engine.cluster import StandaloneCluster
+
+        cluster = StandaloneCluster(workers=2, cores=1, memory="3g")
+        spark = cluster.session(spark_executor_memory="2g")
     for n_docs in (int(v) for v in args.sizes.split(",")):
         feats = args.features or (136 if n_docs >= 1_000_000 else 6)
         data, log = setup(n_docs, feats, args.sessions_per_query)
@@ -95,10 +106,27 @@ def main() -> None:
                 row.update({"norace_s": round(t_full, 2), "norace_ratio": round(t_full / base, 1),
                             "norace_rounds": full.cost_["rounds"],
                             "norace_choice": full.choice_})  # fmt: skip
+            if cluster is not None:
+                from clickrank.engine import to_spark
+
+                sdf = to_spark(log, spark).cache()
+                sdf.count()
+                t = time.perf_counter()
+                on = ClickRanker(seed=0).fit(data, sdf)
+                took_spark = time.perf_counter() - t
+                diff = np.abs(on.predict(data) - model.predict(data)).max()
+                row.update({"spark_s": round(took_spark, 2),
+                            "spark_ratio": round(took_spark / base, 1),
+                            "spark_choice": on.choice_,
+                            "spark_max_score_diff": float(diff)})  # fmt: skip
+                sdf.unpersist()
             print(json.dumps(row), flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(row) + "\n")
+    if cluster is not None:
+        spark.stop()
+        cluster.stop()
 
 
 if __name__ == "__main__":

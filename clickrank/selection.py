@@ -465,7 +465,7 @@ class LambdaMARTCV(Params):
                 per_fold[e, i] = _curve(model, n)
                 models[e].append(model)
             fitted = len(alive)
-            if race is not None and len(alive) > 1:
+            if race is not None and len(alive) > 1 and i < k * reps - 1:  # a fold left to save
                 alive = race.step(alive, held_q, val, models, per_fold[:, : i + 1],
                                   float(self.racing), int(self.eval_at))  # fmt: skip
             if progress is not None:

@@ -278,7 +278,11 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     help="--distributed: share of the queries held out for early stopping on their clicks.",
 )
 @click.option(
-    "--jobs", type=int, default=1, help="Threads: the trees, the lambdas and the CRM penalty."
+    "--jobs",
+    type=int,
+    default=1,
+    help="Threads: the default learner fits that many members at once (the models of one "
+    "thread); one target's trees, lambdas and CRM penalty otherwise.",
 )
 @click.option(
     "-f",

@@ -29,7 +29,8 @@ def engine_options(f: Callable) -> Callable:
         show_default=True,
         help="Where the log is aggregated: polars on this machine (streaming), or a Spark "
         "cluster (pip install 'clickrank[spark]'; a path Spark reads, or table:db.name for "
-        "a Hive/metastore table). The small fits run here either way (docs/scale.md).",
+        "a Hive/metastore table). The small fits run here either way, except the default "
+        "learner's members (clickrank train), one Spark task each (docs/scale.md).",
     )(f)
 
 
