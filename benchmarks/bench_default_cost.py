@@ -67,6 +67,12 @@ def default(data, log, threads: int, racing: float | None = 0.99) -> tuple[float
     return time.perf_counter() - t, model
 
 
+def warm_up() -> None:
+    """One small fit, so that numba's kernels are loaded before anything is timed."""
+    data, log = setup(3000, 6, 20)
+    default(data, log, 1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="10000,100000", help="documents, comma-separated")
@@ -82,6 +88,7 @@ def main() -> None:
                          "aggregation on Spark, not the cluster's start)")  # fmt: skip
     ap.add_argument("--json", default=None, help="append one JSON line per row here")
     args = ap.parse_args()
+    warm_up()
     cluster = None
     if args.spark:
         from clickrank.engine.cluster import StandaloneCluster

@@ -195,8 +195,9 @@ def record_unbiased(repeats: int, sessions: int = 100_000) -> dict:
 def record_default_cost() -> dict:
     """The default learner's fit over one LightGBM lambdarank fit of 100 trees on the same
     10^4 documents, one thread (key ``default/fit-cost``; issue 34's target 20x)."""
-    from bench_default_cost import baseline, default, setup
+    from bench_default_cost import baseline, default, setup, warm_up
 
+    warm_up()
     data, log = setup(10_000, 6, 100)
     base = baseline(data, 1)
     took, model = default(data, log, 1)
