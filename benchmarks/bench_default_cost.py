@@ -1,6 +1,7 @@
 """The default learner's cost: ``ClickRanker().fit`` against one LightGBM lambdarank fit.
 
 Run: ``python benchmarks/bench_default_cost.py [--sizes 10000,100000] [--threads 1,2] [--spark]``
+or on real data, ``--data .../letor4_mq2008/Fold1/train.txt --sessions 20000,2000``
 (``--sizes 1000000 --features 136`` for the MSLR-WEB10K-sized fit: about an hour on two
 cores), or ``--json out.json`` to keep the rows.
 
@@ -13,7 +14,9 @@ robustness suite's log). Then, in this process and on the same thread count:
 * **baseline**: LightGBM's native lambdarank, 100 trees, on the same rows and features
   (true labels: a cost reference, the fit a user of LightGBM runs once);
 * **default**: ``ClickRanker(seed=0, n_jobs=threads).fit(data, log)`` (propensities
-  from the swaps, its family of targets cross-validated, the average, the safety check).
+  from the swaps, its family of targets cross-validated, the average, the safety check;
+  with ``--data`` the production ranker is the logging model, so a failed check runs
+  the CRM fallback, as in the robustness suite).
 
 The figure is the ratio of the two times (issue 34: at most 20x, goal 10x), with the
 default's LightGBM fits and boosting rounds (``ClickRanker.cost_``: the time follows the
@@ -33,23 +36,29 @@ import numpy as np
 
 from clickrank import ClickRanker
 from clickrank.clickmodels import make_click_model, relevance_for_labels
-from clickrank.datasets import synthetic
+from clickrank.datasets import load_letor, synthetic
 from clickrank.policies import DeterministicPolicy
 from clickrank.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 
 def setup(n_docs: int, features: int, per_query_sessions: int, seed: int = 0):
-    """Data, its click log and the number of documents per query."""
+    """Synthetic data of about ``n_docs`` documents and its click log."""
     m = 120 if n_docs >= 1_000_000 else 60
     data = synthetic(max(n_docs // m, 20), m, features, seed=seed)
+    return data, logged(data, per_query_sessions * data.n_queries, seed)[0]
+
+
+def logged(data, sessions: int, seed: int = 0):
+    """The suite's log of ``data``: a production ranker trained on 5 % of the queries shows
+    its top 10 to PBM users, 10 % of the sessions swapped; (log, production ranker)."""
     prod = production_ranker(data, 0.05, seed=seed + 1)
     params, _ = relevance_for_labels("pbm", data.y, relevance="binarized", eps=0.1)
     log = simulate(data, policy=DeterministicPolicy(prod),
                    click_model=make_click_model("pbm", eta=1.0, **params),
-                   n_sessions=per_query_sessions * data.n_queries, interventions=[Swap(0.1)],
-                   top_k=10, seed=seed + 2)  # fmt: skip
-    return data, log
+                   n_sessions=sessions, interventions=[Swap(0.1)], top_k=10,
+                   seed=seed + 2)  # fmt: skip
+    return log, prod
 
 
 def baseline(data, threads: int) -> float:
@@ -61,9 +70,12 @@ def baseline(data, threads: int) -> float:
     return time.perf_counter() - t
 
 
-def default(data, log, threads: int, racing: float | None = 0.99) -> tuple[float, ClickRanker]:
+def default(data, log, threads: int, racing: float | None = 0.99,
+            logging_model=None) -> tuple[float, ClickRanker]:  # fmt: skip
     t = time.perf_counter()
-    model = ClickRanker(seed=0, n_jobs=threads, racing=racing).fit(data, log)
+    model = ClickRanker(seed=0, n_jobs=threads, racing=racing).fit(
+        data, log, logging_model=logging_model
+    )
     return time.perf_counter() - t, model
 
 
@@ -71,6 +83,20 @@ def warm_up() -> None:
     """One small fit, so that numba's kernels are loaded before anything is timed."""
     data, log = setup(3000, 6, 20)
     default(data, log, 1)
+
+
+def _cases(args):
+    """(data, log, sessions, logging model) per size, or of ``--data``."""
+    if args.data:
+        data = load_letor(args.data)
+        for sessions in (int(v) for v in args.sessions.split(",")):
+            log, prod = logged(data, sessions)
+            yield data, log, sessions, prod
+        return
+    for n_docs in (int(v) for v in args.sizes.split(",")):
+        feats = args.features or (136 if n_docs >= 1_000_000 else 6)
+        data, log = setup(n_docs, feats, args.sessions_per_query)
+        yield data, log, args.sessions_per_query * data.n_queries, None
 
 
 def main() -> None:
@@ -86,6 +112,11 @@ def main() -> None:
                     help="also fit on a Spark log on a standalone cluster of two one-core "
                          "workers (members as Spark tasks; the time includes the log's "
                          "aggregation on Spark, not the cluster's start)")  # fmt: skip
+    ap.add_argument("--data", default=None,
+                    help="a LETOR training file instead of --sizes (the production ranker is "
+                         "then the logging model the default must beat)")  # fmt: skip
+    ap.add_argument("--sessions", default="20000,2000",
+                    help="with --data: log sizes, comma-separated")  # fmt: skip
     ap.add_argument("--json", default=None, help="append one JSON line per row here")
     args = ap.parse_args()
     warm_up()
@@ -95,21 +126,19 @@ def main() -> None:
 
         cluster = StandaloneCluster(workers=2, cores=1, memory="3g")
         spark = cluster.session(spark_executor_memory="2g")
-    for n_docs in (int(v) for v in args.sizes.split(",")):
-        feats = args.features or (136 if n_docs >= 1_000_000 else 6)
-        data, log = setup(n_docs, feats, args.sessions_per_query)
+    for data, log, sessions, prod in _cases(args):
         for threads in (int(v) for v in args.threads.split(",")):
             base = baseline(data, threads)
-            took, model = default(data, log, threads)
+            took, model = default(data, log, threads, logging_model=prod)
             base = min(base, baseline(data, threads))  # the least disturbed of two
             row = {
-                "docs": data.n_docs, "queries": data.n_queries, "features": feats,
-                "sessions": args.sessions_per_query * data.n_queries, "threads": threads,
+                "data": data.name, "docs": data.n_docs, "queries": data.n_queries,
+                "features": data.n_features, "sessions": sessions, "threads": threads,
                 "lightgbm_s": round(base, 3), "default_s": round(took, 2),
                 "ratio": round(took / base, 1), **model.cost_, "choice": model.choice_,
             }  # fmt: skip
             if args.no_race_too:
-                t_full, full = default(data, log, threads, racing=None)
+                t_full, full = default(data, log, threads, racing=None, logging_model=prod)
                 row.update({"norace_s": round(t_full, 2), "norace_ratio": round(t_full / base, 1),
                             "norace_rounds": full.cost_["rounds"],
                             "norace_choice": full.choice_})  # fmt: skip
@@ -119,7 +148,7 @@ def main() -> None:
                 sdf = to_spark(log, spark).cache()
                 sdf.count()
                 t = time.perf_counter()
-                on = ClickRanker(seed=0).fit(data, sdf)
+                on = ClickRanker(seed=0).fit(data, sdf, logging_model=prod)
                 took_spark = time.perf_counter() - t
                 diff = np.abs(on.predict(data) - model.predict(data)).max()
                 row.update({"spark_s": round(took_spark, 2),
