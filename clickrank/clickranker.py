@@ -49,9 +49,13 @@ winner's curse), which the one-SE rule and the ``safe`` fallback counter.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
+import pickle
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -243,8 +247,8 @@ class ClickRanker(Params):
         price of staying close to the logger.
     seed : int
     n_jobs : int
-        Threads: members fitted at once, one thread each (the same models as with 1),
-        or one member's trees and lambdas when only one is fitted.
+        Members fitted at once, each in its own process on one thread (the same models
+        as with 1), or one member's threads when only one is fitted.
     engine : {"auto", "local", "spark"}
         Where the members are fitted: ``"auto"`` as Spark tasks when the log is a Spark
         DataFrame (one task per member on the session's executors, the data broadcast
@@ -633,15 +637,18 @@ class ClickRanker(Params):
                              stats=stats_arg, **opts)  # fmt: skip
 
     def _fit_members(self, targets, data, val, reference, repeats, **safe) -> dict[str, Any]:
-        """Each member's :class:`LambdaMARTCV` (name -> fitted), on ``n_jobs`` threads.
+        """Each member's :class:`LambdaMARTCV` (name -> fitted), on ``n_jobs`` processes.
 
-        The members are independent, so with ``n_jobs > 1`` several fit at once, each on
-        one LightGBM and one numba thread (the hot kernels release the GIL): the models
-        are those of ``n_jobs=1`` to the bit, and two cores fit two members where one fit
-        on two threads gained little (its trees are small). Each worker thread keeps its
-        own folds and binned features (:meth:`LambdaMARTCV.fit` ``shared``), so no
-        LightGBM dataset is built by two threads at once. With a Spark log (``engine``
-        "auto" or "spark") each member is a Spark task instead (:func:`_fit_members_spark`).
+        The members are independent, so with ``n_jobs > 1`` several fit at once, each in
+        its own process on one LightGBM and one numba thread: the models are those of
+        ``n_jobs=1`` to the bit, and two cores fit two members where one fit on two
+        threads gained little (its trees are small). Processes, not threads: LightGBM
+        keeps its thread count in a process-wide variable, and two fits on threads of
+        one process crashed it (a segfault in ``lib_lightgbm.so``, once in eight fits
+        of MQ2008 with the CRM fallback). The processes are started by ``spawn`` (a
+        fork of a process that ran OpenMP can hang); what they need is sent once to
+        each. With a Spark log (``engine`` "auto" or "spark") each member is a Spark
+        task instead (:func:`_fit_members_spark`).
         """
         spark = getattr(self, "_spark", None)
         if spark is not None:
@@ -651,17 +658,16 @@ class ClickRanker(Params):
             return {m: self._cv(repeats, **safe).fit(data, t, validation=val, reference=reference,
                                                      shared=self._shared)
                     for m, t in targets.items()}  # fmt: skip
-        local = threading.local()
-
-        def one(item):
-            if not hasattr(local, "shared"):
-                local.shared = {}
-            return self._cv(repeats, n_jobs=1, **safe).fit(
-                data, item[1], validation=val, reference=reference, shared=local.shared
-            )
-
-        with ThreadPoolExecutor(workers, thread_name_prefix="clickrank-member") as pool:
-            return dict(zip(targets, pool.map(one, targets.items()), strict=True))
+        payload = pickle.dumps((self.get_params(), data, val, reference, repeats, safe, targets))
+        context = multiprocessing.get_context("spawn")
+        with (
+            _main_not_rerun(),
+            ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_receive, initargs=(payload,)
+            ) as pool,
+        ):
+            blobs = list(pool.map(_member_of_payload, list(targets)))
+        return {m: pickle.loads(b) for m, b in zip(targets, blobs, strict=True)}
 
     def _cv(self, repeats: int, n_jobs: int | None = None, **safe: float) -> LambdaMARTCV:
         """Every member's selection: the same grid, folds and seed (so the same splits);
@@ -878,8 +884,6 @@ def _fit_members_spark(ranker, spark, targets, data, val, reference, repeats, sa
     once, each task fits its member as :meth:`ClickRanker._fit_members` does on one thread
     and sends the fitted :class:`LambdaMARTCV` back (its refit and out-of-fold scores; the
     fold models stay on the executor)."""
-    import pickle
-
     sc = spark.sparkContext
     payload = sc.broadcast(pickle.dumps((ranker.get_params(), data, val, reference, repeats,
                                          safe, targets)))  # fmt: skip
@@ -892,10 +896,44 @@ def _fit_members_spark(ranker, spark, targets, data, val, reference, repeats, sa
     return {name: pickle.loads(blob) for name, blob in zip(names, out, strict=True)}
 
 
-def _member_task(payload: bytes, name: str) -> bytes:
-    """One member's selection in a Spark task (the driver's :func:`_fit_members_spark`)."""
-    import pickle
+@contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """While member processes start: hide the caller's main module from ``spawn``.
 
+    ``spawn`` runs the parent's main script again in every child, so a user's script
+    without the ``if __name__ == "__main__":`` guard would fit again there (Python stops
+    it with a RuntimeError). The members need nothing from that module (their payload
+    holds clickrank objects only), so its path and spec are hidden from
+    ``multiprocessing`` meanwhile and restored after.
+    """
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    try:
+        main.__dict__.pop("__file__", None)
+        main.__dict__["__spec__"] = None
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+#: What a member process received (:func:`_receive`), unpickled once.
+_PAYLOAD: dict[str, Any] = {}
+
+
+def _receive(payload: bytes) -> None:
+    """A member process's start: keep what every member needs."""
+    _PAYLOAD["blob"] = payload
+
+
+def _member_of_payload(name: str) -> bytes:
+    """One member's selection in a member process (:meth:`ClickRanker._fit_members`)."""
+    return _member_task(_PAYLOAD["blob"], name)
+
+
+def _member_task(payload: bytes, name: str) -> bytes:
+    """One member's selection in a Spark task or a member process: the fitted
+    :class:`LambdaMARTCV`, pickled."""
     params, data, val, reference, repeats, safe, targets = pickle.loads(payload)
     cv = ClickRanker(**params)._cv(repeats, n_jobs=1, **safe)
     return pickle.dumps(cv.fit(data, targets[name], validation=val, reference=reference))

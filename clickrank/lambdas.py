@@ -220,7 +220,7 @@ def _merge_order_desc(s, cnt, order, tmp, key, key_tmp):  # pragma: no cover
         order[:cnt] = tmp[:cnt]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")  # nogil: members fit on threads
+@njit(cache=True, nogil=True, error_model="numpy")
 def _lambda_queries(
     q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc, doc_w, use_w,
     forces, weights,

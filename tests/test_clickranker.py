@@ -357,9 +357,10 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     assert r.choice_ == "dr" and not r.excluded_
 
 
-def test_members_fit_on_threads_give_the_models_of_one_thread(setup):
-    """n_jobs=2 fits two members at once, one thread each: the same choice, the same trees
-    (to the bit), the same cost; the CRM fallback's refits go the same way."""
+def test_members_fit_in_processes_give_the_models_of_one_thread(setup):
+    """n_jobs=2 fits two members at once, each in its own process on one thread: the same
+    choice, the same trees (to the bit), the same cost; the CRM fallback's refits go the
+    same way."""
     train, test, log, theta, prod = setup
     family = ("naive", "ips-shown", "ips-all")
     kw = {**SMALL, "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3})}
