@@ -107,7 +107,7 @@ def _top_rows_kernel(scores, qptr, out):  # pragma: no cover - numba
             _top_query(scores, qptr[q], qptr[q + 1], key, out[q])
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def _top_rows_serial(scores, qptr, out):  # pragma: no cover - numba
     key = np.empty(out.shape[1])
     for q in range(qptr.shape[0] - 1):

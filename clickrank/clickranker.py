@@ -646,9 +646,10 @@ class ClickRanker(Params):
         keeps its thread count in a process-wide variable, and two fits on threads of
         one process crashed it (a segfault in ``lib_lightgbm.so``, once in eight fits
         of MQ2008 with the CRM fallback). The processes are started by ``spawn`` (a
-        fork of a process that ran OpenMP can hang); what they need is sent once to
-        each. With a Spark log (``engine`` "auto" or "spark") each member is a Spark
-        task instead (:func:`_fit_members_spark`).
+        fork of a process that ran OpenMP can hang); what they need is sent and
+        unpickled once in each, and its members share their folds and binned features.
+        With a Spark log (``engine`` "auto" or "spark") each member is a Spark task
+        instead (:func:`_fit_members_spark`).
         """
         spark = getattr(self, "_spark", None)
         if spark is not None:
@@ -917,23 +918,29 @@ def _main_not_rerun() -> Iterator[None]:
         main.__dict__.update(saved)
 
 
-#: What a member process received (:func:`_receive`), unpickled once.
+#: What a member process received (:func:`_receive`), unpickled once, and the folds and
+#: binned features its members share (:meth:`LambdaMARTCV.fit` ``shared``).
 _PAYLOAD: dict[str, Any] = {}
 
 
 def _receive(payload: bytes) -> None:
-    """A member process's start: keep what every member needs."""
-    _PAYLOAD["blob"] = payload
+    """A member process's start: unpickle what every member needs, once."""
+    _PAYLOAD["job"], _PAYLOAD["shared"] = pickle.loads(payload), {}
 
 
 def _member_of_payload(name: str) -> bytes:
     """One member's selection in a member process (:meth:`ClickRanker._fit_members`)."""
-    return _member_task(_PAYLOAD["blob"], name)
+    return _fit_member(_PAYLOAD["job"], name, _PAYLOAD["shared"])
 
 
 def _member_task(payload: bytes, name: str) -> bytes:
-    """One member's selection in a Spark task or a member process: the fitted
-    :class:`LambdaMARTCV`, pickled."""
-    params, data, val, reference, repeats, safe, targets = pickle.loads(payload)
+    """One member's selection in a Spark task."""
+    return _fit_member(pickle.loads(payload), name, None)
+
+
+def _fit_member(job: tuple, name: str, shared: dict | None) -> bytes:
+    """The fitted :class:`LambdaMARTCV` of member ``name``, pickled, on one thread."""
+    params, data, val, reference, repeats, safe, targets = job
     cv = ClickRanker(**params)._cv(repeats, n_jobs=1, **safe)
-    return pickle.dumps(cv.fit(data, targets[name], validation=val, reference=reference))
+    return pickle.dumps(cv.fit(data, targets[name], validation=val, reference=reference,
+                               shared=shared))  # fmt: skip

@@ -132,7 +132,7 @@ def _discounts(n):
     return disc
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _risk_divergence(order, qptr, inv_ref, cum, disc):
     r""":math:`\hat d_2`, the mean over queries of the divergence at the ranking ``order``
     (``order`` ranks every query; ``inv_ref`` is :math:`1/\omega_0` per row, ``cum[n]``
@@ -151,7 +151,7 @@ def _risk_divergence(order, qptr, inv_ref, cum, disc):
     return total / max(used, 1)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _risk_pairs(q0, q1, s, order, qptr, inv_ref, cum, disc, kappa, sigma, trunc, forces,
                 weights):  # fmt: skip
     r"""The penalty's forces and Newton weights of queries ``q0..q1-1``, added in place.

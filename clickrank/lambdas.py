@@ -220,7 +220,7 @@ def _merge_order_desc(s, cnt, order, tmp, key, key_tmp):  # pragma: no cover
         order[:cnt] = tmp[:cnt]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _lambda_queries(
     q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc, doc_w, use_w,
     forces, weights,
@@ -473,7 +473,7 @@ def _session_plan(
     return lists, lp_a[:n_lp], lp_b[:n_lp], lp_key[:n_lp], tw[:n_lp], s_ptr, s_idx[:n_sp]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _session_round(
     scores, rows, pos, counts, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx,
     rp_lo, rp_hi, inv_idcg_tab, t_plus, t_minus, sigma, trunc, normalize, xgb_cost, disc,

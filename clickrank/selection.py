@@ -246,8 +246,7 @@ class _Race:
     whatever the evidence).
     """
 
-    def __init__(self, n_queries: int, n_shapes: int) -> None:
-        self.sums = np.zeros((n_shapes, n_queries))
+    def __init__(self, n_queries: int) -> None:
         self.counts = np.zeros(n_queries)
         self.folds: list[tuple[np.ndarray, Any]] = []
 
@@ -448,7 +447,7 @@ class LambdaMARTCV(Params):
         per_fold = np.full((len(grid), k * reps, n), np.nan)
         models: dict[int, list[LambdaMART]] = {e: [] for e, _ in grid}
         alive = [e for e, _ in grid]
-        race = _Race(data.n_queries, len(grid)) if self._racing(validation) else None
+        race = _Race(data.n_queries) if self._racing(validation) else None
         for i in range(k * reps):  # a handful of model fits per fold
             r, f = divmod(i, k)
             train_q, held_q = np.flatnonzero(fold[r] != f), np.flatnonzero(fold[r] == f)

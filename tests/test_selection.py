@@ -130,18 +130,12 @@ def test_lambdamartcv_chooses_and_refits(setup, tmp_path):
     assert meta["best_params"] == cv.best_params_ and LambdaMART.load(out).best_iteration_ > 0
 
 
-def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, monkeypatch):
-    """Binning once per fold instead of once per fit changes no model: the curves, the
-    out-of-fold scores and the refit are those of fits that each bin afresh. A grid
-    entry with another ``min_data_in_leaf`` (it enters LightGBM's binning) bins afresh."""
+def _count_datasets(monkeypatch) -> list[bool]:
+    """Every ``lightgbm.Dataset`` built from now on: True for a training set (binned from its
+    own rows), False for one binned with a reference's bins."""
     import lightgbm as lgb
 
-    train, test, log, theta = setup
-    val = ClickValidation.from_log(train, log, theta)
-    target = ips(train, log, theta, candidates="all")
-    grid = [{"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
-            {"num_leaves": 8, "max_depth": 3, "min_data_in_leaf": 5}]  # fmt: skip
-    built = []
+    built: list[bool] = []
     init = lgb.Dataset.__init__
 
     def counted(self, *args, **kwargs):
@@ -149,6 +143,19 @@ def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, mo
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(lgb.Dataset, "__init__", counted)
+    return built
+
+
+def test_tree_shapes_share_a_folds_binned_data_and_fit_the_same_models(setup, monkeypatch):
+    """Binning once per fold instead of once per fit changes no model: the curves, the
+    out-of-fold scores and the refit are those of fits that each bin afresh. A grid
+    entry with another ``min_data_in_leaf`` (it enters LightGBM's binning) bins afresh."""
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta, candidates="all")
+    grid = [{"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3},
+            {"num_leaves": 8, "max_depth": 3, "min_data_in_leaf": 5}]  # fmt: skip
+    built = _count_datasets(monkeypatch)
 
     def cv():
         return LambdaMARTCV(grid=grid, folds=3, n_estimators=60, early_stopping_rounds=10,
@@ -173,19 +180,10 @@ def test_targets_share_the_folds_binned_features_through_shared(setup, monkeypat
     """What ClickRanker does for its members: a second target on the same folds and the same
     candidate rows bins no features, one on other rows bins its own (as it would alone), and
     either fits the models it fits alone."""
-    import lightgbm as lgb
-
     train, test, log, theta = setup
     val = ClickValidation.from_log(train, log, theta)
     grid = [{"num_leaves": 4, "max_depth": 2}]
-    binned = []
-    init = lgb.Dataset.__init__
-
-    def counted(self, *args, **kwargs):
-        binned.append(kwargs.get("reference") is None)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(lgb.Dataset, "__init__", counted)
+    binned = _count_datasets(monkeypatch)
 
     def cv(target, shared=None):
         return LambdaMARTCV(grid=grid, folds=3, n_estimators=40, early_stopping_rounds=10,
