@@ -201,6 +201,10 @@ def test_select_keeps_the_one_se_choice_and_no_average(setup):
     assert r.selected_ in ("naive", "ips-shown")
     with pytest.raises(InputError, match="combine"):
         ClickRanker(combine="vote").fit(train, log, theta)
+    with pytest.raises(InputError, match="engine must be 'auto', 'local' or 'spark'"):
+        ClickRanker(engine="dask").fit(train, log, theta)
+    with pytest.raises(InputError, match="racing must be a confidence"):
+        ClickRanker(racing=1.5, **SMALL).fit(train, log, theta)
 
 
 def test_save_writes_the_model_and_the_selection(tmp_path, fitted):
