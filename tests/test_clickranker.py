@@ -172,6 +172,27 @@ def test_a_perfect_logger_is_kept(setup):
     assert c.safety_["vs_safe"].a == c.choice_
 
 
+def test_the_crm_fallback_keeps_each_members_tree_shape(setup):
+    """The fallback retrains every averaged member with the tree shape its own selection
+    chose: only the number of trees is cross-validated again (one shape, not the grid)."""
+    train, _, _, theta, _ = setup
+    oracle = LambdaMART(n_estimators=60, seed=0).fit(train)
+    cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
+    log = simulate(train, policy=DeterministicPolicy(oracle), click_model=cm, n_sessions=600,
+                   interventions=[Swap(0.1)], top_k=10, seed=3)  # fmt: skip
+    grid = ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 16, "max_depth": -1})
+    c = ClickRanker(family=("naive", "ips-shown"), seed=0, **{**SMALL, "grid": grid}).fit(
+        train, log, theta, logging_model=oracle
+    )
+    assert c.choice_ == "average+crm", c.summary()
+    for m in ("naive", "ips-shown"):
+        shape = {k: v for k, v in c.members_[m].best_params_.items() if k != "n_estimators"}
+        retrained = c.members_[f"{m}+crm"]
+        assert list(retrained.grid) == [shape] and retrained.cv_results_.height == 1
+        assert retrained.model_.num_leaves == shape["num_leaves"]
+    assert {c.members_[m].cv_results_.height for m in ("naive", "ips-shown")} == {2}
+
+
 def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, fitted):
     """The average's out-of-fold terms are those of the members' out-of-fold scores, each
     divided by its within-query spread, averaged; its model scores sum_m f_m / (M s_m) of

@@ -281,8 +281,14 @@ def test_cli_defaults_agree_with_the_library():
     cv = LambdaMARTCV()
     assert {
         k: getattr(cv, k)
-        for k in ("folds", "n_estimators", "learning_rate", "early_stopping_rounds")
+        for k in ("folds", "n_estimators", "learning_rate", "early_stopping_rounds", "racing")
     } == {k: v for k, v in SELECTION.items() if k != "grid"}
+    from clickrank import ClickRanker
+    from clickrank.specs import CLICK_RANKER_SELECTION, ONE_TARGET_SELECTION
+
+    ranker = ClickRanker()  # the default learner's own patience and racing
+    assert {k: getattr(ranker, k) for k in CLICK_RANKER_SELECTION} == CLICK_RANKER_SELECTION
+    assert ONE_TARGET_SELECTION == {k: getattr(cv, k) for k in CLICK_RANKER_SELECTION}
     assert tuple(SELECTION["grid"]) == tuple(DEFAULT_GRID)
     lm = LambdaMART()
     assert (lm.num_leaves, lm.max_depth) == (FIXED["num_leaves"], FIXED["max_depth"])

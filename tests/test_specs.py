@@ -96,8 +96,11 @@ def test_lambdamart_has_one_set_of_defaults():
     from clickrank.cli.train import FIXED, SELECTION
     from clickrank.experiment import load_config
 
-    fixed = specs.make_learner({}, select=False)
+    fixed = specs.make_learner({}, select=False, early_stopping=False)
     assert fixed.get_params() == LambdaMART().get_params()
+    # with validation queries and no patience given: the selection's
+    stopping = specs.make_learner({}, select=False)
+    assert stopping.early_stopping_rounds == SELECTION["early_stopping_rounds"]
     cv = specs.make_learner({}, select=True)
     assert isinstance(cv, LambdaMARTCV) and list(cv.grid) == list(DEFAULT_GRID)
     assert SELECTION is specs.LAMBDAMART_SELECTION and FIXED is specs.LAMBDAMART_SHAPE

@@ -12,11 +12,13 @@ from ..specs._names import (
     CANDIDATE_SETS,
     CLICK_FAMILY,
     CLICK_MODELS,
+    CLICK_RANKER_SELECTION,
     LAMBDAMART_SELECTION,
     LAMBDAMART_SHAPE,
     MODEL_AWARE,
     NAIVE_KINDS,
     NORMALIZATIONS,
+    ONE_TARGET_SELECTION,
     TRAIN_TARGETS,
     VALIDATION_ESTIMATES,
 )
@@ -220,9 +222,10 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option(
     "--early-stopping",
     type=int,
-    default=SELECTION["early_stopping_rounds"],
-    show_default=True,
-    help="Stop a model after this many rounds without improvement (selection or --valid).",
+    default=None,
+    help="Stop a model after this many rounds without improvement (selection or --valid) "
+    f"[default: {CLICK_RANKER_SELECTION['early_stopping_rounds']} for the default learner's "
+    f"members (--target auto), else {SELECTION['early_stopping_rounds']}].",
 )
 @click.option(
     "--eval-at", type=int, default=10, show_default=True, help="k of the validation DCG@k / NDCG@k."
@@ -322,7 +325,9 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
                                                    theta_path])  # fmt: skip
         spec = dict(n_estimators=trees, learning_rate=learning_rate,
                     max_depth=6 if max_depth is None else max_depth, num_workers=workers,
-                    early_stopping_rounds=early_stopping, eval_at=eval_at,
+                    early_stopping_rounds=(SELECTION["early_stopping_rounds"]
+                                           if early_stopping is None else early_stopping),
+                    eval_at=eval_at,
                     valid_fraction=valid_fraction, seed=seed)  # fmt: skip
         options = dict(candidates=candidates, clip=clip_value, normalize=normalize,
                        naive_kind=naive_kind)  # fmt: skip
@@ -446,9 +451,10 @@ def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *
 
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+    given = {k: v for k, v in spec.items() if v is not None}  # unset: ClickRanker's own
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
                          clip=clip, proximal=proximal, combine=combine, fallback=fallback,
-                         **spec)  # fmt: skip
+                         **given)  # fmt: skip
     return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
 
 
@@ -485,8 +491,9 @@ def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, fo
 
     if shape:
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
+    given = {k: v for k, v in spec.items() if v is not None}  # unset: LambdaMARTCV's own
     ranker = ClickRanker(validation=validation or "ips", safe=False, folds=folds, clip=clip,
-                         propensity_method=None, **spec)  # fmt: skip
+                         propensity_method=None, **{**ONE_TARGET_SELECTION, **given})  # fmt: skip
     return ranker.fit(data, log, theta, targets={name: tgt}, progress=_progress)
 
 
@@ -546,7 +553,7 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         ("--trees", trees),
         ("--early-stopping", early_stopping),
     ):
-        if value < 1:
+        if value is not None and value < 1:
             raise click.UsageError(f"{name} must be >= 1, got {value}")
     if select and folds < 2:
         raise click.UsageError(f"--folds must be >= 2, got {folds}")

@@ -59,7 +59,7 @@ class _RankerStages:
         cross-validated on its labels; ``select = false`` grows a fixed LambdaMART.
         """
         from ..clickranker import ClickRanker
-        from ..specs import selection_params
+        from ..specs import ONE_TARGET_SELECTION, selection_params
 
         lm, train = self.cfg["lambdamart"], self.parts["train"]
         if not lm["select"]:
@@ -68,7 +68,10 @@ class _RankerStages:
             return self._lambdamart().fit(train, tgt)  # labels: cross-validated NDCG
         spec = selection_params(lm, eval_at=self._eval_at(), seed=self.cfg.seed("lambdamart"))
         # one target: one K-fold split, the selection LambdaMARTCV always made (same models);
-        # the default's choice among targets repeats it where queries are few
+        # the default's choice among targets repeats it where queries are few, with its own
+        # patience and racing unless the config sets them
+        if name != "default":
+            spec = {**ONE_TARGET_SELECTION, **spec}
         ranker = ClickRanker(validation=lm["validation"], safe=name == "default",
                              repeats="auto" if name == "default" else 1, **spec)  # fmt: skip
         targets = None if name == "default" else {name: tgt}

@@ -21,7 +21,7 @@ from ..policies import DeterministicPolicy, LoggingPolicy, PlackettLuce, Uniform
 from ..production import production_ranker
 from ..simulation import FairPairs, Intervention, Randomize, RandPair, Swap
 from ..targets import make_target
-from ._names import CURVE_MODELS, ETA_MODELS, POLICY_KINDS
+from ._names import CURVE_MODELS, ETA_MODELS, LAMBDAMART_SELECTION, POLICY_KINDS
 
 __all__ = [
     "click_model_params",
@@ -262,6 +262,8 @@ def make_learner(
     spec = {k: v for k, v in {**spec, **overrides}.items() if v is not None}
     common = _common(spec)
     fixed = {k: spec[k] for k in ("n_estimators", "num_leaves", "max_depth") if k in spec}
-    if early_stopping and "early_stopping_rounds" in spec:
-        fixed["early_stopping_rounds"] = spec["early_stopping_rounds"]
+    if early_stopping:
+        fixed["early_stopping_rounds"] = spec.get(
+            "early_stopping_rounds", LAMBDAMART_SELECTION["early_stopping_rounds"]
+        )
     return LambdaMART(**fixed, **common)

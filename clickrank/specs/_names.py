@@ -32,6 +32,8 @@ __all__ = [
     "VALIDATION_ESTIMATES",
     "TRAIN_TARGETS",
     "CLICK_FAMILY",
+    "CLICK_RANKER_SELECTION",
+    "ONE_TARGET_SELECTION",
 ]
 
 #: Logging policies by name (:func:`clickrank.specs.make_policy`).
@@ -108,12 +110,22 @@ LAMBDAMART_SELECTION = {
     "n_estimators": 500,
     "learning_rate": 0.1,
     "early_stopping_rounds": 50,
+    "racing": 0.99,
     "grid": (
         {"num_leaves": 4, "max_depth": 2},
         {"num_leaves": 8, "max_depth": 3},
         {"num_leaves": 31, "max_depth": -1},
     ),
 }
+#: What :class:`clickrank.ClickRanker`'s members select with where it differs from
+#: :data:`LAMBDAMART_SELECTION`: a shorter patience and racing at 95 %. Its members are
+#: averaged, so one member stopped a little early costs the average little, and the
+#: patience was half its rounds (docs/lambdamart.md, "What the default learner's fit costs").
+#: One target's selection (``clickrank train --target T``, a run's targets other than
+#: ``default``) keeps :data:`LAMBDAMART_SELECTION`'s (:data:`ONE_TARGET_SELECTION`).
+CLICK_RANKER_SELECTION = {"early_stopping_rounds": 20, "racing": 0.95}
+#: The settings of one target's selection through ClickRanker: those of LambdaMARTCV.
+ONE_TARGET_SELECTION = {k: LAMBDAMART_SELECTION[k] for k in CLICK_RANKER_SELECTION}
 #: The tree shape of :class:`~clickrank.lambdamart.LambdaMART` without selection.
 LAMBDAMART_SHAPE = {"num_leaves": 8, "max_depth": 3}
 
