@@ -366,6 +366,8 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert [r["member"] for r in sel["table"]] == ["naive", "ips-shown", "average"]
+    # no --early-stopping: the default learner's own patience and racing
+    assert (sel["params"]["early_stopping_rounds"], sel["params"]["racing"]) == (20, 0.95)
     trees = {m: sel["members"][m]["best_params"]["n_estimators"] for m in ("naive", "ips-shown")}
     if sel["choice"] == "average":  # one model of both members' trees
         assert meta["best_iteration"] == sum(trees.values()) and meta["target"].startswith(
@@ -440,6 +442,8 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert sel["choice"] == "ips" and len(sel["members"]["ips"]["cv_results"]) == 3
+    # one target keeps LambdaMARTCV's selection (its models unchanged by the default's cut)
+    assert (sel["params"]["early_stopping_rounds"], sel["params"]["racing"]) == (50, 0.99)
     assert meta["best_iteration"] == sel["members"]["ips"]["best_params"]["n_estimators"] <= 60
 
 

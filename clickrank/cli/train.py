@@ -451,11 +451,15 @@ def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *
 
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-    given = {k: v for k, v in spec.items() if v is not None}  # unset: ClickRanker's own
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
                          clip=clip, proximal=proximal, combine=combine, fallback=fallback,
-                         **given)  # fmt: skip
+                         **_given(spec))  # fmt: skip
     return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
+
+
+def _given(spec: dict) -> dict:
+    """The options set (an option left unset, as --early-stopping, keeps the learner's own)."""
+    return {k: v for k, v in spec.items() if v is not None}
 
 
 def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, folds,
@@ -491,9 +495,9 @@ def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, fo
 
     if shape:
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-    given = {k: v for k, v in spec.items() if v is not None}  # unset: LambdaMARTCV's own
     ranker = ClickRanker(validation=validation or "ips", safe=False, folds=folds, clip=clip,
-                         propensity_method=None, **{**ONE_TARGET_SELECTION, **given})  # fmt: skip
+                         propensity_method=None,
+                         **{**ONE_TARGET_SELECTION, **_given(spec)})  # fmt: skip
     return ranker.fit(data, log, theta, targets={name: tgt}, progress=_progress)
 
 
