@@ -117,6 +117,12 @@ class LambdaMART(Params):
         Stop when validation NDCG@``eval_at`` (true labels of ``valid``,
         computed by :func:`clickrank.metrics.ndcg`) has not improved for this
         many rounds; the model keeps the best iteration.
+    early_stopping_fraction : float
+        A patience that grows with the curve: stop after
+        ``max(early_stopping_rounds, early_stopping_fraction * best round)`` rounds
+        without improvement (0, the default: LightGBM's fixed patience). A model whose
+        best is at round 400 has seen its validation score creep up for a long time, and
+        a plateau of 20 rounds there is noise more often than at round 40.
     eval_at : int
         Cut-off ``k`` of the validation NDCG.
     lambda_l2 : float
@@ -194,6 +200,7 @@ class LambdaMART(Params):
         normalize: bool = True,
         weighting: str = "ndcg",
         early_stopping_rounds: int | None = None,
+        early_stopping_fraction: float = 0.0,
         eval_at: int = 10,
         lambda_l2: float = 0.0,
         proximal: float | None = None,
@@ -212,6 +219,7 @@ class LambdaMART(Params):
         self.normalize = normalize
         self.weighting = weighting
         self.early_stopping_rounds = early_stopping_rounds
+        self.early_stopping_fraction = early_stopping_fraction
         self.eval_at = eval_at
         self.lambda_l2 = lambda_l2
         self.proximal = proximal
@@ -244,6 +252,12 @@ class LambdaMART(Params):
             raise InputError(f"weighting must be 'ndcg' or 'none', got {self.weighting!r}")
         if self.early_stopping_rounds is not None:
             check_positive(self.early_stopping_rounds, name="early_stopping_rounds", integer=True)
+        fraction = float(self.early_stopping_fraction)
+        if not (np.isfinite(fraction) and fraction >= 0):
+            raise InputError(
+                "early_stopping_fraction must be finite and >= 0, got "
+                f"{self.early_stopping_fraction}"
+            )
         check_positive(self.eval_at, name="eval_at", integer=True)
         if float(self.lambda_l2) < 0:
             raise InputError(f"lambda_l2 must be >= 0, got {self.lambda_l2}")
@@ -508,7 +522,12 @@ class LambdaMART(Params):
             valid_sets = [sets["valid", rows]]
             callbacks.append(lgb.record_evaluation(self.evals_result_))
             if self.early_stopping_rounds is not None:
-                callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))
+                rounds, fraction = (
+                    int(self.early_stopping_rounds),
+                    float(self.early_stopping_fraction),
+                )
+                callbacks.append(lgb.early_stopping(rounds, verbose=False) if fraction == 0
+                                 else _growing_patience(rounds, fraction))  # fmt: skip
         booster = lgb.train(
             params,
             dtrain,
@@ -744,3 +763,22 @@ _DEFAULTS = {
     for k, v in inspect.signature(LambdaMART.__init__).parameters.items()
     if k != "self"
 }
+
+
+def _growing_patience(rounds: int, fraction: float) -> Any:
+    """LightGBM's early stopping (the first validation score, higher is better) with a
+    patience of ``max(rounds, int(fraction * best round))`` rounds."""
+    import lightgbm as lgb
+
+    best: list[Any] = [None, 0, None]  # score, iteration (0-based), evaluation list
+
+    def callback(env: Any) -> None:
+        value = env.evaluation_result_list[0][2]
+        if best[0] is None or value > best[0]:
+            best[:] = [value, env.iteration, env.evaluation_result_list]
+        patience = max(rounds, int(fraction * (best[1] + 1)))
+        if env.iteration - best[1] >= patience or env.iteration == env.end_iteration - 1:
+            raise lgb.callback.EarlyStopException(best[1], best[2])
+
+    callback.order = 30  # after record_evaluation (20), as LightGBM's own
+    return callback
