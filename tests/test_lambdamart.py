@@ -124,6 +124,26 @@ def test_early_stopping_keeps_the_best_validation_iteration(split):
     assert float(ndcg(m.predict(valid), valid.y, valid.qptr, k=5)) == pytest.approx(max(curve))
 
 
+def test_a_growing_patience_waits_a_fraction_of_the_best_round(split):
+    """early_stopping_fraction f: the fit stops max(P, int(f * best round)) rounds after
+    its best (unless the budget ends first); f = 0 is LightGBM's fixed patience."""
+    train, valid, _ = split
+    waited = {}
+    for f in (0.0, 0.5, 1.0):
+        m = LambdaMART(**{**SMALL, "n_estimators": 400, "learning_rate": 0.5},
+                       early_stopping_rounds=3, early_stopping_fraction=f, eval_at=5)  # fmt: skip
+        m.fit(train, valid=valid)
+        curve = m.evals_result_["valid"]["ndcg@5"]
+        best = int(np.argmax(curve)) + 1  # the first best, as LightGBM's strict improvement
+        assert m.best_iteration_ == best
+        waited[f] = len(curve) - best
+        if len(curve) < 400:
+            assert waited[f] == max(3, int(f * best)), (f, best, len(curve))
+    assert waited[0.0] == 3 and waited[1.0] > waited[0.0]
+    with pytest.raises(InputError, match="early_stopping_fraction"):
+        LambdaMART(early_stopping_rounds=3, early_stopping_fraction=-0.1).fit(train, valid=valid)
+
+
 def _pbm_log(data: RankingData, n_sessions: int, seed: int, top_k: int = 5) -> pl.DataFrame:
     """Random top-k lists, PBM clicks theta_p = 1/p, click prob gamma = y/4 (numpy only)."""
     rng = np.random.default_rng(seed)
