@@ -225,7 +225,8 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     default=None,
     help="Stop a model after this many rounds without improvement (selection or --valid) "
     f"[default: {CLICK_RANKER_SELECTION['early_stopping_rounds']} for the default learner's "
-    f"members (--target auto), else {SELECTION['early_stopping_rounds']}].",
+    "members (--target auto), growing to a quarter of the best round, else "
+    f"{SELECTION['early_stopping_rounds']}].",
 )
 @click.option(
     "--eval-at", type=int, default=10, show_default=True, help="k of the validation DCG@k / NDCG@k."
