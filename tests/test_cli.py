@@ -377,9 +377,11 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
         assert sel["choice"] in trees and meta["best_iteration"] == trees[sel["choice"]] <= 60
     res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--family",
                               "naive,ips-shown", "--folds", "3", "--trees", "60", "--leaves", "4",
-                              "--combine", "select", "--out", str(tmp_path / "sel")])  # fmt: skip
+                              "--combine", "select", "--early-stopping-fraction", "0.5",
+                              "--out", str(tmp_path / "sel")])  # fmt: skip
     assert res.exit_code == 0, res.output
     sel = json.loads((tmp_path / "sel" / "selection.json").read_text())
+    assert sel["params"]["early_stopping_fraction"] == 0.5  # given: the members' growth
     assert sel["choice"] in ("naive", "ips-shown") and len(sel["table"]) == 2
     assert sel["safety"]["safe"] == "naive"
     res = runner.invoke(
@@ -480,6 +482,7 @@ def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
         (["--propensities", str(theta), "--clip", "often"], "--clip must be"),
         (["--target", "naive", "--validation", "ips"], "needs --propensities"),
         (["--propensities", str(theta), "--folds", "1"], "--folds must be"),
+        (["--early-stopping-fraction", "-0.5"], "--early-stopping-fraction must be finite"),
     ):
         res = runner.invoke(cli, base + extra)
         assert res.exit_code != 0 and msg in res.output, (extra, res.output)

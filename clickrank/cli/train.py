@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -229,6 +230,14 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     f"{SELECTION['early_stopping_rounds']}].",
 )
 @click.option(
+    "--early-stopping-fraction",
+    type=float,
+    default=None,
+    help="Let the patience grow to this fraction of the best round where that is longer "
+    f"[default: {CLICK_RANKER_SELECTION['early_stopping_fraction']} for the default learner's "
+    "members (--target auto), else 0: a fixed patience].",
+)
+@click.option(
     "--eval-at", type=int, default=10, show_default=True, help="k of the validation DCG@k / NDCG@k."
 )
 @click.option(
@@ -298,9 +307,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 def train(distributed, data_path, log_path, target, theta_path, click_model, family,
           logging_path, proximal, combine, fallback, safe, out_dir,
           valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
-          min_data_in_leaf, truncation, early_stopping, eval_at, clip, normalize, candidates,
-          naive_kind, strategy, ips_weighted, seed, workers, valid_fraction, jobs, force,
-          engine, spark_master):  # fmt: skip
+          min_data_in_leaf, truncation, early_stopping, early_stopping_fraction, eval_at, clip,
+          normalize, candidates, naive_kind, strategy, ips_weighted, seed, workers,
+          valid_fraction, jobs, force, engine, spark_master):  # fmt: skip
     """Train a ranker on DATA from a click log (or the labels), choosing it from clicks.
 
     By default (--target auto) clickrank.ClickRanker fits every target of
@@ -317,7 +326,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
 
     if distributed:
         _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
-                           valid_fraction)  # fmt: skip
+                           valid_fraction, early_stopping_fraction)  # fmt: skip
         clip_value = _clip(clip)
         _check_options(target, log_path, theta_path, None, False, False, folds=folds,
                        trees=trees, early_stopping=early_stopping, truncation=truncation,
@@ -337,7 +346,8 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     check_jobs(jobs, name="--jobs")
     members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
                              folds=folds, trees=trees, early_stopping=early_stopping,
-                             truncation=truncation, seed=seed, family=family)  # fmt: skip
+                             truncation=truncation, seed=seed, family=family,
+                             early_stopping_fraction=early_stopping_fraction)  # fmt: skip
     _check_proximal(proximal, logging_path)
     _check_logging_model(logging_path, target, select, valid_path)
     _check_click_model(click_model, target)
@@ -356,6 +366,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     spec = dict(
         n_estimators=trees,
         early_stopping_rounds=early_stopping,
+        early_stopping_fraction=early_stopping_fraction,
         learning_rate=learning_rate,
         min_data_in_leaf=min_data_in_leaf,
         truncation_level=truncation,
@@ -381,7 +392,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
 
 
 def _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
-                       valid_fraction) -> None:  # fmt: skip
+                       valid_fraction, early_stopping_fraction) -> None:  # fmt: skip
     """The options of --distributed (one line each), before anything is read."""
     from ..distributed import DISTRIBUTED_TARGETS
 
@@ -393,7 +404,8 @@ def _check_distributed(engine, target, valid_path, logging_path, leaves, workers
             target, "it has no per-document gains")  # fmt: skip
         raise click.UsageError(f"--distributed supports --target {supported}, not {target} ({why})")
     given = (("--valid", valid_path), ("--logging-model", logging_path),
-             ("--leaves (XGBoost's trees are shaped by --max-depth)", leaves))  # fmt: skip
+             ("--leaves (XGBoost's trees are shaped by --max-depth)", leaves),
+             ("--early-stopping-fraction", early_stopping_fraction))  # fmt: skip
     for name, value in given:
         if value is not None:
             raise click.UsageError(f"{name} is not supported with --distributed")
@@ -530,7 +542,7 @@ def _say_candidates(stats, candidates: str) -> None:
 
 def _check_options(target, log_path, theta_path, validation, ips_weighted, select, *,
                    folds, trees, early_stopping, truncation, seed,
-                   family) -> list[str]:  # fmt: skip
+                   family, early_stopping_fraction=None) -> list[str]:  # fmt: skip
     """The option checks that need no file (one line each); returns the --family members."""
     members = [m.strip() for m in family.split(",") if m.strip()]
     unknown = [m for m in members if m not in CLICK_FAMILY]
@@ -560,6 +572,10 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
     ):
         if value is not None and value < 1:
             raise click.UsageError(f"{name} must be >= 1, got {value}")
+    if early_stopping_fraction is not None and not 0 <= early_stopping_fraction < math.inf:
+        raise click.UsageError(
+            f"--early-stopping-fraction must be finite and >= 0, got {early_stopping_fraction}"
+        )
     if select and folds < 2:
         raise click.UsageError(f"--folds must be >= 2, got {folds}")
     if seed < 0:

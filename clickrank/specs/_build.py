@@ -232,11 +232,13 @@ def _common(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def selection_params(spec: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
     """Keyword arguments of a selection from a ``[lambdamart]`` spec: ``folds``,
-    ``n_estimators``, ``early_stopping_rounds``, ``grid`` and the shared LambdaMART
+    ``n_estimators``, ``early_stopping_rounds`` (and ``early_stopping_fraction``, passed on
+    to LambdaMART), ``grid`` and the shared LambdaMART
     parameters (what :class:`~clickrank.selection.LambdaMARTCV` and
     :class:`~clickrank.clickranker.ClickRanker` take)."""
     spec = {k: v for k, v in {**spec, **overrides}.items() if v is not None}
-    sel = {k: spec[k] for k in ("folds", "n_estimators", "early_stopping_rounds") if k in spec}
+    keys = ("folds", "n_estimators", "early_stopping_rounds", "early_stopping_fraction")
+    sel = {k: spec[k] for k in keys if k in spec}
     if "grid" in spec:
         sel["grid"] = [dict(g) for g in spec["grid"]]
     return {**sel, **_common(spec)}
@@ -266,4 +268,6 @@ def make_learner(
         fixed["early_stopping_rounds"] = spec.get(
             "early_stopping_rounds", LAMBDAMART_SELECTION["early_stopping_rounds"]
         )
+        if "early_stopping_fraction" in spec:
+            fixed["early_stopping_fraction"] = spec["early_stopping_fraction"]
     return LambdaMART(**fixed, **common)
