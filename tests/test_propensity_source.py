@@ -199,6 +199,26 @@ def test_clickrank_propensity_auto_needs_data_for_a_deterministic_log(files):
     assert saved["method"] == "regression-em"
 
 
+def test_clickrank_propensity_auto_aggregates_the_log_once(files, monkeypatch):
+    """The choice of the source and the estimate read the same cell statistics."""
+    import clickrank.propensity._harvest as harvest
+
+    root, data, log = files
+    calls = []
+    real = harvest.cell_statistics
+    monkeypatch.setattr(
+        harvest, "cell_statistics", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    res = CliRunner().invoke(cli, ["propensity", log, "--data", data, "--bootstrap", "0",
+                                   "-o", str(root / "once.json")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "auto: regression-em" in res.output and len(calls) == 1
+    # the same estimate as the library's auto, which aggregates the log itself
+    direct = cr.estimate_propensities(log, method="auto", data=cr.load_letor(data), n_boot=0)
+    saved = json.loads((root / "once.json").read_text())
+    assert np.allclose(saved["theta"], direct.theta, rtol=0, atol=0)
+
+
 def test_clickrank_propensity_refuses_data_where_it_is_not_read(files):
     root, data, log = files
     res = CliRunner().invoke(cli, ["propensity", log, "--method", "swap", "--data", data,

@@ -175,9 +175,9 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
         data = load_letor(data_path)
     source = None
     if method == "auto":
-        from ..propensity import choose_source
+        from ..propensity._auto import source_and_cells
 
-        source = choose_source(lf, data, K=kw.get("K"))
+        source, cells = source_and_cells(lf, data, kw.get("K"))
         if source.kind == "none":
             from .._validation import EstimationError
 
@@ -187,7 +187,9 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
         click.echo(f"auto: {source.method} ({source.reason})", err=True)
     if method == "regression-em" or (source is not None and source.kind != "randomized"):
         name = method if source is None else source.method or "auto"
-        result = _passive(lf, method, name, data, n_boot, seed, kw)
+        # auto reuses the cell statistics its choice read: one aggregation of the log
+        more = {"cells": cells} if source is not None else {}
+        result = _passive(lf, method, name, data, n_boot, seed, {**kw, **more})
     elif method == "em" or n_boot:
         method = method if source is None else source.method
         n = (100 if n_boot is None else n_boot) if method == "em" else n_boot

@@ -174,21 +174,32 @@ def choose_source(log: Any, data: Any = None, *, K: int | None = None) -> Propen
     K : int, optional
         Positions that must be identified (default: every position in the log).
     """
+    return source_and_cells(as_lazy(log), data, K)[0]
+
+
+def source_and_cells(lf: Any, data: Any, K: int | None) -> tuple[PropensitySource, Any]:
+    """:func:`choose_source` and the log's cell statistics it read (None when randomized
+    interventions decided it): ``clickrank propensity`` passes them on to :func:`auto`, so
+    the log is aggregated once."""
     from ._harvest import cell_statistics
 
-    lf = as_lazy(log)
     randomized = _randomized(_interventions(lf))
-    return randomized[0] if randomized else _passive(cell_statistics(lf), data, K)
+    if randomized:
+        return randomized[0], None
+    cells = cell_statistics(lf)
+    return _passive(cells, data, K), cells
 
 
 def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None = None,
-         seed: int = 0, progress: Any = None) -> Propensities:  # fmt: skip
+         seed: int = 0, progress: Any = None, cells: Any = None) -> Propensities:  # fmt: skip
     """Propensities from the strongest source the log supports (:func:`choose_source`).
 
     A source whose estimator fails (e.g. swaps at too few ranks) gives way to the
     next one, and the reason says so. ``n_boot`` sets the bootstrap replicates of
     EM and regression EM (their defaults when None; 0: point estimates only),
-    ``progress`` is called with 1 after each of them.
+    ``progress`` is called with 1 after each of them. ``cells``: the log's
+    :func:`~clickrank.propensity.cell_statistics` when the caller has them
+    (:func:`source_and_cells`), so that the log is not aggregated again.
     The result's ``info["source"]`` holds :meth:`PropensitySource.to_dict`.
 
     Raises
@@ -213,7 +224,7 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
             return _with_source(result, src, failed)
         failed.append(f"{src.method} left {gap}")
     boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
-    cells = cell_statistics(lf)
+    cells = cell_statistics(lf) if cells is None else cells
     none = "the randomized interventions do not identify every position" if failed else (
         "no randomized interventions")  # fmt: skip
     src = _passive(cells, data, K, none=none)
