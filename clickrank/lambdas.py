@@ -154,6 +154,26 @@ def _stable_order_desc(s, cnt, order):  # pragma: no cover
         order[m] = k
 
 
+@njit(cache=True)
+def _warm_order_desc(s, cnt, order):  # pragma: no cover
+    """``order[:cnt]``, a permutation of ``0..cnt-1`` (the last round's order), sorted in
+    place by descending ``s``, ties in index order: :func:`_stable_order_desc`'s permutation
+    (a stable sort's is unique), by insertion from an order one tree away from sorted, so
+    in time about linear in the list instead of quadratic from the row order."""
+    for k in range(1, cnt):
+        x = order[k]
+        v = s[x]
+        m = k
+        while m > 0:
+            y = order[m - 1]
+            w = s[y]
+            if w > v or (w == v and y < x):
+                break
+            order[m] = y
+            m -= 1
+        order[m] = x
+
+
 _RUN = 8  # the runs that the merge sort sorts by insertion
 
 
@@ -223,7 +243,7 @@ def _merge_order_desc(s, cnt, order, tmp, key, key_tmp):  # pragma: no cover
 @njit(cache=True, error_model="numpy")
 def _lambda_queries(
     q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc, doc_w, use_w,
-    forces, weights,
+    forces, weights, last,
 ):  # fmt: skip
     """LambdaRank / RankNet forces for queries ``q0..q1-1`` (LightGBM's loop, exact sigmoid).
 
@@ -239,6 +259,11 @@ def _lambda_queries(
     back to the rows at the end): contiguous reads instead of a gather through
     the order per pair. Every document receives the same additions in the same
     order as in a loop over rows, so the result is the same, bit for bit.
+
+    ``last`` holds each query's order of the previous call (its rows' offsets in the
+    query, ``0..n-1`` before the first): lists of up to 64 documents are sorted from
+    it (:func:`_warm_order_desc`; one boosting round moves few documents) and it is
+    updated; the order, and so the result, does not depend on it.
     """
     longest = 1
     for q in range(q0, q1):
@@ -253,6 +278,7 @@ def _lambda_queries(
     w_r = np.empty(longest)
     lam_r = np.empty(longest)  # by rank: the sums of forces and Newton weights
     hes_r = np.empty(longest)
+    nz = np.empty(longest, np.int64)  # the ranks with a non-zero gain, ascending
     for q in range(q0, q1):
         a = qptr[q]
         cnt = qptr[q + 1] - a
@@ -267,23 +293,36 @@ def _lambda_queries(
             if max_dcg[q] <= 0.0:
                 continue
             inv_idcg = 1.0 / max_dcg[q]
-        if cnt <= 64:  # stable: ties keep row order
-            _stable_order_desc(s, cnt, order)
+        if cnt <= 64:  # stable: ties keep row order; from the last call's order
+            warm = last[a : a + cnt]
+            _warm_order_desc(s, cnt, warm)
+            for k in range(cnt):
+                order[k] = warm[k]
         else:
             _merge_order_desc(s, cnt, order, order_tmp, s_r, key_tmp)
         best = s[order[0]]
         damp = normalize and best != s[order[cnt - 1]]  # LightGBM: not when all scores tie
+        n_nz = 0
         for k in range(cnt):
             r = order[k]
             s_r[k] = s[r]
             g_r[k] = gains[a + r]
+            if g_r[k] != 0.0:
+                nz[n_nz] = k
+                n_nz += 1
             e_r[k] = np.exp(sigma * (s[r] - best))
             w_r[k] = doc_w[a + r] if use_w else 1.0
             lam_r[k] = 0.0
             hes_r[k] = 0.0
         total = 0.0
         top = min(cnt - 1, trunc)
+        # where most gains are 0 (clicks), a 0 at rank i pairs only with the non-zero gains
+        # below it: the pairs of two 0s add nothing, so the same additions in the same order
+        sparse = 2 * n_nz < cnt
+        c0 = 0  # the first entry of nz below rank i
         for i in range(top):
+            while c0 < n_nz and nz[c0] <= i:
+                c0 += 1
             gi = g_r[i]
             si = s_r[i]
             ei = e_r[i]
@@ -291,30 +330,24 @@ def _lambda_queries(
             di = disc[i]
             lam_i = lam_r[i]  # in registers over the j loop (no other pair touches them)
             hes_i = hes_r[i]
-            # the ranks below i as views from 0: the loop index needs no negative-index wrap
-            g_t = g_r[i + 1 : cnt]
-            s_t = s_r[i + 1 : cnt]
-            e_t = e_r[i + 1 : cnt]
-            w_t = w_r[i + 1 : cnt]
-            d_t = disc[i + 1 : cnt]
-            lam_t = lam_r[i + 1 : cnt]
-            hes_t = hes_r[i + 1 : cnt]
-            for x in range(cnt - i - 1):
-                gj = g_t[x]
+            skip = sparse and gi == 0.0
+            for x in range(n_nz - c0 if skip else cnt - i - 1):
+                j = nz[c0 + x] if skip else i + 1 + x  # the ranks below i, ascending
+                gj = g_r[j]
                 if gi == gj:
                     continue
                 up = gi > gj  # i is the higher-gain document of the pair
                 if ndcg:
-                    dz = ((gi - gj) if up else (gj - gi)) * (di - d_t[x]) * inv_idcg
+                    dz = ((gi - gj) if up else (gj - gi)) * (di - disc[j]) * inv_idcg
                 else:
                     dz = 1.0
                 if use_w:
-                    dz *= wi * w_t[x]
-                ds = (si - s_t[x]) if up else (s_t[x] - si)  # s_hi - s_lo
+                    dz *= wi * w_r[j]
+                ds = (si - s_r[j]) if up else (s_r[j] - si)  # s_hi - s_lo
                 if damp:
                     dz /= 0.01 + abs(ds)
-                e_lo = e_t[x] if up else ei
-                den = ei + e_t[x]
+                e_lo = e_r[j] if up else ei
+                den = ei + e_r[j]
                 if den > 1e-280:
                     rho = e_lo / den
                 else:
@@ -323,9 +356,9 @@ def _lambda_queries(
                 h = sigma * f * (1.0 - rho)
                 sf = f if up else -f  # the force on i; -sf on the other
                 lam_i += sf
-                lam_t[x] -= sf
+                lam_r[j] -= sf
                 hes_i += h
-                hes_t[x] += h
+                hes_r[j] += h
                 total += 2.0 * f
             lam_r[i] = lam_i
             hes_r[i] = hes_i
@@ -681,12 +714,12 @@ def delta_ndcg(gains, qptr, i, j, *, scores=None) -> np.ndarray:
 
 @njit(cache=True, parallel=True)
 def _lambda_blocks(bounds, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc,
-                   doc_w, use_w, forces, weights):  # fmt: skip
+                   doc_w, use_w, forces, weights, last):  # fmt: skip
     """:func:`_lambda_queries` over blocks of queries on numba's threads (blocks write
     disjoint rows, so the result is the serial one, bit for bit)."""
     for b in prange(bounds.shape[0] - 1):
         _lambda_queries(bounds[b], bounds[b + 1], scores, gains, qptr, sigma, trunc, normalize,
-                        ndcg, max_dcg, disc, doc_w, use_w, forces, weights)  # fmt: skip
+                        ndcg, max_dcg, disc, doc_w, use_w, forces, weights, last)  # fmt: skip
 
 
 def query_blocks(qptr: np.ndarray, trunc: int, n_blocks: int) -> np.ndarray:
@@ -807,14 +840,17 @@ class _LambdaKernel:
         # a few blocks per thread; one thread uses no thread pool at all
         self.bounds = query_blocks(qptr, trunc, 4 * self.threads) if self.threads > 1 else None
         self.args = (g, qptr, sigma, trunc, bool(normalize), ndcg, max_dcg, disc, w, use_w)
+        # each query's order at the last call, as offsets in the query (a round's sort
+        # starts from the previous round's order)
+        self.last = np.arange(n, dtype=np.int64) - np.repeat(qptr[:-1], np.diff(qptr))
 
     def __call__(self, scores: np.ndarray, forces: np.ndarray, weights: np.ndarray) -> None:
         """:func:`_lambda_queries` of all queries at ``scores`` into ``forces``, ``weights``."""
         if self.bounds is None:
-            _lambda_queries(0, self.nq, scores, *self.args, forces, weights)
+            _lambda_queries(0, self.nq, scores, *self.args, forces, weights, self.last)
             return
         with numba_threads(self.threads):
-            _lambda_blocks(self.bounds, scores, *self.args, forces, weights)
+            _lambda_blocks(self.bounds, scores, *self.args, forces, weights, self.last)
 
 
 def lambda_objective(

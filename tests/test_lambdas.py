@@ -194,6 +194,33 @@ def test_long_queries_equal_brute_force_reference(truncation, normalize, weighti
         np.testing.assert_allclose(got.weights, ref[1], rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("truncation", [None, 5])
+def test_click_gains_over_boosting_rounds_equal_a_fresh_call_and_the_reference(normalize,
+                                                                              truncation):  # fmt: skip
+    """Gains that are mostly 0 (clicks: a 0 pairs with the non-zero gains only) over a run
+    of rounds (each sorted from the last round's order, ties included): every round equals a
+    fresh call to the bit and the brute-force reference."""
+    rng = np.random.default_rng(5)
+    lengths = np.concatenate([rng.integers(1, 65, size=40), [80, 130]])  # both sort paths
+    qptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(qptr[-1])
+    gains = np.where(rng.random(n) < 0.15, rng.uniform(0.5, 3.0, n), 0.0)
+    gains[qptr[5] : qptr[6]] = rng.uniform(0.5, 3.0, lengths[5])  # and one dense query
+    kw = {"truncation": truncation, "normalize": normalize}
+    fobj = lambda_objective(gains, qptr, **kw)
+    scores = np.zeros(n)
+    for _ in range(6):
+        scores = scores + np.round(rng.normal(scale=0.3, size=n), 1)  # a round's change, ties
+        grad, hess = fobj(scores, None)
+        fresh = lambdas(scores, gains, qptr, **kw)
+        assert np.array_equal(grad, (-fresh.forces).astype(np.float32))
+        assert np.array_equal(hess, fresh.weights.astype(np.float32))
+        ref = _reference(scores, gains, qptr, 1.0, "ndcg", truncation, normalize)
+        np.testing.assert_allclose(fresh.forces, ref[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fresh.weights, ref[1], rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("cnt", [0, 1, 7, 8, 9, 16, 24, 31, 64, 65, 100, 128, 129, 256, 1000])
 def test_merge_order_is_the_stable_descending_argsort(cnt):
     from clickrank.lambdas import _merge_order_desc
@@ -205,6 +232,18 @@ def test_merge_order_is_the_stable_descending_argsort(cnt):
         keys = [np.empty(cnt + 2), np.empty(cnt + 2)]
         _merge_order_desc(s, cnt, bufs[0], bufs[1], keys[0], keys[1])
         assert np.array_equal(bufs[0][:cnt], np.argsort(-s, kind="mergesort"))
+
+
+@pytest.mark.parametrize("cnt", [0, 1, 2, 7, 33, 64])
+def test_a_sort_from_any_order_is_the_stable_descending_argsort(cnt):
+    from clickrank.lambdas import _warm_order_desc
+
+    rng = np.random.default_rng(cnt)
+    for s in (rng.normal(size=cnt), np.round(rng.normal(size=cnt), 1), np.zeros(cnt)):
+        for start in (np.arange(cnt), rng.permutation(cnt), np.arange(cnt)[::-1].copy()):
+            order = start.astype(np.int64)
+            _warm_order_desc(s, cnt, order)
+            assert np.array_equal(order, np.argsort(-s, kind="mergesort"))
 
 
 def test_idcg_of_short_and_long_queries():
