@@ -196,8 +196,7 @@ def test_long_queries_equal_brute_force_reference(truncation, normalize, weighti
 
 @pytest.mark.parametrize("normalize", [False, True])
 @pytest.mark.parametrize("truncation", [None, 5])
-def test_click_gains_over_boosting_rounds_equal_a_fresh_call_and_the_reference(normalize,
-                                                                              truncation):  # fmt: skip
+def test_click_gains_over_rounds_equal_a_fresh_call_and_the_reference(normalize, truncation):
     """Gains that are mostly 0 (clicks: a 0 pairs with the non-zero gains only) over a run
     of rounds (each sorted from the last round's order, ties included): every round equals a
     fresh call to the bit and the brute-force reference."""
