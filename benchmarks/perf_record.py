@@ -62,8 +62,8 @@ _ONE_THREAD = (
 #: ``open`` and does not fail on them. Remove an entry when its work is done.
 OPEN = {
     "simulate/pbm": _ONE_THREAD,
-    "default/fit-cost": "issue 34 is open: 33-40x at 10^4 documents on one thread (88-135x "
-    "with the settings before its second cut; benchmarks/bench_default_cost.py --before-too): six "
+    "default/fit-cost": "issue 34 is open: 34x at 10^4 documents on one thread (36x before its "
+    "third cut, 88-135x before its second; benchmarks/bench_default_cost.py --before-too): six "
     "members x 5-fold CV x 2 repeats of boosting rounds (docs/lambdamart.md, the cost of the "
     "default)",
 }
@@ -236,12 +236,17 @@ def main() -> None:
                     default=["simulation", "lambdamart", "unbiased", "default"],
                     choices=["simulation", "lambdamart", "unbiased", "default"])  # fmt: skip
     ap.add_argument("--coverage", default=None, help="coverage JSON of bench_propensity.py")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the figures of --out that --parts does not measure (a record "
+                         "regenerated in part)")  # fmt: skip
     args = ap.parse_args()
     record: dict = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "lightgbm": lgb.__version__},
         "figures": {},
     }  # fmt: skip
+    if args.update and Path(args.out).exists():
+        record["figures"] = json.loads(Path(args.out).read_text())["figures"]
     if "unbiased" in args.parts:
         record["figures"].update(record_unbiased(args.repeats))
     if "simulation" in args.parts:
@@ -258,7 +263,10 @@ def main() -> None:
         for prefix, why in OPEN_OVER.items():
             if name.startswith(prefix) and fig["ratio"] > fig["target"]:
                 fig["open"] = why
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    out = Path(args.out)  # whole or not at all: a temporary file, then a rename
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, out)
     print(f"wrote {args.out}")
 
 
