@@ -54,7 +54,7 @@ import os
 import pickle
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -473,7 +473,10 @@ class ClickRanker(Params):
             family (an explicit target: ``clickrank train --target``); they go
             through the same validation, selection and safety check.
         progress : callable, optional
-            Called with one-line messages.
+            Called with one-line messages: the propensities' source, then while the
+            members fit a line after each fold of each member (``"naive: fold 3 of 5: 2
+            tree shapes fitted"``; with ``n_jobs > 1``, after each member), then each
+            member's score and choice.
         """
         from . import targets as T
 
@@ -506,7 +509,7 @@ class ClickRanker(Params):
         for name in family:
             self.targets_[name] = (targets[name] if targets is not None
                                    else self._target(name, data, log, theta, stats))  # fmt: skip
-        fitted = self._fit_members(self.targets_, data, val, reference, reps)
+        fitted = self._fit_members(self.targets_, data, val, reference, reps, say=say)
         for name in family:
             cv = self.members_[name] = fitted[name]
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
@@ -608,7 +611,7 @@ class ClickRanker(Params):
         shapes = {m: {k: v for k, v in self.members_[m].best_params_.items()
                       if k != "n_estimators"} for m in members}  # fmt: skip
         fitted = self._fit_members({m: self.targets_[m] for m in members}, data, val, reference,
-                                   reps, shapes, **how)  # fmt: skip
+                                   reps, shapes, say=say, **how)  # fmt: skip
         for m in members:
             cv = self.members_[f"{m}+{tag}"] = retrained[f"{m}+{tag}"] = fitted[m]
             say(f"  {m}+{tag}: the fallback, {cv.best_params_}")
@@ -656,10 +659,12 @@ class ClickRanker(Params):
         return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
                              stats=stats_arg, **opts)  # fmt: skip
 
-    def _fit_members(self, targets, data, val, reference, repeats, shapes=None,
+    def _fit_members(self, targets, data, val, reference, repeats, shapes=None, say=None,
                      **safe) -> dict[str, Any]:  # fmt: skip
         """Each member's :class:`LambdaMARTCV` (name -> fitted), on ``n_jobs`` processes;
-        ``shapes``: name -> the one tree shape a member tries (default: the grid).
+        ``shapes``: name -> the one tree shape a member tries (default: the grid); ``say``:
+        called with a line after each fold of a member fitted here (its selection's
+        progress), or after each member fitted in a process.
 
         The members are independent, so with ``n_jobs > 1`` several fit at once, each in
         its own process on one LightGBM and one numba thread: the models are those of
@@ -677,10 +682,12 @@ class ClickRanker(Params):
         if spark is not None:
             return _fit_members_spark(self, spark, targets, data, val, reference, repeats,
                                       shapes, safe)  # fmt: skip
+        say = say if say is not None else (lambda _m: None)
         workers = min(int(self.n_jobs), len(targets))
         if workers <= 1:
             return {m: self._cv(repeats, shape=(shapes or {}).get(m), **safe).fit(
-                        data, t, validation=val, reference=reference, shared=self._shared)
+                        data, t, validation=val, reference=reference, shared=self._shared,
+                        progress=lambda line, m=m: _fold_line(say, m, line))
                     for m, t in targets.items()}  # fmt: skip
         payload = pickle.dumps((self.get_params(), data, val, reference, repeats, shapes, safe,
                                 targets))  # fmt: skip
@@ -691,8 +698,13 @@ class ClickRanker(Params):
                 workers, mp_context=context, initializer=_receive, initargs=(payload,)
             ) as pool,
         ):
-            blobs = list(pool.map(_member_of_payload, list(targets)))
-        return {m: pickle.loads(b) for m, b in zip(targets, blobs, strict=True)}
+            jobs = {pool.submit(_member_of_payload, m): m for m in targets}
+            blobs = {}
+            for done in as_completed(jobs):  # said as they finish; kept in the family's order
+                blobs[jobs[done]] = done.result()
+                say(f"  {jobs[done]}: fitted ({len(blobs)} of {len(jobs)} members, "
+                    f"{workers} processes)")  # fmt: skip
+        return {m: pickle.loads(blobs[m]) for m in targets}
 
     def _cv(self, repeats: int, n_jobs: int | None = None, shape: dict | None = None,
             **safe: float) -> LambdaMARTCV:  # fmt: skip
@@ -904,6 +916,13 @@ class ClickRanker(Params):
             out / "selection.json", json.loads(json.dumps(self.to_dict(), default=float))
         )
         return out
+
+
+def _fold_line(say, member: str, line: str) -> None:
+    """A member's selection line said after each fold (its per-shape lines are summed up by
+    the member's own line after the fit)."""
+    if line.lstrip().startswith("fold"):
+        say(f"  {member}: {line.strip()}")
 
 
 def _fit_members_spark(ranker, spark, targets, data, val, reference, repeats, shapes, safe):

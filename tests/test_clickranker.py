@@ -389,11 +389,20 @@ def test_members_fit_in_processes_give_the_models_of_one_thread(setup):
     train, test, log, theta, prod = setup
     family = ("naive", "ips-shown", "ips-all")
     kw = {**SMALL, "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3})}
-    one = ClickRanker(family=family, seed=0, **kw).fit(train, log, theta, logging_model=prod)
+    said_one, said_two = [], []
+    one = ClickRanker(family=family, seed=0, **kw).fit(train, log, theta, logging_model=prod,
+                                                       progress=said_one.append)  # fmt: skip
     two = ClickRanker(family=family, seed=0, n_jobs=2, **kw).fit(
-        train, log, theta, logging_model=prod
+        train, log, theta, logging_model=prod, progress=said_two.append
     )
     assert one.choice_ == two.choice_ and one.cost_ == two.cost_
+    # progress while the members fit: each fold of each member here, each member in processes
+    folds = [line for line in said_one if ": fold " in line]
+    assert [line.split(":")[0].strip() for line in folds] == [m for m in family for _ in range(5)]
+    assert folds[-1].strip().startswith("ips-all: fold 5 of 5")
+    fitted = [line for line in said_two if "members, 2 processes)" in line]
+    assert sorted(line.split(":")[0].strip() for line in fitted) == sorted(family)
+    assert fitted[-1].endswith("(3 of 3 members, 2 processes)")
     np.testing.assert_array_equal(one.predict(test), two.predict(test))
     for m in one.members_:
         np.testing.assert_array_equal(one.members_[m].oof_, two.members_[m].oof_)
