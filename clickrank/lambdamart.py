@@ -282,6 +282,10 @@ class LambdaMART(Params):
             "seed": int(self.seed),
             "deterministic": True,
             "force_row_wise": True,
+            # keep every feature in the bins: LightGBM's pre-filter drops those it cannot split
+            # with min_data_in_leaf, and with a custom objective a set left with none (a fold
+            # with a handful of candidate rows) stops on a fatal check instead of a stump
+            "feature_pre_filter": False,
             "num_threads": int(self.n_jobs),
             "verbosity": -1,
         }

@@ -278,6 +278,15 @@ class _Race:
         return keep
 
 
+def _learnable(target: Target, data: RankingData) -> Target:
+    """A fold's target, or, where the log shows none of the fold's training documents (a log
+    of a few of the data's queries), gains of 0 on every row: nothing to learn there, so the
+    fold's model scores every document alike instead of failing for want of rows."""
+    if target.candidates is None or np.any(target.candidates):
+        return target
+    return Target(f"{target.name} (nothing logged in this fold)", gains=np.zeros(data.n_docs))
+
+
 def _out_of_fold(data: RankingData, fold: np.ndarray, models: list, trees: int) -> np.ndarray:
     """Scores of every row by the model that did not see its query: ``[repeats, n_docs]``."""
     repeats, k = fold.shape[0], len(models) // fold.shape[0]
@@ -455,7 +464,7 @@ class LambdaMARTCV(Params):
                 cache[i] = (data.subset(train_q), data.subset(held_q) if validation is None
                             else validation.subset(held_q), {})  # fmt: skip
             sub, val, sets = cache[i]
-            tgt = None if target is None else target.subset(data, train_q)
+            tgt = None if target is None else _learnable(target.subset(data, train_q), sub)
             ref = None if reference is None else reference[data.rows_of(train_q)]
             for e in alive:
                 model = self._model(

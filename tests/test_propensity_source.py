@@ -164,6 +164,31 @@ def test_without_a_source_the_default_learner_trains_what_needs_none(world):
     assert set(r.members_) == {"naive", "unbiased-lambdamart"}
 
 
+@pytest.mark.parametrize("n_queries", [1, 6])
+def test_a_log_of_a_few_of_the_datas_queries_trains(world, n_queries):
+    """A log that shows a handful of the data's queries: some folds hold none of them (their
+    members learn nothing there instead of failing for want of rows), and regression EM's
+    cross-fitted halves hold fewer cells than LightGBM can split (every feature kept in the
+    bins instead of LightGBM's fatal check). Both failed before."""
+    data = world["data"].subset(np.arange(60))
+    log = world["deterministic"]
+    queries = log["query"].unique().sort()[:n_queries].to_list()
+    few = log.filter(log["query"].is_in(queries))
+    r = cr.ClickRanker(seed=0, **_SMALL).fit(data, few)
+    assert r.choice_ in {*r.members_, "average", "naive"}
+    assert r.propensity_source_.kind == ("none" if n_queries == 1 else "model")
+    for m, cv in r.members_.items():  # a fold with nothing logged: a model of one flat tree
+        assert cv.model_.booster_.current_iteration() >= 1, m
+
+
+def test_lambdamart_fits_fewer_rows_than_it_can_split():
+    """Fewer training rows than two leaves of min_data_in_leaf: a stump, not LightGBM's fatal
+    check on a set its pre-filter left without features."""
+    data = cr.synthetic(3, 5, seed=1)
+    model = cr.LambdaMART(n_estimators=5, seed=0).fit(data)
+    assert np.all(model.predict(data.X) == model.predict(data.X)[0])
+
+
 # -- the command line ---------------------------------------------------------------------------
 
 
@@ -184,6 +209,18 @@ def test_clickrank_train_with_only_data_log_and_out_succeeds_and_says_its_source
     assert "propensities: regression-em" in res.output
     sel = json.loads((root / "model" / "selection.json").read_text())
     assert sel["propensities"]["kind"] == "model"
+
+
+def test_clickrank_train_on_a_log_of_one_query_succeeds(files, tmp_path):
+    root, data, log = files
+    import polars as pl
+
+    one = pl.read_parquet(log)
+    one.filter(pl.col("query") == one["query"][0]).write_parquet(tmp_path / "one.parquet")
+    res = CliRunner().invoke(cli, ["train", "--data", data, "--log", str(tmp_path / "one.parquet"),
+                                   "--out", str(tmp_path / "model"), "--trees", "30"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "choice:" in res.output and (tmp_path / "model" / "selection.json").exists()
 
 
 def test_clickrank_propensity_auto_needs_data_for_a_deterministic_log(files):

@@ -171,6 +171,8 @@ def _fit(cells: _Cells, theta0: np.ndarray, *, seed: int,
     params = {**RELEVANCE_PARAMS, "objective": "none", "verbose": -1, "num_threads": 1,
               "deterministic": True, "force_row_wise": True, "seed": seed}  # fmt: skip
     folds = []
+    # every feature kept in the bins (the Dataset's feature_pre_filter): a fold with too few
+    # cells to split on would otherwise lose them all and stop LightGBM on a fatal check
     for j in range(int(cells.fold.max()) + 1):
         held = cells.fold == j
         train = ~held
@@ -178,7 +180,7 @@ def _fit(cells: _Cells, theta0: np.ndarray, *, seed: int,
         r = (np.cumsum(train) - 1)[cells.row[at]]
         m = int(train.sum())
         ds = lgb.Dataset(cells.X[train], np.zeros(m), init_score=np.full(m, base),
-                         free_raw_data=False)  # fmt: skip
+                         params={"feature_pre_filter": False}, free_raw_data=False)  # fmt: skip
         folds.append((lgb.Booster(params, ds), held, at, r))
 
     def objective(at, r):
