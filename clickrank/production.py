@@ -115,7 +115,8 @@ class ProductionRanker(Params):
         self.n_queries_ = n_q
         self.note_ = None
         # LightGBM drops the features it cannot split with min_data_in_leaf documents per
-        # leaf, and fails ("num_features() > 0") if none is left: a small sample is retried
+        # leaf (its pre-filter, which LambdaMART turns off by default and this ranker keeps
+        # on), and fails ("num_features() > 0") if none is left: a small sample is retried
         # with one document per leaf, and one without a varying feature keeps the data order
         if train.n_docs < 2 or np.all(np.ptp(train.X, axis=0) == 0):
             self.model_ = None
@@ -135,6 +136,7 @@ class ProductionRanker(Params):
                     min_data_in_leaf=leaf,
                     seed=int(self.seed),
                     n_jobs=1,
+                    lightgbm_params={"feature_pre_filter": True},
                 ).fit(train)
                 break
             except lgb.basic.LightGBMError:
