@@ -20,12 +20,15 @@ cost       regression EM's point estimate (what the default learner runs on a lo
            deterministic ranker) against one LightGBM lambdarank fit (100 trees) on the same
            documents, in the same process: synthetic(1000, 20) and MQ2008 Fold1 (when the
            shared data is there), 20,000 sessions, best of 3.
+rem-bias   regression EM with and without its orthogonal correction on the same logs of one
+           deterministic ranker: bias and mean absolute error of log θ̂, seconds an estimate
+           (synthetic(300, 20), 12 logs; MQ2008 Fold1, 6 logs, when the shared data is there).
 coverage   empirical coverage of the 95% intervals over many independent simulated logs
            (``--logs``, default 1000 per cell; ``--cells`` picks some; ``--json`` keeps the
            results as they come): swap at eta 0.5/1/2, randpair, randomized, harvest
            pivot/adjacent/allpairs, EM (session bootstrap; ``--em-logs``), regression EM
-           (one deterministic production ranker, query bootstrap; ``--rem-logs``,
-           ``--rem-boot``).
+           (one deterministic production ranker, sandwich intervals or ``--rem-boot``
+           query-bootstrap replicates; ``--rem-logs``).
 """
 
 from __future__ import annotations
@@ -308,7 +311,7 @@ def bench_coverage(
     em_logs: int | None = None,
     em_boot: int = 100,
     rem_logs: int = 200,
-    rem_boot: int = 50,
+    rem_boot: int = 0,
     out: str | None = None,
 ) -> dict:
     """Share of ``n_logs`` independent logs whose 95% interval covers the true θ, per position.
@@ -320,8 +323,9 @@ def bench_coverage(
     log, the three harvest estimators on it; EM with ``em_boot`` bootstrap replicates
     on the first ``em_logs`` of them). Regression-EM logs (``rem_logs``) have
     ``harvest_sessions`` sessions over ``synthetic(300, 20)`` from one deterministic
-    production ranker (no document at two positions), ``rem_boot`` query-bootstrap
-    replicates each. A log whose estimator fails counts as a miss everywhere. With
+    production ranker (no document at two positions), with the sandwich intervals of the
+    orthogonal correction (``rem_boot`` > 0: that many query-bootstrap replicates each).
+    A log whose estimator fails counts as a miss everywhere. With
     ``out`` the results are written to that JSON after every cell.
     """
     data = _data()
@@ -433,17 +437,16 @@ def _lightgbm_fit(params: dict, X, y, groups) -> None:
 
 
 def bench_cost(repeats: int = 3) -> dict:
-    """Seconds of ``regression_em(n_boot=0)`` and of LightGBM lambdarank (100 trees, 8
-    leaves) on the same training documents, and their ratio (best of ``repeats``)."""
+    """Seconds of ``regression_em(n_boot=0)`` (with its orthogonal correction, and without:
+    ``correction="none"``) and of LightGBM lambdarank (100 trees, 8 leaves) on the same
+    training documents, and their ratios (best of ``repeats``)."""
     from clickrank.datasets import load_letor
     from clickrank.production import production_ranker
     from clickrank.propensity import regression_em
 
     sets = {"synthetic(1000, 20)": synthetic(1000, 20, seed=0)}
-    root = Path(os.environ.get("CLICKRANK_SHARED_DATA", Path(__file__).resolve().parents[2]
-                               / "shared" / "data"))  # fmt: skip
-    mq = root / "letor4_mq2008" / "Fold1" / "train.txt"
-    if mq.is_file():
+    mq = _shared_mq2008()
+    if mq is not None:
         sets["MQ2008 Fold1"] = load_letor(mq)
     out = {}
     for name, data in sets.items():
@@ -455,6 +458,7 @@ def bench_cost(repeats: int = 3) -> dict:
         runs = {
             "lightgbm": partial(_lightgbm_fit, params, data.X, label, np.diff(data.qptr)),
             "regression-em": partial(regression_em, log, data, n_boot=0),
+            "no-correction": partial(regression_em, log, data, n_boot=0, correction="none"),
         }
         times = {}
         for what, fn in runs.items():
@@ -465,12 +469,67 @@ def bench_cost(repeats: int = 3) -> dict:
                 best = min(best, time.perf_counter() - t)
             times[what] = best
         out[name] = {**times, "ratio": times["regression-em"] / times["lightgbm"],
+                     "ratio_no_correction": times["no-correction"] / times["lightgbm"],
                      "docs": data.n_docs}  # fmt: skip
         print(f"[cost] {name} ({data.n_docs:,} documents): regression EM "
-              f"{times['regression-em']:.2f} s, LightGBM lambdarank 100 trees "
-              f"{times['lightgbm']:.2f} s: "
-              f"{out[name]['ratio']:.1f}x", flush=True)  # fmt: skip
+              f"{times['regression-em']:.2f} s ({times['no-correction']:.2f} s without its "
+              f"correction), LightGBM lambdarank 100 trees {times['lightgbm']:.2f} s: "
+              f"{out[name]['ratio']:.1f}x ({out[name]['ratio_no_correction']:.1f}x)",
+              flush=True)  # fmt: skip
     return out
+
+
+def bench_rem_bias(n_synthetic: int = 12, n_mq: int = 6, sessions: int = 20_000) -> dict:
+    """Regression EM with and without its orthogonal correction on the same logs of one
+    deterministic production ranker (trained on 5 % of the queries, PBM θ_p = 1/p): bias
+    and SD of log θ̂ per position, the mean absolute error over positions 2..K and the
+    seconds of one estimate. ``synthetic(300, 20)`` (graded relevance, the coverage cell's
+    logs) and MQ2008 Fold1 (binarized relevance, a ranker per log) when the shared data
+    is there."""
+    from clickrank.clickmodels import relevance_for_labels
+    from clickrank.datasets import load_letor
+    from clickrank.production import production_ranker
+    from clickrank.propensity import regression_em
+
+    truth = np.log(power_law(K, 1.0))
+    sets = {"synthetic(300, 20)": (_data(), make_click_model("pbm", eta=1.0), n_synthetic, False)}
+    mq = _shared_mq2008()
+    if mq is not None:
+        data = load_letor(mq)
+        params, _ = relevance_for_labels("pbm", data.y, relevance="binarized", eps=0.1)
+        sets["MQ2008 Fold1"] = (data, make_click_model("pbm", eta=1.0, **params), n_mq, True)
+    out = {}
+    for name, (data, cm, n_logs, ranker_per_log) in sets.items():
+        errors = {"none": [], "orthogonal": []}
+        seconds = {"none": 0.0, "orthogonal": 0.0}
+        for r in range(n_logs):
+            ranker = production_ranker(data, 0.05, seed=r if ranker_per_log else 0)
+            log = simulate(data, policy=DeterministicPolicy(ranker), click_model=cm,
+                           n_sessions=sessions, first_session=r * sessions, top_k=K,
+                           seed=29)  # fmt: skip
+            for correction, errs in errors.items():
+                t = time.perf_counter()
+                est = regression_em(log, data, seed=r, correction=correction)
+                seconds[correction] += time.perf_counter() - t
+                errs.append(np.log(est.theta) - truth)
+        out[name] = {}
+        for correction, errs in errors.items():
+            e = np.array(errs)[:, 1:]
+            out[name][correction] = {"bias": e.mean(0).tolist(), "sd": e.std(0, ddof=1).tolist(),
+                                     "mean_abs_error": float(np.abs(e).mean()),
+                                     "seconds": seconds[correction] / n_logs}  # fmt: skip
+            print(f"[rem-bias] {name}, {n_logs} logs, correction={correction}: mean |error of "
+                  f"log theta| {np.abs(e).mean():.3f}; bias at positions 2..{K} "
+                  + " ".join(f"{b:+.3f}" for b in e.mean(0))
+                  + f"; {seconds[correction] / n_logs:.2f} s an estimate", flush=True)  # fmt: skip
+    return out
+
+
+def _shared_mq2008() -> Path | None:
+    root = Path(os.environ.get("CLICKRANK_SHARED_DATA", Path(__file__).resolve().parents[2]
+                               / "shared" / "data"))  # fmt: skip
+    mq = root / "letor4_mq2008" / "Fold1" / "train.txt"
+    return mq if mq.is_file() else None
 
 
 def main() -> None:
@@ -481,7 +540,7 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["baseline", "scale", "scale-all", "coverage"],
-        choices=["baseline", "scale", "scale-all", "coverage", "cost"],
+        choices=["baseline", "scale", "scale-all", "coverage", "cost", "rem-bias"],
     )
     ap.add_argument("--sessions", type=int, default=10_000_000, help="sessions for 'scale'")
     ap.add_argument("--logs", type=int, default=1000, help="logs per coverage experiment")
@@ -489,8 +548,9 @@ def main() -> None:
     ap.add_argument("--harvest-sessions", type=int, default=20_000)
     ap.add_argument("--em-logs", type=int, default=None, help="logs for the EM cell")
     ap.add_argument("--rem-logs", type=int, default=200, help="logs for the regression-EM cell")
-    ap.add_argument("--rem-boot", type=int, default=50,
-                    help="query-bootstrap replicates of each regression-EM log")  # fmt: skip
+    ap.add_argument("--rem-boot", type=int, default=0,
+                    help="query-bootstrap replicates of each regression-EM log (0: its "
+                         "sandwich intervals)")  # fmt: skip
     ap.add_argument("--json", default=None, help="coverage results, rewritten after every cell")
     ap.add_argument("--tmp", default=None, help="folder for the temporary parquet log")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -508,6 +568,8 @@ def main() -> None:
         bench_scale_all(args.sessions, args.tmp)
     if "cost" in args.parts:
         bench_cost()
+    if "rem-bias" in args.parts:
+        bench_rem_bias()
     if "coverage" in args.parts:
         bench_coverage(args.logs, cells=tuple(args.cells), harvest_sessions=args.harvest_sessions,
                        em_logs=args.em_logs, rem_logs=args.rem_logs, rem_boot=args.rem_boot,

@@ -61,6 +61,8 @@ Rows (``--methods`` picks some):
                     logging ranker it must beat
   default-notheta   the default without propensities (naive clicks and Unbiased LambdaMART,
                     scored on raw clicks): what it does when nothing identifies θ
+  default-truetheta the default given the true θ of the simulation (PBM click models): what
+                    a perfect propensity estimate would be worth
   default-prpo      the default with fallback="proximal" (PRPO, the fallback until the CRM
                     one); default-safe: with fallback="safe" (the logger kept). Both are the
                     default itself where its check passes; only runs that fall back refit
@@ -238,6 +240,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "default-notheta": lambda s: ClickRanker(seed=s.seed, propensity_method=None).fit(
         s.train, s.log, logging_model=s.prod).predict(s.test),
     "default-safe": lambda s: s.with_fallback("safe"),
+    "default-truetheta": lambda s: ClickRanker(seed=s.seed).fit(
+        s.train, s.log, s.true_theta, logging_model=s.prod).predict(s.test),
     "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
     "old-default": lambda s: s.cv(s.target("ips")),
@@ -422,7 +426,7 @@ SUITE_METHODS = ["production", "default", "default-nosafe", "select-nosafe",
                  "oracle"]  # fmt: skip
 #: Rows that are references, not click learners a user could pick instead of the default.
 _REFERENCES = ("default", "default-nosafe", "default-prpo", "default-safe", "select-nosafe",
-               "default-notheta",
+               "default-notheta", "default-truetheta",
                "production", "oracle",
                "oracle-cv")  # fmt: skip
 

@@ -129,6 +129,60 @@ def test_regression_em_is_reproducible_and_its_query_bootstrap_gives_intervals(w
     assert "bootstrap SE" in a.summary()
 
 
+def test_the_orthogonal_correction_removes_bias_left_by_the_relevance_model(world):
+    """Regression EM's relevance model is shrunk towards a constant along the logger's
+    ranking, so its θ keeps part of the relevance decline (too steep); the orthogonal
+    moments must be closer to the truth on each of three logs, and much closer on average."""
+    data, ranker = world["data"], world["ranker"]
+    errors = {"none": [], "orthogonal": []}
+    for r in range(3):
+        log = cr.simulate(data, policy=DeterministicPolicy(ranker), click_model="pbm",
+                          n_sessions=20_000, first_session=20_000 * (r + 1), top_k=10,
+                          seed=1)  # fmt: skip
+        for correction, errs in errors.items():
+            est = regression_em(log, data, correction=correction, seed=r)
+            errs.append(np.abs(np.log(est.theta[1:] / TRUTH[1:])).mean())
+    plain, fixed = np.array(errors["none"]), np.array(errors["orthogonal"])
+    assert np.all(fixed < plain)
+    assert fixed.mean() < 0.8 * plain.mean()
+
+
+def test_the_orthogonal_moments_ignore_an_error_in_the_relevance_model():
+    """Cells with a known placement: with the true π the moments recover θ although log γ is
+    off by a function of x (first-order insensitivity), where θ given that γ is biased."""
+    from clickrank.propensity._regression_em import _Cells, _orthogonal, _theta_given
+
+    rng = np.random.default_rng(5)
+    n_docs, K = 6000, 5
+    x = rng.standard_normal(n_docs)
+    logits = -np.outer(x, np.arange(K)) * 0.8  # higher x: nearer the top
+    pi = np.exp(logits - logits.max(1, keepdims=True))
+    pi /= pi.sum(1, keepdims=True)
+    pos = (rng.random(n_docs)[:, None] > np.cumsum(pi, 1)).sum(1)
+    theta = 1.0 / (1.0 + np.arange(K))
+    gamma = 1 / (1 + np.exp(-(x - 0.5)))
+    n = np.full(n_docs, 400.0)
+    c = rng.binomial(400, theta[pos] * gamma).astype(float)
+    query = np.arange(n_docs) // 10
+    cells = _Cells(np.arange(n_docs), pos, c, n, x[:, None].astype(np.float32), query,
+                   query % 2, K, 400 * 600)  # fmt: skip
+    wrong = x - 0.5 - 0.6 * x  # log-odds shrunk towards a constant, as a regularized model
+    est, se = _orthogonal(cells, wrong, np.ones(K), pi)
+    z = np.log(est[1:] / theta[1:]) / se[1:]
+    assert np.all(np.abs(z) < 3.5), z
+    plain = _theta_given(cells, 1 / (1 + np.exp(-wrong)), np.ones(K), steps=50)
+    assert np.all(np.abs(np.log(plain[2:] / theta[2:])) > 10 * se[2:])
+
+
+def test_regression_em_gives_sandwich_intervals_without_a_bootstrap(world):
+    est = regression_em(world["deterministic"], world["data"], seed=0)
+    assert est.info["correction"] == "orthogonal" and est.ci_method == "t"
+    assert np.all(np.isfinite(est.se[1:])) and np.all(est.se[1:] > 0)
+    assert "cluster SE" in est.summary()
+    ci = est.conf_int(0.05).select("lower", "upper").to_numpy()
+    assert np.all(ci[1:, 0] < est.theta[1:]) and np.all(est.theta[1:] < ci[1:, 1])
+
+
 def test_regression_em_refuses_what_it_cannot_use(world):
     with pytest.raises(InputError, match="needs the documents' features"):
         estimate_propensities(world["deterministic"], method="regression-em")

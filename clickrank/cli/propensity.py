@@ -78,10 +78,12 @@ def _check_bootstrap(method: str, n_boot: int | None, K: int | None) -> None:
 def _passive(lf, method, name, data, n_boot, seed, kw):
     """Regression EM, or auto's sources without randomization (``name``: EM or regression
     EM), with a progress bar over the bootstrap replicates (EM: session buckets;
-    regression EM: queries)."""
+    regression EM: queries, none by default: its sandwich interval needs no refits)."""
     from ..propensity import estimate_propensities
 
-    n = (100 if name == "em" else 50) if n_boot is None else n_boot
+    n = (100 if name == "em" else 0) if n_boot is None else n_boot
+    if n == 0:
+        return estimate_propensities(lf, method=method, data=data, n_boot=0, seed=seed, **kw)
     with click.progressbar(length=n, label=f"{name}: bootstrap", file=sys.stderr) as bar:
         return estimate_propensities(lf, method=method, data=data, n_boot=n, seed=seed,
                                      progress=bar.update, **kw)  # fmt: skip
@@ -138,7 +140,8 @@ def _passive(lf, method, name, data, n_boot, seed, kw):
     type=int,
     default=None,
     help="Session-bootstrap replicates: the interval of em (default 100); for other "
-    "methods replaces their analytic interval.",
+    "methods replaces their analytic interval (regression-em: query-bootstrap replicates "
+    "instead of its sandwich interval).",
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the bootstrap.")
 @click.option(
