@@ -433,6 +433,8 @@ class _Writer:
                 try:
                     yield first
                     yield from chunks
+                except GeneratorExit:  # polars closed the source (the sink stopped): not a failure
+                    raise
                 except BaseException as err:  # re-raised below with its own type
                     failure.append(err)
                     raise
