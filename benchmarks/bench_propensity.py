@@ -28,7 +28,8 @@ coverage   empirical coverage of the 95% intervals over many independent simulat
            results as they come): swap at eta 0.5/1/2, randpair, randomized, harvest
            pivot/adjacent/allpairs, EM (session bootstrap; ``--em-logs``), regression EM
            (one deterministic production ranker, sandwich intervals or ``--rem-boot``
-           query-bootstrap replicates; ``--rem-logs``).
+           query-bootstrap replicates; ``--rem-logs``; ``regression-em-redrawn``: data and
+           ranker redrawn for every log).
 """
 
 from __future__ import annotations
@@ -295,6 +296,7 @@ def _rand_by(chunk: pl.DataFrame) -> pl.DataFrame:
 COVERAGE_CELLS = (
     "swap-0.5", "swap-1", "swap-2", "randpair", "randomized",
     "harvest-pivot", "harvest-adjacent", "harvest-allpairs", "em", "regression-em",
+    "regression-em-redrawn",
 )  # fmt: skip
 
 
@@ -427,6 +429,23 @@ def bench_coverage(
                 pass
             if (r + 1) % 20 == 0 or r + 1 == rem_logs:
                 report("regression-em", hits, r + 1, harvest_sessions)
+    if "regression-em-redrawn" in cells:
+        from clickrank.production import production_ranker
+        from clickrank.propensity import regression_em
+
+        truth, hits = power_law(K, 1.0), np.zeros(K)
+        for r in range(rem_logs):
+            own = synthetic(300, 20, seed=1000 + r)
+            policy = DeterministicPolicy(production_ranker(own, 0.05, seed=r))
+            log = simulate(own, policy=policy, click_model=make_click_model("pbm", eta=1.0),
+                           n_sessions=harvest_sessions, top_k=K, seed=r)  # fmt: skip
+            try:
+                est = regression_em(log, own, n_boot=rem_boot, seed=r)
+                hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+            except Exception:
+                pass
+            if (r + 1) % 20 == 0 or r + 1 == rem_logs:
+                report("regression-em-redrawn", hits, r + 1, harvest_sessions)
     return results
 
 
