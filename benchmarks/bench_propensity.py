@@ -412,40 +412,37 @@ def bench_coverage(
             report(m, h, n_logs, harvest_sessions)
         if n_em:
             report("em", em_hits, n_em, harvest_sessions)
-    if "regression-em" in cells:
+    rem = [c for c in ("regression-em", "regression-em-redrawn") if c in cells]
+    if rem:
         from clickrank.production import production_ranker
         from clickrank.propensity import regression_em
 
-        policy = DeterministicPolicy(production_ranker(data, 0.05, seed=0))
-        truth, hits = power_law(K, 1.0), np.zeros(K)
-        for r in range(rem_logs):
-            log = simulate(data, policy=policy, click_model=make_click_model("pbm", eta=1.0),
-                           n_sessions=harvest_sessions, first_session=r * harvest_sessions,
-                           top_k=K, seed=29)  # fmt: skip
-            try:
-                est = regression_em(log, data, n_boot=rem_boot, seed=r)
-                hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
-            except Exception:
-                pass
-            if (r + 1) % 20 == 0 or r + 1 == rem_logs:
-                report("regression-em", hits, r + 1, harvest_sessions)
-    if "regression-em-redrawn" in cells:
-        from clickrank.production import production_ranker
-        from clickrank.propensity import regression_em
+        pbm = make_click_model("pbm", eta=1.0)
+        fixed = DeterministicPolicy(production_ranker(data, 0.05, seed=0))
 
-        truth, hits = power_law(K, 1.0), np.zeros(K)
-        for r in range(rem_logs):
+        def rem_log(cell, r):
+            """(data, log) of log ``r``: the shared data and ranker, or its own."""
+            if cell == "regression-em":
+                first = r * harvest_sessions
+                return data, simulate(data, policy=fixed, click_model=pbm, top_k=K, seed=29,
+                                      n_sessions=harvest_sessions, first_session=first)  # fmt: skip
             own = synthetic(300, 20, seed=1000 + r)
             policy = DeterministicPolicy(production_ranker(own, 0.05, seed=r))
-            log = simulate(own, policy=policy, click_model=make_click_model("pbm", eta=1.0),
-                           n_sessions=harvest_sessions, top_k=K, seed=r)  # fmt: skip
-            try:
-                est = regression_em(log, own, n_boot=rem_boot, seed=r)
-                hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
-            except Exception:
-                pass
-            if (r + 1) % 20 == 0 or r + 1 == rem_logs:
-                report("regression-em-redrawn", hits, r + 1, harvest_sessions)
+            return own, simulate(own, policy=policy, click_model=pbm,
+                                 n_sessions=harvest_sessions, top_k=K, seed=r)  # fmt: skip
+
+        truth = power_law(K, 1.0)
+        for cell in rem:
+            hits = np.zeros(K)
+            for r in range(rem_logs):
+                own, log = rem_log(cell, r)
+                try:
+                    est = regression_em(log, own, n_boot=rem_boot, seed=r)
+                    hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+                except Exception:
+                    pass
+                if (r + 1) % 20 == 0 or r + 1 == rem_logs:
+                    report(cell, hits, r + 1, harvest_sessions)
     return results
 
 

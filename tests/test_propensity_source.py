@@ -188,6 +188,8 @@ def test_regression_em_refuses_what_it_cannot_use(world):
         estimate_propensities(world["deterministic"], method="regression-em")
     with pytest.raises(InputError, match="folds"):
         regression_em(world["deterministic"], world["data"], folds=1)
+    with pytest.raises(InputError, match="correction must be 'orthogonal' or 'none'"):
+        regression_em(world["deterministic"], world["data"], correction="dml")
     few = world["deterministic"].filter(world["deterministic"]["query"] < 3)
     with pytest.raises(EstimationError, match="queries"):
         regression_em(few, world["data"], n_boot=0)

@@ -487,9 +487,9 @@ def regression_em(
     orthogonal = correction == "orthogonal"
     theta, se, info = _estimate(cells, _naive(cells), seed, orthogonal)
     reps, ci = None, {}
-    Q = int(cells.query.max()) + 1
     if n_boot:
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E5]))
+        Q = int(cells.query.max()) + 1
         reps = np.empty((n_boot, cells.K))
         start = np.where(np.isfinite(theta) & (theta > 0), theta, 1.0)
         for b in range(n_boot):
@@ -508,8 +508,7 @@ def regression_em(
     elif info["correction"] == "orthogonal":
         interval = "sandwich SE clustered by query, Student t"
         ci = {"ci_method": "t", "df": np.full(cells.K, max(np.unique(cells.query).size - 1, 1.0))}
-    else:
-        se = np.full(cells.K, np.nan)
+    else:  # se: NaN from _estimate
         interval = "none (n_boot=0)"
     impressions = np.bincount(cells.pos, weights=cells.n, minlength=cells.K)
     info = {**info, "folds": int(folds), "n_boot": n_boot, "interval": interval,
