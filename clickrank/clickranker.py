@@ -672,7 +672,12 @@ class ClickRanker(Params):
         threads gained little (its trees are small). Processes, not threads: LightGBM
         keeps its thread count in a process-wide variable, and two fits on threads of
         one process crashed it (a segfault in ``lib_lightgbm.so``, once in eight fits
-        of MQ2008 with the CRM fallback). The processes are started by ``spawn`` (a
+        of MQ2008 with the CRM fallback). A session member (Unbiased LambdaMART) fits in
+        this process instead, after the others: almost all its time is one kernel
+        (:class:`~clickrank.lambdas.SessionStep`) that runs on ``n_jobs`` numba threads with
+        the bits of one, and a process of its own left the other core idle once the other
+        members were done (the embedded run's default fit: 42 s on two processes, 31 s
+        so). The processes are started by ``spawn`` (a
         fork of a process that ran OpenMP can hang); what they need is sent and
         unpickled once in each, and its members share their folds and binned features.
         With a Spark log (``engine`` "auto" or "spark") each member is a Spark task
@@ -683,12 +688,29 @@ class ClickRanker(Params):
             return _fit_members_spark(self, spark, targets, data, val, reference, repeats,
                                       shapes, safe)  # fmt: skip
         say = say if say is not None else (lambda _m: None)
+
+        def here(m, t, **threads):
+            return self._cv(repeats, shape=(shapes or {}).get(m), **threads, **safe).fit(
+                data, t, validation=val, reference=reference, shared=self._shared,
+                progress=lambda line: _fold_line(say, m, line))  # fmt: skip
+
+        if min(int(self.n_jobs), len(targets)) <= 1:
+            return {m: here(m, t) for m, t in targets.items()}
+        # a session member (Unbiased LambdaMART) is one kernel that splits over threads with
+        # the bits of one thread, its trees cheap beside it: it fits here after the others'
+        # processes, on n_jobs numba threads and one LightGBM thread (the bits of n_jobs=1)
+        threaded = [m for m, t in targets.items() if t.sessions is not None]
+        pooled = {m: t for m, t in targets.items() if m not in threaded}
+        fitted = self._fit_pool(pooled, data, val, reference, repeats, shapes, say, safe)
+        for m in threaded:
+            fitted[m] = here(m, targets[m], lightgbm_threads=1)
+        return {m: fitted[m] for m in targets}
+
+    def _fit_pool(self, targets, data, val, reference, repeats, shapes, say, safe):
+        """:meth:`_fit_members` of ``targets`` on ``n_jobs`` processes of one thread each."""
         workers = min(int(self.n_jobs), len(targets))
-        if workers <= 1:
-            return {m: self._cv(repeats, shape=(shapes or {}).get(m), **safe).fit(
-                        data, t, validation=val, reference=reference, shared=self._shared,
-                        progress=lambda line, m=m: _fold_line(say, m, line))
-                    for m, t in targets.items()}  # fmt: skip
+        if workers == 0:
+            return {}
         payload = pickle.dumps((self.get_params(), data, val, reference, repeats, shapes, safe,
                                 targets))  # fmt: skip
         context = multiprocessing.get_context("spawn")
@@ -703,15 +725,19 @@ class ClickRanker(Params):
             for done in as_completed(jobs):  # said as they finish; kept in the family's order
                 blobs[jobs[done]] = done.result()
                 say(f"  {jobs[done]}: fitted ({len(blobs)} of {len(jobs)} members, "
-                    f"{workers} processes)")  # fmt: skip
+                    f"{workers} process{'es' if workers > 1 else ''})")  # fmt: skip
         return {m: pickle.loads(blobs[m]) for m in targets}
 
     def _cv(self, repeats: int, n_jobs: int | None = None, shape: dict | None = None,
-            **safe: float) -> LambdaMARTCV:  # fmt: skip
+            lightgbm_threads: int | None = None, **safe: float) -> LambdaMARTCV:  # fmt: skip
         """Every member's selection: the same grid, folds and seed (so the same splits);
-        ``n_jobs``: its threads (default ``self.n_jobs``); ``shape``: the one grid entry
-        tried instead of the grid; ``safe``: ``proximal`` or ``risk`` of a fallback."""
+        ``n_jobs``: its threads (default ``self.n_jobs``); ``lightgbm_threads``: LightGBM's
+        instead; ``shape``: the one grid entry tried instead of the grid; ``safe``:
+        ``proximal`` or ``risk`` of a fallback."""
         extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
+        if lightgbm_threads is not None:
+            own = self.params.get("lightgbm_params") or {}
+            extra = {**extra, "lightgbm_params": {**own, "num_threads": int(lightgbm_threads)}}
         return LambdaMARTCV(
             grid=self.grid if shape is None else (shape,), folds=self.folds, repeats=repeats,
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,

@@ -380,7 +380,7 @@ class LambdaMART(Params):
                 step = SessionStep(
                     sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
                     sessions.counts, n_rows=len(preds), sigma=sigma, truncation=trunc,
-                    normalize=norm, cost=sessions.cost,
+                    normalize=norm, cost=sessions.cost, n_threads=int(self.n_jobs),
                 )  # fmt: skip
             lam = step(preds, t_plus, t_minus)
             t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)

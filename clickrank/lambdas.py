@@ -506,101 +506,194 @@ def _session_plan(
     return lists, lp_a[:n_lp], lp_b[:n_lp], lp_key[:n_lp], tw[:n_lp], s_ptr, s_idx[:n_sp]
 
 
+@njit(cache=True)
+def _session_sets_static(rows, lists, lp_a, lp_b, lp_q, set_of, set_rows,
+                         set_ptr):  # fmt: skip  # pragma: no cover
+    """The plan's row sets (:meth:`SessionStep.__init__`): every list pair's slot among its
+    set's ordered pairs of rows (``cp``), the pair of rows of every slot (``sp_q``, -1 if no
+    list pair has it) and each set's first slot (``set_pair_ptr``)."""
+    n_sets = set_ptr.shape[0] - 1
+    set_pair_ptr = np.zeros(n_sets + 1, np.int64)
+    for g in range(n_sets):
+        m = set_ptr[g + 1] - set_ptr[g]
+        set_pair_ptr[g + 1] = set_pair_ptr[g] + m * m
+    sp_q = np.full(set_pair_ptr[n_sets], -1, np.int64)
+    n_lp = lp_a.shape[0]
+    cp = np.empty(n_lp, np.int64)
+    n_l = lists.shape[0]
+    for l in range(n_l):
+        a0, cnt, p0 = lists[l, 0], lists[l, 1], lists[l, 2]
+        p1 = lists[l + 1, 2] if l + 1 < n_l else n_lp
+        g = set_of[l]
+        s0 = set_ptr[g]
+        for p in range(p0, p1):
+            ra = rows[a0 + lp_a[p]]
+            rb = rows[a0 + lp_b[p]]
+            x = np.searchsorted(set_rows[s0 : s0 + cnt], ra)
+            y = np.searchsorted(set_rows[s0 : s0 + cnt], rb)
+            slot = set_pair_ptr[g] + x * cnt + y
+            cp[p] = slot
+            sp_q[slot] = lp_q[p]
+    return cp, sp_q, set_pair_ptr
+
+
+@njit(cache=True)
+def _session_cells(pos, lists, lp_a, lp_b, n_k):  # pragma: no cover
+    """Every list pair's (clicked, unclicked) position cell of the ``n_k x n_k`` tracked ones
+    (-1 when a position is not tracked)."""
+    n_lp = lp_a.shape[0]
+    cell = np.empty(n_lp, np.int64)
+    n_l = lists.shape[0]
+    for l in range(n_l):
+        a0, p0 = lists[l, 0], lists[l, 2]
+        p1 = lists[l + 1, 2] if l + 1 < n_l else n_lp
+        for p in range(p0, p1):
+            k = pos[a0 + lp_a[p]] - 1
+            m = pos[a0 + lp_b[p]] - 1
+            cell[p] = k * n_k + m if k < n_k and m < n_k else -1
+    return cell
+
+
+@njit(cache=True)
+def _order_of(scores, rows, a0, cnt, s, order, rank):  # pragma: no cover
+    """``s[:cnt]`` = the scores of ``rows[a0:a0 + cnt]``, ``order`` their stable descending
+    order and ``rank`` each one's place in it; returns whether they are not all equal."""
+    best = -np.inf
+    worst = np.inf
+    for r in range(cnt):
+        s[r] = scores[rows[a0 + r]]
+        best = max(best, s[r])
+        worst = min(worst, s[r])
+    _stable_order_desc(s, cnt, order)
+    for i in range(cnt):
+        rank[order[i]] = i
+    return best != worst
+
+
 @njit(cache=True, error_model="numpy")
-def _session_round(
-    scores, rows, pos, counts, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx,
-    rp_lo, rp_hi, inv_idcg_tab, t_plus, t_minus, sigma, trunc, normalize, xgb_cost, disc,
-    pair_terms, lp_terms, forces, weights, li, lj,
+def _session_set_terms(
+    g0, g1, scores, set_rows, set_ptr, set_pair_ptr, set_shared, sp_q, pair_terms, sigma,
+    trunc, normalize, xgb_cost, disc, set_terms, set_state,
 ):  # fmt: skip  # pragma: no cover
-    r"""Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
+    r"""Of each shared row set ``g0..g1-1`` whose rows' scores are all distinct: the
+    terms of each of its ordered pairs of rows (clicked row first) that do not depend on the
+    positions, ``set_terms`` = (:math:`\sigma \rho |\Delta Z|`, :math:`1 - \rho`, the
+    cost), as :func:`_session_round` would find them in every list of the set.
 
-    Pairs (clicked, unclicked) of a session with a document in the current top
-    ``trunc``; the pair's force and weight are divided by
-    ``t_plus[p_clicked] * t_minus[p_unclicked]`` (0-based positions < K), its
-    cost feeds ``li``/``lj``; everything is multiplied by the session's count.
-
-    On the plan of :func:`_session_plan`: the transcendental terms once per
-    pair of rows; per list, its order by the current scores, then every list
-    pair's force, Newton weight and cost without the sessions'
-    :math:`1/\mathrm{IDCG}`; a session sums the forces of its pairs (for the
-    :math:`\log_2(1 + S)/S` normalisation) and adds its count / IDCG times
-    that factor to its pairs' weights; the list's pairs then add their
-    weighted forces to their two rows. The costs, weighted by the static
-    ``tw``, are summed per (clicked, unclicked) position cell, and
-    ``li``/``lj`` are the ``K x K`` cell sums divided by the other side's bias
-    (Eq. 30-31 as one pass over the cells).
-    """
-    n_k = t_plus.shape[0]
-    eps = 2.220446049250313e-16
-    for r in range(forces.shape[0]):
-        forces[r] = 0.0
-        weights[r] = 0.0
-    for k in range(n_k):
-        li[k] = 0.0
-        lj[k] = 0.0
-    # bias scale of a (clicked, unclicked) position cell; a bias below eps turns it off
-    scale_tab = np.ones(n_k * n_k)
-    for k in range(n_k):
-        for m in range(n_k):
-            if t_plus[k] >= eps and t_minus[m] >= eps:
-                scale_tab[k * n_k + m] = 1.0 / (t_plus[k] * t_minus[m])
-    cost_sum = np.zeros(n_k * n_k)  # tw-weighted pair costs per position cell
-    # per pair of rows: sigma |s_a - s_b|, log1p(exp(-that)), misorder probabilities when
-    # the clicked row scores higher (column 2) / not higher (3), 1 / (0.01 + |s_a - s_b|)
-    for q in range(rp_lo.shape[0]):
-        d = abs(scores[rp_lo[q]] - scores[rp_hi[q]])
-        v_x = sigma * d
-        e = np.exp(-v_x)
-        pair_terms[q, 0] = v_x
-        pair_terms[q, 1] = np.log1p(e)
-        pair_terms[q, 2] = e / (1.0 + e)
-        pair_terms[q, 3] = 1.0 / (1.0 + e)
-        pair_terms[q, 4] = 1.0 / (0.01 + d)
+    ``set_state[g]``: 1 the terms are set, 0 compute per list (not shared, or tied scores:
+    the stable order of tied rows is the list's own). A slot beyond the truncation on both
+    sides has a cost of -1."""
     longest = 1
-    for l in range(lists.shape[0]):
+    for g in range(g0, g1):
+        longest = max(longest, set_ptr[g + 1] - set_ptr[g])
+    s = np.empty(longest)
+    order = np.empty(longest, np.int64)
+    rank = np.empty(longest, np.int64)
+    for g in range(g0, g1):
+        set_state[g] = 0
+        if not set_shared[g]:
+            continue
+        a0 = set_ptr[g]
+        cnt = set_ptr[g + 1] - a0
+        spread = _order_of(scores, set_rows, a0, cnt, s, order, rank)
+        tied = False
+        for i in range(1, cnt):
+            if s[order[i]] == s[order[i - 1]]:
+                tied = True
+                break
+        if tied:
+            continue
+        set_state[g] = 1
+        damp = normalize and spread
+        base = set_pair_ptr[g]
+        for x in range(cnt):
+            for y in range(cnt):
+                slot = base + x * cnt + y
+                q = sp_q[slot]
+                if q < 0:
+                    continue
+                i = rank[x]
+                j = rank[y]
+                if i >= trunc and j >= trunc:
+                    set_terms[slot, 2] = -1.0
+                    continue
+                dz = abs(disc[i] - disc[j])
+                if damp:
+                    dz *= pair_terms[q, 4]
+                up = s[x] > s[y]
+                rho = pair_terms[q, 3 - up]
+                set_terms[slot, 0] = sigma * rho * dz
+                set_terms[slot, 1] = 1.0 - rho
+                set_terms[slot, 2] = dz * (pair_terms[q, 1] + pair_terms[q, 0] * (up == xgb_cost))
+
+
+@njit(cache=True, error_model="numpy")
+def _session_lists(
+    l0, l1, scores, rows, counts, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx,
+    inv_idcg_tab, sigma, trunc, normalize, xgb_cost, disc, pair_terms, lp_terms, forces,
+    weights, set_of, set_state, set_terms, cp, cell, scale_tab, cost_sum, lp_cost, inline,
+):  # fmt: skip  # pragma: no cover
+    """Lists ``l0..l1-1`` of :func:`_session_round`: their pairs' terms (from their row
+    set's when it has them), their sessions' normalisation, their forces onto their rows.
+    ``inline``: each pair's cost goes straight into ``cost_sum``; else into ``lp_cost``, for
+    a serial sum in the same order (the one-block bits on any number of blocks)."""
+    n_lp = lp_a.shape[0]
+    longest = 1
+    for l in range(l0, l1):
         longest = max(longest, lists[l, 1])
     s = np.empty(longest)
     order = np.empty(longest, np.int64)
     rank = np.empty(longest, np.int64)
-    for l in range(lists.shape[0]):
+    for l in range(l0, l1):
         a0, cnt, p0, u0, u1 = lists[l, 0], lists[l, 1], lists[l, 2], lists[l, 3], lists[l, 4]
-        p1 = lists[l + 1, 2] if l + 1 < lists.shape[0] else lp_a.shape[0]
-        best = -np.inf
-        worst = np.inf
-        for r in range(cnt):
-            s[r] = scores[rows[a0 + r]]
-            best = max(best, s[r])
-            worst = min(worst, s[r])
-        damp = normalize and best != worst
-        _stable_order_desc(s, cnt, order)
-        for i in range(cnt):
-            rank[order[i]] = i
+        p1 = lists[l + 1, 2] if l + 1 < lists.shape[0] else n_lp
+        shared = set_state[set_of[l]] == 1
+        damp = False
+        if not shared:  # the list's own order (ties in its order)
+            spread = _order_of(scores, rows, a0, cnt, s, order, rank)
+            damp = normalize and spread
         for p in range(p0, p1):  # the list pairs' force and Newton weight, their cost
-            a = lp_a[p]
-            b = lp_b[p]
-            i = rank[a]
-            j = rank[b]
             lp_terms[p, 2] = 0.0
-            if i >= trunc and j >= trunc:
-                lp_terms[p, 0] = 0.0
-                lp_terms[p, 1] = 0.0
-                continue
-            q = lp_q[p]
-            dz = abs(disc[i] - disc[j])
-            if damp:
-                dz *= pair_terms[q, 4]
-            up = s[a] > s[b]
-            rho = pair_terms[q, 3 - up]  # indexed, not branched: up is a coin flip
-            p_a = pos[a0 + a] - 1
-            p_b = pos[a0 + b] - 1
-            scale = 1.0
-            if p_a < n_k and p_b < n_k:
-                scale = scale_tab[p_a * n_k + p_b]
+            if not inline:
+                lp_cost[p] = 0.0
+            if shared:
+                slot = cp[p]
+                c = set_terms[slot, 2]
+                if c < 0.0:  # beyond the truncation
+                    lp_terms[p, 0] = 0.0
+                    lp_terms[p, 1] = 0.0
+                    continue
+                f0 = set_terms[slot, 0]
+                one_minus_rho = set_terms[slot, 1]
+            else:
+                a = lp_a[p]
+                b = lp_b[p]
+                i = rank[a]
+                j = rank[b]
+                if i >= trunc and j >= trunc:
+                    lp_terms[p, 0] = 0.0
+                    lp_terms[p, 1] = 0.0
+                    continue
+                q = lp_q[p]
+                dz = abs(disc[i] - disc[j])
+                if damp:
+                    dz *= pair_terms[q, 4]
+                up = s[a] > s[b]
+                rho = pair_terms[q, 3 - up]  # indexed, not branched: up is a coin flip
+                f0 = sigma * rho * dz
+                one_minus_rho = 1.0 - rho
                 c = dz * (pair_terms[q, 1] + pair_terms[q, 0] * (up == xgb_cost))
-                cost_sum[p_a * n_k + p_b] += tw[p] * c
-            f = sigma * rho * dz * scale
+            scale = 1.0
+            k = cell[p]
+            if k >= 0:
+                scale = scale_tab[k]
+                if inline:
+                    cost_sum[k] += tw[p] * c
+                else:
+                    lp_cost[p] = tw[p] * c
+            f = f0 * scale
             lp_terms[p, 0] = f
-            lp_terms[p, 1] = sigma * f * (1.0 - rho)
+            lp_terms[p, 1] = sigma * f * one_minus_rho
         for u in range(u0, u1):  # the sessions: their normalisation, onto their pairs
             if kind[u] < 0:
                 continue
@@ -624,13 +717,121 @@ def _session_round(
             forces[rb] -= f
             weights[ra] += h
             weights[rb] += h
-    for k in range(n_k):  # the t+/t- sums (Eq. 30-31) from the cell sums
+
+
+@njit(cache=True)
+def _session_prologue(scores, rp_lo, rp_hi, t_plus, t_minus, sigma, pair_terms, forces,
+                      weights, li, lj):  # fmt: skip  # pragma: no cover
+    """A round's start: outputs zeroed, every pair of rows' terms, every position cell's bias
+    scale; returns ``(scale_tab, cost_sum)``."""
+    n_k = t_plus.shape[0]
+    eps = 2.220446049250313e-16
+    for r in range(forces.shape[0]):
+        forces[r] = 0.0
+        weights[r] = 0.0
+    for k in range(n_k):
+        li[k] = 0.0
+        lj[k] = 0.0
+    # bias scale of a (clicked, unclicked) position cell; a bias below eps turns it off
+    scale_tab = np.ones(n_k * n_k)
+    for k in range(n_k):
+        for m in range(n_k):
+            if t_plus[k] >= eps and t_minus[m] >= eps:
+                scale_tab[k * n_k + m] = 1.0 / (t_plus[k] * t_minus[m])
+    # per pair of rows: sigma |s_a - s_b|, log1p(exp(-that)), misorder probabilities when
+    # the clicked row scores higher (column 2) / not higher (3), 1 / (0.01 + |s_a - s_b|)
+    for q in range(rp_lo.shape[0]):
+        d = abs(scores[rp_lo[q]] - scores[rp_hi[q]])
+        v_x = sigma * d
+        e = np.exp(-v_x)
+        pair_terms[q, 0] = v_x
+        pair_terms[q, 1] = np.log1p(e)
+        pair_terms[q, 2] = e / (1.0 + e)
+        pair_terms[q, 3] = 1.0 / (1.0 + e)
+        pair_terms[q, 4] = 1.0 / (0.01 + d)
+    return scale_tab, np.zeros(n_k * n_k)
+
+
+@njit(cache=True)
+def _session_bias_sums(cost_sum, t_plus, t_minus, li, lj):  # pragma: no cover
+    """The t+/t- sums (Eq. 30-31) from the cost sums per (clicked, unclicked) cell."""
+    n_k = t_plus.shape[0]
+    eps = 2.220446049250313e-16
+    for k in range(n_k):
         for m in range(n_k):
             c = cost_sum[k * n_k + m]
             if t_minus[m] >= eps:
                 li[k] += c / t_minus[m]
             if t_plus[k] >= eps:
                 lj[m] += c / t_plus[k]
+
+
+@njit(cache=True, error_model="numpy")
+def _session_round(
+    scores, rows, counts, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx, rp_lo,
+    rp_hi, inv_idcg_tab, set_of, set_rows, set_ptr, set_pair_ptr, set_shared, sp_q, cp, cell,
+    t_plus, t_minus, sigma, trunc, normalize, xgb_cost, disc, pair_terms, lp_terms, set_terms,
+    set_state, forces, weights, li, lj,
+):  # fmt: skip  # pragma: no cover
+    r"""Unbiased LambdaMART over distinct sessions (XGBoost's ``lambdarank_unbiased`` loop).
+
+    Pairs (clicked, unclicked) of a session with a document in the current top
+    ``trunc``; the pair's force and weight are divided by
+    ``t_plus[p_clicked] * t_minus[p_unclicked]`` (0-based positions < K), its
+    cost feeds ``li``/``lj``; everything is multiplied by the session's count.
+
+    On the plan of :func:`_session_plan`: the transcendental terms once per
+    pair of rows; the terms of a pair of rows that depend on the ranks (its
+    :math:`|\Delta Z|`, force, Newton weight and cost before the bias scale) once per *row
+    set* (lists that show the same rows in other orders, as swap and FairPairs
+    interventions make; when the set's scores are all distinct, so that its order is the
+    same in every one of its lists), else per list from its own order; then every list
+    pair's force and weight times its cell's scale; a session sums the forces of its pairs
+    (for the :math:`\log_2(1 + S)/S` normalisation) and adds its count / IDCG times that
+    factor to its pairs' weights; the list's pairs then add their weighted forces to their
+    two rows. The costs, weighted by the static ``tw``, are summed per (clicked,
+    unclicked) position cell, and ``li``/``lj`` are the ``K x K`` cell sums divided by the
+    other side's bias (Eq. 30-31 as one pass over the cells).
+    """
+    scale_tab, cost_sum = _session_prologue(scores, rp_lo, rp_hi, t_plus, t_minus, sigma,
+                                            pair_terms, forces, weights, li, lj)  # fmt: skip
+    _session_set_terms(0, set_ptr.shape[0] - 1, scores, set_rows, set_ptr, set_pair_ptr,
+                       set_shared, sp_q, pair_terms, sigma, trunc, normalize, xgb_cost, disc,
+                       set_terms, set_state)  # fmt: skip
+    _session_lists(0, lists.shape[0], scores, rows, counts, kind, n_clicks, lists, lp_a, lp_b,
+                   lp_q, tw, s_ptr, s_idx, inv_idcg_tab, sigma, trunc, normalize, xgb_cost,
+                   disc, pair_terms, lp_terms, forces, weights, set_of, set_state, set_terms,
+                   cp, cell, scale_tab, cost_sum, np.empty(0), True)  # fmt: skip
+    _session_bias_sums(cost_sum, t_plus, t_minus, li, lj)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _session_round_blocks(
+    set_bounds, list_bounds, lp_cost, scores, rows, counts, kind, n_clicks, lists, lp_a, lp_b,
+    lp_q, tw, s_ptr, s_idx, rp_lo, rp_hi, inv_idcg_tab, set_of, set_rows, set_ptr,
+    set_pair_ptr, set_shared, sp_q, cp, cell, t_plus, t_minus, sigma, trunc, normalize,
+    xgb_cost, disc, pair_terms, lp_terms, set_terms, set_state, forces, weights, li, lj,
+):  # fmt: skip  # pragma: no cover
+    """:func:`_session_round` on numba's threads: the row sets in blocks, then the lists in
+    blocks that share no row (so each row's sums keep their order), each pair's cost kept
+    and summed afterwards in the one-block order: the bits of one thread."""
+    scale_tab, cost_sum = _session_prologue(scores, rp_lo, rp_hi, t_plus, t_minus, sigma,
+                                            pair_terms, forces, weights, li, lj)  # fmt: skip
+    for b in prange(set_bounds.shape[0] - 1):
+        _session_set_terms(set_bounds[b], set_bounds[b + 1], scores, set_rows, set_ptr,
+                           set_pair_ptr, set_shared, sp_q, pair_terms, sigma, trunc, normalize,
+                           xgb_cost, disc, set_terms, set_state)  # fmt: skip
+    for b in prange(list_bounds.shape[0] - 1):
+        _session_lists(list_bounds[b], list_bounds[b + 1], scores, rows, counts, kind,
+                       n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx, inv_idcg_tab,
+                       sigma, trunc, normalize, xgb_cost, disc, pair_terms, lp_terms, forces,
+                       weights, set_of, set_state, set_terms, cp, cell, scale_tab, cost_sum,
+                       lp_cost, False)  # fmt: skip
+    for p in range(lp_cost.shape[0]):
+        k = cell[p]
+        if k >= 0:
+            cost_sum[k] += lp_cost[p]
+    _session_bias_sums(cost_sum, t_plus, t_minus, li, lj)
 
 
 @njit(cache=True)
@@ -1103,13 +1304,16 @@ class SessionStep:
     """:func:`session_lambdas` with the sessions checked once, for one call per boosting round.
 
     ``SessionStep(rows, sptr, positions, clicks, counts, n_rows=..., sigma=...,
-    truncation=..., normalize=..., cost=...)(scores, t_plus, t_minus)`` is
+    truncation=..., normalize=..., cost=..., n_threads=...)(scores, t_plus, t_minus)`` is
     ``session_lambdas(scores, rows, ..., t_plus=t_plus, t_minus=t_minus, ...)``;
     the arrays are converted and checked, and their plan (:func:`_session_plan`:
     the lists, their (clicked, unclicked) pairs, every session's pairs, the
-    pairs of rows) built when the step is made; only the scores and the
-    biases at each call, whose work is per pair of rows and per list pair, plus
-    one sum and one add per session pair.
+    pairs of rows; the *row sets*, lists that show the same rows in other orders, and each
+    list pair's slot among its set's pairs) built when the step is made; only the scores
+    and the biases at each call, whose work is per pair of rows, per row set and per list
+    pair, plus one sum and one add per session pair. ``n_threads > 1`` runs the row sets and
+    the lists in blocks on numba's threads (blocks of lists that share no row), with the
+    bits of one thread.
     """
 
     def __init__(
@@ -1125,6 +1329,7 @@ class SessionStep:
         truncation: int | None = None,
         normalize: bool = False,
         cost: str = "ranknet",
+        n_threads: int = 1,
     ) -> None:
         r = np.ascontiguousarray(rows, dtype=np.int64)
         sp = np.ascontiguousarray(sptr, dtype=np.int64)
@@ -1147,6 +1352,7 @@ class SessionStep:
         self.sigma = float(check_positive(sigma, name="sigma"))
         if cost not in ("ranknet", "xgboost"):
             raise InputError(f"cost must be 'ranknet' or 'xgboost', got {cost!r}")
+        threads = int(check_positive(n_threads, name="n_threads", integer=True))
         longest = int(np.diff(sp).max()) if n_s else 0
         self.n_rows = int(n_rows)
         self.n_positions = int(p.max()) if p.size else 1
@@ -1160,13 +1366,34 @@ class SessionStep:
             r, sp, c, w, kind, n_clicks, inv_idcg, max(self.n_rows, 1)
         )
         keys, lp_q = np.unique(lp_key, return_inverse=True)  # the distinct pairs of rows
+        lp_q = lp_q.ravel()
         lo, hi = np.divmod(keys, max(self.n_rows, 1))
-        self._arrays = (r, p, w, kind, n_clicks, lists, lp_a, lp_b, lp_q.ravel(), tw, s_ptr,
-                        s_idx, lo, hi, inv_idcg)  # fmt: skip
+        sets, set_of = _row_sets(r, lists)
+        set_rows, set_ptr, set_shared, (row_min, row_max) = sets
+        cp, sp_q, set_pair_ptr = _session_sets_static(r, lists, lp_a, lp_b, lp_q, set_of,
+                                                      set_rows, set_ptr)  # fmt: skip
+        self._pos, self._lists, self._lp = p, lists, (lp_a, lp_b)
+        self._cells: tuple[int, np.ndarray] | None = None  # (K, cells), for the last K
+        self._arrays = (r, w, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx, lo,
+                        hi, inv_idcg, set_of, set_rows, set_ptr, set_pair_ptr, set_shared,
+                        sp_q, cp)  # fmt: skip
         self._options = (trunc, bool(normalize), cost == "xgboost")
-        # buffers reused every round: the terms per pair of rows and per list pair
+        # buffers reused every round: the terms per pair of rows, per row set's pair of
+        # rows and per list pair, and which row sets have theirs
         self._pair_terms = np.empty((keys.size, 5))
+        self._set_terms = np.empty((sp_q.size, 3))
+        self._set_state = np.zeros(set_ptr.size - 1, np.int8)
         self._lp_terms = np.empty((lp_a.size, 3))
+        self.threads = min(threads, numba.config.NUMBA_NUM_THREADS, max(lists.shape[0], 1))
+        self._blocks = None
+        if self.threads > 1:
+            work = np.diff(lists[:, 2], append=lp_a.size) + s_ptr[lists[:, 4]] - s_ptr[lists[:, 3]]
+            n_blocks = 4 * self.threads
+            self._blocks = (
+                np.unique(np.linspace(0, set_ptr.size - 1, n_blocks + 1).astype(np.int64)),
+                _list_blocks(work, row_min, row_max, n_blocks),
+                np.empty(lp_a.size),  # each list pair's cost, summed in order after the blocks
+            )
 
     def __call__(self, scores, t_plus=None, t_minus=None) -> SessionLambdas:
         """Forces, weights and bias sums at ``scores`` (see :func:`session_lambdas`)."""
@@ -1175,14 +1402,63 @@ class SessionStep:
         tm = np.ones(tp.size) if t_minus is None else _vec(t_minus, tp.size, "t_minus")
         if tp.size == 0 or np.any(tp < 0) or np.any(tm < 0):
             raise InputError("t_plus and t_minus must be non-empty and non-negative")
+        if self._cells is None or self._cells[0] != tp.size:
+            self._cells = (tp.size, _session_cells(self._pos, self._lists, *self._lp, tp.size))
         forces, weights = np.empty(self.n_rows), np.empty(self.n_rows)
         li, lj = np.empty(tp.size), np.empty(tp.size)
         trunc, normalize, xgb = self._options
-        _session_round(
-            s, *self._arrays, tp, tm, self.sigma, trunc, normalize, xgb, self._disc,
-            self._pair_terms, self._lp_terms, forces, weights, li, lj,
+        args = (
+            s, *self._arrays, self._cells[1], tp, tm, self.sigma, trunc, normalize, xgb,
+            self._disc, self._pair_terms, self._lp_terms, self._set_terms, self._set_state,
+            forces, weights, li, lj,
         )  # fmt: skip
+        if self._blocks is None:
+            _session_round(*args)
+        else:
+            with numba_threads(self.threads):
+                _session_round_blocks(*self._blocks, *args)
         return SessionLambdas(forces, weights, li, lj)
+
+
+def _row_sets(rows: np.ndarray, lists: np.ndarray):
+    """The distinct sets of rows the lists show: ``((set_rows, set_ptr, shared, (row_min,
+    row_max)), set_of)``, each set's rows ascending in ``set_rows[set_ptr[g]:set_ptr[g+1]]``,
+    ``shared`` the sets of two lists or more, each list's smallest and largest row and its
+    set ``set_of``."""
+    n_l = lists.shape[0]
+    if n_l == 0:
+        none = np.zeros(0, np.int64)
+        return (none, np.zeros(1, np.int64), np.zeros(0, np.bool_), (none, none)), none
+    cnt = lists[:, 1]
+    width = int(cnt.max())
+    offset = np.arange(width)
+    inside = offset < cnt[:, None]
+    m = np.where(inside, rows[np.where(inside, lists[:, 0, None] + offset, 0)], -1)
+    m.sort(axis=1)  # each list's rows ascending, after the padding (-1)
+    uniq, set_of = np.unique(m, axis=0, return_inverse=True)
+    set_of = set_of.ravel().astype(np.int64)
+    set_ptr = np.concatenate([[0], np.cumsum((uniq >= 0).sum(axis=1))]).astype(np.int64)
+    shared = np.bincount(set_of, minlength=uniq.shape[0]) >= 2
+    row_min, row_max = m[np.arange(n_l), width - cnt], m[:, -1]
+    return (uniq[uniq >= 0], set_ptr, shared, (row_min, row_max)), set_of
+
+
+def _list_blocks(work: np.ndarray, row_min: np.ndarray, row_max: np.ndarray,
+                 n_blocks: int) -> np.ndarray:  # fmt: skip
+    """About ``n_blocks`` runs of lists of nearly equal ``work``, cut only where no row of
+    the lists before the cut is shown after it (so blocks write disjoint rows)."""
+    n = work.size
+    if n == 0:
+        return np.zeros(1, np.int64)
+    before = np.maximum.accumulate(row_max)[:-1]  # largest row of lists 0..l-1, for l >= 1
+    after = np.minimum.accumulate(row_min[::-1])[::-1][1:]  # smallest of lists l..n-1
+    cuts = np.flatnonzero(before < after) + 1
+    done = np.concatenate([[0], np.cumsum(work)])
+    targets = done[-1] * np.arange(1, n_blocks) / n_blocks
+    chosen = (
+        cuts[np.minimum(np.searchsorted(done[cuts], targets), cuts.size - 1)] if cuts.size else []
+    )
+    return np.unique(np.concatenate([[0], chosen, [n]])).astype(np.int64)
 
 
 def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:

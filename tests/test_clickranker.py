@@ -382,6 +382,26 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     assert r.choice_ == "dr" and not r.excluded_
 
 
+def test_a_session_member_fits_here_on_threads_with_the_bits_of_one_thread(setup):
+    """With n_jobs=2 Unbiased LambdaMART fits in this process after the others' processes,
+    its session kernel on two numba threads and LightGBM on one: the models of n_jobs=1."""
+    train, test, log, theta, prod = setup
+    family = ("naive", "unbiased-lambdamart")
+    said_one, said_two = [], []
+    one = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta,
+                                                          progress=said_one.append)  # fmt: skip
+    two = ClickRanker(family=family, seed=0, n_jobs=2, **SMALL).fit(
+        train, log, theta, progress=said_two.append
+    )
+    assert one.choice_ == two.choice_ and one.cost_ == two.cost_
+    np.testing.assert_array_equal(one.predict(test), two.predict(test))
+    for m in family:
+        np.testing.assert_array_equal(one.members_[m].oof_, two.members_[m].oof_)
+    # naive went to the (one) process; the session member's folds were fitted here
+    assert any(line.endswith("(1 of 1 members, 1 process)") for line in said_two)
+    assert sum("unbiased-lambdamart: fold " in line for line in said_two) == 5
+
+
 def test_members_fit_in_processes_give_the_models_of_one_thread(setup):
     """n_jobs=2 fits two members at once, each in its own process on one thread: the same
     choice, the same trees (to the bit), the same cost; the CRM fallback's refits go the

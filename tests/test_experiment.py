@@ -300,7 +300,17 @@ def test_the_summary_holds_metrics_with_cis_tests_interleaving_and_versions(tiny
         "skip-above",
         "pairs:fairpairs",
         "oracle",
+        "default",
     ]
+    # the default learner, as `clickrank train` fits it: its choice, safety record and the
+    # propensities it used (the run's swap estimate)
+    default = s["models"]["default"]
+    assert default["choice"] and default["reason"]
+    assert default["propensities"]["method"] == "swap"
+    assert "The default's propensities: swap" in tiny_run.report_path.read_text()
+    assert ("default", "naive", "ndcg@10") in {
+        (c["a"], c["b"], c["metric"]) for c in ev["comparisons"]
+    }
     for row in ev["table"]:
         assert row["ci_low"] <= row["mean"] <= row["ci_high"]
     pairs = {(c["a"], c["b"], c["metric"]) for c in ev["comparisons"]}

@@ -13,7 +13,13 @@ from clickrank import DataFormatError, InputError, LogSchemaError, RankingData
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
 from clickrank.lambdamart import LambdaMART
-from clickrank.lambdas import lambdas, position_bias_update, session_lambdas
+from clickrank.lambdas import (
+    SessionStep,
+    _list_blocks,
+    lambdas,
+    position_bias_update,
+    session_lambdas,
+)
 from clickrank.policies import UniformRandom
 from clickrank.simulation import simulate
 from clickrank.targets import (
@@ -195,6 +201,44 @@ def test_session_lambdas_of_repeated_lists_equal_brute_force(seed, trunc, normal
     )  # fmt: skip
     for g, w, name in zip(got, want, ("forces", "weights", "li", "lj"), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_row_sets_and_threads_keep_the_bits_of_one_list_at_a_time(normalize):
+    """Lists that show the same rows in other orders share their set's pair terms when the
+    set's scores are distinct (else each list orders its own ties), and two threads split
+    the lists where no row is shared: each gives the bits of the per-list path on one
+    thread, and the brute force's values."""
+    scores, rows, sptr, pos, clicks, counts = _list_sessions(2)
+    rng = np.random.default_rng(3)
+    tp, tm = rng.uniform(0.3, 1.5, size=6), rng.uniform(0.5, 2.0, size=6)
+    kw = dict(n_rows=scores.size, truncation=5, normalize=normalize)
+    one = SessionStep(rows, sptr, pos, clicks, counts, **kw)
+    two = SessionStep(rows, sptr, pos, clicks, counts, n_threads=2, **kw)
+    apart = SessionStep(rows, sptr, pos, clicks, counts, **kw)
+    apart._arrays[18][:] = False  # no row set shared: every list on its own
+    assert one._arrays[18].any() and two._blocks[1].size > 2  # shared sets, several blocks
+    distinct = scores + rng.normal(scale=1e-3, size=scores.size)
+    for s in (scores, distinct):  # ties (some sets ordered per list), then none
+        want = apart(s, tp, tm)
+        for step in (one, two):
+            got = step(s, tp, tm)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+        ref = _reference(s, rows, sptr, pos, clicks, counts, tp, tm, 1.0, 5, normalize,
+                         "ranknet")  # fmt: skip
+        for g, w in zip(got, ref, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    assert one._set_state.sum() == one._arrays[18].sum()  # distinct scores: every set shared
+
+
+def test_list_blocks_cut_only_between_lists_that_share_no_row():
+    # lists 0-1 share rows 0..9, list 2 reaches back into them, lists 3-5 are apart
+    row_min = np.array([0, 2, 5, 20, 30, 40])
+    row_max = np.array([9, 8, 12, 25, 35, 45])
+    bounds = _list_blocks(np.ones(6), row_min, row_max, 6)
+    assert bounds.tolist() == [0, 3, 4, 5, 6]
+    assert _list_blocks(np.ones(3), np.zeros(3, int), np.full(3, 9), 4).tolist() == [0, 3]
 
 
 def test_aggregated_sessions_give_the_lambdas_of_the_repeated_sessions():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from clickrank import InputError, specs
+from clickrank._validation import available_cpus
 from clickrank.clickmodels import make_click_model as by_name
 from clickrank.clickmodels import relevance_for_labels
 from clickrank.datasets import synthetic
@@ -107,9 +108,11 @@ def test_lambdamart_has_one_set_of_defaults():
     run = load_config(None)["lambdamart"]
     from_run = specs.make_learner(run, select=False)
     same = {k: v for k, v in from_run.get_params().items() if k not in ("n_estimators",
-            "early_stopping_rounds")}  # fmt: skip
+            "early_stopping_rounds", "n_jobs")}  # fmt: skip
     assert same == {k: v for k, v in LambdaMART().get_params().items() if k in same}
     assert from_run.n_estimators == run["n_estimators"] == SELECTION["n_estimators"]
+    # the run's threads: "auto", every CPU this process may use
+    assert run["n_jobs"] == "auto" and from_run.n_jobs == available_cpus()
 
 
 def test_lambdamart_params_name_a_key_that_is_not_lambdamarts():

@@ -126,6 +126,10 @@ def _clip_is_a_number(v: dict) -> bool:
     return v["targets"].get("clip") not in ("auto", "none")
 
 
+def _jobs_is_a_number(v: dict) -> bool:
+    return v["lambdamart"].get("n_jobs") != "auto"
+
+
 #: The allowed values of every key with a range or a fixed set of names (section ""
 #: is the top level). Keys of :data:`SCHEMA` not listed here are checked by type only,
 #: or by the cross-key rules. Every ``seed`` is >= 0.
@@ -163,7 +167,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "lambdamart": {
         "n_estimators": at_least(1),
         "min_data_in_leaf": at_least(1),
-        "n_jobs": at_least(1),
+        "n_jobs": at_least(1, when=_jobs_is_a_number),
         "num_leaves": at_least(2),
         "truncation_level": at_least(0),
         "early_stopping_rounds": at_least(1),
@@ -399,7 +403,8 @@ def _lambdamart(c: _Checker, base_dir: Path) -> None:
                 f"min_data_in_leaf and lambda_l2, not {sorted(bad)}",
             )
     try:
-        check_jobs(lm["n_jobs"], name="n_jobs")
+        if lm["n_jobs"] != "auto":
+            check_jobs(lm["n_jobs"], name="n_jobs")
     except InputError as err:
         c.fail("lambdamart", "n_jobs", str(err).removeprefix("n_jobs "))
     if lm["max_depth"] == 0 or lm["max_depth"] < -1:

@@ -83,7 +83,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "max_depth": "int",
         "min_data_in_leaf": "int",
         "truncation_level": "int",
-        "n_jobs": "int",
+        "n_jobs": "jobs",
         "early_stopping_rounds": "int",
         "seed": "int",
     },
@@ -155,6 +155,7 @@ _KIND_NAMES = {
     "table": "a table",
     "tables": "a list of tables such as [{num_leaves = 8, max_depth = 3}]",
     "clip": 'a number in (0, 1], "auto" or "none"',
+    "jobs": 'a positive integer or "auto" (every CPU available)',
 }
 
 
@@ -196,6 +197,8 @@ def _type_ok(value: Any, kind: str) -> bool:
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)
     if kind == "clip":
         return value in ("auto", "none") or _type_ok(value, "number")
+    if kind == "jobs":
+        return value == "auto" or is_int(value)
     raise AssertionError(kind)
 
 

@@ -32,6 +32,10 @@ _WHAT = {
     "ceiling any click-trained ranker can approach",
     "dr": "doubly robust: IPS plus a model of relevance that lowers IPS's variance",
     "unbiased-lambdamart": "Unbiased LambdaMART: learns the position bias while it trains",
+    "default": "what `clickrank train` fits with no options: a family of click rankers (naive, "
+    "IPS on three candidate sets, doubly robust, Unbiased LambdaMART), each tuned on "
+    "held-out clicks, averaged into one model and kept only if the clicks show it beats "
+    "the safe ranker (*Safety check* below); its θ comes from what the log holds",
 }
 
 #: How the opening names a ranker whose config name is not a word.
@@ -94,6 +98,19 @@ def _next_steps(results: dict, val) -> list[str]:
                 "(are the intervals narrow? do they cover the truth?), log more sessions or "
                 "more randomized ones (`[interventions]`), and rerun."
             )
+    default = val("default")
+    if (
+        default is not None
+        and naive is not None
+        and default > naive
+        and (_offline_significant(results, "default", "naive", m))
+    ):
+        steps.append(
+            "- The default learner beats naive here without being told how: on your own "
+            "log, `clickrank train --data DATA --log LOG --out model` chooses the "
+            "propensities from what the log holds, fits and averages the family, checks the "
+            "result against the safe ranker, and says what it chose and why."
+        )
     steps.append(
         "- Before trusting any correction on real clicks, ask which click model describes "
         "your users: `clickrank fit-clicks LOG` compares them on held-out sessions and "
