@@ -735,16 +735,17 @@ class ClickRanker(Params):
         instead; ``shape``: the one grid entry tried instead of the grid; ``safe``:
         ``proximal`` or ``risk`` of a fallback."""
         extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
+        params = dict(self.params)
         if lightgbm_threads is not None:
-            own = self.params.get("lightgbm_params") or {}
-            extra = {**extra, "lightgbm_params": {**own, "num_threads": int(lightgbm_threads)}}
+            own = params.get("lightgbm_params") or {}
+            params["lightgbm_params"] = {**own, "num_threads": int(lightgbm_threads)}
         return LambdaMARTCV(
             grid=self.grid if shape is None else (shape,), folds=self.folds, repeats=repeats,
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             early_stopping_rounds=self.early_stopping_rounds, eval_at=self.eval_at,
             racing=self.racing, seed=self.seed,
             early_stopping_fraction=self.early_stopping_fraction,
-            n_jobs=self.n_jobs if n_jobs is None else n_jobs, **self.params, **extra,
+            n_jobs=self.n_jobs if n_jobs is None else n_jobs, **params, **extra,
         )  # fmt: skip
 
     def _unseen_guard(self, family) -> dict[str, float]:

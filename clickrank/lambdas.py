@@ -507,24 +507,27 @@ def _session_plan(
 
 
 @njit(cache=True)
-def _session_sets_static(rows, lists, lp_a, lp_b, lp_q, set_of, set_rows,
-                         set_ptr):  # fmt: skip  # pragma: no cover
+def _session_sets_static(rows, lists, lp_a, lp_b, lp_q, set_of, set_rows, set_ptr,
+                         set_shared):  # fmt: skip  # pragma: no cover
     """The plan's row sets (:meth:`SessionStep.__init__`): every list pair's slot among its
-    set's ordered pairs of rows (``cp``), the pair of rows of every slot (``sp_q``, -1 if no
-    list pair has it) and each set's first slot (``set_pair_ptr``)."""
+    set's ordered pairs of rows (``cp``; -1 in a set not ``set_shared``, which has none),
+    the pair of rows of every slot (``sp_q``, -1 if no list pair has it) and each set's
+    first slot (``set_pair_ptr``)."""
     n_sets = set_ptr.shape[0] - 1
     set_pair_ptr = np.zeros(n_sets + 1, np.int64)
     for g in range(n_sets):
         m = set_ptr[g + 1] - set_ptr[g]
-        set_pair_ptr[g + 1] = set_pair_ptr[g] + m * m
+        set_pair_ptr[g + 1] = set_pair_ptr[g] + (m * m if set_shared[g] else 0)
     sp_q = np.full(set_pair_ptr[n_sets], -1, np.int64)
     n_lp = lp_a.shape[0]
-    cp = np.empty(n_lp, np.int64)
+    cp = np.full(n_lp, -1, np.int64)
     n_l = lists.shape[0]
     for l in range(n_l):
         a0, cnt, p0 = lists[l, 0], lists[l, 1], lists[l, 2]
         p1 = lists[l + 1, 2] if l + 1 < n_l else n_lp
         g = set_of[l]
+        if not set_shared[g]:
+            continue
         s0 = set_ptr[g]
         for p in range(p0, p1):
             ra = rows[a0 + lp_a[p]]
@@ -1371,7 +1374,7 @@ class SessionStep:
         sets, set_of = _row_sets(r, lists)
         set_rows, set_ptr, set_shared, (row_min, row_max) = sets
         cp, sp_q, set_pair_ptr = _session_sets_static(r, lists, lp_a, lp_b, lp_q, set_of,
-                                                      set_rows, set_ptr)  # fmt: skip
+                                                      set_rows, set_ptr, set_shared)  # fmt: skip
         self._pos, self._lists, self._lp = p, lists, (lp_a, lp_b)
         self._cells: tuple[int, np.ndarray] | None = None  # (K, cells), for the last K
         self._arrays = (r, w, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx, lo,

@@ -400,6 +400,10 @@ def test_a_session_member_fits_here_on_threads_with_the_bits_of_one_thread(setup
     # naive went to the (one) process; the session member's folds were fitted here
     assert any(line.endswith("(1 of 1 members, 1 process)") for line in said_two)
     assert sum("unbiased-lambdamart: fold " in line for line in said_two) == 5
+    # LightGBM parameters of the user's are kept beside the one thread
+    own = ClickRanker(family=family, seed=0, n_jobs=2, lightgbm_params={"verbosity": -1},
+                      **SMALL).fit(train, log, theta)  # fmt: skip
+    np.testing.assert_array_equal(one.predict(test), own.predict(test))
 
 
 def test_members_fit_in_processes_give_the_models_of_one_thread(setup):

@@ -230,6 +230,9 @@ def test_row_sets_and_threads_keep_the_bits_of_one_list_at_a_time(normalize):
         for g, w in zip(got, ref, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
     assert one._set_state.sum() == one._arrays[18].sum()  # distinct scores: every set shared
+    # only a shared set has slots (a Plackett-Luce log has a set per list: no memory for them)
+    sizes, shared = np.diff(one._arrays[16]), one._arrays[18]
+    assert not shared.all() and one._set_terms.shape[0] == (sizes[shared] ** 2).sum()
 
 
 def test_list_blocks_cut_only_between_lists_that_share_no_row():
