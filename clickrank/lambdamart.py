@@ -292,6 +292,19 @@ class LambdaMART(Params):
         params.update(self.lightgbm_params or {})
         return params
 
+    def lightgbm_threads(self) -> int:
+        """LightGBM's threads for this model's fits and predictions (``n_jobs``, or
+        ``lightgbm_params["num_threads"]``).
+
+        Every LightGBM call passes them: LightGBM keeps one thread count for the whole
+        process, and a call without ``num_threads`` (a ``predict``, a ``Dataset``) resets
+        it to every core, so the next rounds of a one-thread booster would run on all of
+        them -- against the member processes of ``ClickRanker(n_jobs=2)`` or anything else
+        on the machine (OpenMP threads waiting on each other's cores: up to 20 times
+        slower, docs/lambdamart.md).
+        """
+        return int(self._lgb_params()["num_threads"])
+
     # -- fitting ---------------------------------------------------------------
 
     def _objective(self, qptr, gains, pairs, pair_weights, doc_weights=None, reference=None):
@@ -521,8 +534,8 @@ class LambdaMART(Params):
                 return name, float(metric(preds, k=k)), True
 
             if ("valid", rows) not in sets:
-                sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain,
-                                                  params={"verbosity": -1})  # fmt: skip
+                sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain, params={
+                    "verbosity": -1, "num_threads": params["num_threads"]})  # fmt: skip
             valid_sets = [sets["valid", rows]]
             callbacks.append(lgb.record_evaluation(self.evals_result_))
             if self.early_stopping_rounds is not None:
@@ -560,7 +573,9 @@ class LambdaMART(Params):
         """Scores (higher ranks higher) for a feature matrix or a RankingData."""
         check_is_fitted(self, "booster_")
         X = feature_matrix(X, self.n_features_in_, getattr(self, "source_", None))
-        return self.booster_.predict(X, num_iteration=self.best_iteration_).astype(np.float64)
+        return self.booster_.predict(
+            X, num_iteration=self.best_iteration_, num_threads=self.lightgbm_threads()
+        ).astype(np.float64)
 
     @property
     def feature_importances_(self) -> np.ndarray:

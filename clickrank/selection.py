@@ -260,7 +260,9 @@ class _Race:
         for e in alive:
             s = np.zeros_like(self.counts)
             for i, (q, v) in enumerate(self.folds):
-                pred = models[e][i].booster_.predict(v.data.X, num_iteration=rounds[e])
+                m = models[e][i]
+                pred = m.booster_.predict(v.data.X, num_iteration=rounds[e],
+                                          num_threads=m.lightgbm_threads())  # fmt: skip
                 s[q] += v.per_query(pred, k)
             terms[e] = s
         seen = self.counts > 0
@@ -295,7 +297,8 @@ def _out_of_fold(data: RankingData, fold: np.ndarray, models: list, trees: int) 
     for i, model in enumerate(models):
         r, f = divmod(i, k)
         rows = np.flatnonzero(fold[r][q] == f)
-        out[r, rows] = model.booster_.predict(data.X[rows], num_iteration=trees)
+        out[r, rows] = model.booster_.predict(data.X[rows], num_iteration=trees,
+                                              num_threads=model.lightgbm_threads())  # fmt: skip
     return out
 
 

@@ -439,3 +439,39 @@ def test_members_fit_in_processes_give_the_models_of_one_thread(setup):
     )
     assert a.choice_ == b.choice_ == "average+crm"
     np.testing.assert_array_equal(a.predict(test), b.predict(test))
+
+
+def test_every_lightgbm_call_names_its_threads(setup, monkeypatch):
+    """LightGBM keeps one thread count per process, and a predict or a Dataset without
+    ``num_threads`` resets it to every core: the next rounds of a one-thread booster would
+    then run on all of them (against the other member processes: OpenMP threads waiting on
+    each other's cores). Every predict and Dataset of a fit, the race, the out-of-fold
+    scores, the average, the doubly robust relevance model and regression EM name theirs."""
+    import lightgbm as lgb
+
+    from clickrank.propensity import regression_em
+
+    train, test, log, theta, prod = setup
+    predicts, datasets = [], []
+    from_booster = lgb.basic._InnerPredictor.from_booster.__func__
+    construct = lgb.Dataset.construct
+
+    def spy_predictor(cls, booster, pred_parameter):
+        predicts.append(dict(pred_parameter))
+        return from_booster(cls, booster, pred_parameter)
+
+    def spy_construct(self):
+        if self._handle is None:
+            datasets.append(dict(self.params or {}))
+        return construct(self)
+
+    monkeypatch.setattr(lgb.basic._InnerPredictor, "from_booster", classmethod(spy_predictor))
+    monkeypatch.setattr(lgb.Dataset, "construct", spy_construct)
+    family = ("naive", "ips-all", "dr")
+    kw = {**SMALL, "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3})}
+    model = ClickRanker(family=family, seed=0, **kw).fit(train, log, theta, logging_model=prod)
+    model.predict(test)
+    regression_em(log, train, seed=0)
+    assert len(predicts) > 20 and len(datasets) > 10
+    assert all(p.get("num_threads") == 1 for p in predicts), predicts
+    assert all(d.get("num_threads") == 1 for d in datasets), datasets

@@ -104,7 +104,7 @@ def relevance_model(
         booster = lgb.train(
             p, lgb.Dataset(data.X[fit], rate[fit], weight=stats.exposure[fit]), rounds
         )
-        out[held] = booster.predict(data.X[held])
+        out[held] = booster.predict(data.X[held], num_threads=p["num_threads"])
     return np.clip(out, 0.0, 1.0)
 
 
