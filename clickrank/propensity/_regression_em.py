@@ -195,7 +195,8 @@ def _fit(cells: _Cells, theta0: np.ndarray, *, seed: int,
         r = (np.cumsum(train) - 1)[cells.row[at]]
         m = int(train.sum())
         ds = lgb.Dataset(cells.X[train], np.zeros(m), init_score=np.full(m, base),
-                         params={"feature_pre_filter": False, "num_threads": 1},
+                         params={"feature_pre_filter": False,
+                                 "num_threads": params["num_threads"]},
                          free_raw_data=False)  # fmt: skip
         folds.append((lgb.Booster(params, ds), held, at, r))
 
@@ -217,7 +218,8 @@ def _fit(cells: _Cells, theta0: np.ndarray, *, seed: int,
             booster.update(fobj=objective(at, r))
             if held.any():
                 F[held] += booster.predict(cells.X[held], start_iteration=k, num_iteration=1,
-                                           raw_score=True, num_threads=1)  # fmt: skip
+                                           raw_score=True,
+                                           num_threads=params["num_threads"])  # fmt: skip
         gamma = _sigmoid(F)
         theta = _theta_given(cells, gamma, theta)
         loss = _nll(cells, theta, gamma)
@@ -274,10 +276,11 @@ def _placement(cells: _Cells, seed: int) -> tuple[np.ndarray, list[int]]:
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x91AC]))
     stop = rng.permutation(int(cells.query.max()) + 1) % 4 == 0  # the early-stopping queries
 
+    binning = {"feature_pre_filter": False, "num_threads": params["num_threads"]}
+
     def dataset(at):
         return lgb.Dataset(cells.X[cells.row[at]], cells.pos[at].astype(np.float64),
-                           weight=cells.n[at], params={"feature_pre_filter": False,
-                                                       "num_threads": 1})  # fmt: skip
+                           weight=cells.n[at], params=binning)  # fmt: skip
 
     rounds = []
     for j in range(int(cells.fold.max()) + 1):
@@ -295,7 +298,8 @@ def _placement(cells: _Cells, seed: int) -> tuple[np.ndarray, list[int]]:
         else:  # too few queries to hold some out: a third of the relevance model's cap
             booster = lgb.train(params, dataset(fit), _ROUNDS // 3)
         rounds.append(int(booster.best_iteration or booster.current_iteration()))
-        index = booster.predict(cells.X, num_iteration=rounds[-1], num_threads=1)
+        index = booster.predict(cells.X, num_iteration=rounds[-1],
+                                num_threads=params["num_threads"])  # fmt: skip
         z = _ordered_logit(index[cells.row[train]], cells.pos[train], cells.n[train], K)
         pi[held] = _ordered_probs(z, index[held], K)
     return pi, rounds
