@@ -894,8 +894,8 @@ class ClickRanker(Params):
         lines.append(f"  safety ({self.confidence:.0%} one-sided, queries as the unit):")
         for key in ("vs_safe", "vs_logged", "vs_naive"):
             c = self.safety_.get(key)
-            if c is not None:
-                lines.append(f"    {c.line()}")
+            if c is not None and not (key == "vs_naive" and self.safety_["safe"] == "naive"):
+                lines.append(f"    {c.line()}")  # naive as the safe ranker: said once
         lines.append(f"  {self.propensity_source_.line()}")
         lines.append(f"  cost: {self.cost_['fits']} LightGBM fits, {self.cost_['rounds']:,} "
                      "boosting rounds (one fit of 100 trees: 100)")  # fmt: skip

@@ -118,6 +118,19 @@ def test_click_ranker_fits_every_member_and_reports_the_choice(setup, fitted):
         assert cv.oof_.shape == (1, train.n_docs)
 
 
+def test_summary_says_each_safety_comparison_once(setup):
+    """Without a logging model the safe ranker is the naive member: the comparison with it
+    is printed once (it was printed as the safe ranker's and again as naive's)."""
+    train, _, log, theta, _ = setup
+    r = ClickRanker(family=("naive", "ips-shown", "ips-all"), seed=0, **SMALL).fit(
+        train, log, theta
+    )
+    assert r.safety_["safe"] == "naive" and r.safety_["vs_safe"] is not None
+    said = [line for line in r.summary().splitlines() if "lower bound" in line]
+    assert len(said) == 2 and len(set(said)) == 2, said  # over naive, over the logged ranking
+    assert sum(" over naive:" in line for line in said) == 1
+
+
 def test_debiased_members_beat_the_logger_and_are_offered(setup, fitted):
     """On a clean PBM log of 20,000 sessions the chosen ranker is better than the logger on
     the true labels, and the safety check saw it (bound above 0)."""
