@@ -9,7 +9,8 @@ Per size (documents; 60 per query, or 120 from 10^6 on, as MSLR-WEB10K), on
 :func:`clickrank.datasets.synthetic` data with ``--features`` features: a production
 ranker trained on 5 % of the queries shows its top 10 to PBM users (θ_p = 1/p,
 binarized relevance), ``--sessions-per-query`` sessions per query with 10 % swaps (the
-robustness suite's log). Then, in this process and on the same thread count:
+robustness suite's log; ``--swap 0``: none, the usual real log, whose propensities then
+come from regression EM). Then, in this process and on the same thread count:
 
 * **baseline**: LightGBM's native lambdarank, 100 trees, on the same rows and features
   (true labels: a cost reference, the fit a user of LightGBM runs once);
@@ -42,22 +43,24 @@ from clickrank.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 
-def setup(n_docs: int, features: int, per_query_sessions: int, seed: int = 0):
+def setup(n_docs: int, features: int, per_query_sessions: int, seed: int = 0,
+          swap: float = 0.1):  # fmt: skip
     """Synthetic data of about ``n_docs`` documents and its click log."""
     m = 120 if n_docs >= 1_000_000 else 60
     data = synthetic(max(n_docs // m, 20), m, features, seed=seed)
-    return data, logged(data, per_query_sessions * data.n_queries, seed)[0]
+    return data, logged(data, per_query_sessions * data.n_queries, seed, swap)[0]
 
 
-def logged(data, sessions: int, seed: int = 0):
+def logged(data, sessions: int, seed: int = 0, swap: float = 0.1):
     """The suite's log of ``data``: a production ranker trained on 5 % of the queries shows
-    its top 10 to PBM users, 10 % of the sessions swapped; (log, production ranker)."""
+    its top 10 to PBM users, ``swap`` of the sessions swapped (0: a log without
+    interventions, whose propensities come from regression EM); (log, production ranker)."""
     prod = production_ranker(data, 0.05, seed=seed + 1)
     params, _ = relevance_for_labels("pbm", data.y, relevance="binarized", eps=0.1)
     log = simulate(data, policy=DeterministicPolicy(prod),
                    click_model=make_click_model("pbm", eta=1.0, **params),
-                   n_sessions=sessions, interventions=[Swap(0.1)], top_k=10,
-                   seed=seed + 2)  # fmt: skip
+                   n_sessions=sessions, interventions=[Swap(swap)] if swap > 0 else None,
+                   top_k=10, seed=seed + 2)  # fmt: skip
     return log, prod
 
 
@@ -96,12 +99,12 @@ def _cases(args):
     if args.data:
         data = load_letor(args.data)
         for sessions in (int(v) for v in args.sessions.split(",")):
-            log, prod = logged(data, sessions)
+            log, prod = logged(data, sessions, swap=args.swap)
             yield data, log, sessions, prod
         return
     for n_docs in (int(v) for v in args.sizes.split(",")):
         feats = args.features or (136 if n_docs >= 1_000_000 else 6)
-        data, log = setup(n_docs, feats, args.sessions_per_query)
+        data, log = setup(n_docs, feats, args.sessions_per_query, swap=args.swap)
         yield data, log, args.sessions_per_query * data.n_queries, None
 
 
@@ -112,6 +115,12 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=None,
                     help="features (default 6 below 10^6 documents, 136 from there)")  # fmt: skip
     ap.add_argument("--sessions-per-query", type=int, default=100)
+    ap.add_argument(
+        "--swap",
+        type=float,
+        default=0.1,
+        help="share of swapped sessions (0: no interventions, the usual real log)",
+    )
     ap.add_argument("--no-race-too", action="store_true",
                     help="also time the default with racing=None (what racing saves)")  # fmt: skip
     ap.add_argument("--before-too", action="store_true",
@@ -142,7 +151,8 @@ def main() -> None:
             base = min(base, baseline(data, threads))  # the least disturbed of two
             row = {
                 "data": data.name, "docs": data.n_docs, "queries": data.n_queries,
-                "features": data.n_features, "sessions": sessions, "threads": threads,
+                "features": data.n_features, "sessions": sessions, "swap": args.swap,
+                "threads": threads,
                 "lightgbm_s": round(base, 3), "default_s": round(took, 2),
                 "ratio": round(took / base, 1), **model.cost_, "choice": model.choice_,
             }  # fmt: skip

@@ -29,7 +29,7 @@ coverage   empirical coverage of the 95% intervals over many independent simulat
            pivot/adjacent/allpairs, EM (session bootstrap; ``--em-logs``), regression EM
            (one deterministic production ranker, sandwich intervals or ``--rem-boot``
            query-bootstrap replicates; ``--rem-logs``; ``regression-em-redrawn``: data and
-           ranker redrawn for every log).
+           ranker redrawn for every log, ``--rem-queries`` queries each, with the bias).
 """
 
 from __future__ import annotations
@@ -314,6 +314,7 @@ def bench_coverage(
     em_boot: int = 100,
     rem_logs: int = 200,
     rem_boot: int = 0,
+    rem_queries: int = 300,
     out: str | None = None,
 ) -> dict:
     """Share of ``n_logs`` independent logs whose 95% interval covers the true θ, per position.
@@ -326,7 +327,10 @@ def bench_coverage(
     on the first ``em_logs`` of them). Regression-EM logs (``rem_logs``) have
     ``harvest_sessions`` sessions over ``synthetic(300, 20)`` from one deterministic
     production ranker (no document at two positions), with the sandwich intervals of the
-    orthogonal correction (``rem_boot`` > 0: that many query-bootstrap replicates each).
+    orthogonal correction (``rem_boot`` > 0: that many query-bootstrap replicates each);
+    the redrawn cell draws ``synthetic(rem_queries, 20)`` for every log, with
+    ``harvest_sessions`` per 300 queries, and reports the bias of log θ̂ and the intervals'
+    mean half-width besides the coverage (does the bias shrink as fast as the interval?).
     A log whose estimator fails counts as a miss everywhere. With
     ``out`` the results are written to that JSON after every cell.
     """
@@ -426,23 +430,39 @@ def bench_coverage(
                 first = r * harvest_sessions
                 return data, simulate(data, policy=fixed, click_model=pbm, top_k=K, seed=29,
                                       n_sessions=harvest_sessions, first_session=first)  # fmt: skip
-            own = synthetic(300, 20, seed=1000 + r)
+            own = synthetic(rem_queries, 20, seed=1000 + r)
             policy = DeterministicPolicy(production_ranker(own, 0.05, seed=r))
-            return own, simulate(own, policy=policy, click_model=pbm,
-                                 n_sessions=harvest_sessions, top_k=K, seed=r)  # fmt: skip
+            return own, simulate(own, policy=policy, click_model=pbm, top_k=K, seed=r,
+                                 n_sessions=redrawn_sessions)  # fmt: skip
 
         truth = power_law(K, 1.0)
+        redrawn_sessions = harvest_sessions * int(rem_queries) // 300
         for cell in rem:
-            hits = np.zeros(K)
+            hits, errors, halves = np.zeros(K), [], []
+            sessions = harvest_sessions if cell == "regression-em" else redrawn_sessions
             for r in range(rem_logs):
                 own, log = rem_log(cell, r)
                 try:
                     est = regression_em(log, own, n_boot=rem_boot, seed=r)
-                    hits += _hits(est.conf_int(0.05).select("lower", "upper").to_numpy(), truth)
+                    ci = est.conf_int(0.05).select("lower", "upper").to_numpy()
+                    hits += _hits(ci, truth)
+                    errors.append(np.log(est.theta) - np.log(truth))
+                    halves.append((np.log(ci[:, 1]) - np.log(ci[:, 0])) / 2)
                 except Exception:
                     pass
                 if (r + 1) % 20 == 0 or r + 1 == rem_logs:
-                    report(cell, hits, r + 1, harvest_sessions)
+                    report(cell, hits, r + 1, sessions)
+            if errors:  # the bias against the interval: coverage falls where it outgrows it
+                e, h = np.array(errors)[:, 1:], np.array(halves)[:, 1:]
+                queries = 300 if cell == "regression-em" else int(rem_queries)
+                print(f"[coverage] {cell:<18} {queries} queries: bias of log theta "
+                      + " ".join(f"{v:+.3f}" for v in e.mean(axis=0))
+                      + "; interval half-width " + " ".join(f"{v:.3f}" for v in h.mean(axis=0))
+                      + f"  (positions 2..{K}, {len(e)} logs)", flush=True)  # fmt: skip
+                results["cells"][cell].update(queries=queries, bias=e.mean(axis=0).tolist(),
+                                              half_width=h.mean(axis=0).tolist())  # fmt: skip
+                if out:
+                    Path(out).write_text(json.dumps(results, indent=1) + "\n")
     return results
 
 
@@ -567,6 +587,12 @@ def main() -> None:
     ap.add_argument("--rem-boot", type=int, default=0,
                     help="query-bootstrap replicates of each regression-EM log (0: its "
                          "sandwich intervals)")  # fmt: skip
+    ap.add_argument(
+        "--rem-queries",
+        type=int,
+        default=300,
+        help="queries of each redrawn regression-EM log (sessions scale with them)",
+    )
     ap.add_argument("--json", default=None, help="coverage results, rewritten after every cell")
     ap.add_argument("--tmp", default=None, help="folder for the temporary parquet log")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -589,7 +615,7 @@ def main() -> None:
     if "coverage" in args.parts:
         bench_coverage(args.logs, cells=tuple(args.cells), harvest_sessions=args.harvest_sessions,
                        em_logs=args.em_logs, rem_logs=args.rem_logs, rem_boot=args.rem_boot,
-                       out=args.json)  # fmt: skip
+                       rem_queries=args.rem_queries, out=args.json)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -520,7 +520,10 @@ def regression_em(
     info = {**info, "folds": int(folds), "n_boot": n_boot, "interval": interval,
             "identified_by": "a gradient-boosted relevance model of the features"}  # fmt: skip
     warnings = ["theta is identified through a model of relevance on the features (regression "
-                "EM): a weaker guarantee than randomized interventions"]  # fmt: skip
+                "EM): a weaker guarantee than randomized interventions; its intervals count "
+                "the sampling of queries and clicks, not the bias the relevance and placement "
+                "models leave, and cover less often than they claim, the more so the larger "
+                "the log (docs/logs.md)"]  # fmt: skip
     if orthogonal and info["correction"] != "orthogonal":
         warnings.append(f"regression-em: {info['correction']}; theta is regression EM's own, "
                         "biased towards the click-through rates by position")  # fmt: skip
