@@ -82,6 +82,11 @@ _ROUNDS = 300
 _PATIENCE = 20
 _P_MAX = 1 - 1e-9
 _PLACEMENT_ROUNDS = 1000
+#: The placement's index is refitted for this many times the round its held-out squared
+#: error picks: undersmoothed, as double machine learning wants a nuisance whose error
+#: multiplies another's (the best predictor of the position leaves θ biased by more than
+#: its interval; docs/logs.md, "It is the placement").
+_UNDERSMOOTH = 3
 
 
 @dataclass(frozen=True)
@@ -261,11 +266,14 @@ def _placement(cells: _Cells, seed: int) -> tuple[np.ndarray, list[int]]:
     A logger ranks by a score, so the position is one ordered index of the features (and
     of the query's other documents, which the index averages over): :math:`g` is
     LightGBM's regression of the position on the features (weights: the cells'
-    impressions), stopped at the best squared error of a quarter of the training queries
-    held out; the cut points :math:`c_k` and the slope :math:`b` are then fitted by maximum
-    likelihood. Each fold's documents are predicted by the model of the other folds'
-    queries. The moments of :func:`_orthogonal` make θ insensitive, to first order, to what
-    is left of its error. Returns π ``[docs, K]`` and each fold's number of trees."""
+    impressions), refitted for ``_UNDERSMOOTH`` times the round with the best squared
+    error of a quarter of the training queries held out (the best predictor is shrunk
+    towards the mean along the logger's ranking, as the relevance model is, and the
+    product of the two errors biases θ); the cut points :math:`c_k` and the slope
+    :math:`b` are then fitted by maximum likelihood. Each fold's documents are predicted
+    by the model of the other folds' queries. The moments of :func:`_orthogonal` make θ
+    insensitive, to first order, to what is left of its error. Returns π ``[docs, K]`` and
+    each fold's number of trees."""
     import lightgbm as lgb
 
     K = cells.K
@@ -295,9 +303,12 @@ def _placement(cells: _Cells, seed: int) -> tuple[np.ndarray, list[int]]:
             stopping = [lgb.early_stopping(_PATIENCE, verbose=False)]
             booster = lgb.train(params, dataset(fit), _PLACEMENT_ROUNDS,
                                 valid_sets=[dataset(val)], callbacks=stopping)  # fmt: skip
+            best = int(booster.best_iteration or booster.current_iteration())
+            rounds.append(min(_UNDERSMOOTH * best, _PLACEMENT_ROUNDS))
+            booster = lgb.train(params, dataset(fit), rounds[-1])
         else:  # too few queries to hold some out: a third of the relevance model's cap
             booster = lgb.train(params, dataset(fit), _ROUNDS // 3)
-        rounds.append(int(booster.best_iteration or booster.current_iteration()))
+            rounds.append(int(booster.current_iteration()))
         index = booster.predict(cells.X, num_iteration=rounds[-1],
                                 num_threads=params["num_threads"])  # fmt: skip
         z = _ordered_logit(index[cells.row[train]], cells.pos[train], cells.n[train], K)
