@@ -423,6 +423,7 @@ def bench_coverage(
 
         pbm = make_click_model("pbm", eta=1.0)
         fixed = DeterministicPolicy(production_ranker(data, 0.05, seed=0))
+        redrawn_sessions = harvest_sessions * int(rem_queries) // 300
 
         def rem_log(cell, r):
             """(data, log) of log ``r``: the shared data and ranker, or its own."""
@@ -436,7 +437,6 @@ def bench_coverage(
                                  n_sessions=redrawn_sessions)  # fmt: skip
 
         truth = power_law(K, 1.0)
-        redrawn_sessions = harvest_sessions * int(rem_queries) // 300
         for cell in rem:
             hits, errors, halves = np.zeros(K), [], []
             sessions = harvest_sessions if cell == "regression-em" else redrawn_sessions

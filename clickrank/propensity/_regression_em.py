@@ -302,10 +302,14 @@ def _placement(cells: _Cells, seed: int) -> tuple[np.ndarray, list[int]]:
         if val.any():
             stopping = [lgb.early_stopping(_PATIENCE, verbose=False)]
             booster = lgb.train(params, dataset(fit), _PLACEMENT_ROUNDS,
-                                valid_sets=[dataset(val)], callbacks=stopping)  # fmt: skip
+                                valid_sets=[dataset(val)], callbacks=stopping,
+                                keep_training_booster=True)  # fmt: skip
             best = int(booster.best_iteration or booster.current_iteration())
             rounds.append(min(_UNDERSMOOTH * best, _PLACEMENT_ROUNDS))
-            booster = lgb.train(params, dataset(fit), rounds[-1])
+            while booster.current_iteration() < rounds[-1]:  # the trees of one longer fit
+                if booster.update():  # no split left
+                    rounds[-1] = booster.current_iteration()
+                    break
         else:  # too few queries to hold some out: a third of the relevance model's cap
             booster = lgb.train(params, dataset(fit), _ROUNDS // 3)
             rounds.append(int(booster.current_iteration()))
