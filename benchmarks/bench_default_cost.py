@@ -74,9 +74,11 @@ def baseline(data, threads: int) -> float:
 
 
 #: The default learner's selection settings before its second cut (a fixed patience of 50,
-#: racing at 0.99): what ``--before-too`` times. (The CRM fallback then also chose its
+#: racing at 0.99, and the learning rate of 0.1 on five folds the fifth cut changed): what
+#: ``--before-too`` times. (The CRM fallback then also chose its
 #: members' tree shapes again; that is not a setting, so the fallback keeps them here.)
-BEFORE = {"early_stopping_rounds": 50, "early_stopping_fraction": 0.0, "racing": 0.99}
+BEFORE = {"early_stopping_rounds": 50, "early_stopping_fraction": 0.0, "racing": 0.99,
+          "learning_rate": 0.1, "folds": 5}  # fmt: skip
 
 
 def default(data, log, threads: int, logging_model=None,

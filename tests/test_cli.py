@@ -366,9 +366,9 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert [r["member"] for r in sel["table"]] == ["naive", "ips-shown", "average"]
-    # no --early-stopping: the default learner's own patience and racing
-    assert (sel["params"]["early_stopping_rounds"], sel["params"]["early_stopping_fraction"],
-            sel["params"]["racing"]) == (20, 0.25, 0.95)  # fmt: skip
+    # no --early-stopping, no --learning-rate: the default learner's own
+    keys = ("early_stopping_rounds", "early_stopping_fraction", "racing", "learning_rate")
+    assert tuple(sel["params"][k] for k in keys) == (20, 0.25, 0.95, 0.2)
     trees = {m: sel["members"][m]["best_params"]["n_estimators"] for m in ("naive", "ips-shown")}
     if sel["choice"] == "average":  # one model of both members' trees
         assert meta["best_iteration"] == sum(trees.values()) and meta["target"].startswith(
@@ -446,8 +446,8 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
     meta = json.loads((out / "meta.json").read_text())
     assert sel["choice"] == "ips" and len(sel["members"]["ips"]["cv_results"]) == 3
     # one target keeps LambdaMARTCV's selection (its models unchanged by the default's cut)
-    assert (sel["params"]["early_stopping_rounds"], sel["params"]["early_stopping_fraction"],
-            sel["params"]["racing"]) == (50, 0.0, 0.99)  # fmt: skip
+    keys = ("early_stopping_rounds", "early_stopping_fraction", "racing", "learning_rate")
+    assert tuple(sel["params"][k] for k in keys) == (50, 0.0, 0.99, 0.1)
     assert meta["best_iteration"] == sel["members"]["ips"]["best_params"]["n_estimators"] <= 60
 
 

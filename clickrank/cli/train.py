@@ -166,9 +166,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option(
     "--folds",
     type=int,
-    default=SELECTION["folds"],
-    show_default=True,
-    help="Folds of the queries for the selection.",
+    default=None,
+    help="Folds of the queries for the selection (default: the learner's own, "
+    f"{CLICK_RANKER_SELECTION['folds']} for --target auto, {SELECTION['folds']} otherwise).",
 )
 @click.option(
     "--validation",
@@ -187,9 +187,10 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option(
     "--learning-rate",
     type=float,
-    default=SELECTION["learning_rate"],
-    show_default=True,
-    help="Shrinkage per tree.",
+    default=None,
+    help="Shrinkage per tree (default: the learner's own, "
+    f"{CLICK_RANKER_SELECTION['learning_rate']:g} for --target auto, "
+    f"{SELECTION['learning_rate']:g} otherwise).",
 )
 @click.option(
     "--leaves",
@@ -333,7 +334,9 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
                        seed=seed, family=family)  # fmt: skip
         _check_model_folder(Path(out_dir), force, [local_path(data_path), local_path(log_path),
                                                    theta_path])  # fmt: skip
-        spec = dict(n_estimators=trees, learning_rate=learning_rate,
+        spec = dict(n_estimators=trees, learning_rate=(SELECTION["learning_rate"]
+                                                       if learning_rate is None
+                                                       else learning_rate),
                     max_depth=6 if max_depth is None else max_depth, num_workers=workers,
                     early_stopping_rounds=(SELECTION["early_stopping_rounds"]
                                            if early_stopping is None else early_stopping),
@@ -464,9 +467,9 @@ def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *
 
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-    ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, folds=folds,
-                         clip=clip, proximal=proximal, combine=combine, fallback=fallback,
-                         **_given(spec))  # fmt: skip
+    ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, clip=clip,
+                         proximal=proximal, combine=combine, fallback=fallback,
+                         **_given({**spec, "folds": folds}))  # fmt: skip
     return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
 
 
@@ -508,9 +511,9 @@ def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, fo
 
     if shape:
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-    ranker = ClickRanker(validation=validation or "ips", safe=False, folds=folds, clip=clip,
-                         propensity_method=None,
-                         **{**ONE_TARGET_SELECTION, **_given(spec)})  # fmt: skip
+    given = _given({**spec, "folds": folds})
+    ranker = ClickRanker(validation=validation or "ips", safe=False, clip=clip,
+                         propensity_method=None, **{**ONE_TARGET_SELECTION, **given})  # fmt: skip
     return ranker.fit(data, log, theta, targets={name: tgt}, progress=_progress)
 
 
@@ -576,11 +579,11 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         raise click.UsageError(
             f"--early-stopping-fraction must be finite and >= 0, got {early_stopping_fraction}"
         )
-    if select and folds < 2:
+    if select and folds is not None and folds < 2:
         raise click.UsageError(f"--folds must be >= 2, got {folds}")
     if seed < 0:
         raise click.UsageError(f"--seed must be >= 0, got {seed}")
-    _check_trees(trees, folds if select else 0)
+    _check_trees(trees, (SELECTION["folds"] if folds is None else folds) if select else 0)
     return members
 
 

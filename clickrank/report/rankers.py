@@ -20,6 +20,16 @@ from ._format import (
 from .clicks import _log
 
 
+def _folds(lm: dict) -> str:
+    """The folds of the run's selections: the config's, else each learner's own."""
+    from ..specs import CLICK_RANKER_SELECTION, LAMBDAMART_SELECTION
+
+    if "folds" in lm:
+        return f"{lm['folds']}-fold"
+    return (f"{LAMBDAMART_SELECTION['folds']}-fold ({CLICK_RANKER_SELECTION['folds']}-fold for "
+            "the default target's members)")  # fmt: skip
+
+
 def _reading_rankers(results: dict) -> list[str]:
     ev = results["evaluation"]
     m = _headline(results)
@@ -254,7 +264,7 @@ def _section_rankers(results: dict) -> list[str]:
     if lm.get("select"):
         out += [
             f"Every model's tree shape and number of trees were chosen without labels: "
-            f"{lm['folds']}-fold cross-validation by query on a counterfactual "
+            f"{_folds(lm)} cross-validation by query on a counterfactual "
             f"({lm['validation']}) estimate of DCG from held-out clicks, then a refit on "
             "all training queries (the oracle's on its labels' NDCG). See "
             'docs/lambdamart.md, "Model selection without labels".',
