@@ -58,19 +58,10 @@ _ONE_THREAD = (
     "(bench_simulation.py's floor and clicks lines), so 3x is out of reach at this schema; "
     "on two threads (n_jobs=2) it is at target"
 )
-_DEFAULT_COST = (
-    "issue 34 is open: 27x at 10^4 documents on one thread, 29x without interventions "
-    "(36x and 51x before the fifth cut, a learning rate of 0.2 on three folds; 34x before "
-    "the fourth cut, 36x before the third, 88-135x before the second; "
-    "benchmarks/bench_default_cost.py --before-too): six members x 3-fold CV x 2 repeats "
-    "of boosting rounds (docs/lambdamart.md, the cost of the default)"
-)
 #: Figures known to be off target, with why, by exact name: :mod:`check_perf` prints them as
 #: ``open`` and does not fail on them. Remove an entry when its work is done.
 OPEN = {
     "simulate/pbm": _ONE_THREAD,
-    "default/fit-cost": _DEFAULT_COST,
-    "default/fit-cost-no-interventions": _DEFAULT_COST,
 }
 #: Rows still above their target, and why (a lambdamart row is open only when over 1.1x).
 OPEN_OVER = {

@@ -243,7 +243,9 @@ class _Race:
     paired test would call clearly dominated. Shapes within noise run every fold, so the
     choice among them is the full cross-validation's (Maron & Moore's (1994) Hoeffding
     races, with a paired :math:`t` bound; successive halving would drop a fixed share
-    whatever the evidence).
+    whatever the evidence). At a confidence of 0.5 the bound is the paired mean itself:
+    only the leader of the first fold runs the others (the default learner's members,
+    whose average forgives a shape within noise of the best).
     """
 
     def __init__(self, n_queries: int) -> None:

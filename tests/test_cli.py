@@ -368,7 +368,7 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     assert [r["member"] for r in sel["table"]] == ["naive", "ips-shown", "average"]
     # no --early-stopping, no --learning-rate: the default learner's own
     keys = ("early_stopping_rounds", "early_stopping_fraction", "racing", "learning_rate")
-    assert tuple(sel["params"][k] for k in keys) == (20, 0.25, 0.95, 0.2)
+    assert tuple(sel["params"][k] for k in keys) == (20, 0.25, 0.5, 0.3)
     trees = {m: sel["members"][m]["best_params"]["n_estimators"] for m in ("naive", "ips-shown")}
     if sel["choice"] == "average":  # one model of both members' trees
         assert meta["best_iteration"] == sum(trees.values()) and meta["target"].startswith(
