@@ -238,6 +238,24 @@ def test_racing_drops_a_dominated_shape_and_keeps_the_choice(setup):
         LambdaMARTCV(racing=1.0).fit(train, target, validation=val)
 
 
+def test_racing_at_one_half_runs_only_the_first_folds_leader(setup):
+    """The default learner's race (0.5): the one-sided bound is the paired mean itself, so
+    after the first fold only its leader is fitted on the other folds, and that shape is
+    the one chosen, its trees from every fold."""
+    train, _, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta, candidates="all")
+    grid = [{"num_leaves": 2, "max_depth": 1}, {"num_leaves": 4, "max_depth": 2},
+            {"num_leaves": 8, "max_depth": 3}]  # fmt: skip
+    kw = {"grid": grid, "folds": 3, "n_estimators": 60, "early_stopping_rounds": 10, "seed": 2}
+    half = LambdaMARTCV(racing=0.5, **kw).fit(train, target, validation=val)
+    fitted = half.cv_results_["folds_fitted"].to_list()
+    assert sorted(fitted) == [1, 1, 3]
+    lead = half.cv_results_.filter(pl.col("folds_fitted") == 3)
+    assert half.best_params_["num_leaves"] == lead["num_leaves"][0]
+    assert half.fits_ == 1 + 3 + 2  # three shapes in fold 1, the leader in two more, the refit
+
+
 def test_lambdamartcv_stops_early_on_a_target_without_signal(setup):
     """Random gains carry nothing the validation rewards: few trees are kept."""
     train, _, log, theta = setup

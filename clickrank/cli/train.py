@@ -583,7 +583,9 @@ def _check_options(target, log_path, theta_path, validation, ips_weighted, selec
         raise click.UsageError(f"--folds must be >= 2, got {folds}")
     if seed < 0:
         raise click.UsageError(f"--seed must be >= 0, got {seed}")
-    _check_trees(trees, (SELECTION["folds"] if folds is None else folds) if select else 0)
+    if folds is None:  # the learner's own (the budget note's estimate of the fits)
+        folds = (CLICK_RANKER_SELECTION if target == "auto" else SELECTION)["folds"]
+    _check_trees(trees, folds if select else 0)
     return members
 
 
