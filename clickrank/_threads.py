@@ -1,11 +1,16 @@
-"""numba's thread count for a block of work, the caller's restored afterwards."""
+"""Thread counts: numba's for a block of work, and a member process's share of the cores."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numba
+
+#: In a member process of ``ClickRanker(n_jobs=k)`` (:func:`share_cores`): the k cores and
+#: the shared count of members not yet fitted; None elsewhere.
+_SHARE: tuple[int, Any] | None = None
 
 
 @contextmanager
@@ -21,3 +26,27 @@ def numba_threads(threads: int) -> Iterator[None]:
         yield
     finally:
         numba.set_num_threads(before)
+
+
+def share_cores(cores: int, left: Any) -> None:
+    """Let this process's fits share ``cores`` with the other member processes; ``left``
+    (a ``multiprocessing.Value``) counts the members not yet fitted, the queued ones too."""
+    global _SHARE
+    _SHARE = (int(cores), left)
+
+
+def sharing_cores() -> bool:
+    """Whether this is a member process sharing the cores (:func:`share_cores`)."""
+    return _SHARE is not None
+
+
+def fit_threads(given: int) -> int:
+    """The threads of a fit starting now: ``given``, or in a member process its share of
+    the cores -- one while the members left keep every core busy, more once fewer are
+    left than cores (the last member alone gets them all). The threads never change a
+    model (LightGBM's column-wise histograms and the lambda kernels sum in an order of
+    their own), only how soon it is done."""
+    if _SHARE is None:
+        return int(given)
+    cores, left = _SHARE
+    return max(1, cores // max(1, min(int(left.value), cores)))

@@ -65,6 +65,7 @@ import polars as pl
 from scipy import stats as st
 
 from ._params import Params
+from ._threads import share_cores
 from ._validation import EstimationError, InputError, check_is_fitted, check_jobs
 from .datasets import RankingData
 from .deployment import risk_weight
@@ -269,8 +270,9 @@ class ClickRanker(Params):
         price of staying close to the logger.
     seed : int
     n_jobs : int
-        Members fitted at once, each in its own process on one thread (the same models
-        as with 1), or one member's threads when only one is fitted.
+        Cores: members fitted at once, each in its own process, a fit taking more
+        threads once fewer members are left than cores (the same models as with 1);
+        one member's threads when only one is fitted.
     engine : {"auto", "local", "spark"}
         Where the members are fitted: ``"auto"`` as Spark tasks when the log is a Spark
         DataFrame (one task per member on the session's executors, the data broadcast
@@ -664,6 +666,13 @@ class ClickRanker(Params):
 
         tname, opts = FAMILY[name]
         stats_arg = stats if tname in ("ips", "dr", "naive") else None
+        if tname == "dr":  # its relevance model on every core: the same model as on one
+            threads, seed = {"num_threads": int(self.n_jobs)}, self.seed
+
+            def relevance(d, s):
+                return T.relevance_model(d, s, seed=seed, params=threads)
+
+            opts = {**opts, "relevance": relevance}
         return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
                              stats=stats_arg, **opts)  # fmt: skip
 
@@ -674,18 +683,17 @@ class ClickRanker(Params):
         called with a line after each fold of a member fitted here (its selection's
         progress), or after each member fitted in a process.
 
-        The members are independent, so with ``n_jobs > 1`` several fit at once, each in
-        its own process on one LightGBM and one numba thread: the models are those of
-        ``n_jobs=1`` to the bit, and two cores fit two members where one fit on two
-        threads gained little (its trees are small). Processes, not threads: LightGBM
-        keeps its thread count in a process-wide variable, and two fits on threads of
-        one process crashed it (a segfault in ``lib_lightgbm.so``, once in eight fits
-        of MQ2008 with the CRM fallback). A session member (Unbiased LambdaMART) fits in
-        this process instead, after the others: almost all its time is one kernel
-        (:class:`~clickrank.lambdas.SessionStep`) that runs on ``n_jobs`` numba threads with
-        the bits of one, and a process of its own left the other core idle once the other
-        members were done (the embedded run's default fit: 42 s on two processes, 31 s
-        so). The processes are started by ``spawn`` (a
+        The members are independent, so with ``n_jobs > 1`` they fit at once, each in its
+        own process: the models are those of ``n_jobs=1`` to the bit. Processes, not
+        threads: LightGBM keeps its thread count in a process-wide variable, and two fits
+        on threads of one process crashed it (a segfault in ``lib_lightgbm.so``, once in
+        eight fits of MQ2008 with the CRM fallback). Each fit takes its share of the cores
+        when it starts (:func:`~clickrank._threads.fit_threads`): one thread while the
+        members left keep every core busy, all of them for the last one, whose trees and
+        lambdas then run on every core with the bits of one. The members with session
+        lists (Unbiased LambdaMART, usually the longest) are sent first. At 10^6
+        documents x 136 features on two cores, the last member had fitted alone on one
+        thread for a third of the fit. The processes are started by ``spawn`` (a
         fork of a process that ran OpenMP can hang); what they need is sent and
         unpickled once in each, and its members share their folds and binned features.
         With a Spark log (``engine`` "auto" or "spark") each member is a Spark task
@@ -697,63 +705,51 @@ class ClickRanker(Params):
                                       shapes, safe)  # fmt: skip
         say = say if say is not None else (lambda _m: None)
 
-        def here(m, t, **threads):
-            return self._cv(repeats, shape=(shapes or {}).get(m), **threads, **safe).fit(
+        def here(m, t):
+            return self._cv(repeats, shape=(shapes or {}).get(m), **safe).fit(
                 data, t, validation=val, reference=reference, shared=self._shared,
                 progress=lambda line: _fold_line(say, m, line))  # fmt: skip
 
         if min(int(self.n_jobs), len(targets)) <= 1:
             return {m: here(m, t) for m, t in targets.items()}
-        # a session member (Unbiased LambdaMART) is one kernel that splits over threads with
-        # the bits of one thread, its trees cheap beside it: it fits here after the others'
-        # processes, on n_jobs numba threads and one LightGBM thread (the bits of n_jobs=1)
-        threaded = [m for m, t in targets.items() if t.sessions is not None]
-        pooled = {m: t for m, t in targets.items() if m not in threaded}
-        fitted = self._fit_pool(pooled, data, val, reference, repeats, shapes, say, safe)
-        for m in threaded:
-            fitted[m] = here(m, targets[m], lightgbm_threads=1)
-        return {m: fitted[m] for m in targets}
+        return self._fit_pool(targets, data, val, reference, repeats, shapes, say, safe)
 
     def _fit_pool(self, targets, data, val, reference, repeats, shapes, say, safe):
-        """:meth:`_fit_members` of ``targets`` on ``n_jobs`` processes of one thread each."""
-        workers = min(int(self.n_jobs), len(targets))
-        if workers == 0:
-            return {}
+        """:meth:`_fit_members` of ``targets`` on ``n_jobs`` processes sharing the cores."""
+        cores = int(self.n_jobs)
+        workers = min(cores, len(targets))
         payload = pickle.dumps((self.get_params(), data, val, reference, repeats, shapes, safe,
                                 targets))  # fmt: skip
         context = multiprocessing.get_context("spawn")
+        left = context.Value("i", len(targets))  # members not yet fitted, queued ones too
+        first = sorted(targets, key=lambda m: targets[m].sessions is None)  # session lists
         with (
             _main_not_rerun(),
             ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_receive, initargs=(payload,)
+                workers, mp_context=context, initializer=_receive, initargs=(payload, cores, left)
             ) as pool,
         ):
-            jobs = {pool.submit(_member_of_payload, m): m for m in targets}
+            jobs = {pool.submit(_member_of_payload, m): m for m in first}
             blobs = {}
             for done in as_completed(jobs):  # said as they finish; kept in the family's order
                 blobs[jobs[done]] = done.result()
                 say(f"  {jobs[done]}: fitted ({len(blobs)} of {len(jobs)} members, "
-                    f"{workers} process{'es' if workers > 1 else ''})")  # fmt: skip
+                    f"{workers} processes)")  # fmt: skip
         return {m: pickle.loads(blobs[m]) for m in targets}
 
     def _cv(self, repeats: int, n_jobs: int | None = None, shape: dict | None = None,
-            lightgbm_threads: int | None = None, **safe: float) -> LambdaMARTCV:  # fmt: skip
+            **safe: float) -> LambdaMARTCV:  # fmt: skip
         """Every member's selection: the same grid, folds and seed (so the same splits);
-        ``n_jobs``: its threads (default ``self.n_jobs``); ``lightgbm_threads``: LightGBM's
-        instead; ``shape``: the one grid entry tried instead of the grid; ``safe``:
-        ``proximal`` or ``risk`` of a fallback."""
+        ``n_jobs``: its threads (default ``self.n_jobs``); ``shape``: the one grid entry
+        tried instead of the grid; ``safe``: ``proximal`` or ``risk`` of a fallback."""
         extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
-        params = dict(self.params)
-        if lightgbm_threads is not None:
-            own = params.get("lightgbm_params") or {}
-            params["lightgbm_params"] = {**own, "num_threads": int(lightgbm_threads)}
         return LambdaMARTCV(
             grid=self.grid if shape is None else (shape,), folds=self.folds, repeats=repeats,
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             early_stopping_rounds=self.early_stopping_rounds, eval_at=self.eval_at,
             racing=self.racing, seed=self.seed,
             early_stopping_fraction=self.early_stopping_fraction,
-            n_jobs=self.n_jobs if n_jobs is None else n_jobs, **params, **extra,
+            n_jobs=self.n_jobs if n_jobs is None else n_jobs, **self.params, **extra,
         )  # fmt: skip
 
     def _unseen_guard(self, family) -> dict[str, float]:
@@ -1003,14 +999,20 @@ def _main_not_rerun() -> Iterator[None]:
 _PAYLOAD: dict[str, Any] = {}
 
 
-def _receive(payload: bytes) -> None:
-    """A member process's start: unpickle what every member needs, once."""
-    _PAYLOAD["job"], _PAYLOAD["shared"] = pickle.loads(payload), {}
+def _receive(payload: bytes, cores: int, left: Any) -> None:
+    """A member process's start: unpickle what every member needs, once; its fits share
+    ``cores`` with the other processes (``left``: the members not yet fitted)."""
+    _PAYLOAD["job"], _PAYLOAD["shared"], _PAYLOAD["left"] = pickle.loads(payload), {}, left
+    share_cores(cores, left)
 
 
 def _member_of_payload(name: str) -> bytes:
     """One member's selection in a member process (:meth:`ClickRanker._fit_members`)."""
-    return _fit_member(_PAYLOAD["job"], name, _PAYLOAD["shared"])
+    try:
+        return _fit_member(_PAYLOAD["job"], name, _PAYLOAD["shared"])
+    finally:
+        with _PAYLOAD["left"].get_lock():  # its core goes to the members still fitting
+            _PAYLOAD["left"].value -= 1
 
 
 def _member_task(payload: bytes, name: str) -> bytes:

@@ -25,6 +25,7 @@ import numpy as np
 from . import _modelfile
 from ._io import atomic_write, atomic_write_text
 from ._params import Params
+from ._threads import fit_threads, sharing_cores
 from ._validation import InputError, check_is_fitted, check_jobs, check_positive, check_qptr
 from .datasets import RankingData, feature_matrix
 from .deployment import RiskPenalty, exposure, proximal_mask
@@ -36,7 +37,7 @@ __all__ = ["LambdaMART", "load_model"]
 
 #: LightGBM parameters that do not enter the binned data: fits that differ only in these may
 #: share it (:meth:`LambdaMART._fit`).
-_TREE_ONLY = frozenset({"num_leaves", "max_depth", "learning_rate"})
+_TREE_ONLY = frozenset({"num_leaves", "max_depth", "learning_rate", "num_threads"})
 
 
 def _restrict(
@@ -149,10 +150,11 @@ class LambdaMART(Params):
         shrinks with more data. None: no penalty.
     seed : int
         Seed of LightGBM's randomness (bagging, feature fraction); training
-        runs with ``deterministic=True`` and ``force_row_wise=True``, so a seed
-        gives identical models.
+        runs with ``deterministic=True`` and ``force_col_wise=True``, so a seed
+        gives identical models, on any number of threads (unless ``lightgbm_params``
+        turn bagging on: LightGBM draws its rows on each thread).
     n_jobs : int
-        Threads of LightGBM's tree learner.
+        Threads of LightGBM's tree learner and of the lambdas' kernels.
     lightgbm_params : dict, optional
         Extra LightGBM parameters (e.g. ``feature_fraction``, ``max_bin``);
         they may not override the objective.
@@ -281,7 +283,10 @@ class LambdaMART(Params):
             "lambda_l2": float(self.lambda_l2),
             "seed": int(self.seed),
             "deterministic": True,
-            "force_row_wise": True,
+            # column-wise histograms: each feature's bins summed by one thread in row
+            # order, so the trees are those of one thread on any number (row-wise ones
+            # add per-thread partial sums: measured, other trees on two threads)
+            "force_col_wise": True,
             # keep every feature in the bins: LightGBM's pre-filter drops those it cannot split
             # with min_data_in_leaf, and with a custom objective a set left with none (a fold
             # with a handful of candidate rows) stops on a fatal check instead of a stump
@@ -290,6 +295,9 @@ class LambdaMART(Params):
             "verbosity": -1,
         }
         params.update(self.lightgbm_params or {})
+        if not any(params.get(k, 0) for k in ("bagging_freq", "subsample_freq")):
+            # bagging draws its rows on each thread: its trees change with the threads
+            params["num_threads"] = fit_threads(int(params["num_threads"]))
         return params
 
     def lightgbm_threads(self) -> int:
@@ -304,6 +312,21 @@ class LambdaMART(Params):
         slower, docs/lambdamart.md).
         """
         return int(self._lgb_params()["num_threads"])
+
+    def _follow_share(self, threads: int):
+        """A LightGBM callback giving the next rounds this member process's share of the
+        cores whenever it changes (:func:`~clickrank._threads.fit_threads`): a training
+        otherwise keeps the threads it started with, and the last member, started on one
+        thread, would wait for its next fit to take the cores the others left."""
+        state = {"threads": int(threads)}
+
+        def callback(env):
+            now = self._lgb_params()["num_threads"]
+            if now != state["threads"]:
+                env.model.reset_parameter({"num_threads": now})
+                state["threads"] = now
+
+        return callback
 
     # -- fitting ---------------------------------------------------------------
 
@@ -320,7 +343,7 @@ class LambdaMART(Params):
         if self.risk is not None:
             penalty = RiskPenalty(ref, qptr, alpha=float(self.risk), sigma=float(self.sigma),
                                   truncation=self.truncation_level,
-                                  n_threads=int(self.n_jobs))  # fmt: skip
+                                  n_threads=fit_threads(int(self.n_jobs)))  # fmt: skip
 
         def safe_fobj(preds, dataset):
             grad, hess = fobj(preds, dataset)
@@ -345,7 +368,7 @@ class LambdaMART(Params):
         sigma = float(self.sigma)
         norm = bool(self.normalize)
         weighting = self.weighting
-        threads = int(self.n_jobs)
+        threads = fit_threads(int(self.n_jobs))
 
         if gains is not None:
             fobj = lambda_objective(gains, qptr, sigma=sigma, weighting=weighting,
@@ -393,7 +416,7 @@ class LambdaMART(Params):
                 step = SessionStep(
                     sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
                     sessions.counts, n_rows=len(preds), sigma=sigma, truncation=trunc,
-                    normalize=norm, cost=sessions.cost, n_threads=int(self.n_jobs),
+                    normalize=norm, cost=sessions.cost, n_threads=fit_threads(int(self.n_jobs)),
                 )  # fmt: skip
             lam = step(preds, t_plus, t_minus)
             t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)
@@ -506,6 +529,8 @@ class LambdaMART(Params):
         from ._signals import lightgbm_callback
 
         callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._signals)
+        if sharing_cores():
+            callbacks.append(self._follow_share(params["num_threads"]))
         valid_sets = []
         feval = None
         self.evals_result_ = {}

@@ -395,9 +395,10 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     assert r.choice_ == "dr" and not r.excluded_
 
 
-def test_a_session_member_fits_here_on_threads_with_the_bits_of_one_thread(setup):
-    """With n_jobs=2 Unbiased LambdaMART fits in this process after the others' processes,
-    its session kernel on two numba threads and LightGBM on one: the models of n_jobs=1."""
+def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup):
+    """With n_jobs=2 and two members, Unbiased LambdaMART goes to a process first; once
+    naive is done it is the last member, and its fits take both cores (LightGBM's column-
+    wise histograms, its session kernel): the models of n_jobs=1, to the bit."""
     train, test, log, theta, prod = setup
     family = ("naive", "unbiased-lambdamart")
     said_one, said_two = [], []
@@ -410,13 +411,106 @@ def test_a_session_member_fits_here_on_threads_with_the_bits_of_one_thread(setup
     np.testing.assert_array_equal(one.predict(test), two.predict(test))
     for m in family:
         np.testing.assert_array_equal(one.members_[m].oof_, two.members_[m].oof_)
-    # naive went to the (one) process; the session member's folds were fitted here
-    assert any(line.endswith("(1 of 1 members, 1 process)") for line in said_two)
-    assert sum("unbiased-lambdamart: fold " in line for line in said_two) == 5
-    # LightGBM parameters of the user's are kept beside the one thread
+    fitted = [line for line in said_two if "members, 2 processes)" in line]
+    assert sorted(line.split(":")[0].strip() for line in fitted) == sorted(family)
+    # LightGBM parameters of the user's are kept beside the shared threads
     own = ClickRanker(family=family, seed=0, n_jobs=2, lightgbm_params={"verbosity": -1},
                       **SMALL).fit(train, log, theta)  # fmt: skip
     np.testing.assert_array_equal(one.predict(test), own.predict(test))
+
+
+def test_a_member_process_shares_the_cores_among_the_members_left():
+    """fit_threads: the threads given outside a member process; inside one, one thread
+    while the members left fill the cores, then the cores split among those left."""
+    import multiprocessing
+
+    from clickrank import _threads
+
+    assert _threads.fit_threads(3) == 3
+    left = multiprocessing.get_context("spawn").Value("i", 6)
+    try:
+        _threads.share_cores(4, left)
+        seen = []
+        for n in (6, 4, 3, 2, 1):
+            left.value = n
+            seen.append(_threads.fit_threads(1))
+        assert seen == [1, 1, 1, 2, 4]
+    finally:
+        _threads._SHARE = None
+    assert _threads.fit_threads(1) == 1
+
+
+def test_the_dr_relevance_model_fits_on_every_core_with_the_bits_of_one(setup):
+    """ClickRanker(n_jobs=2) fits dr's relevance model on two threads before the members:
+    the same predictions as on one."""
+    from clickrank import targets as T
+
+    train, test, log, theta, prod = setup
+    stats = T.click_stats(train, log, theta, clip="auto")
+    one, two = (T.relevance_model(train, stats, seed=0, params={"num_threads": t})
+                for t in (1, 2))  # fmt: skip
+    np.testing.assert_array_equal(one, two)
+    assert np.ptp(one) > 0
+
+
+def test_a_training_takes_the_cores_freed_between_two_rounds(setup, monkeypatch):
+    """In a member process a LightGBM training adopts its share of the cores as soon as it
+    grows (reset between two rounds), not at the next fit: the trees of one thread."""
+    import lightgbm as lgb
+
+    import clickrank.lambdamart as L
+    from clickrank import targets as T
+
+    train, test, log, theta, prod = setup
+    target = T.make_target("ips", train, log, theta)
+    alone = L.LambdaMART(n_estimators=30, seed=0).fit(train, target)
+    calls, resets = [], []
+    reset = lgb.Booster.reset_parameter
+
+    def spy(booster, params):
+        resets.append(dict(params))
+        return reset(booster, params)
+
+    def share(given):  # one thread for the first rounds, then the other member is done
+        calls.append(given)
+        return given if len(calls) <= 12 else 2
+
+    monkeypatch.setattr(L, "sharing_cores", lambda: True)
+    monkeypatch.setattr(L, "fit_threads", share)
+    monkeypatch.setattr(lgb.Booster, "reset_parameter", spy)
+    shared = L.LambdaMART(n_estimators=30, seed=0).fit(train, target)
+    assert {"num_threads": 2} in resets and shared.booster_.params["num_threads"] == 2
+    np.testing.assert_array_equal(alone.predict(test), shared.predict(test))
+    assert alone.booster_.num_trees() == shared.booster_.num_trees() == 30
+
+
+def test_lightgbm_trees_do_not_depend_on_the_threads():
+    """Column-wise histograms (LambdaMART's parameters) sum each bin in row order on any
+    number of threads; row-wise ones add per-thread partial sums, and gradients spread over
+    twelve orders of magnitude round differently on two threads."""
+    import lightgbm as lgb
+
+    from clickrank.lambdamart import LambdaMART
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60_000, 8))
+    grad = rng.normal(size=len(X)) * 10.0 ** rng.uniform(-9, 3, size=len(X))
+    hess = 10.0 ** rng.uniform(-6, 1, size=len(X))
+    base = {k: v for k, v in LambdaMART()._lgb_params().items() if k != "num_threads"}
+
+    def trees(threads, **wise):
+        p = {**base, "objective": "none", "num_threads": threads, **wise}
+        booster = lgb.Booster(p, lgb.Dataset(X, params=dict(p)))
+        for _ in range(5):
+            booster.update(fobj=lambda preds, _d: (grad + 1e-3 * preds, hess))
+        text = booster.model_to_string()
+        return text[: text.index("parameters:")]
+
+    assert base["force_col_wise"]
+    assert trees(1) == trees(2)
+    row = {"force_col_wise": False, "force_row_wise": True}
+    assert trees(1, **row) == trees(1)  # one thread: the same sums in the same order
+    assert trees(2, **row) != trees(1, **row)  # what column-wise histograms avoid
 
 
 def test_members_fit_in_processes_give_the_models_of_one_thread(setup):

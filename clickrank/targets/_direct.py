@@ -87,7 +87,8 @@ def relevance_model(
     folds = int(check_positive(folds, name="folds", integer=True))
     p = {**RELEVANCE_PARAMS, **(params or {})}
     rounds = int(p.pop("num_boost_round"))
-    p.update(verbosity=-1, seed=int(seed), deterministic=True, force_row_wise=True,
+    # column-wise histograms: the same model on any number of threads (lambdamart.py)
+    p.update(verbosity=-1, seed=int(seed), deterministic=True, force_col_wise=True,
              num_threads=int(p.get("num_threads", 1)))  # fmt: skip
     shown = stats.shown
     if not shown.any():
