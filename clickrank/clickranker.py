@@ -89,6 +89,12 @@ FAMILY: dict[str, tuple[str, dict[str, Any]]] = {  # names: specs._names.CLICK_F
 DEFAULT_FAMILY: tuple[str, ...] = tuple(FAMILY)
 #: Name of the members' average (``combine="average"``).
 AVERAGE = "average"
+#: Documents from which ``ClickRanker(n_jobs > 1)`` fits its members in processes, several
+#: at once; below, one after the other here, each on ``n_jobs`` threads (the same models):
+#: starting the processes costs more than they save there (two cores, MQ2008 Fold1 with
+#: 2·10⁴ sessions: 7.0 s in processes, 3.4 s here, 4.7 s on one thread; 10⁴ synthetic
+#: documents 3.8, 2.3 and 3.1 s; at 10⁵ both 18.5-18.9 s; /work/notes/s37/inproc.py).
+PROCESSES_FROM = 200_000
 #: Members that need propensities.
 _NEEDS_THETA = ("ips-shown", "ips-hybrid", "ips-all", "dr")
 
@@ -270,9 +276,10 @@ class ClickRanker(Params):
         price of staying close to the logger.
     seed : int
     n_jobs : int
-        Cores: members fitted at once, each in its own process, a fit taking more
-        threads once fewer members are left than cores (the same models as with 1);
-        one member's threads when only one is fitted.
+        Cores (the same models as with 1): below :data:`PROCESSES_FROM` documents, or
+        with one member, each member's threads; from there, members fitted at once, each
+        in its own process, a fit taking more threads once fewer members are left than
+        cores.
     engine : {"auto", "local", "spark"}
         Where the members are fitted: ``"auto"`` as Spark tasks when the log is a Spark
         DataFrame (one task per member on the session's executors, the data broadcast
@@ -683,8 +690,10 @@ class ClickRanker(Params):
         called with a line after each fold of a member fitted here (its selection's
         progress), or after each member fitted in a process.
 
-        The members are independent, so with ``n_jobs > 1`` they fit at once, each in its
-        own process: the models are those of ``n_jobs=1`` to the bit. Processes, not
+        The members are independent, so with ``n_jobs > 1`` and at least
+        :data:`PROCESSES_FROM` documents they fit at once, each in its own process (below,
+        one after the other here on ``n_jobs`` threads): the models are those of
+        ``n_jobs=1`` to the bit. Processes, not
         threads: LightGBM keeps its thread count in a process-wide variable, and two fits
         on threads of one process crashed it (a segfault in ``lib_lightgbm.so``, once in
         eight fits of MQ2008 with the CRM fallback). Each fit takes its share of the cores
@@ -710,8 +719,8 @@ class ClickRanker(Params):
                 data, t, validation=val, reference=reference, shared=self._shared,
                 progress=lambda line: _fold_line(say, m, line))  # fmt: skip
 
-        if min(int(self.n_jobs), len(targets)) <= 1:
-            return {m: here(m, t) for m, t in targets.items()}
+        if min(int(self.n_jobs), len(targets)) <= 1 or data.n_docs < PROCESSES_FROM:
+            return {m: here(m, t) for m, t in targets.items()}  # on n_jobs threads each
         return self._fit_pool(targets, data, val, reference, repeats, shapes, say, safe)
 
     def _fit_pool(self, targets, data, val, reference, repeats, shapes, say, safe):

@@ -395,10 +395,13 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     assert r.choice_ == "dr" and not r.excluded_
 
 
-def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup):
+def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup, monkeypatch):
     """With n_jobs=2 and two members, Unbiased LambdaMART goes to a process first; once
     naive is done it is the last member, and its fits take both cores (LightGBM's column-
     wise histograms, its session kernel): the models of n_jobs=1, to the bit."""
+    import clickrank.clickranker as C
+
+    monkeypatch.setattr(C, "PROCESSES_FROM", 0)  # processes on this small set
     train, test, log, theta, prod = setup
     family = ("naive", "unbiased-lambdamart")
     said_one, said_two = [], []
@@ -417,6 +420,28 @@ def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup):
     own = ClickRanker(family=family, seed=0, n_jobs=2, lightgbm_params={"verbosity": -1},
                       **SMALL).fit(train, log, theta)  # fmt: skip
     np.testing.assert_array_equal(one.predict(test), own.predict(test))
+
+
+def test_small_data_fits_its_members_here_on_every_thread(setup):
+    """Below PROCESSES_FROM documents n_jobs=2 starts no process: the members fit one after
+    the other here, each on two threads, with the models of one thread."""
+    import clickrank.clickranker as C
+
+    train, test, log, theta, prod = setup
+    assert train.n_docs < C.PROCESSES_FROM
+    family = ("naive", "ips-shown", "unbiased-lambdamart")
+    said = []
+    one = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
+    two = ClickRanker(family=family, seed=0, n_jobs=2, **SMALL)
+    two.fit(train, log, theta, progress=said.append)
+    assert not any("processes)" in line for line in said)
+    folds = [line.split(":")[0].strip() for line in said if ": fold " in line]
+    assert folds == [m for m in family for _ in range(5)]
+    assert one.choice_ == two.choice_ and one.cost_ == two.cost_
+    np.testing.assert_array_equal(one.predict(test), two.predict(test))
+    for m in family:
+        assert two.members_[m].model_.booster_.params["num_threads"] == 2
+        np.testing.assert_array_equal(one.members_[m].oof_, two.members_[m].oof_)
 
 
 def test_a_member_process_shares_the_cores_among_the_members_left():
@@ -513,10 +538,13 @@ def test_lightgbm_trees_do_not_depend_on_the_threads():
     assert trees(2, **row) != trees(1, **row)  # what column-wise histograms avoid
 
 
-def test_members_fit_in_processes_give_the_models_of_one_thread(setup):
+def test_members_fit_in_processes_give_the_models_of_one_thread(setup, monkeypatch):
     """n_jobs=2 fits two members at once, each in its own process on one thread: the same
     choice, the same trees (to the bit), the same cost; the CRM fallback's refits go the
     same way."""
+    import clickrank.clickranker as C
+
+    monkeypatch.setattr(C, "PROCESSES_FROM", 0)  # processes on this small set
     train, test, log, theta, prod = setup
     family = ("naive", "ips-shown", "ips-all")
     kw = {**SMALL, "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3})}

@@ -295,8 +295,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     "--jobs",
     type=int,
     default=1,
-    help="Threads: the default learner fits that many members at once (the models of one "
-    "thread); one target's trees, lambdas and CRM penalty otherwise.",
+    help="Threads (the models of one thread): the default learner's members each use them, "
+    "several members at once in processes from 200,000 documents; one target's trees, "
+    "lambdas and CRM penalty otherwise.",
 )
 @click.option(
     "-f",
