@@ -700,7 +700,7 @@ class ClickRanker(Params):
         when it starts (:func:`~clickrank._threads.fit_threads`): one thread while the
         members left keep every core busy, all of them for the last one, whose trees and
         lambdas then run on every core with the bits of one. The members with session
-        lists (Unbiased LambdaMART, usually the longest) are sent first. At 10^6
+        lists (Unbiased LambdaMART, whose session pass adds to every round) are sent first. At 10^6
         documents x 136 features on two cores, the last member had fitted alone on one
         thread for a third of the fit. The processes are started by ``spawn`` (a
         fork of a process that ran OpenMP can hang); what they need is sent and
