@@ -439,10 +439,11 @@ class ClickRanker(Params):
         elif method is None:
             src = PropensitySource("none", None, "none given and propensity_method=None")
         else:
-            # the learner uses point estimates: no bootstrap of EM or regression EM
+            # the learner uses point estimates: no bootstrap of EM or regression EM, and no
+            # second smoothing of regression EM's relevance model (it widens intervals only)
             kw = {"n_boot": 0} if method == "em" else {}
             if method in ("auto", "regression-em"):
-                kw = {"n_boot": 0, "seed": self.seed, "data": data}
+                kw = {"n_boot": 0, "seed": self.seed, "data": data, "sensitivity": 0}
             try:
                 theta = estimate_propensities(log, method=method, **kw)
                 src = PropensitySource.of(theta, f"estimated from the log ({method})")

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from scipy.stats import t as t_dist
 
 import clickrank as cr
 from clickrank._validation import EstimationError, InputError
@@ -183,6 +184,43 @@ def test_regression_em_gives_sandwich_intervals_without_a_bootstrap(world):
     assert np.all(ci[1:, 0] < est.theta[1:]) and np.all(est.theta[1:] < ci[1:, 1])
 
 
+def test_regression_em_intervals_span_the_relevance_model_at_a_second_smoothing(world):
+    """The interval is the hull of the sandwich intervals around θ̂ (relevance model at its
+    best round) and around θ from the same moments at 3x that round: θ̂ is unchanged, the
+    interval holds both, and without the second smoothing it is the sandwich's alone."""
+    from dataclasses import replace
+
+    log, data = world["deterministic"], world["data"]
+    wide = regression_em(log, data, seed=0)
+    plain = regression_em(log, data, seed=0, sensitivity=0)
+    np.testing.assert_array_equal(wide.theta, plain.theta)
+    np.testing.assert_array_equal(wide.se, plain.se)
+    assert plain.sensitivity is None and "sensitivity" not in plain.info
+    info = wide.info["sensitivity"]
+    assert info["relevance_trees"] == 3 * wide.info["trees"]
+    other = np.array(info["theta"], dtype=float)
+    assert np.all(other[1:] != wide.theta[1:])  # another model, another θ
+    ci, ci0 = (e.conf_int(0.05).select("lower", "upper").to_numpy() for e in (wide, plain))
+    assert np.all(ci[:, 0] <= ci0[:, 0]) and np.all(ci[:, 1] >= ci0[:, 1])
+    assert np.any(ci[1:, 0] < ci0[1:, 0]) or np.any(ci[1:, 1] > ci0[1:, 1])
+    # the hull, recomputed: the same t interval around the second θ on its own SE
+    q = t_dist.isf(0.025, wide.df[1:])
+    shift, se2 = wide.sensitivity[1:, 0], wide.sensitivity[1:, 1]
+    np.testing.assert_allclose(shift, np.log(other[1:] / wide.theta[1:]))
+    lo = np.minimum(np.log(ci0[1:, 0]), np.log(other[1:]) - q * se2)
+    hi = np.maximum(np.log(ci0[1:, 1]), np.log(other[1:]) + q * se2)
+    np.testing.assert_allclose(np.log(ci[1:]), np.column_stack([lo, hi]), rtol=1e-12)
+    assert "spanning a second smoothing" in wide.summary()
+    assert "3x" in wide.info["interval"]
+    back = type(wide).from_dict(wide.to_dict())
+    np.testing.assert_array_equal(back.sensitivity, wide.sensitivity)
+    np.testing.assert_array_equal(back.conf_int().to_numpy(), wide.conf_int().to_numpy())
+    with pytest.raises(InputError, match="sensitivity must have shape"):
+        replace(plain, sensitivity=np.zeros((3, 2)))
+    with pytest.raises(InputError, match="sensitivity must be 0 or an integer >= 2"):
+        regression_em(log, data, sensitivity=1)
+
+
 def test_regression_em_refuses_what_it_cannot_use(world):
     with pytest.raises(InputError, match="needs the documents' features"):
         estimate_propensities(world["deterministic"], method="regression-em")
@@ -209,6 +247,10 @@ def test_the_default_learner_trains_on_a_log_without_interventions(world):
     assert "regression-em" in r.summary() and "weaker guarantee" in r.reason_
     record = r.to_dict()["propensities"]
     assert record["method"] == "regression-em" and len(record["theta"]) == 10
+    # it uses θ̂ alone: no trees for the intervals' second smoothing, the same θ̂
+    assert r.propensities_.sensitivity is None
+    np.testing.assert_array_equal(r.propensities_.theta, regression_em(
+        world["deterministic"], world["data"], seed=0).theta)  # fmt: skip
 
 
 def test_without_a_source_the_default_learner_trains_what_needs_none(world):

@@ -191,7 +191,8 @@ def source_and_cells(lf: Any, data: Any, K: int | None) -> tuple[PropensitySourc
 
 
 def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None = None,
-         seed: int = 0, progress: Any = None, cells: Any = None) -> Propensities:  # fmt: skip
+         seed: int = 0, progress: Any = None, cells: Any = None,
+         sensitivity: int | None = None) -> Propensities:  # fmt: skip
     """Propensities from the strongest source the log supports (:func:`choose_source`).
 
     A source whose estimator fails (e.g. swaps at too few ranks) gives way to the
@@ -199,7 +200,8 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
     EM and regression EM (their defaults when None; 0: point estimates only),
     ``progress`` is called with 1 after each of them. ``cells``: the log's
     :func:`~clickrank.propensity.cell_statistics` when the caller has them
-    (:func:`source_and_cells`), so that the log is not aggregated again.
+    (:func:`source_and_cells`), so that the log is not aggregated again. ``sensitivity``:
+    regression EM's (:func:`~clickrank.propensity.regression_em`; None: its default).
     The result's ``info["source"]`` holds :meth:`PropensitySource.to_dict`.
 
     Raises
@@ -240,7 +242,9 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
         src = _passive(cells, data, K, harvest=False, none=none)
     if src.kind == "model":
         try:
-            return _with_source(regression_em(lf, data, K=K, seed=seed, **boot), src, failed)
+            rem = {} if sensitivity is None else {"sensitivity": sensitivity}
+            return _with_source(regression_em(lf, data, K=K, seed=seed, **boot, **rem), src,
+                                failed)  # fmt: skip
         except EstimationError as err:
             failed.append(f"regression-em failed: {err}")
     raise EstimationError("auto: no propensity source: " + "; ".join([*failed, src.reason]))

@@ -79,6 +79,13 @@ class Propensities(Result):
     ci_counts : array ``[K, 4]``, optional
         ``(clicks, impressions)`` of the numerator then of the denominator of
         each position's ratio (``ci_method="score"``).
+    sensitivity : array ``[K, 2]``, optional
+        A second estimate of the same quantity by the same estimator with its
+        nuisance model smoothed otherwise: its offset :math:`\log\hat\theta'_p -
+        \log\hat\theta_p` and the SE of :math:`\log\hat\theta'_p`. The
+        ``normal`` and ``t`` intervals are then the hull of both estimates'
+        intervals, so they span that smoothing's bias (regression EM,
+        :func:`~clickrank.propensity.regression_em`). NaN rows add nothing.
     info : dict
         Method-specific details (JSON-serializable), e.g. ``{"route": "top"}``.
 
@@ -104,6 +111,7 @@ class Propensities(Result):
     ci_method: str = "normal"
     df: np.ndarray | None = None
     ci_counts: np.ndarray | None = None
+    sensitivity: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         theta = _as_float_array(self.theta, "theta")
@@ -140,6 +148,15 @@ class Propensities(Result):
             object.__setattr__(self, "ci_counts", cc)
         if self.ci_method == "score" and self.ci_counts is None:
             raise InputError("ci_method='score' needs ci_counts")
+        if self.sensitivity is not None:
+            sens = np.array(self.sensitivity, dtype=np.float64)
+            if sens.shape != (k, 2):
+                raise InputError(f"sensitivity must have shape [{k}, 2], got {sens.shape}")
+            if self.ci_method not in ("normal", "t"):
+                raise InputError("sensitivity widens the 'normal' and 't' intervals only, "
+                                 f"not ci_method={self.ci_method!r}")  # fmt: skip
+            sens.setflags(write=False)
+            object.__setattr__(self, "sensitivity", sens)
         warns = list(self.warnings)
         for w in check_theta_scale(theta, absolute=bool(self.absolute)):
             if not any(x.startswith(w.split(":")[0] + ": theta =") for x in warns):
@@ -216,9 +233,15 @@ class Propensities(Result):
                 if self.ci_method == "t"
                 else norm.isf(alpha / 2)
             )
-            half = q * self.se
+            lo = -q * self.se  # the bounds' offsets from log theta
+            hi = q * self.se
+            if self.sensitivity is not None:  # the hull with the second estimate's interval
+                shift, se2 = self.sensitivity[:, 0], self.sensitivity[:, 1]
+                ok = np.isfinite(shift) & np.isfinite(se2)
+                lo = np.where(ok, np.fmin(lo, shift - q * se2), lo)
+                hi = np.where(ok, np.fmax(hi, shift + q * se2), hi)
             with np.errstate(all="ignore"):
-                out = np.column_stack([self.theta * np.exp(-half), self.theta * np.exp(half)])
+                out = np.column_stack([self.theta * np.exp(lo), self.theta * np.exp(hi)])
             zero = self.theta == 0
             out[zero] = [0.0, np.inf]
         out[~self.identified] = np.nan
@@ -253,6 +276,8 @@ class Propensities(Result):
             "t": "Student t on log scale, cluster SE",
             "score": "score interval of a ratio of binomial rates",
         }[self.ci_method]
+        if self.sensitivity is not None:
+            ci_kind += ", spanning a second smoothing"
         lines = [
             f"Propensities ({self.method}; {scale}; {level} CI: {ci_kind})",
             f"sessions: {self.n_sessions:,}",
@@ -318,6 +343,8 @@ class Propensities(Result):
             out["df"] = clean(self.df)
         if self.ci_counts is not None:
             out["ci_counts"] = [clean(r) for r in self.ci_counts]
+        if self.sensitivity is not None:
+            out["sensitivity"] = [clean(r) for r in self.sensitivity]
         return out
 
     def save(self, path: str | os.PathLike, *, alpha: float = 0.05, overwrite: bool = True) -> Path:
@@ -364,6 +391,7 @@ class Propensities(Result):
             raise InputError("only se_scale 'log' is supported (key se_scale)")
         rep = obj.get("replicates")
         cc = obj.get("ci_counts")
+        sens = obj.get("sensitivity")
         return cls(
             theta=theta,
             se=se,
@@ -381,6 +409,9 @@ class Propensities(Result):
             ci_counts=None
             if cc is None
             else np.array([[np.nan if v is None else v for v in r] for r in cc], dtype=float),
+            sensitivity=None
+            if sens is None
+            else np.array([[np.nan if v is None else v for v in r] for r in sens], dtype=float),
         )
 
     # ------------------------------------------------------------------ plot
