@@ -217,6 +217,9 @@ def test_regression_em_intervals_span_the_relevance_model_at_a_second_smoothing(
     np.testing.assert_array_equal(back.conf_int().to_numpy(), wide.conf_int().to_numpy())
     with pytest.raises(InputError, match="sensitivity must have shape"):
         replace(plain, sensitivity=np.zeros((3, 2)))
+    with pytest.raises(InputError, match="'normal' and 't' intervals only"):
+        replace(plain, ci_method="score", ci_counts=np.ones((10, 4)),
+                sensitivity=wide.sensitivity)  # fmt: skip
     with pytest.raises(InputError, match="sensitivity must be 0 or an integer >= 2"):
         regression_em(log, data, sensitivity=1)
 
@@ -332,6 +335,11 @@ def test_clickrank_propensity_auto_needs_data_for_a_deterministic_log(files):
     assert "auto: regression-em" in res.output
     saved = json.loads((root / "b.json").read_text())
     assert saved["method"] == "regression-em"
+    # the file keeps the second smoothing (around it, the bootstrap SE), and so its interval
+    assert len(saved["sensitivity"]) == 10 and "3x" in saved["info"]["interval"]
+    back = cr.Propensities.load(root / "b.json")
+    np.testing.assert_allclose(back.conf_int().select("lower", "upper").to_numpy()[1:],
+                               np.array([saved["lower"], saved["upper"]]).T[1:])  # fmt: skip
 
 
 def test_clickrank_propensity_auto_aggregates_the_log_once(files, monkeypatch):
