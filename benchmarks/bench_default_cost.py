@@ -22,8 +22,9 @@ come from regression EM). Then, in this process and on the same thread count:
 The figure is the ratio of the two times (issue 34: at most 20x, goal 10x), with the
 default's LightGBM fits and boosting rounds (``ClickRanker.cost_``: the time follows the
 rounds) and how many of them racing saved (the same fit with ``racing=None`` when
-``--no-race-too``). A shared machine is noisy: both times are taken in one run, and
-the ratio is what to compare.
+``--no-race-too``), or the refits (``refit=True`` when ``--refit-too``; from 2·10⁵
+documents the default averages each member's fold models instead). A shared machine is
+noisy: both times are taken in one run, and the ratio is what to compare.
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ def main() -> None:
     ap.add_argument("--before-too", action="store_true",
                     help="also time the selection settings before their second cut (BEFORE: "
                          "a fixed patience of 50, racing at 0.99)")  # fmt: skip
+    ap.add_argument("--refit-too", action="store_true",
+                    help="also time the default with refit=True (every member refitted on all "
+                         "rows, what refit='auto' does below 2e5 documents)")  # fmt: skip
     ap.add_argument("--spark", action="store_true",
                     help="also fit on a Spark log on a standalone cluster of two one-core "
                          "workers (members as Spark tasks; the time includes the log's "
@@ -161,6 +165,7 @@ def main() -> None:
             for flag, name, settings in (
                 (args.no_race_too, "norace", {"racing": None}),
                 (args.before_too, "before", BEFORE),
+                (args.refit_too, "refit", {"refit": True}),
             ):
                 if flag:
                     t_other, other = default(data, log, threads, logging_model=prod, **settings)

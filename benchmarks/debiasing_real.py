@@ -39,10 +39,11 @@ queries without a relevant document skipped). ``--bias`` prints each log's posit
 ``--data DIR`` takes any LETOR folder with ``train.txt`` and ``test.txt``
 (MQ2008 Fold1 from ``../shared/data`` by default; LightGBM ``.query`` group files
 next to them are read); ``--folds K`` pools the folder's train and test queries
-and deals them into K folds (one shuffle, seed 0), each tested once; ``--synthetic N`` adds the
-DESIGN §4 generator with N documents per query (1,300 queries, 300 train /
-1,000 test). ``--logger plackett-luce`` samples the lists from a Plackett-Luce
-policy over the production ranker's scores (``--temperature``) instead of
+and deals them into K folds (one shuffle, seed 0), each tested once; ``--synthetic N``
+adds the DESIGN §4 generator with N documents per query (1,300 queries, 300 train /
+1,000 test; ``--train-queries`` sets the first, ``--features`` the features; ``--data
+/nonexistent`` leaves MQ2008 out). ``--logger plackett-luce`` samples the lists from a
+Plackett-Luce policy over the production ranker's scores (``--temperature``) instead of
 showing its deterministic top 10; ``--logger history`` serves each session from one of
 ``--history`` production rankers trained on different queries (a team's releases: the
 first is the production row and the ranker the default must beat). ``--suite-loggers``
@@ -63,6 +64,9 @@ Rows (``--methods`` picks some):
                     scored on raw clicks): what it does when nothing identifies θ
   default-truetheta the default given the true θ of the simulation (PBM click models): what
                     a perfect propensity estimate would be worth
+  default-refit, default-bagged  the default with every member refitted on all queries
+                    (refit=True, what it does below 2e5 documents) or its fold models averaged
+                    (refit=False, from there)
   default-prpo      the default with fallback="proximal" (PRPO, the fallback until the CRM
                     one); default-safe: with fallback="safe" (the logger kept). Both are the
                     default itself where its check passes; only runs that fall back refit
@@ -242,6 +246,9 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "default-safe": lambda s: s.with_fallback("safe"),
     "default-truetheta": lambda s: ClickRanker(seed=s.seed).fit(
         s.train, s.log, s.true_theta, logging_model=s.prod).predict(s.test),
+    **{f"default-{name}": (lambda s, refit=refit: ClickRanker(seed=s.seed, refit=refit).fit(
+        s.train, s.log, s.theta, logging_model=s.prod).predict(s.test))
+       for name, refit in (("refit", True), ("bagged", False))},
     "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
     "old-default": lambda s: s.cv(s.target("ips")),
@@ -308,11 +315,12 @@ def datasets(args: Any):
                 out.append((f"{name}/Fold{j + 1}", lambda seed, tr=tr, te=te: (tr, te)))
             continue
         out.append((name, lambda seed, tr=train, te=test: (tr, te)))
-    f = args.features
+    f, q = args.features, args.train_queries
     for n in args.synthetic:
-        out.append((f"synthetic-{n}" + (f" ({f} features)" if f != 6 else ""),
-                    lambda seed, n=n: split_queries(synthetic(1300, n, f, seed=seed), [300, 1000],
-                                                    seed=seed)))  # fmt: skip
+        out.append((f"synthetic-{n}" + (f" ({f} features)" if f != 6 else "")
+                    + (f" ({q} training queries)" if q != 300 else ""),
+                    lambda seed, n=n, q=q: split_queries(synthetic(q + 1000, n, f, seed=seed),
+                                                    [q, 1000], seed=seed)))  # fmt: skip
     return out
 
 
@@ -609,6 +617,12 @@ def main() -> None:
         type=int,
         default=6,
         help="--synthetic: features per document (136: as many as MSLR-WEB's)",
+    )
+    ap.add_argument(
+        "--train-queries",
+        type=int,
+        default=300,
+        help="--synthetic: training queries (1,000 more are the test queries)",
     )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=200_000)

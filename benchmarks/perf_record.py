@@ -20,7 +20,10 @@ between machines; each entry records its target and the command of the full benc
 
 The coverage study is not re-run here (``bench_propensity.py --parts coverage`` takes
 an hour); ``--coverage FILE`` copies the smallest and largest coverage of each cell of
-its JSON into the record (target 0.95 +- 0.02).
+its JSON into the record (target 0.95 +- 0.02). Nor is the MSLR-WEB10K-sized default fit;
+``--large FILE`` copies its rows (``bench_default_cost.py --sizes 1000000 --json FILE``):
+the ratio to LightGBM (target 20x) and, on two threads, the time over ten minutes
+(target 1).
 """
 
 from __future__ import annotations
@@ -213,6 +216,29 @@ def record_default_cost() -> dict:
     return out
 
 
+def record_large(path: str) -> dict:
+    """The MSLR-WEB10K-sized rows (10^6 documents) of a ``bench_default_cost.py --json`` file:
+    the default's fit over LightGBM's (``default/fit-cost-1e6[/2threads]``, target 20x) and,
+    on two threads, its time over issue 34's ten minutes (``default/fit-time-1e6/2threads``,
+    target 1). The last row of each thread count is kept."""
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    out = {}
+    for row in (r for r in rows if r["docs"] >= 990_000):  # --sizes 1000000: 999,960
+        two = "" if row["threads"] == 1 else f"/{row['threads']}threads"
+        command = (f"python benchmarks/bench_default_cost.py --sizes 1000000 --threads "
+                   f"{row['threads']} --json FILE")  # fmt: skip
+        out[f"default/fit-cost-1e6{two}"] = {
+            "ratio": row["default_s"] / row["lightgbm_s"], "target": 20.0,
+            "rounds": row["rounds"], "seconds": row["default_s"], "command": command,
+        }  # fmt: skip
+        if row["threads"] == 2:
+            out["default/fit-time-1e6/2threads"] = {
+                "ratio": row["default_s"] / 600, "target": 1.0, "seconds": row["default_s"],
+                "command": command,
+            }  # fmt: skip
+    return out
+
+
 def record_coverage(path: str) -> dict:
     cells = json.loads(Path(path).read_text())["cells"]
     out = {}
@@ -232,10 +258,13 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=1_000_000,
                     help="simulated sessions (issue 21 measures 10^6)")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--parts", nargs="+",
+    ap.add_argument("--parts", nargs="*",  # none: only --coverage / --large with --update
                     default=["simulation", "lambdamart", "unbiased", "default"],
                     choices=["simulation", "lambdamart", "unbiased", "default"])  # fmt: skip
     ap.add_argument("--coverage", default=None, help="coverage JSON of bench_propensity.py")
+    ap.add_argument("--large", default=None,
+                    help="JSON lines of bench_default_cost.py --sizes 1000000 (the 10^6 "
+                         "fit takes ten minutes, so it is not run here)")  # fmt: skip
     ap.add_argument("--update", action="store_true",
                     help="keep the figures of --out that --parts does not measure (a record "
                          "regenerated in part)")  # fmt: skip
@@ -257,6 +286,8 @@ def main() -> None:
         record["figures"].update(record_default_cost())
     if args.coverage:
         record["figures"].update(record_coverage(args.coverage))
+    if args.large:
+        record["figures"].update(record_large(args.large))
     for name, fig in record["figures"].items():
         if name in OPEN:
             fig["open"] = OPEN[name]

@@ -95,6 +95,9 @@ AVERAGE = "average"
 #: 2·10⁴ sessions: 7.0 s in processes, 3.4 s here, 4.7 s on one thread; 10⁴ synthetic
 #: documents 3.8, 2.3 and 3.1 s; at 10⁵ both 18.5-18.9 s; /work/notes/s37/inproc.py).
 PROCESSES_FROM = 200_000
+#: Documents from which ``refit="auto"`` keeps each member's fold models, averaged, instead
+#: of refitting it on all rows (:class:`~clickrank.selection.LambdaMARTCV` ``refit``).
+BAGGING_FROM = 200_000
 #: Members that need propensities.
 _NEEDS_THETA = ("ips-shown", "ips-hybrid", "ips-all", "dr")
 
@@ -237,6 +240,13 @@ class ClickRanker(Params):
     repeats : int or "auto"
         Repetitions of that cross-validation with fresh splits (``"auto"``: 1 from 400
         queries on, 2 from 150, else 3).
+    refit : bool or "auto"
+        Whether each member's chosen tree shape and number of trees are fitted again on all
+        queries (:class:`~clickrank.selection.LambdaMARTCV` ``refit``), or its fold models,
+        averaged, are the member's model (cross-validation bagging). ``"auto"``: refit below
+        :data:`BAGGING_FROM` documents, average from there. The refits were a fifth of the
+        rounds on 10^6 rows, where a fold's two thirds of the queries learn as much
+        (docs/lambdamart.md, "Fold models instead of refits").
     grid, n_estimators, learning_rate, early_stopping_rounds, eval_at, racing
         :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
         a tree shape shown worse than the member's best after a fold is not fitted on the
@@ -291,7 +301,7 @@ class ClickRanker(Params):
     Attributes
     ----------
     model_ : LambdaMART or ranker
-        The offered ranker (a member's refitted model, or the safe ranker).
+        The offered ranker (a member's model, their average, or the safe ranker).
     choice_ : str
         Name of the offered ranker (``"logging"`` when the logging ranker is kept).
     selected_ : str
@@ -345,6 +355,7 @@ class ClickRanker(Params):
         confidence: float = 0.95,
         folds: int = CLICK_RANKER_SELECTION["folds"],
         repeats: int | str = "auto",
+        refit: bool | str = "auto",
         grid: tuple[dict[str, Any], ...] | list[dict[str, Any]] = DEFAULT_GRID,
         n_estimators: int = 500,
         learning_rate: float = CLICK_RANKER_SELECTION["learning_rate"],
@@ -372,6 +383,7 @@ class ClickRanker(Params):
         self.confidence = confidence
         self.folds = folds
         self.repeats = repeats
+        self.refit = refit
         self.grid = grid
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -404,6 +416,8 @@ class ClickRanker(Params):
             raise InputError(f"tolerance must be >= 0, got {self.tolerance}")
         if not isinstance(data, RankingData):
             raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+        if self.refit not in ("auto", True, False):
+            raise InputError(f"refit must be 'auto', True or False, got {self.refit!r}")
         if self.engine not in ("auto", "local", "spark"):
             raise InputError(f"engine must be 'auto', 'local' or 'spark', got {self.engine!r}")
         check_jobs(self.n_jobs)
@@ -423,6 +437,11 @@ class ClickRanker(Params):
         if self.repeats != "auto":
             return int(self.repeats)
         return 1 if n_queries >= 400 else 2 if n_queries >= 150 else 3
+
+    def _plan(self, data: RankingData) -> dict[str, Any]:
+        """The members' ``repeats`` and ``refit`` for ``data`` (``"auto"`` resolved)."""
+        refit = self.refit if self.refit != "auto" else data.n_docs < BAGGING_FROM
+        return {"repeats": self._repeats(data.n_queries), "refit": bool(refit)}
 
     def _propensities(self, data: RankingData, log: Any, propensities: Any, say) -> Any:
         """The propensities given, or estimated from what the log holds
@@ -520,14 +539,14 @@ class ClickRanker(Params):
             reference = ranker_scores(logging_model, data)
         if self.proximal is not None and reference is None:
             raise InputError("proximal (PRPO) needs the logging_model to stay close to")
-        reps = self._repeats(data.n_queries)
+        plan = self._plan(data)
         self.members_, oof, every = {}, {}, {}
         self.targets_ = {}
         self._shared: dict[Any, Any] = {}  # the folds and binned features, for every member
         for name in family:
             self.targets_[name] = (targets[name] if targets is not None
                                    else self._target(name, data, log, theta, stats))  # fmt: skip
-        fitted = self._fit_members(self.targets_, data, val, reference, reps, say=say)
+        fitted = self._fit_members(self.targets_, data, val, reference, plan, say=say)
         for name in family:
             cv = self.members_[name] = fitted[name]
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
@@ -565,7 +584,7 @@ class ClickRanker(Params):
                      prefer=AVERAGE if AVERAGE in candidates else None)  # fmt: skip
         self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
         if self.choice_ == "logging" and self.fallback != "safe":
-            self._retrained_fallback(data, val, reference, reps, say)
+            self._retrained_fallback(data, val, reference, plan, say)
         del self._shared, self._spark  # the binned features, the session: not kept
         self.cost_ = {"fits": sum(cv.fits_ for cv in self.members_.values()),
                       "rounds": sum(cv.rounds_ for cv in self.members_.values())}  # fmt: skip
@@ -605,7 +624,7 @@ class ClickRanker(Params):
                 np.mean([val.per_query(s, k) for s in runs], axis=0),
                 LambdaMART.average(models, weights, list(named)))  # fmt: skip
 
-    def _retrained_fallback(self, data, val, reference, reps, say) -> None:
+    def _retrained_fallback(self, data, val, reference, plan, say) -> None:
         """No candidate is sure to beat the logger: the selected member (for the average,
         every averaged member, then their average), retrained near the logger's rankings
         with PRPO's clipping (Gupta et al. (2024)) or CRM's penalty (Gupta et al.
@@ -629,7 +648,7 @@ class ClickRanker(Params):
         shapes = {m: {k: v for k, v in self.members_[m].best_params_.items()
                       if k != "n_estimators"} for m in members}  # fmt: skip
         fitted = self._fit_members({m: self.targets_[m] for m in members}, data, val, reference,
-                                   reps, shapes, say=say, **how)  # fmt: skip
+                                   plan, shapes, say=say, **how)  # fmt: skip
         for m in members:
             cv = self.members_[f"{m}+{tag}"] = retrained[f"{m}+{tag}"] = fitted[m]
             say(f"  {m}+{tag}: the fallback, {cv.best_params_}")
@@ -684,7 +703,7 @@ class ClickRanker(Params):
         return T.make_target(tname, data, log, theta, clip=self.clip, seed=self.seed,
                              stats=stats_arg, **opts)  # fmt: skip
 
-    def _fit_members(self, targets, data, val, reference, repeats, shapes=None, say=None,
+    def _fit_members(self, targets, data, val, reference, plan, shapes=None, say=None,
                      **safe) -> dict[str, Any]:  # fmt: skip
         """Each member's :class:`LambdaMARTCV` (name -> fitted), on ``n_jobs`` processes;
         ``shapes``: name -> the one tree shape a member tries (default: the grid); ``say``:
@@ -711,24 +730,24 @@ class ClickRanker(Params):
         """
         spark = getattr(self, "_spark", None)
         if spark is not None:
-            return _fit_members_spark(self, spark, targets, data, val, reference, repeats,
+            return _fit_members_spark(self, spark, targets, data, val, reference, plan,
                                       shapes, safe)  # fmt: skip
         say = say if say is not None else (lambda _m: None)
 
         def here(m, t):
-            return self._cv(repeats, shape=(shapes or {}).get(m), **safe).fit(
+            return self._cv(plan, shape=(shapes or {}).get(m), **safe).fit(
                 data, t, validation=val, reference=reference, shared=self._shared,
                 progress=lambda line: _fold_line(say, m, line))  # fmt: skip
 
         if min(int(self.n_jobs), len(targets)) <= 1 or data.n_docs < PROCESSES_FROM:
             return {m: here(m, t) for m, t in targets.items()}  # on n_jobs threads each
-        return self._fit_pool(targets, data, val, reference, repeats, shapes, say, safe)
+        return self._fit_pool(targets, data, val, reference, plan, shapes, say, safe)
 
-    def _fit_pool(self, targets, data, val, reference, repeats, shapes, say, safe):
+    def _fit_pool(self, targets, data, val, reference, plan, shapes, say, safe):
         """:meth:`_fit_members` of ``targets`` on ``n_jobs`` processes sharing the cores."""
         cores = int(self.n_jobs)
         workers = min(cores, len(targets))
-        payload = pickle.dumps((self.get_params(), data, val, reference, repeats, shapes, safe,
+        payload = pickle.dumps((self.get_params(), data, val, reference, plan, shapes, safe,
                                 targets))  # fmt: skip
         context = multiprocessing.get_context("spawn")
         left = context.Value("i", len(targets))  # members not yet fitted, queued ones too
@@ -747,14 +766,15 @@ class ClickRanker(Params):
                     f"{workers} processes)")  # fmt: skip
         return {m: pickle.loads(blobs[m]) for m in targets}
 
-    def _cv(self, repeats: int, n_jobs: int | None = None, shape: dict | None = None,
+    def _cv(self, plan: dict[str, Any], n_jobs: int | None = None, shape: dict | None = None,
             **safe: float) -> LambdaMARTCV:  # fmt: skip
         """Every member's selection: the same grid, folds and seed (so the same splits);
-        ``n_jobs``: its threads (default ``self.n_jobs``); ``shape``: the one grid entry
-        tried instead of the grid; ``safe``: ``proximal`` or ``risk`` of a fallback."""
+        ``plan``: its ``repeats`` and ``refit`` (:meth:`_plan`); ``n_jobs``: its threads
+        (default ``self.n_jobs``); ``shape``: the one grid entry tried instead of the grid;
+        ``safe``: ``proximal`` or ``risk`` of a fallback."""
         extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
         return LambdaMARTCV(
-            grid=self.grid if shape is None else (shape,), folds=self.folds, repeats=repeats,
+            grid=self.grid if shape is None else (shape,), folds=self.folds, **plan,
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             early_stopping_rounds=self.early_stopping_rounds, eval_at=self.eval_at,
             racing=self.racing, seed=self.seed,
@@ -887,6 +907,7 @@ class ClickRanker(Params):
             + (" and their average" if self.average_ is not None else "")
             + f" x {self.folds}-fold CV by query"
             + (f" x {reps} repeats" if reps > 1 else "")
+            + ("" if next(iter(self.members_.values())).refit else ", fold models averaged")
             + f", each scored on {val.metric_name(k)} of its out-of-fold rankings "
             f"({val.data.n_queries} queries, {val.n_sessions:,.0f} sessions)",
             f"  {'target':<20} {'score':>9} {'± SE':>8} {'− best':>9} {'± SE':>8} "
@@ -933,7 +954,8 @@ class ClickRanker(Params):
             "table": self.table_.to_dicts(),
             "safety": {k: (v.to_dict() if isinstance(v, Comparison) else v)
                        for k, v in self.safety_.items()},
-            "members": {m: {"best_params": cv.best_params_, "cv_results": cv.cv_results_.to_dicts()}
+            "members": {m: {"best_params": cv.best_params_, "refit": bool(cv.refit),
+                            "cv_results": cv.cv_results_.to_dicts()}
                         for m, cv in self.members_.items()},
             "params": self.get_params(),
         }  # fmt: skip
@@ -966,13 +988,13 @@ def _fold_line(say, member: str, line: str) -> None:
         say(f"  {member}: {line.strip()}")
 
 
-def _fit_members_spark(ranker, spark, targets, data, val, reference, repeats, shapes, safe):
+def _fit_members_spark(ranker, spark, targets, data, val, reference, plan, shapes, safe):
     """The members' selections as Spark tasks, one per member: what they need is broadcast
     once, each task fits its member as :meth:`ClickRanker._fit_members` does on one thread
-    and sends the fitted :class:`LambdaMARTCV` back (its refit and out-of-fold scores; the
-    fold models stay on the executor)."""
+    and sends the fitted :class:`LambdaMARTCV` back (its model and out-of-fold scores; the
+    fold models stay on the executor, or come back averaged as the model without refit)."""
     sc = spark.sparkContext
-    payload = sc.broadcast(pickle.dumps((ranker.get_params(), data, val, reference, repeats,
+    payload = sc.broadcast(pickle.dumps((ranker.get_params(), data, val, reference, plan,
                                          shapes, safe, targets)))  # fmt: skip
     names = list(targets)
     try:
@@ -1032,7 +1054,7 @@ def _member_task(payload: bytes, name: str) -> bytes:
 
 def _fit_member(job: tuple, name: str, shared: dict | None) -> bytes:
     """The fitted :class:`LambdaMARTCV` of member ``name``, pickled, on one thread."""
-    params, data, val, reference, repeats, shapes, safe, targets = job
-    cv = ClickRanker(**params)._cv(repeats, n_jobs=1, shape=(shapes or {}).get(name), **safe)
+    params, data, val, reference, plan, shapes, safe, targets = job
+    cv = ClickRanker(**params)._cv(plan, n_jobs=1, shape=(shapes or {}).get(name), **safe)
     return pickle.dumps(cv.fit(data, targets[name], validation=val, reference=reference,
                                shared=shared))  # fmt: skip

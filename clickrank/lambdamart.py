@@ -735,12 +735,14 @@ class LambdaMART(Params):
 
     @classmethod
     def average(cls, models: list[LambdaMART], weights: list[float] | np.ndarray,
-                names: list[str] | None = None) -> LambdaMART:  # fmt: skip
+                names: list[str] | None = None,
+                trees: int | None = None) -> LambdaMART:  # fmt: skip
         r"""One model whose score is :math:`\sum_m w_m f_m(x)` of fitted ``models``.
 
-        Every model's trees (up to its ``best_iteration_``) in one LightGBM
-        booster, leaf values scaled by the weights (:func:`clickrank._modelfile.merge_trees`):
-        it predicts, saves, loads and explains like any LambdaMART. Its
+        Every model's trees (up to its ``best_iteration_``, or its first ``trees``) in one
+        LightGBM booster, leaf values scaled by the weights
+        (:func:`clickrank._modelfile.merge_trees`): it predicts, saves, loads and explains
+        like any LambdaMART. Its
         parameters are the first model's, with ``n_estimators``, ``num_leaves`` and
         ``max_depth`` the total trees and the largest shape; its target names the
         models' (``names``, else their targets').
@@ -755,8 +757,11 @@ class LambdaMART(Params):
             check_is_fitted(m, "booster_")
         if len({m.n_features_in_ for m in models}) > 1:
             raise InputError("average: the models were trained on different feature counts")
-        texts = [m.booster_.model_to_string(num_iteration=m.best_iteration_) for m in models]
-        trees = sum(m.best_iteration_ for m in models)
+        counts = [m.best_iteration_ if trees is None
+                  else min(int(trees), m.booster_.current_iteration()) for m in models]  # fmt: skip
+        texts = [m.booster_.model_to_string(num_iteration=n)
+                 for m, n in zip(models, counts, strict=True)]  # fmt: skip
+        trees = sum(counts)
         depths = [m.max_depth for m in models]
         params = {**models[0].get_params(), "n_estimators": trees,
                   "num_leaves": max(m.num_leaves for m in models),

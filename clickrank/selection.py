@@ -304,6 +304,14 @@ def _out_of_fold(data: RankingData, fold: np.ndarray, models: list, trees: int) 
     return out
 
 
+def _bagged(models: list[LambdaMART], trees: int, data: RankingData) -> LambdaMART:
+    """The fold ``models``' mean at ``trees`` trees, as one model trained on ``data``."""
+    out = LambdaMART.average(models, [1 / len(models)] * len(models), trees=trees)
+    out.target_name_ = models[0].target_name_
+    out.n_train_docs_, out.n_train_queries_ = data.n_docs, data.n_queries
+    return out
+
+
 class LambdaMARTCV(Params):
     r"""LambdaMART whose tree size and number of trees are chosen by cross-validation by query.
 
@@ -314,7 +322,8 @@ class LambdaMARTCV(Params):
     (:class:`ClickValidation`) or, on labelled data without ``validation``,
     NDCG@``eval_at``, and stops after ``early_stopping_rounds`` rounds without
     improvement. The shape and round with the best mean curve over the folds
-    win; the final model is refitted on all queries with them.
+    win; the final model is refitted on all queries with them (``refit``), or is the
+    average of that shape's fold models at that round.
 
     Parameters
     ----------
@@ -337,6 +346,11 @@ class LambdaMARTCV(Params):
         score is below the leader's with this one-sided confidence (paired over the
         held-out queries) is not fitted on the remaining folds. 0.99 by default; None
         fits every shape on every fold. Only with a ``validation`` (held-out clicks).
+    refit : bool
+        Fit the chosen shape and number of trees again on all queries (True, the
+        default), or keep the average of its ``folds * repeats`` fold models at that number
+        of trees (False: cross-validation bagging; no fit on all rows, and the model is
+        made of the very models the out-of-fold scores come from).
     seed : int
         Seeds the folds and LightGBM.
     n_jobs : int
@@ -347,7 +361,7 @@ class LambdaMARTCV(Params):
     Attributes
     ----------
     model_ : LambdaMART
-        The refitted model.
+        The refitted model (``refit``), else the fold models' average as one model.
     best_params_ : dict
         The chosen grid entry plus ``n_estimators``.
     cv_results_ : polars.DataFrame
@@ -375,12 +389,14 @@ class LambdaMARTCV(Params):
         eval_at: int = 10,
         repeats: int = 1,
         racing: float | None = 0.99,
+        refit: bool = True,
         seed: int = 0,
         n_jobs: int = 1,
         **params: Any,
     ) -> None:
         self.grid = grid
         self.racing = racing
+        self.refit = refit
         self.folds = folds
         self.repeats = repeats
         self.n_estimators = n_estimators
@@ -428,7 +444,8 @@ class LambdaMARTCV(Params):
         progress: Any = None,
         shared: dict[Any, Any] | None = None,
     ) -> LambdaMARTCV:
-        """Choose the grid entry and number of trees, then refit on all of ``data``.
+        """Choose the grid entry and number of trees, then refit on all of ``data`` (or average
+        the fold models, without ``refit``).
 
         Parameters
         ----------
@@ -510,10 +527,14 @@ class LambdaMARTCV(Params):
         self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
                         else f"ndcg@{int(self.eval_at)}")  # fmt: skip
         self.oof_ = _out_of_fold(data, fold, models[e], trees)
-        self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
-            data, target, reference=reference, sets=cache.setdefault("refit", {})
-        )
-        fitted = [m for ms in models.values() for m in ms] + [self.model_]
+        fitted = [m for ms in models.values() for m in ms]
+        if self.refit:
+            self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
+                data, target, reference=reference, sets=cache.setdefault("refit", {})
+            )
+            fitted.append(self.model_)
+        else:
+            self.model_ = _bagged(models[e], trees, data)
         self.fits_ = len(fitted)
         self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
         return self
@@ -524,17 +545,18 @@ class LambdaMARTCV(Params):
         return self.racing is not None and len(self.grid) > 1 and validation is not None
 
     def predict(self, X: np.ndarray | RankingData) -> np.ndarray:
-        """Scores of the refitted model."""
+        """Scores of the final model (refitted, or the fold models' average)."""
         check_is_fitted(self, "model_")
         return self.model_.predict(X)
 
     def summary(self) -> str:
-        """The selection table and the refitted model."""
+        """The selection table and the final model."""
         check_is_fitted(self, "model_")
         lines = [
             f"LambdaMARTCV: {len(self.grid)} tree shapes x {self.folds} folds by query, "
             f"up to {self.n_estimators} trees (patience {self.early_stopping_rounds}), "
-            f"validation metric {self.metric_}",
+            f"validation metric {self.metric_}"
+            + ("" if self.refit else "; the model: the mean of the chosen shape's fold models"),
             f"  {'tree shape':<34} {'trees':>5} {'score':>10} {'+- SE':>9}",
         ]
         for r in self.cv_results_.iter_rows(named=True):
@@ -552,7 +574,7 @@ class LambdaMARTCV(Params):
         return "\n".join(lines)
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-        """Save the refitted model (:meth:`LambdaMART.save`) plus ``selection.json``."""
+        """Save the final model (:meth:`LambdaMART.save`) plus ``selection.json``."""
         from ._io import atomic_write_json
 
         check_is_fitted(self, "model_")

@@ -286,6 +286,33 @@ def test_bad_arguments_are_refused(setup):
         ClickRanker(confidence=1.5).fit(train, log, theta)
     with pytest.raises(InputError, match="logging_model"):
         ClickRanker(family=("naive",), proximal=0.5, **SMALL).fit(train, log, theta)
+    with pytest.raises(InputError, match="refit must be"):
+        ClickRanker(refit="yes").fit(train, log, theta)
+
+
+def test_large_data_averages_each_members_fold_models(setup, monkeypatch):
+    """refit="auto" from BAGGING_FROM documents: every member keeps its fold models'
+    mean instead of a refit, with the same folds, choice and out-of-fold scores as refit=True,
+    one fit fewer per member, and the same models from member processes."""
+    import clickrank.clickranker as C
+
+    train, test, log, theta, prod = setup
+    family = ("naive", "ips-shown", "unbiased-lambdamart")
+    refit = ClickRanker(family=family, seed=0, refit=True, **SMALL).fit(train, log, theta)
+    assert all(cv.refit for cv in refit.members_.values())  # below BAGGING_FROM: "auto" refits
+    monkeypatch.setattr(C, "BAGGING_FROM", train.n_docs)
+    bag = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
+    assert not any(cv.refit for cv in bag.members_.values())
+    assert bag.choice_ == refit.choice_ and bag.averaged_ == refit.averaged_
+    assert bag.cost_["fits"] == refit.cost_["fits"] - len(family)
+    for m in family:
+        np.testing.assert_array_equal(bag.members_[m].oof_, refit.members_[m].oof_)
+        assert bag.members_[m].model_.n_train_queries_ == train.n_queries
+    assert "fold models averaged" in bag.summary()
+    monkeypatch.setattr(C, "PROCESSES_FROM", 0)
+    two = ClickRanker(family=family, seed=0, n_jobs=2, **SMALL).fit(train, log, theta)
+    np.testing.assert_array_equal(two.predict(test), bag.predict(test))
+    assert not any(cv.refit for cv in two.members_.values())
 
 
 def test_restricted_validation_ignores_never_shown_documents(setup):

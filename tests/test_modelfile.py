@@ -205,6 +205,11 @@ def test_average_is_one_model_scoring_the_weighted_sum_and_saving_safely(tmp_pat
     loaded = LambdaMART.load(avg.save(tmp_path / "avg"))
     np.testing.assert_array_equal(loaded.predict(data.X), avg.predict(data.X))
     assert loaded.target_name_.startswith("average of")
+    # the first ``trees`` of each (fewer where a model has fewer): what the bagged folds use
+    first = LambdaMART.average([a, b], [0.5, 0.5], trees=5)
+    assert first.best_iteration_ == 4 + 5
+    half = 0.5 * a.booster_.predict(data.X) + 0.5 * b.booster_.predict(data.X, num_iteration=5)
+    np.testing.assert_allclose(first.predict(data.X), half, rtol=1e-12, atol=1e-12)
     with pytest.raises(cr.InputError, match="one weight per model"):
         LambdaMART.average([a, b], [1.0])
     with pytest.raises(cr.InputError, match="finite"):

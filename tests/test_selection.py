@@ -130,6 +130,34 @@ def test_lambdamartcv_chooses_and_refits(setup, tmp_path):
     assert meta["best_params"] == cv.best_params_ and LambdaMART.load(out).best_iteration_ > 0
 
 
+def test_lambdamartcv_without_refit_is_the_mean_of_its_fold_models(setup, monkeypatch):
+    """refit=False: the same choice and out-of-fold scores, one fit fewer, and a model that
+    scores the mean of the chosen shape's fold models at the chosen number of trees."""
+    import clickrank.selection as S
+
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta)
+    kw = {"folds": 3, "repeats": 2, "n_estimators": 120, "early_stopping_rounds": 20, "seed": 1}
+    seen = []
+    real = S._out_of_fold
+    monkeypatch.setattr(S, "_out_of_fold", lambda d, f, models, trees: (
+        seen.append((models, trees)) or real(d, f, models, trees)))  # fmt: skip
+    refit = LambdaMARTCV(**kw).fit(train, target, validation=val)
+    bag = LambdaMARTCV(refit=False, **kw).fit(train, target, validation=val)
+    assert bag.best_params_ == refit.best_params_
+    np.testing.assert_array_equal(bag.oof_, refit.oof_)
+    assert bag.fits_ == refit.fits_ - 1
+    assert bag.rounds_ == refit.rounds_ - refit.model_.booster_.current_iteration()
+    models, trees = seen[-1]
+    assert len(models) == 6 and trees == bag.best_params_["n_estimators"]
+    want = np.mean([m.booster_.predict(test.X, num_iteration=trees) for m in models], axis=0)
+    np.testing.assert_allclose(bag.predict(test), want, rtol=1e-10, atol=1e-12)
+    assert bag.model_.n_train_queries_ == train.n_queries
+    assert "mean of the chosen shape's fold models" in bag.summary()
+    assert not np.array_equal(bag.predict(test), refit.predict(test))
+
+
 def _count_datasets(monkeypatch) -> list[bool]:
     """Every ``lightgbm.Dataset`` built from now on: True for a training set (binned from its
     own rows), False for one binned with a reference's bins."""
