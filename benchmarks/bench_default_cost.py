@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_default_cost.py [--sizes 10000,100000] [--threads 1,2] [--spark]``
 or on real data, ``--data .../letor4_mq2008/Fold1/train.txt --sessions 20000,2000``
-(``--sizes 1000000 --features 136`` for the MSLR-WEB10K-sized fit: about 15 minutes on two
+(``--sizes 1000000 --features 136`` for the MSLR-WEB10K-sized fit: about 9 minutes on two
 cores), or ``--json out.json`` to keep the rows.
 
 Per size (documents; 60 per query, or 120 from 10^6 on, as MSLR-WEB10K), on

@@ -244,9 +244,10 @@ class ClickRanker(Params):
         Whether each member's chosen tree shape and number of trees are fitted again on all
         queries (:class:`~clickrank.selection.LambdaMARTCV` ``refit``), or its fold models,
         averaged, are the member's model (cross-validation bagging). ``"auto"``: refit below
-        :data:`BAGGING_FROM` documents, average from there. The refits were a fifth of the
-        rounds on 10^6 rows, where a fold's two thirds of the queries learn as much
-        (docs/lambdamart.md, "Fold models instead of refits").
+        :data:`BAGGING_FROM` documents, average from there: the refits were a fifth of the
+        rounds at 10^6 documents, and the average scored as well or better than them at
+        2·10^5 (docs/lambdamart.md, "Fold models instead of refits"); it holds ``folds x
+        repeats`` times the trees to score.
     grid, n_estimators, learning_rate, early_stopping_rounds, eval_at, racing
         :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
         a tree shape shown worse than the member's best after a fold is not fitted on the
