@@ -298,7 +298,8 @@ def test_large_data_averages_each_members_fold_models(setup, monkeypatch):
 
     train, test, log, theta, prod = setup
     family = ("naive", "ips-shown", "unbiased-lambdamart")
-    refit = ClickRanker(family=family, seed=0, refit=True, **SMALL).fit(train, log, theta)
+    assert train.n_docs < C.BAGGING_FROM
+    refit = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
     assert all(cv.refit for cv in refit.members_.values())  # below BAGGING_FROM: "auto" refits
     monkeypatch.setattr(C, "BAGGING_FROM", train.n_docs)
     bag = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
