@@ -70,9 +70,9 @@ OPEN = {
 OPEN_OVER = {
     "simulate/ubm": "above 5x on this run: one thread measured 4.73-5.24x on Dec 2, "
     "with the machine's state (docs/simulation.md, UBM's chain): around the target",
-    "default/fit-time-1e6": "issue 34, open: 540, 633 and 649 s over three runs on Dec 5 "
-    "(LightGBM 33.1, 41.0 and 37.7 s: the shared host slowed): under ten minutes only at "
-    "the machine's usual speed",
+    "default/fit-time-1e6": "issue 34, open: 516 and 545 s at stop 50 with LightGBM at 32.3 "
+    "and 33.9 s; 607-649 s at stop 49 when the shared host slowed (LightGBM 37.7-41.0 s): "
+    "about 16x LightGBM, over ten minutes when the machine runs a fifth slower",
     "lambdamart/": "above 1.1x on this run: every row measured 0.79-0.96x when recorded "
     "(docs/lambdamart.md, speed); a noisy machine, or a regression",
 }

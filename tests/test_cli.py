@@ -366,6 +366,8 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert [r["member"] for r in sel["table"]] == ["naive", "ips-shown", "average"]
+    # --refit auto: below 200,000 documents every member is refitted on all queries
+    assert [sel["members"][m]["refit"] for m in ("naive", "ips-shown")] == [True, True]
     # no --early-stopping, no --learning-rate: the default learner's own
     keys = ("early_stopping_rounds", "early_stopping_fraction", "racing", "learning_rate")
     assert tuple(sel["params"][k] for k in keys) == (20, 0.25, 0.5, 0.3)
@@ -449,6 +451,22 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
     keys = ("early_stopping_rounds", "early_stopping_fraction", "racing", "learning_rate")
     assert tuple(sel["params"][k] for k in keys) == (50, 0.0, 0.99, 0.1)
     assert meta["best_iteration"] == sel["members"]["ips"]["best_params"]["n_estimators"] <= 60
+    assert sel["members"]["ips"]["refit"] is True
+    # --refit never: the chosen shape's fold models (folds x repeats), averaged, are the model
+    res = runner.invoke(
+        cli,
+        ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
+         "--target", "ips", "--folds", "3", "--trees", "60", "--refit", "never",
+         "--out", str(tmp_path / "bagged")],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    bagged = json.loads((tmp_path / "bagged" / "selection.json").read_text())
+    assert bagged["members"]["ips"]["refit"] is False
+    assert bagged["members"]["ips"]["best_params"] == sel["members"]["ips"]["best_params"]
+    trees = json.loads((tmp_path / "bagged" / "meta.json").read_text())["best_iteration"]
+    fold_models = max(len(r["fold_scores"]) for r in bagged["members"]["ips"]["cv_results"])
+    assert fold_models >= 3 and meta["best_iteration"] < trees <= fold_models * meta[
+        "best_iteration"]  # fmt: skip
 
 
 def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):

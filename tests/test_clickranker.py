@@ -227,6 +227,31 @@ def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, f
         r.candidate("nope")
 
 
+def test_above_spread_docs_the_average_weighs_members_by_every_kth_querys_spread(
+    setup, fitted, monkeypatch
+):
+    """On large data the weights' spreads are measured on every k-th query's documents
+    (k = ceil(n_docs / SPREAD_DOCS)), not on every row; up to SPREAD_DOCS, on every row."""
+    from clickrank import clickranker
+    from clickrank.clickranker import _spread
+
+    train, test, *_ = setup
+    r = fitted
+    named = {m: r.members_[m] for m in r.averaged_}
+    assert train.n_docs <= clickranker.SPREAD_DOCS  # the fixture's average used every row
+    monkeypatch.setattr(clickranker, "SPREAD_DOCS", train.n_docs // 3)
+    *_, model = r._average(named, train, r.validation_, r.validation_)
+    step = -(-train.n_docs // (train.n_docs // 3))
+    sample = train.subset(np.arange(0, train.n_queries, step))
+    assert step > 1 and sample.n_docs < train.n_docs
+    want = sum(cv.model_.predict(test.X) / (len(named) * _spread(cv.model_.predict(sample.X),
+                                                                 sample.qptr))
+               for cv in named.values())  # fmt: skip
+    got = model.predict(test.X)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(got, r.candidate("average").predict(test.X), rtol=1e-12, atol=0)
+
+
 def test_select_keeps_the_one_se_choice_and_no_average(setup):
     train, _, log, theta, prod = setup
     r = ClickRanker(family=("naive", "ips-shown"), combine="select", seed=0, **SMALL).fit(

@@ -300,6 +300,15 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     "lambdas and CRM penalty otherwise.",
 )
 @click.option(
+    "--refit",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Click learners: each member's chosen trees refitted on every query (always), "
+    "or its fold models averaged (never: no last fit, folds x the trees to score); auto "
+    "refits below 200,000 documents.",
+)
+@click.option(
     "-f",
     "--force",
     is_flag=True,
@@ -311,7 +320,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
           valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
           min_data_in_leaf, truncation, early_stopping, early_stopping_fraction, eval_at, clip,
           normalize, candidates, naive_kind, strategy, ips_weighted, seed, workers,
-          valid_fraction, jobs, force, engine, spark_master):  # fmt: skip
+          valid_fraction, jobs, refit, force, engine, spark_master):  # fmt: skip
     """Train a ranker on DATA from a click log (or the labels), choosing it from clicks.
 
     By default (--target auto) clickrank.ClickRanker fits every target of
@@ -382,14 +391,14 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
     if target == "auto" and select and valid_path is None:
         model = _click_ranker(data, log, theta, members, logging_model, safe, spec, shape,
                               folds=folds, validation=validation, clip=clip_value,
-                              proximal=proximal, combine=combine,
-                              fallback=fallback)  # fmt: skip
+                              proximal=proximal, combine=combine, fallback=fallback,
+                              refit=_REFIT[refit])  # fmt: skip
     else:
         model = _one_target(data, log, theta, target, spec, shape, valid_path, select,
                             folds=folds, validation=validation, clip=clip_value,
                             candidates=candidates, normalize=normalize, naive_kind=naive_kind,
                             strategy=strategy, ips_weighted=ips_weighted, seed=seed,
-                            click_model=click_model)  # fmt: skip
+                            click_model=click_model, refit=_REFIT[refit])  # fmt: skip
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"model written to {path}")
@@ -461,15 +470,19 @@ def _logging_model(logging_path, data):
     return model
 
 
+#: --refit as ClickRanker's ``refit``.
+_REFIT = {"auto": "auto", "always": True, "never": False}
+
+
 def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *, folds,
-                  validation, clip, proximal, combine, fallback):  # fmt: skip
+                  validation, clip, proximal, combine, fallback, refit):  # fmt: skip
     """--target auto: clickrank.ClickRanker over ``members``."""
     from ..clickranker import ClickRanker
 
     if shape:  # a given shape is the whole grid (no depth limit unless given)
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
     ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, clip=clip,
-                         proximal=proximal, combine=combine, fallback=fallback,
+                         proximal=proximal, combine=combine, fallback=fallback, refit=refit,
                          **_given({**spec, "folds": folds}))  # fmt: skip
     return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
 
@@ -481,7 +494,7 @@ def _given(spec: dict) -> dict:
 
 def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, folds,
                 validation, clip, candidates, normalize, naive_kind, strategy, ips_weighted,
-                seed, click_model):  # fmt: skip
+                seed, click_model, refit):  # fmt: skip
     """An explicit --target: its LambdaMART, cross-validated on clicks (or labels)."""
     from .. import targets as T
     from ..datasets import load_letor
@@ -513,7 +526,7 @@ def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, fo
     if shape:
         spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
     given = _given({**spec, "folds": folds})
-    ranker = ClickRanker(validation=validation or "ips", safe=False, clip=clip,
+    ranker = ClickRanker(validation=validation or "ips", safe=False, clip=clip, refit=refit,
                          propensity_method=None, **{**ONE_TARGET_SELECTION, **given})  # fmt: skip
     return ranker.fit(data, log, theta, targets={name: tgt}, progress=_progress)
 
