@@ -645,9 +645,14 @@ def test_train_safety_and_model_options_are_checked_before_any_work(runner, tmp_
         ),  # fmt: skip
         (["--target", "cascade-ips", "--click-model", "pbm"], "--click-model must be one of"),
         (["--fallback", "maybe"], "'maybe' is not one of 'crm', 'proximal', 'safe'"),
+        (["--refit", "never", "--no-select"], "--no-select does not select on clicks"),
+        (["--refit", "sometimes"], "'sometimes' is not one of 'auto', 'always', 'never'"),
     ):
         res = runner.invoke(cli, base + extra)
         assert res.exit_code == 2 and msg in res.output, (extra, res.output)
+    res = runner.invoke(cli, ["train", "--data", str(path), "--target", "oracle", "--refit",
+                              "always", "--out", str(tmp_path / "x")])  # fmt: skip
+    assert res.exit_code == 2 and "--target oracle does not select on clicks" in res.output
     assert not (tmp_path / "x").exists()
 
 

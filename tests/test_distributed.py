@@ -350,6 +350,7 @@ def test_dr_direct_model_on_the_cluster(synth):
         (["--engine", "spark", "--target", "ips-pairs"], "not ips-pairs"),
         (["--engine", "spark", "--target", "naive", "--workers", "0"], "--workers must be"),
         (["--engine", "spark", "--target", "naive", "--leaves", "8"], "--leaves (XGBoost"),
+        (["--engine", "spark", "--target", "naive", "--refit", "never"], "--refit is not"),
     ],
 )
 def test_cli_distributed_option_errors_are_one_line(synth, tmp_path, extra, message):

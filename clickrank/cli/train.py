@@ -337,7 +337,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
 
     if distributed:
         _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
-                           valid_fraction, early_stopping_fraction)  # fmt: skip
+                           valid_fraction, early_stopping_fraction, refit)  # fmt: skip
         clip_value = _clip(clip)
         _check_options(target, log_path, theta_path, None, False, False, folds=folds,
                        trees=trees, early_stopping=early_stopping, truncation=truncation,
@@ -363,6 +363,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
                              early_stopping_fraction=early_stopping_fraction)  # fmt: skip
     _check_proximal(proximal, logging_path)
     _check_logging_model(logging_path, target, select, valid_path)
+    _check_refit(refit, target, select, valid_path)
     _check_click_model(click_model, target)
     clip_value = _clip(clip)
     _check_model_folder(
@@ -405,7 +406,7 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
 
 
 def _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
-                       valid_fraction, early_stopping_fraction) -> None:  # fmt: skip
+                       valid_fraction, early_stopping_fraction, refit) -> None:  # fmt: skip
     """The options of --distributed (one line each), before anything is read."""
     from ..distributed import DISTRIBUTED_TARGETS
 
@@ -418,7 +419,8 @@ def _check_distributed(engine, target, valid_path, logging_path, leaves, workers
         raise click.UsageError(f"--distributed supports --target {supported}, not {target} ({why})")
     given = (("--valid", valid_path), ("--logging-model", logging_path),
              ("--leaves (XGBoost's trees are shaped by --max-depth)", leaves),
-             ("--early-stopping-fraction", early_stopping_fraction))  # fmt: skip
+             ("--early-stopping-fraction", early_stopping_fraction),
+             ("--refit", None if refit == "auto" else refit))  # fmt: skip
     for name, value in given:
         if value is not None:
             raise click.UsageError(f"{name} is not supported with --distributed")
@@ -626,6 +628,17 @@ def _check_logging_model(logging_path, target, select, valid_path) -> None:
     raise click.UsageError(
         f"--logging-model is the safe ranker of --target auto's selection; {where} does not "
         "use it (leave it out)"
+    )
+
+
+def _check_refit(refit, target, select, valid_path) -> None:
+    """--refit ends a selection on clicks (--target auto or a click target); elsewhere unused."""
+    if refit == "auto" or (select and valid_path is None and target != "oracle"):
+        return
+    where = "--target oracle" if target == "oracle" else "--valid" if valid_path else "--no-select"
+    raise click.UsageError(
+        f"--refit chooses how a selection on clicks ends; {where} does not select on clicks "
+        "(leave it out)"
     )
 
 
