@@ -70,8 +70,8 @@ OPEN = {
 OPEN_OVER = {
     "simulate/ubm": "above 5x on this run: one thread measured 4.73-5.24x on Dec 2, "
     "with the machine's state (docs/simulation.md, UBM's chain): around the target",
-    "default/fit-time-1e6": "issue 34, open: 516 and 545 s at stop 50 with LightGBM at 32.3 "
-    "and 33.9 s; 607-649 s at stop 49 when the shared host slowed (LightGBM 37.7-41.0 s): "
+    "default/fit-time-1e6": "issue 34, open: 502-545 s in three runs at stop 50 with LightGBM "
+    "at 31.3-33.9 s; 607-649 s at stop 49 when the shared host slowed (LightGBM 37.7-41.0 s): "
     "about 16x LightGBM, over ten minutes when the machine runs a fifth slower",
     "lambdamart/": "above 1.1x on this run: every row measured 0.79-0.96x when recorded "
     "(docs/lambdamart.md, speed); a noisy machine, or a regression",
