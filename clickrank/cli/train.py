@@ -38,6 +38,10 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     return check_log_source(ctx, param, value)
 
 
+#: --refit's choices, as ClickRanker's ``refit``.
+_REFIT = {"auto": "auto", "always": True, "never": False}
+
+
 @cli.command()
 @click.option(
     "--distributed",
@@ -301,7 +305,7 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @click.option(
     "--refit",
-    type=click.Choice(["auto", "always", "never"]),
+    type=click.Choice(list(_REFIT)),
     default="auto",
     show_default=True,
     help="Click learners: each member's chosen trees refitted on every query (always), "
@@ -470,10 +474,6 @@ def _logging_model(logging_path, data):
     model = load_model(logging_path)
     ranker_scores(model, data, name=f"--logging-model {logging_path}")
     return model
-
-
-#: --refit as ClickRanker's ``refit``.
-_REFIT = {"auto": "auto", "always": True, "never": False}
 
 
 def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *, folds,
