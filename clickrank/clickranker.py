@@ -104,6 +104,10 @@ BAGGING_FROM = 200_000
 #: fifth query's rows took 6.7 s and moved the weights by under 0.1 % (docs/lambdamart.md,
 #: "Fold models instead of refits").
 SPREAD_DOCS = 200_000
+#: Documents from which the members race on their first fold (:meth:`ClickRanker._race`):
+#: one a paired bound shows beyond the unseen guard there fits no more folds. At 10^6
+#: documents dr's last folds were the fit's last two minutes, excluded by the guard anyway.
+RACE_FROM = 200_000
 #: Members that need propensities.
 _NEEDS_THETA = ("ips-shown", "ips-hybrid", "ips-all", "dr")
 
@@ -216,7 +220,9 @@ class ClickRanker(Params):
         estimate) such a member falls far below the others (there: -30 %; on
         MQ2008 Fold1 every member is within 4 % of the best). Members more than
         ``unseen_guard`` (relative) below the best all-documents score are not
-        chosen. None: no guard.
+        chosen. From :data:`RACE_FROM` documents a member whose first fold already
+        shows it beyond that line (a paired ``confidence`` bound) fits no more folds
+        (``raced_``). None: no guard.
     safe : bool
         Offer a member only if its one-sided ``confidence`` lower bound of gain
         over the safe ranker is above zero; else keep the safe ranker.
@@ -325,7 +331,13 @@ class ClickRanker(Params):
         The member with the best counterfactual score among the eligible ones
         (what ``combine="select"`` takes at ``tolerance=0``).
     members_ : dict
-        Fitted :class:`~clickrank.selection.LambdaMARTCV` of each member.
+        Fitted :class:`~clickrank.selection.LambdaMARTCV` of each member (but those raced
+        out).
+    raced_ : dict
+        Members raced out after their first fold (from :data:`RACE_FROM` documents) ->
+        their relative loss to the best member over all documents on that fold.
+    excluded_ : dict
+        Members the unseen guard excluded (the raced ones too) -> their relative loss.
     members_engine_ : str
         Where they were fitted: ``"local"`` or ``"spark"``.
     table_ : polars.DataFrame
@@ -553,7 +565,9 @@ class ClickRanker(Params):
         for name in family:
             self.targets_[name] = (targets[name] if targets is not None
                                    else self._target(name, data, log, theta, stats))  # fmt: skip
+        self.raced_, self._raced_cost = {}, (0, 0)
         fitted = self._fit_members(self.targets_, data, val, reference, plan, say=say)
+        family = [m for m in family if m in fitted]  # not those raced out on their first fold
         for name in family:
             cv = self.members_[name] = fitted[name]
             oof[name] = np.mean([cmp_val.per_query(s, int(self.eval_at)) for s in cv.oof_], axis=0)
@@ -593,8 +607,10 @@ class ClickRanker(Params):
         if self.choice_ == "logging" and self.fallback != "safe":
             self._retrained_fallback(data, val, reference, plan, say)
         del self._shared, self._spark  # the binned features, the session: not kept
-        self.cost_ = {"fits": sum(cv.fits_ for cv in self.members_.values()),
-                      "rounds": sum(cv.rounds_ for cv in self.members_.values())}  # fmt: skip
+        self.cost_ = {"fits": sum(cv.fits_ for cv in self.members_.values())
+                      + self._raced_cost[0],
+                      "rounds": sum(cv.rounds_ for cv in self.members_.values())
+                      + self._raced_cost[1]}  # fmt: skip
         if self.propensity_source_.weak:  # the check's estimate rests on the same θ
             self.reason_ += (
                 "; the check's estimate uses θ identified only by a relevance "
@@ -721,6 +737,10 @@ class ClickRanker(Params):
         called with a line after each fold of a member fitted here (its selection's
         progress), or after each member fitted in a process.
 
+        From :data:`RACE_FROM` documents the members race (:meth:`_race`): every member
+        fits its first fold, then only those not raced out fit the rest; they are left
+        out of what this returns, and ``raced_`` says why.
+
         The members are independent, so with ``n_jobs > 1`` and at least
         :data:`PROCESSES_FROM` documents they fit at once, each in its own process (below,
         one after the other here on ``n_jobs`` threads): the models are those of
@@ -737,45 +757,96 @@ class ClickRanker(Params):
         fork of a process that ran OpenMP can hang); what they need is sent and
         unpickled once in each, and its members share their folds and binned features.
         With a Spark log (``engine`` "auto" or "spark") each member is a Spark task
-        instead (:func:`_fit_members_spark`).
+        instead (:func:`_spark_members`).
         """
+        say = say if say is not None else (lambda _m: None)
+        race = (shapes is None and self.unseen_guard is not None and len(targets) > 1
+                and data.n_docs >= RACE_FROM)  # fmt: skip
+        job = (self.get_params(), data, val, reference, plan, shapes, safe, targets)
+        with self._members(job, say) as fit:
+            if not race:
+                return fit(dict.fromkeys(targets))
+            first = fit(dict.fromkeys(targets), until=1)
+            self.raced_ = self._race(first)
+            for m, loss in self.raced_.items():
+                say(f"  {m}: raced out after its first fold ({loss:.0%} below the best "
+                    "member over all documents there: the unseen guard)")  # fmt: skip
+            self._raced_cost = (sum(first[m].fits_ for m in self.raced_),
+                                sum(first[m].rounds_ for m in self.raced_))  # fmt: skip
+            return fit({m: cv for m, cv in first.items() if m not in self.raced_})
+
+    @contextmanager
+    def _members(self, job: tuple, say) -> Iterator[Any]:
+        """A function fitting members: ``{name: None, or its selection fitted so far}`` ->
+        ``{name: LambdaMARTCV}``, fitted up to fold ``until`` (None: to the end), here,
+        in the member processes (kept open between calls) or as Spark tasks."""
+        targets, data = job[-1], job[1]
         spark = getattr(self, "_spark", None)
         if spark is not None:
-            return _fit_members_spark(self, spark, targets, data, val, reference, plan,
-                                      shapes, safe)  # fmt: skip
-        say = say if say is not None else (lambda _m: None)
+            with _spark_members(spark, job) as fit:
+                yield fit
+        elif min(int(self.n_jobs), len(targets)) <= 1 or data.n_docs < PROCESSES_FROM:
 
-        def here(m, t):
-            return self._cv(plan, shape=(shapes or {}).get(m), **safe).fit(
-                data, t, validation=val, reference=reference, shared=self._shared,
-                progress=lambda line: _fold_line(say, m, line))  # fmt: skip
+            def here(jobs: dict, until: int | None = None) -> dict[str, Any]:
+                return {m: _fit_member(job, m, self._shared, cv, until, threads=self.n_jobs,
+                                       progress=lambda line, m=m: _fold_line(say, m, line))
+                        for m, cv in jobs.items()}  # fmt: skip
 
-        if min(int(self.n_jobs), len(targets)) <= 1 or data.n_docs < PROCESSES_FROM:
-            return {m: here(m, t) for m, t in targets.items()}  # on n_jobs threads each
-        return self._fit_pool(targets, data, val, reference, plan, shapes, say, safe)
+            yield here  # on n_jobs threads each
+        else:
+            with self._pool(job, say) as fit:
+                yield fit
 
-    def _fit_pool(self, targets, data, val, reference, plan, shapes, say, safe):
-        """:meth:`_fit_members` of ``targets`` on ``n_jobs`` processes sharing the cores."""
-        cores = int(self.n_jobs)
+    @contextmanager
+    def _pool(self, job: tuple, say) -> Iterator[Any]:
+        """:meth:`_members` on ``n_jobs`` processes sharing the cores."""
+        cores, targets = int(self.n_jobs), job[-1]
         workers = min(cores, len(targets))
-        payload = pickle.dumps((self.get_params(), data, val, reference, plan, shapes, safe,
-                                targets))  # fmt: skip
         context = multiprocessing.get_context("spawn")
         left = context.Value("i", len(targets))  # members not yet fitted, queued ones too
-        first = sorted(targets, key=lambda m: targets[m].sessions is None)  # session lists
         with (
             _main_not_rerun(),
-            ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_receive, initargs=(payload, cores, left)
-            ) as pool,
-        ):
-            jobs = {pool.submit(_member_of_payload, m): m for m in first}
-            blobs = {}
-            for done in as_completed(jobs):  # said as they finish; kept in the family's order
-                blobs[jobs[done]] = done.result()
-                say(f"  {jobs[done]}: fitted ({len(blobs)} of {len(jobs)} members, "
-                    f"{workers} processes)")  # fmt: skip
-        return {m: pickle.loads(blobs[m]) for m in targets}
+            ProcessPoolExecutor(workers, mp_context=context, initializer=_receive,
+                                initargs=(pickle.dumps(job), cores, left)) as pool,
+        ):  # fmt: skip
+
+            def fit(jobs: dict, until: int | None = None) -> dict[str, Any]:
+                with left.get_lock():
+                    left.value = len(jobs)
+                first = sorted(jobs, key=lambda m: targets[m].sessions is None)  # session lists
+                sent = {pool.submit(_member_of_payload, m, pickle.dumps(jobs[m]), until): m
+                        for m in first}  # fmt: skip
+                blobs = {}
+                for done in as_completed(sent):  # said as they finish; kept in the family's order
+                    blobs[sent[done]] = done.result()
+                    say(f"  {sent[done]}: fitted{'' if until is None else f' up to fold {until}'}"
+                        f" ({len(blobs)} of {len(sent)} members, {workers} processes)")  # fmt: skip
+                return {m: pickle.loads(blobs[m]) for m in jobs}
+
+            yield fit
+
+    def _race(self, first: dict[str, LambdaMARTCV]) -> dict[str, float]:
+        r"""The members shown by their first fold to give away more than ``unseen_guard`` of
+        the best member's all-documents score: name -> their relative loss on that fold.
+
+        The unseen guard would exclude them at the end (:meth:`_unseen_guard`); this
+        says so after one fold, when a paired bound over that fold's queries (one-sided
+        ``confidence``, Student's t, as the tree shapes' race) puts
+        :math:`(1 - \text{guard})\, t_q(\text{best}) - t_q(m)` above zero. A member
+        near the line fits every fold and meets the guard at the end."""
+        terms = {m: cv.held_terms_ for m, cv in first.items()}
+        total = {m: float(v.sum()) for m, v in terms.items()}
+        top = max(total, key=lambda m: total[m])
+        n = terms[top].size
+        if total[top] <= 0 or n < 3:
+            return {}
+        t = st.t.ppf(float(self.confidence), n - 1)
+        out = {}
+        for m, v in terms.items():
+            d = (1 - float(self.unseen_guard)) * terms[top] - v
+            if d.mean() - t * d.std(ddof=1) / np.sqrt(n) > 0:
+                out[m] = 1 - total[m] / total[top]
+        return out
 
     def _cv(self, plan: dict[str, Any], n_jobs: int | None = None, shape: dict | None = None,
             **safe: float) -> LambdaMARTCV:  # fmt: skip
@@ -811,7 +882,7 @@ class ClickRanker(Params):
         check (sets choice_, table_, safety_, reason_)."""
         conf, tol = float(self.confidence), float(self.tolerance)
         scores = {m: oof[m].sum() / n_sessions for m in family}
-        self.excluded_ = self._unseen_guard(family)
+        self.excluded_ = {**getattr(self, "raced_", {}), **self._unseen_guard(family)}
         eligible = [m for m in family if m not in self.excluded_] or list(family)
         best = max(eligible, key=lambda m: scores[m])
         # what combine="select" takes at tolerance 0 (recorded: the benchmark compares it)
@@ -937,6 +1008,9 @@ class ClickRanker(Params):
                 f"  {r['member']:<20} {r['score']:>9.4f} {r['se']:>8.4f} {r['vs_best']:>+9.4f} "
                 f"{r['vs_best_se']:>8.4f} {vs:>10} {lo:>9} {shape:>8} {r['trees']:>5}{mark}"
             )
+        for m, loss in self.raced_.items():
+            lines.append(f"  {m:<20} raced out after its first fold: {loss:.0%} below the "
+                         "best member over all documents there (excluded)")  # fmt: skip
         lines.append(f"  safety ({self.confidence:.0%} one-sided, queries as the unit):")
         for key in ("vs_safe", "vs_logged", "vs_naive"):
             c = self.safety_.get(key)
@@ -956,7 +1030,7 @@ class ClickRanker(Params):
         return {
             "format": "clickrank-clickranker", "version": 1,
             "choice": self.choice_, "selected": self.selected_, "reason": self.reason_,
-            "averaged": list(self.averaged_),
+            "averaged": list(self.averaged_), "raced": dict(self.raced_),
             "propensities": {**self.propensity_source_.to_dict(),
                              "theta": None if self.propensities_ is None
                              else np.asarray(self.propensities_, dtype=float).tolist()},
@@ -999,21 +1073,27 @@ def _fold_line(say, member: str, line: str) -> None:
         say(f"  {member}: {line.strip()}")
 
 
-def _fit_members_spark(ranker, spark, targets, data, val, reference, plan, shapes, safe):
-    """The members' selections as Spark tasks, one per member: what they need is broadcast
-    once, each task fits its member as :meth:`ClickRanker._fit_members` does on one thread
-    and sends the fitted :class:`LambdaMARTCV` back (its model and out-of-fold scores; the
-    fold models stay on the executor, or come back averaged as the model without refit)."""
+@contextmanager
+def _spark_members(spark, job: tuple) -> Iterator[Any]:
+    """The members' selections as Spark tasks, one per member and call: what they need is
+    broadcast once, each task fits its member as :meth:`ClickRanker._fit_members` does on
+    one thread and sends the fitted :class:`LambdaMARTCV` back (its model and out-of-fold
+    scores; the fold models stay on the executor, or come back averaged as the model
+    without refit; fitted up to a fold, its fold models come back to be sent on)."""
     sc = spark.sparkContext
-    payload = sc.broadcast(pickle.dumps((ranker.get_params(), data, val, reference, plan,
-                                         shapes, safe, targets)))  # fmt: skip
-    names = list(targets)
+    payload = sc.broadcast(pickle.dumps(job))
+
+    def fit(jobs: dict, until: int | None = None) -> dict[str, Any]:
+        sent = [(m, pickle.dumps(cv)) for m, cv in jobs.items()]
+        out = (sc.parallelize(sent, len(sent))
+               .map(lambda mj: _member_task(payload.value, mj[0], mj[1], until))
+               .collect())  # fmt: skip
+        return {m: pickle.loads(blob) for (m, _), blob in zip(sent, out, strict=True)}
+
     try:
-        out = (sc.parallelize(names, len(names))
-               .map(lambda name: _member_task(payload.value, name)).collect())  # fmt: skip
+        yield fit
     finally:
         payload.destroy()
-    return {name: pickle.loads(blob) for name, blob in zip(names, out, strict=True)}
 
 
 @contextmanager
@@ -1049,23 +1129,40 @@ def _receive(payload: bytes, cores: int, left: Any) -> None:
     share_cores(cores, left)
 
 
-def _member_of_payload(name: str) -> bytes:
+def _member_of_payload(name: str, partial: bytes, until: int | None) -> bytes:
     """One member's selection in a member process (:meth:`ClickRanker._fit_members`)."""
     try:
-        return _fit_member(_PAYLOAD["job"], name, _PAYLOAD["shared"])
+        cv = _fit_member(_PAYLOAD["job"], name, _PAYLOAD["shared"], pickle.loads(partial), until)
+        return pickle.dumps(cv)
     finally:
         with _PAYLOAD["left"].get_lock():  # its core goes to the members still fitting
             _PAYLOAD["left"].value -= 1
 
 
-def _member_task(payload: bytes, name: str) -> bytes:
+def _member_task(payload: bytes, name: str, partial: bytes, until: int | None) -> bytes:
     """One member's selection in a Spark task."""
-    return _fit_member(pickle.loads(payload), name, None)
+    return pickle.dumps(_fit_member(pickle.loads(payload), name, None, pickle.loads(partial),
+                                    until))  # fmt: skip
 
 
-def _fit_member(job: tuple, name: str, shared: dict | None) -> bytes:
-    """The fitted :class:`LambdaMARTCV` of member ``name``, pickled, on one thread."""
+def _fit_member(
+    job: tuple,
+    name: str,
+    shared: dict | None,
+    cv: Any = None,
+    until: int | None = None,
+    threads: int = 1,
+    progress: Any = None,
+) -> Any:
+    """Member ``name``'s :class:`LambdaMARTCV`, started (``cv`` None) or went on with, fitted
+    up to fold ``until`` (then with ``held_terms_``: its first fold's per-query scores,
+    what the members race on) or to the end."""
     params, data, val, reference, plan, shapes, safe, targets = job
-    cv = ClickRanker(**params)._cv(plan, n_jobs=1, shape=(shapes or {}).get(name), **safe)
-    return pickle.dumps(cv.fit(data, targets[name], validation=val, reference=reference,
-                               shared=shared))  # fmt: skip
+    if cv is None:
+        cv = ClickRanker(**params)._cv(plan, n_jobs=threads, shape=(shapes or {}).get(name),
+                                       **safe)  # fmt: skip
+    cv._fit_folds(data, targets[name], validation=val, reference=reference, shared=shared,
+                  progress=progress, until=until)  # fmt: skip
+    if until is not None:
+        cv.held_terms_ = cv.fold_terms(0, data, val, shared)[1]
+    return cv

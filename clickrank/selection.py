@@ -250,22 +250,21 @@ class _Race:
 
     def __init__(self, n_queries: int) -> None:
         self.counts = np.zeros(n_queries)
-        self.folds: list[tuple[np.ndarray, Any]] = []
+        self.held: list[np.ndarray] = []  # each raced fold's held-out queries, in order
 
-    def step(self, alive, held_q, val, models, curves, confidence: float, k: int) -> list[int]:
+    def step(self, alive, held_q, held, models, curves, confidence: float, k: int) -> list[int]:
+        """The shapes left after the fold of ``held_q``; ``held(j)``: fold j's held-out
+        validation (the race keeps the folds' queries, not their data)."""
         from scipy import stats
 
-        self.folds.append((held_q, val))
+        self.held.append(held_q)
         self.counts[held_q] += 1
         rounds = {e: int(np.argmax(curves[e].mean(axis=0))) + 1 for e in alive}
         terms = {}
         for e in alive:
             s = np.zeros_like(self.counts)
-            for i, (q, v) in enumerate(self.folds):
-                m = models[e][i]
-                pred = m.booster_.predict(v.data.X, num_iteration=rounds[e],
-                                          num_threads=m.lightgbm_threads())  # fmt: skip
-                s[q] += v.per_query(pred, k)
+            for j, q in enumerate(self.held):
+                s[q] += _held_terms(models[e][j], held(j), rounds[e], k)
             terms[e] = s
         seen = self.counts > 0
         n = int(seen.sum())
@@ -280,6 +279,13 @@ class _Race:
             if e == lead or not d.mean() - t * sd / np.sqrt(n) > 0:
                 keep.append(e)
         return keep
+
+
+def _held_terms(model: LambdaMART, val: Any, rounds: int, k: int) -> np.ndarray:
+    """Per-query scores on a held-out fold's validation ``val`` of ``model`` at ``rounds``."""
+    pred = model.booster_.predict(val.data.X, num_iteration=rounds,
+                                  num_threads=model.lightgbm_threads())  # fmt: skip
+    return val.per_query(pred, k)
 
 
 def _learnable(target: Target, data: RankingData) -> Target:
@@ -465,45 +471,68 @@ class LambdaMARTCV(Params):
             passes one dict to every member: the features are binned once per fold
             and once for the refits, not once per member). Start with an empty dict.
         """
-        self._validate(data)
-        if validation is None and data.y is None:
-            raise InputError("LambdaMARTCV needs a ClickValidation (or labelled data)")
-        if validation is not None and validation.data.n_docs != data.n_docs:
-            raise InputError("validation must cover the same rows as data")
-        k, reps = int(self.folds), int(self.repeats)
-        fold = query_folds(data.n_queries, k, reps, self.seed)
-        cache = _shared(shared, data, validation, fold)
-        n = int(self.n_estimators)
-        grid = list(enumerate(self.grid))
-        per_fold = np.full((len(grid), k * reps, n), np.nan)
-        models: dict[int, list[LambdaMART]] = {e: [] for e, _ in grid}
-        alive = [e for e, _ in grid]
-        race = _Race(data.n_queries) if self._racing(validation) else None
-        for i in range(k * reps):  # a handful of model fits per fold
-            r, f = divmod(i, k)
-            train_q, held_q = np.flatnonzero(fold[r] != f), np.flatnonzero(fold[r] == f)
-            if i not in cache:  # the fold's data and binned features (``_fit``'s ``sets``)
-                cache[i] = (data.subset(train_q), data.subset(held_q) if validation is None
-                            else validation.subset(held_q), {})  # fmt: skip
-            sub, val, sets = cache[i]
+        self._run = None  # a fresh selection (not the rest of one, :meth:`_fit_folds`)
+        return self._fit_folds(data, target, validation=validation, reference=reference,
+                               progress=progress, shared=shared)  # fmt: skip
+
+    def _fit_folds(self, data, target, *, validation=None, reference=None, progress=None,
+                   shared=None, until: int | None = None) -> LambdaMARTCV:  # fmt: skip
+        """:meth:`fit`, or its folds up to ``until`` (then the call that fits the rest goes
+        on from there: :class:`clickrank.ClickRanker` races its members on their first
+        fold). The state between calls (``_run``) holds the fold models and curves, not
+        the data, so it travels to another process with the selection."""
+        if getattr(self, "_run", None) is None:
+            self._validate(data)
+            if validation is None and data.y is None:
+                raise InputError("LambdaMARTCV needs a ClickValidation (or labelled data)")
+            if validation is not None and validation.data.n_docs != data.n_docs:
+                raise InputError("validation must cover the same rows as data")
+            fold = query_folds(data.n_queries, int(self.folds), int(self.repeats), self.seed)
+            self._run = {
+                "fold": fold, "next": 0, "alive": list(range(len(self.grid))),
+                "per_fold": np.full((len(self.grid), fold.shape[0] * int(self.folds),
+                                     int(self.n_estimators)), np.nan),
+                "models": {e: [] for e in range(len(self.grid))},
+                "race": _Race(data.n_queries) if self._racing(validation) else None,
+            }  # fmt: skip
+        run = self._run
+        k, reps, n = int(self.folds), int(self.repeats), int(self.n_estimators)
+        cache = _shared(shared, data, validation, run["fold"])
+        per_fold, models, race = run["per_fold"], run["models"], run["race"]
+        stop = k * reps if until is None else min(int(until), k * reps)
+
+        def held(j: int) -> Any:  # fold j's held-out validation, for the race
+            return self._fold(cache, j, data, validation)[1][1]
+
+        for i in range(run["next"], stop):  # a handful of model fits per fold
+            held_q, (sub, val, sets) = self._fold(cache, i, data, validation)
+            train_q = np.flatnonzero(run["fold"][i // k] != i % k)
             tgt = None if target is None else _learnable(target.subset(data, train_q), sub)
             ref = None if reference is None else reference[data.rows_of(train_q)]
-            for e in alive:
+            for e in run["alive"]:
                 model = self._model(
                     self.grid[e], early_stopping_rounds=int(self.early_stopping_rounds)
                 )._fit(sub, tgt, valid=val, reference=ref, sets=sets)
                 per_fold[e, i] = _curve(model, n)
                 models[e].append(model)
-            fitted = len(alive)
-            if race is not None and len(alive) > 1 and i < k * reps - 1:  # a fold left to save
-                alive = race.step(alive, held_q, val, models, per_fold[:, : i + 1],
-                                  float(self.racing), int(self.eval_at))  # fmt: skip
+            fitted = len(run["alive"])
+            if race is not None and fitted > 1 and i < k * reps - 1:  # a fold left to save
+                run["alive"] = race.step(run["alive"], held_q, held, models,
+                                         per_fold[:, : i + 1], float(self.racing),
+                                         int(self.eval_at))  # fmt: skip
             if progress is not None:
                 progress(f"  fold {i + 1} of {k * reps}: {fitted} tree shapes fitted")
+        run["next"] = stop
+        fitted = [m for ms in models.values() for m in ms]
+        if stop < k * reps:  # the rest later: the cost so far
+            self.fits_ = len(fitted)
+            self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
+            return self
+        alive = run["alive"]
         rows = []
         self.curves_ = {}
         best = (-np.inf, 0, 0)
-        for e, entry in grid:
+        for e, entry in enumerate(self.grid):
             done = len(models[e])
             mean = per_fold[e, :done].mean(axis=0)
             r = int(np.argmax(mean))  # first maximum: the fewest trees
@@ -526,8 +555,7 @@ class LambdaMARTCV(Params):
         self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
         self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
                         else f"ndcg@{int(self.eval_at)}")  # fmt: skip
-        self.oof_ = _out_of_fold(data, fold, models[e], trees)
-        fitted = [m for ms in models.values() for m in ms]
+        self.oof_ = _out_of_fold(data, run["fold"], models[e], trees)
         if self.refit:
             self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
                 data, target, reference=reference, sets=cache.setdefault("refit", {})
@@ -537,7 +565,33 @@ class LambdaMARTCV(Params):
             self.model_ = _bagged(models[e], trees, data)
         self.fits_ = len(fitted)
         self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
+        self._run = None  # the fold models: not kept
         return self
+
+    def _fold(self, cache: dict, i: int, data: RankingData, validation: Any):
+        """Fold ``i``'s held-out queries and its ``(training data, held-out validation,
+        binned features)``, made once per ``cache`` (``_fit``'s ``sets``)."""
+        k = int(self.folds)
+        fold = cache["of"][2]
+        held_q = np.flatnonzero(fold[i // k] == i % k)
+        if i not in cache:
+            train_q = np.flatnonzero(fold[i // k] != i % k)
+            cache[i] = (data.subset(train_q), data.subset(held_q) if validation is None
+                        else validation.subset(held_q), {})  # fmt: skip
+        return held_q, cache[i]
+
+    def fold_terms(self, i: int, data: RankingData, validation: Any,
+                   shared: dict | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """Fold ``i``'s held-out queries and their per-query scores by the leading shape
+        (the best mean curve so far) at its best round, during a selection fitted up to
+        past that fold (``_fit_folds(until=...)``)."""
+        run = self._run
+        cache = _shared(shared, data, validation, run["fold"])
+        done = {e: run["per_fold"][e, : len(run["models"][e])].mean(axis=0) for e in run["alive"]}
+        lead = max(run["alive"], key=lambda e: done[e].max())
+        held_q, (_sub, val, _sets) = self._fold(cache, i, data, validation)
+        rounds = int(np.argmax(done[lead])) + 1
+        return held_q, _held_terms(run["models"][lead][i], val, rounds, int(self.eval_at))
 
     def _racing(self, validation: ClickValidation | None) -> bool:
         """Race the shapes: a confidence is set, there is more than one shape, and the

@@ -393,3 +393,16 @@ def test_the_no_interventions_scenario_runs_and_reports_the_defaults_source(tmp_
     source = summary["models"]["default"]["propensities"]
     assert source["kind"] == "model" and source["method"] == "regression-em"
     assert "The default's propensities: regression-em" in (tmp_path / "report.md").read_text()
+
+
+def test_the_line_of_given_propensities_says_they_were_given():
+    """Propensities passed as an array carry no method: the line says they were given, not
+    that there were none."""
+    from clickrank.propensity import PropensitySource
+
+    given = PropensitySource("given", None, "passed to fit").line()
+    assert (
+        given.startswith("propensities: θ given (passed to fit;") and "no propensities" not in given
+    )
+    none = PropensitySource("none", None, "none given and propensity_method=None").line()
+    assert none.startswith("propensities: no propensities (")

@@ -349,3 +349,35 @@ def test_cli_defaults_agree_with_the_library():
     assert cfg["n_estimators"] == cv.n_estimators
     assert [dict(g) for g in cfg["grid"]] == [dict(g) for g in DEFAULT_GRID]
     assert (cfg["num_leaves"], cfg["max_depth"]) == (lm.num_leaves, lm.max_depth)
+
+
+def test_a_selection_fitted_in_two_calls_is_the_selection_of_one(setup):
+    """``_fit_folds(until=1)`` fits the first fold (every shape) and stops; pickled and sent on
+    (what the default learner's member race does between processes), the call that fits
+    the rest gives the selection, out-of-fold scores and model of one ``fit``, to the bit.
+    Between the two, ``fold_terms`` scores the first fold's held-out queries by the leading
+    shape at its best round."""
+    import pickle
+
+    train, test, log, theta = setup
+    val = ClickValidation.from_log(train, log, theta)
+    target = ips(train, log, theta, candidates="all")
+    kw = {"grid": DEFAULT_GRID, "folds": 3, "n_estimators": 40, "early_stopping_rounds": 10,
+          "racing": 0.5, "refit": False, "seed": 1}  # fmt: skip
+    one = LambdaMARTCV(**kw).fit(train, target, validation=val)
+    part = LambdaMARTCV(**kw)._fit_folds(train, target, validation=val, until=1)
+    assert part.fits_ == len(DEFAULT_GRID) and not hasattr(part, "model_")
+    held_q, terms = part.fold_terms(0, train, val)
+    lead = int(np.argmax([part._run["per_fold"][e, 0].max() for e in range(3)]))
+    curve = part._run["per_fold"][lead, 0]
+    rounds = int(np.argmax(curve)) + 1
+    # the leader's best held-out score, summed over its queries as the curve's metric is
+    assert terms.size == held_q.size and terms.sum() / val.subset(held_q).n_sessions == (
+        pytest.approx(curve[rounds - 1], rel=1e-9)
+    )
+    rest = pickle.loads(pickle.dumps(part))._fit_folds(train, target, validation=val)
+    assert rest.best_params_ == one.best_params_ and rest.fits_ == one.fits_
+    assert rest.cv_results_.equals(one.cv_results_)
+    np.testing.assert_array_equal(rest.oof_, one.oof_)
+    np.testing.assert_array_equal(rest.predict(test), one.predict(test))
+    assert rest._run is None  # the fold models are not kept

@@ -422,6 +422,27 @@ def test_click_ranker_members_as_spark_tasks_equal_a_local_fit(data, log, sdf):
         ClickRanker(engine="spark", **kw).fit(data, log)
 
 
+def test_the_member_race_as_spark_tasks_equals_a_local_one(data, sdf, monkeypatch):
+    """From RACE_FROM documents the members race on their first fold: as Spark tasks, two
+    jobs (the first folds, then the rest of the selections sent back to the executors),
+    the same members raced out, cost and trees as here (a guard of 0 at a confidence of
+    0.5: every member below the first fold's best is raced out)."""
+    import clickrank.clickranker as C
+    from clickrank.clickranker import ClickRanker
+
+    monkeypatch.setattr(C, "RACE_FROM", 0)
+    kw = {"family": ("naive", "ips-shown", "ips-all", "unbiased-lambdamart"), "folds": 3,
+          "repeats": 1, "n_estimators": 20, "unseen_guard": 0.0, "confidence": 0.5, "refit": False,
+          "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3}),
+          "seed": 0}  # fmt: skip
+    here = ClickRanker(engine="local", **kw).fit(data, sdf)
+    tasks = ClickRanker(**kw).fit(data, sdf)
+    assert tasks.members_engine_ == "spark" and tasks.raced_
+    assert here.raced_ == tasks.raced_ and here.cost_ == tasks.cost_
+    assert here.choice_ == tasks.choice_ and here.averaged_ == tasks.averaged_
+    np.testing.assert_array_equal(here.predict(data), tasks.predict(data))
+
+
 # -- the standalone cluster ----------------------------------------------------------------
 
 

@@ -89,7 +89,7 @@ class PropensitySource:
         return self.kind == "model"
 
     def line(self) -> str:
-        what = self.method or "no propensities"
+        what = self.method or ("θ given" if self.kind == "given" else "no propensities")
         return f"propensities: {what} ({self.reason}; {GUARANTEE[self.kind]})"
 
     def to_dict(self) -> dict[str, Any]:
