@@ -70,9 +70,6 @@ OPEN = {
 OPEN_OVER = {
     "simulate/ubm": "above 5x on this run: one thread measured 4.73-5.24x on Dec 2, "
     "with the machine's state (docs/simulation.md, UBM's chain): around the target",
-    "default/fit-time-1e6": "issue 34, open: 502-545 s in three runs at stop 50 with LightGBM "
-    "at 31.3-33.9 s; 607-649 s at stop 49 when the shared host slowed (LightGBM 37.7-41.0 s): "
-    "about 16x LightGBM, over ten minutes when the machine runs a fifth slower",
     "lambdamart/": "above 1.1x on this run: every row measured 0.79-0.96x when recorded "
     "(docs/lambdamart.md, speed); a noisy machine, or a regression",
 }
@@ -223,19 +220,22 @@ def record_large(path: str) -> dict:
     """The MSLR-WEB10K-sized rows (10^6 documents) of a ``bench_default_cost.py --json`` file:
     the default's fit over LightGBM's (``default/fit-cost-1e6[/2threads]``, target 20x) and,
     on two threads, its time over issue 34's ten minutes (``default/fit-time-1e6/2threads``,
-    target 1). The last row of each thread count is kept."""
+    target 1); a log without interventions (``--swap 0``) adds ``-no-interventions`` to
+    both names. The last row of each thread count and log is kept."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
     out = {}
     for row in (r for r in rows if r["docs"] >= 990_000):  # --sizes 1000000: 999,960
         two = "" if row["threads"] == 1 else f"/{row['threads']}threads"
+        none = row.get("swap", 0.1) == 0
+        tag = "-no-interventions" if none else ""
         command = (f"python benchmarks/bench_default_cost.py --sizes 1000000 --threads "
-                   f"{row['threads']} --json FILE")  # fmt: skip
-        out[f"default/fit-cost-1e6{two}"] = {
+                   f"{row['threads']}{' --swap 0' if none else ''} --json FILE")  # fmt: skip
+        out[f"default/fit-cost-1e6{tag}{two}"] = {
             "ratio": row["default_s"] / row["lightgbm_s"], "target": 20.0,
             "rounds": row["rounds"], "seconds": row["default_s"], "command": command,
         }  # fmt: skip
         if row["threads"] == 2:
-            out["default/fit-time-1e6/2threads"] = {
+            out[f"default/fit-time-1e6{tag}/2threads"] = {
                 "ratio": row["default_s"] / 600, "target": 1.0, "seconds": row["default_s"],
                 "command": command,
             }  # fmt: skip

@@ -16,12 +16,20 @@ handler writes to at once, and a watchdog thread that reads it:
   removes this process's temporary files itself and ends the process with exit
   code 143 (``os._exit``): nothing partial is left, and the locks on the outputs
   are released by the kernel.
+
+A command that SIGTERM or SIGINT (Ctrl-C) stopped ends in :func:`leave`, not in the
+interpreter's shutdown: a native thread still running our Python (polars' streaming
+sink pulls the simulated chunks from a Python source on its own threads) would be
+stopped there by an unwinding its Rust frames do not let through, and glibc then aborts
+the process ("FATAL: exception not rethrown", SIGABRT instead of the exit code; seen
+once in CI on a Ctrl-C in the middle of a parquet write).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 
 __all__ = [
@@ -30,6 +38,7 @@ __all__ = [
     "Terminated",
     "check",
     "install",
+    "leave",
     "lightgbm_callback",
     "requested",
 ]
@@ -40,6 +49,7 @@ TERMINATED = 128 + signal.SIGTERM
 GRACE = 1.5
 
 _REQUESTED = threading.Event()
+_INTERRUPTED = threading.Event()  # SIGINT seen (after install)
 _INSTALLED = [False]
 
 
@@ -74,16 +84,31 @@ def _handler(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def _finish() -> None:
-    """End the process now: remove this process's temporary files, exit 143."""
+def _interrupt(signum: int, frame: object) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _finish(code: int = TERMINATED) -> None:
+    """End the process now: remove this process's temporary files, exit ``code``."""
     from ._io._lock import release_locks
     from ._io._temp import _discard_live
 
     try:
         _discard_live()
         release_locks()  # the kernel would release them; this also removes the lock files
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
     finally:
-        os._exit(TERMINATED)
+        os._exit(code)
+
+
+def leave(end: SystemExit) -> None:
+    """End a command that ``end`` stops: after SIGTERM or SIGINT, here and now
+    (:func:`_finish`, with ``end``'s code; see the module docstring), else by raising it."""
+    if _REQUESTED.is_set() or _INTERRUPTED.is_set():
+        _finish(end.code if isinstance(end.code, int) else 1)
+    raise end
 
 
 def _watch(fd: int) -> None:
@@ -124,6 +149,8 @@ def install() -> bool:
         os.close(w)
         return False
     signal.signal(signal.SIGTERM, _handler)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)  # the same KeyboardInterrupt, remembered
     threading.Thread(target=_watch, args=(r,), name="clickrank-sigterm", daemon=True).start()
     _INSTALLED[0] = True
     return True

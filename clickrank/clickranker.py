@@ -1141,7 +1141,8 @@ def _member_of_payload(name: str, partial: bytes, until: int | None) -> bytes:
 
 def _member_task(payload: bytes, name: str, partial: bytes, until: int | None) -> bytes:
     """One member's selection in a Spark task."""
-    return pickle.dumps(_fit_member(pickle.loads(payload), name, None, pickle.loads(partial),
+    folds: dict = {}  # the task's folds, for its fit and for fold_terms
+    return pickle.dumps(_fit_member(pickle.loads(payload), name, folds, pickle.loads(partial),
                                     until))  # fmt: skip
 
 

@@ -11,10 +11,13 @@ from . import evaluate, fit_clicks, interleave, propensity, run, simulate, tour,
 def main() -> None:
     """Console-script entry point: SIGTERM, like SIGINT, cleans up unfinished writes and is
     honoured within seconds even inside native code (:mod:`clickrank._signals`)."""
-    from .._signals import install
+    from .._signals import install, leave
 
     install()
-    cli(obj={})
+    try:
+        cli(obj={})
+    except SystemExit as end:
+        leave(end)
 
 
 __all__ = ["cli", "main"]
