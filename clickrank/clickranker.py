@@ -1141,7 +1141,7 @@ def _member_of_payload(name: str, partial: bytes, until: int | None) -> bytes:
 
 def _member_task(payload: bytes, name: str, partial: bytes, until: int | None) -> bytes:
     """One member's selection in a Spark task."""
-    folds: dict = {}  # the task's folds, for its fit and for fold_terms
+    folds: dict = {}  # the task's folds, for its fit and for _fold_terms
     return pickle.dumps(_fit_member(pickle.loads(payload), name, folds, pickle.loads(partial),
                                     until))  # fmt: skip
 
@@ -1165,5 +1165,5 @@ def _fit_member(
     cv._fit_folds(data, targets[name], validation=val, reference=reference, shared=shared,
                   progress=progress, until=until)  # fmt: skip
     if until is not None:
-        cv.held_terms_ = cv.fold_terms(0, data, val, shared)[1]
+        cv.held_terms_ = cv._fold_terms(0, data, val, shared)[1]
     return cv

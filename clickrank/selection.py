@@ -502,11 +502,10 @@ class LambdaMARTCV(Params):
         stop = k * reps if until is None else min(int(until), k * reps)
 
         def held(j: int) -> Any:  # fold j's held-out validation, for the race
-            return self._fold(cache, j, data, validation)[1][1]
+            return self._fold(cache, j, data, validation)[2][1]
 
         for i in range(run["next"], stop):  # a handful of model fits per fold
-            held_q, (sub, val, sets) = self._fold(cache, i, data, validation)
-            train_q = np.flatnonzero(run["fold"][i // k] != i % k)
+            train_q, held_q, (sub, val, sets) = self._fold(cache, i, data, validation)
             tgt = None if target is None else _learnable(target.subset(data, train_q), sub)
             ref = None if reference is None else reference[data.rows_of(train_q)]
             for e in run["alive"]:
@@ -569,18 +568,20 @@ class LambdaMARTCV(Params):
         return self
 
     def _fold(self, cache: dict, i: int, data: RankingData, validation: Any):
-        """Fold ``i``'s held-out queries and its ``(training data, held-out validation,
-        binned features)``, made once per ``cache`` (``_fit``'s ``sets``)."""
+        """Fold ``i``'s training and held-out queries and its ``(training data, held-out
+        validation, binned features)``, made once per ``cache`` (``_fit``'s ``sets``)."""
         k = int(self.folds)
         fold = cache["of"][2]
-        held_q = np.flatnonzero(fold[i // k] == i % k)
+        train_q, held_q = (
+            np.flatnonzero(fold[i // k] != i % k),
+            np.flatnonzero(fold[i // k] == i % k),
+        )
         if i not in cache:
-            train_q = np.flatnonzero(fold[i // k] != i % k)
             cache[i] = (data.subset(train_q), data.subset(held_q) if validation is None
                         else validation.subset(held_q), {})  # fmt: skip
-        return held_q, cache[i]
+        return train_q, held_q, cache[i]
 
-    def fold_terms(self, i: int, data: RankingData, validation: Any,
+    def _fold_terms(self, i: int, data: RankingData, validation: Any,
                    shared: dict | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Fold ``i``'s held-out queries and their per-query scores by the leading shape
         (the best mean curve so far) at its best round, during a selection fitted up to
@@ -589,7 +590,7 @@ class LambdaMARTCV(Params):
         cache = _shared(shared, data, validation, run["fold"])
         done = {e: run["per_fold"][e, : len(run["models"][e])].mean(axis=0) for e in run["alive"]}
         lead = max(run["alive"], key=lambda e: done[e].max())
-        held_q, (_sub, val, _sets) = self._fold(cache, i, data, validation)
+        _train_q, held_q, (_sub, val, _sets) = self._fold(cache, i, data, validation)
         rounds = int(np.argmax(done[lead])) + 1
         return held_q, _held_terms(run["models"][lead][i], val, rounds, int(self.eval_at))
 

@@ -355,7 +355,7 @@ def test_a_selection_fitted_in_two_calls_is_the_selection_of_one(setup):
     """``_fit_folds(until=1)`` fits the first fold (every shape) and stops; pickled and sent on
     (what the default learner's member race does between processes), the call that fits
     the rest gives the selection, out-of-fold scores and model of one ``fit``, to the bit.
-    Between the two, ``fold_terms`` scores the first fold's held-out queries by the leading
+    Between the two, ``_fold_terms`` scores the first fold's held-out queries by the leading
     shape at its best round."""
     import pickle
 
@@ -367,7 +367,7 @@ def test_a_selection_fitted_in_two_calls_is_the_selection_of_one(setup):
     one = LambdaMARTCV(**kw).fit(train, target, validation=val)
     part = LambdaMARTCV(**kw)._fit_folds(train, target, validation=val, until=1)
     assert part.fits_ == len(DEFAULT_GRID) and not hasattr(part, "model_")
-    held_q, terms = part.fold_terms(0, train, val)
+    held_q, terms = part._fold_terms(0, train, val)
     lead = int(np.argmax([part._run["per_fold"][e, 0].max() for e in range(3)]))
     curve = part._run["per_fold"][lead, 0]
     rounds = int(np.argmax(curve)) + 1
