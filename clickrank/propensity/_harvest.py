@@ -55,7 +55,7 @@ Intervals
     and catches only part of the negative covariance of consecutive links
     (which share the clicks of their middle position): on the chain it was
     13–23% too large on average over 4,000 simulated logs and covered up to
-    0.976 (issue 21); CR2 is within 2–8% of the Monte Carlo variance.
+    0.976; CR2 is within 2–8% of the Monte Carlo variance.
     AllPairs uses the delete-one-:math:`(q,d)` jackknife of the MLE
     with one Newton step per deleted cluster (the "CR3" cluster variance):
     :math:`\Delta_g = (H - H_g)^{-1} s_g`, :math:`H` the observed information
@@ -64,7 +64,7 @@ Intervals
     :math:`\frac{G-1}{G}\sum_g (\Delta_g - \bar\Delta)(\Delta_g - \bar\Delta)^\top`.
     The sandwich :math:`H^{-1} (\sum_g s_g s_g^\top) H^{-1}` it replaces is the
     same without :math:`H_g`, and was too narrow with few clusters (0.90
-    coverage at position 3, issue 21). The plain inverse Hessian would be
+    coverage at position 3). The plain inverse Hessian would be
     narrower still: the same clicks
     enter up to :math:`K-1` interventional sets. Clicks of different documents
     in one session are treated as independent (they are, given the query, under
@@ -73,7 +73,7 @@ Intervals
     These variances come from a few clusters (10-25 (query, doc) pairs per set
     is common), so they are noisy themselves: with the normal quantile the
     intervals covered 0.89-0.91 at positions 3-5 (pivot) although the SEs were
-    right on average (issue 21). The intervals use the Student-t quantile on
+    right on average. The intervals use the Student-t quantile on
     :math:`G - 1` degrees of freedom (:math:`G` the clusters of a set; for the
     adjacent chain and for AllPairs Satterthwaite's effective number of
     clusters :math:`3 (\sum_g d_g^2)^2 / \sum_g d_g^4` of the per-pair values
@@ -305,7 +305,7 @@ def _ratio_chain(
     Summing per pair keeps the negative covariance of consecutive links,
     which share the clicks of their middle position. The jackknife (whose
     changes are :math:`\approx u_{lg}/(1 - h_{lg})`) over-estimated the
-    chain's variance by 13-23% (issue 21). Degrees of freedom: the effective
+    chain's variance by 13-23%. Degrees of freedom: the effective
     number of clusters of those summed values :math:`D_g`,
     :math:`3 (\sum_g D_g^2)^2 / \sum_g D_g^4`, clipped to :math:`[1, G_k - 1]`
     (:math:`G_k` the pairs in the chain's links), as for AllPairs.

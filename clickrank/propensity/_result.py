@@ -92,8 +92,8 @@ class Propensities(Result):
     Notes
     -----
     The first user of the result contract (:class:`clickrank._result.Result`):
-    :meth:`conf_int` is a frame like every result's (before issue 14 it was a
-    ``[K, 2]`` array: ``conf_int(a).select("lower", "upper").to_numpy()``).
+    :meth:`conf_int` is a frame like every result's (the ``[K, 2]`` array of earlier
+    versions is ``conf_int(a).select("lower", "upper").to_numpy()``).
     """
 
     FORMAT: ClassVar[str] = "clickrank.propensities"

@@ -38,8 +38,7 @@ binomials. ``se`` is the delta method on the log ratio,
 the ratio of the two rates (:func:`._intervals.ratio_score_interval`; Koopman
 (1984)): the delta method evaluates the variance at the estimate, which with
 the few dozen clicks a swapped pair gets is smallest exactly when the
-estimate is too high, and the interval undercovered (0.90 at position 2,
-issue 21).
+estimate is too high, and the interval undercovered (0.90 at position 2).
 """
 
 from __future__ import annotations

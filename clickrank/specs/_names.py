@@ -120,22 +120,22 @@ LAMBDAMART_SELECTION = {
 #: What :class:`clickrank.ClickRanker`'s members select with where it differs from
 #: :data:`LAMBDAMART_SELECTION`: a shorter patience and a looser race. Its members are
 #: averaged, so one member stopped a little early costs the average little, and the
-#: patience was half its rounds (docs/lambdamart.md, "What the default learner's fit costs").
+#: patience was half its rounds (docs/default-learner.md, "What keeps the fit affordable").
 #: One target's selection (``clickrank train --target T``, a run's targets other than
 #: ``default``) keeps :data:`LAMBDAMART_SELECTION`'s (:data:`ONE_TARGET_SELECTION`).
 #: The patience grows to a quarter of the best round where that is longer
 #: (``early_stopping_fraction``): members that keep hundreds of trees (long synthetic
 #: lists) lost 0.002-0.007 NDCG@10 with a fixed 20.
-#: Its members also learn at 0.2 on three folds: at 10^5 documents a rate of 0.1 held
-#: many of them at the cap of 500 trees, and with both the default's rounds fell by
+#: Its members learn faster, on three folds: at 10^5 documents a rate of 0.1 held
+#: many of them at the cap of 500 trees, and three folds at 0.2 cut the default's rounds by
 #: 16-51 % at the same or a better test NDCG@10 (MQ2008, synthetic-150, large synthetic
-#: sets; docs/lambdamart.md, "The fifth cut").
-#: The sixth cut: a learning rate of 0.3 (XGBoost's default) and racing at 0.5, so only
+#: sets; docs/benchmarks.md, "The default learner's fit").
+#: A learning rate of 0.3 (XGBoost's default) and racing at 0.5, so only
 #: the first fold's best tree shape runs the other folds (the members are averaged, and
 #: the shapes the race at 95 % kept were within noise of each other): 34-48 % fewer rounds
 #: at 10^5 documents, 46 % at 10^4, for about -0.001 NDCG@10 on MQ2008 (-0.0018 on its
-#: folds cut to 14 documents) and +0.0007 on large synthetic sets (docs/lambdamart.md,
-#: "The sixth cut").
+#: folds cut to 14 documents) and +0.0007 on large synthetic sets (docs/benchmarks.md,
+#: "The default learner's fit").
 CLICK_RANKER_SELECTION = {"early_stopping_rounds": 20, "early_stopping_fraction": 0.25,
                           "racing": 0.5, "learning_rate": 0.3, "folds": 3}  # fmt: skip
 #: The settings of one target's selection through ClickRanker: those of LambdaMARTCV (and

@@ -95,7 +95,7 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
 
 
 def _check_no_zero(theta: np.ndarray) -> None:
-    """A file's theta is refused at 0 (``-0.0`` too) whatever the clipping (issue 35)."""
+    """A file's theta is refused at 0 (``-0.0`` too) whatever the clipping: a weight 1/0."""
     zero = np.flatnonzero(theta == 0)
     if zero.size:
         raise InputError(
