@@ -97,7 +97,7 @@ class LambdaMART(Params):
     num_leaves : int
         Maximum leaves per tree (LightGBM ``num_leaves``). The default 8 with
         depth 3 is the middle shape of :data:`clickrank.selection.DEFAULT_GRID`:
-        click targets overfit larger trees on real LETOR data (docs/lambdamart.md).
+        click targets overfit larger trees on real LETOR data (docs/target-benchmarks.md).
     max_depth : int
         Maximum tree depth; ``-1`` for none.
     min_data_in_leaf : int
@@ -309,7 +309,7 @@ class LambdaMART(Params):
         it to every core, so the next rounds of a one-thread booster would run on all of
         them -- against the member processes of ``ClickRanker(n_jobs=2)`` or anything else
         on the machine (OpenMP threads waiting on each other's cores: up to 20 times
-        slower, docs/lambdamart.md).
+        slower; docs/benchmarks.md, "The default learner's fit").
         """
         return int(self._lgb_params()["num_threads"])
 

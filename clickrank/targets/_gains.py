@@ -130,7 +130,7 @@ def apply_candidates(
     documents that were never shown (:func:`never_shown_weight`). No click
     reveals anything about a never-shown document, so the hybrid rests on an
     assumption (the logger's cut-off is evidence) where ``"shown"`` rests on
-    none; docs/lambdamart.md measures both.
+    none; docs/target-benchmarks.md measures both.
     """
     check_choice(candidates, CANDIDATE_SETS, name="candidates")
     shown = stats.shown
