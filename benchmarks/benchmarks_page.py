@@ -36,9 +36,9 @@ def _value(fig: dict) -> tuple[str, str, str]:
 
 
 def table(record: dict) -> str:
-    """The record as one markdown table, figures in name order."""
+    """The record as one markdown table, figures in the record's order."""
     lines = ["| figure | value | target | status | command |", "| --- | --- | --- | --- | --- |"]
-    for name, fig in sorted(record["figures"].items()):
+    for name, fig in record["figures"].items():
         value, target, status = _value(fig)
         command = fig.get("command", "").replace("|", "\\|")
         lines.append(f"| `{name}` | {value} | {target} | {status} | `{command}` |")
