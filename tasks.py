@@ -80,7 +80,7 @@ def test() -> None:
     if not quick:
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
         with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
-            run(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", site, env=env)
+            run(PY, "-m", "mkdocs", "build", "--strict", "-d", site, env=env)
     # loadgroup: the tests of an xdist_group (Spark's, one session and one cluster at a
     # time) share one worker; the others are spread as usual
     parallel = (
