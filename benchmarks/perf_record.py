@@ -1,4 +1,4 @@
-"""The performance record: quick versions of the issue-21 benchmarks, as one JSON of ratios.
+"""The performance record: quick versions of the scale benchmarks, as one JSON of ratios.
 
 Run ``python benchmarks/perf_record.py [--out benchmarks/perf_record.json]`` (a few minutes;
 ``python3 tasks.py bench`` runs it, then :mod:`check_perf`). Every figure is a ratio of two
@@ -56,7 +56,7 @@ from clickrank.simulation import Swap, simulate  # noqa: E402
 
 K = 10
 _ONE_THREAD = (
-    "issue 21 item 1, one thread: writing the log's columns (33 bytes a row) to fresh "
+    "one thread: writing the log's columns (33 bytes a row) to fresh "
     "memory costs about 1.9x the bare draw and hashing the click draws 0.8x "
     "(bench_simulation.py's floor and clicks lines), so 3x is out of reach at this schema; "
     "on two threads (n_jobs=2) it is at target"
@@ -71,7 +71,7 @@ OPEN_OVER = {
     "simulate/ubm": "above 5x on this run: one thread measured 4.73-5.24x on Dec 2, "
     "with the machine's state (docs/simulation.md, UBM's chain): around the target",
     "lambdamart/": "above 1.1x on this run: every row measured 0.79-0.96x when recorded "
-    "(docs/lambdamart.md, speed); a noisy machine, or a regression",
+    "(docs/benchmarks.md); a noisy machine, or a regression",
 }
 
 
@@ -196,7 +196,7 @@ def record_default_cost() -> dict:
     """The default learner's fit over one LightGBM lambdarank fit of 100 trees on the same
     10^4 documents, one thread, on the log with 10 % swaps (key ``default/fit-cost``) and
     on the log without interventions, whose propensities come from regression EM
-    (``default/fit-cost-no-interventions``); issue 34's target 20x."""
+    (``default/fit-cost-no-interventions``)."""
     from bench_default_cost import baseline, default, setup, warm_up
 
     warm_up()
@@ -219,7 +219,7 @@ def record_default_cost() -> dict:
 def record_large(path: str) -> dict:
     """The MSLR-WEB10K-sized rows (10^6 documents) of a ``bench_default_cost.py --json`` file:
     the default's fit over LightGBM's (``default/fit-cost-1e6[/2threads]``, target 20x) and,
-    on two threads, its time over issue 34's ten minutes (``default/fit-time-1e6/2threads``,
+    on two threads, its time over ten minutes (``default/fit-time-1e6/2threads``,
     target 1); a log without interventions (``--swap 0``) adds ``-no-interventions`` to
     both names. The last row of each thread count and log is kept."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
@@ -259,7 +259,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(HERE / "perf_record.json"))
     ap.add_argument("--sessions", type=int, default=1_000_000,
-                    help="simulated sessions (issue 21 measures 10^6)")  # fmt: skip
+                    help="simulated sessions (the record measures 10^6)")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--parts", nargs="*",  # none: only --coverage / --large with --update
                     default=["simulation", "lambdamart", "unbiased", "default"],

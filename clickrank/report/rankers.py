@@ -224,7 +224,7 @@ def _safety_table(results: dict) -> list[str]:
         "per session over the ranker that logged the clicks (`logging`: the production "
         "ranker), from out-of-fold rankings of the training queries restricted to the "
         f"documents the log shows, with a one-sided {level:.0%} lower bound over queries "
-        '(docs/lambdamart.md, "The default click learner"). `default` offers a model only '
+        "(docs/default-learner.md). `default` offers a model only "
         "when its bound is above 0.",
         "",
         _table(
