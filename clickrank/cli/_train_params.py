@@ -141,26 +141,35 @@ def _alternatives(annotation: str) -> list[str]:
     return [*out, annotation[start:].strip()]
 
 
+def _takes(annotation: str, value: Any) -> bool:
+    """Whether ``value`` (a TOML value) is of a kind ``annotation`` names; True where the
+    annotation names something else (``Any``, a class): the estimator checks it."""
+    for alt in _alternatives(annotation):
+        base, _, inner = alt.partition("[")
+        kinds = _TYPES.get(base.strip())
+        if kinds is None:
+            return True
+        if isinstance(value, bool) and bool not in kinds:
+            continue
+        if not isinstance(value, kinds):
+            continue
+        inner = inner.removesuffix("]").removesuffix(", ...").strip()
+        if isinstance(value, list) and inner:  # list[X], tuple[X, ...]: every element an X
+            if all(_takes(inner, v) for v in value):
+                return True
+            continue
+        return True
+    return False
+
+
 def check_types(params: dict[str, Any], signature: dict[str, inspect.Parameter],
                 sources: dict[str, str]) -> None:  # fmt: skip
     """One line for a value whose kind the parameter's annotation does not take (a word
-    for a number); the estimator checks the value's range itself."""
+    for a number, a number for a list of tables); the estimator checks the value itself."""
     for key, value in params.items():
         p = signature.get(key)
         annotation = p.annotation if p is not None else inspect.Parameter.empty
-        if not isinstance(annotation, str):
-            continue
-        kinds: list[type] = []
-        for alt in _alternatives(annotation):
-            base = alt.split("[")[0].strip()
-            if base not in _TYPES:  # Any, a class: the estimator's own check
-                kinds = []
-                break
-            kinds.extend(_TYPES[base])
-        if not kinds:
-            continue
-        wrong = isinstance(value, bool) and bool not in kinds
-        if wrong or not isinstance(value, tuple(kinds)):
+        if isinstance(annotation, str) and not _takes(annotation, value):
             raise InputError(
                 f"{key} takes {annotation}, got {value!r} ({sources.get(key, '--set')})"
             )

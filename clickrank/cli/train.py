@@ -316,6 +316,9 @@ def _learner(mode: str, target: str, given: dict[str, Any], sources: dict[str, s
     keys = {**learner_keys, **target_keys}
     check_keys(given, keys, what, sources)
     check_types(given, keys, sources)
+    seed = given.get("seed")
+    if isinstance(seed, int) and seed < 0:  # LambdaMART and ClickRanker leave it to numpy
+        raise InputError(f"seed must be an integer >= 0, got {seed} ({sources['seed']})")
     params = {k: v for k, v in given.items() if k in learner_keys}
     if mode == "target":
         params = {**ONE_TARGET_SELECTION, **params, "safe": False, "propensity_method": None}
