@@ -445,7 +445,7 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "candidates: " in res.output and "-> shown" in res.output and "ips-dcg@10" in res.output
-    assert res.output.count("candidates: ") == 1  # the candidate set said once (issue 20)
+    assert res.output.count("candidates: ") == 1  # the candidate set said once
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert sel["choice"] == "ips" and len(sel["members"]["ips"]["cv_results"]) == 3

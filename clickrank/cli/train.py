@@ -181,22 +181,23 @@ def train(data_path, log_path, theta_path, logging_path, valid_path, target, sel
     --config file (docs/cli.md, "Training parameters").
     """
     ctx = click.get_current_context()
-    old, sources, special = legacy_params(ctx)
+    old, old_sources, special = legacy_params(ctx)
     target = _target(target, special)
     mode = _mode(target, select, valid_path, distributed)
     _check_inputs(mode, target, engine, log_path, theta_path, logging_path, valid_path)
-    config = read_config(config_path)
-    shape = _shape(special, mode)
-    given = {**config, **old, **shape}
-    sources = {**dict.fromkeys(config, f"--config {config_path}"), **sources}
-    sources.update(dict.fromkeys(shape, "--leaves/--max-depth"))
-    for key, value in (("seed", seed), ("n_jobs", jobs)):
-        if value is not None:
-            given[key] = value
-            sources[key] = "--seed" if key == "seed" else "--jobs"
-    cli_set = parse_settings(settings)
-    given.update(cli_set)
-    sources.update(dict.fromkeys(cli_set, "--set"))
+    layers = [
+        (read_config(config_path), f"--config {config_path}"),
+        (old, old_sources),
+        (_shape(special, mode), "--leaves/--max-depth"),
+        ({} if seed is None else {"seed": seed}, "--seed"),
+        ({} if jobs is None else {"n_jobs": jobs}, "--jobs"),
+        (parse_settings(settings), "--set"),
+    ]
+    given: dict[str, Any] = {}
+    sources = {}
+    for params, where in layers:  # a later layer wins
+        given.update(params)
+        sources.update(where if isinstance(where, dict) else dict.fromkeys(params, where))
     learner, target_kw = _learner(mode, target, given, sources, valid_path is not None)
     _check_trees(learner)
     inputs = [local_path(data_path), local_path(log_path), theta_path, valid_path, config_path]
