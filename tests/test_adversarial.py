@@ -175,8 +175,8 @@ def test_train_never_writes_beside_a_users_files(tmp_path, inputs, force):
     before = snapshot(tmp_path)
     res = CliRunner().invoke(
         cli,
-        ["train", "--data", inputs["data"], "--target", "oracle", "--no-select", "--trees", "2",
-         "--out", str(folder)] + (["--force"] if force else []),
+        ["train", "--data", inputs["data"], "--target", "oracle", "--no-select", "--set",
+         "n_estimators=2", "--out", str(folder)] + (["--force"] if force else []),
     )  # fmt: skip
     msg = one_line_error(res)
     assert "notes.txt" in msg and "did not write" in msg
@@ -190,8 +190,8 @@ def test_train_into_an_empty_folder_works(tmp_path, inputs):
     folder.mkdir()
     res = CliRunner().invoke(
         cli,
-        ["train", "--data", inputs["data"], "--target", "oracle", "--no-select", "--trees", "2",
-         "--out", str(folder)],
+        ["train", "--data", inputs["data"], "--target", "oracle", "--no-select", "--set",
+         "n_estimators=2", "--out", str(folder)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert (folder / "model.txt").is_file()
@@ -265,7 +265,7 @@ def test_train_refuses_boolean_or_above_one_propensities(tmp_path, inputs, text,
     res = CliRunner().invoke(
         cli,
         ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "ips",
-         "--propensities", str(theta), "--no-select", "--trees", "2",
+         "--propensities", str(theta), "--no-select", "--set", "n_estimators=2",
          "--out", str(tmp_path / "m")],
     )  # fmt: skip
     msg = one_line_error(res)
@@ -287,7 +287,7 @@ def test_train_on_a_thin_log_warns_with_the_cause(tmp_path, inputs, kind):
     res = CliRunner().invoke(
         cli,
         ["train", "--data", inputs["data"], "--log", str(path), "--target", "naive",
-         "--no-select", "--trees", "2", "--out", str(tmp_path / "m")],
+         "--no-select", "--set", "n_estimators=2", "--out", str(tmp_path / "m")],
     )  # fmt: skip
     warned = [ln for ln in res.output.splitlines() if ln.startswith("warning: ")]
     cause = "only 1 session(s) (1 rows" if kind == "one row" else "has no clicks"
@@ -310,8 +310,8 @@ def _sizes(inputs) -> list[tuple[str, list[str]]]:
         ("--impressions", ["interleave", "--a", d, "--b", d, "--data", d,
                            "--impressions", "1000000000000"]),
         ("--top-k", ["interleave", "--a", d, "--b", d, "--data", d, "--top-k", "100000000"]),
-        ("--trees", ["train", "--data", d, "--target", "oracle", "--trees", "1000000000",
-                     "--no-select"]),
+        ("n_estimators", ["train", "--data", d, "--target", "oracle", "--set",
+                          "n_estimators=1000000000", "--no-select"]),
     ]  # fmt: skip
 
 
@@ -400,9 +400,9 @@ def test_sigterm_stops_an_endless_simulation_within_3_s(tmp_path):
 
 
 def test_sigterm_stops_a_long_training_within_3_s(tmp_path, inputs):
-    args = ["train", "--data", inputs["data"], "--target", "oracle", "--trees", "1000000",
-            "--no-select", "--out", "m"]  # fmt: skip
-    code, took, err = _term_when(tmp_path, args, "estimate: --trees")
+    args = ["train", "--data", inputs["data"], "--target", "oracle", "--set",
+            "n_estimators=1000000", "--no-select", "--out", "m"]  # fmt: skip
+    code, took, err = _term_when(tmp_path, args, "estimate: n_estimators")
     assert code == 143 and took < 3, (code, took, err)
     assert "Traceback" not in err
     assert not (tmp_path / "m" / "model.txt").exists() and no_temp_files(tmp_path)
@@ -514,7 +514,7 @@ def test_jobs_beyond_the_cpus_is_one_line_before_the_work(tmp_path, inputs, comm
     jobs = str(available_cpus() + 1)
     if command == "train":
         args = ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "naive",
-                "--no-select", "--trees", "2", "--jobs", "100000",
+                "--no-select", "--set", "n_estimators=2", "--jobs", "100000",
                 "--out", str(tmp_path / "m")]  # fmt: skip
     elif command == "simulate":
         args = ["simulate", "--synthetic", "20", "--jobs", jobs, "-o", str(tmp_path / "l.pq")]
@@ -559,8 +559,9 @@ def test_a_zero_theta_is_refused_whatever_the_clipping(tmp_path, inputs, theta, 
     path.write_text(theta)
     res = _invoke(
         ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "ips",
-         "--propensities", str(path), "--no-select", "--trees", "2", "--out", str(tmp_path / "m")]
-        + ([] if clip is None else ["--clip", clip])
+         "--propensities", str(path), "--no-select", "--set", "n_estimators=2",
+         "--out", str(tmp_path / "m")]
+        + ([] if clip is None else ["--set", f"clip={clip}"])
     )  # fmt: skip
     msg = one_line_error(res)
     assert expected in msg and "theta.json" in msg and not (tmp_path / "m").exists()
@@ -613,7 +614,7 @@ def test_the_logging_model_is_checked_or_refused_for_every_target(tmp_path, inpu
     theta = tmp_path / "theta.json"
     theta.write_text("[1, 0.6, 0.4, 0.3, 0.2]")
     args = ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", target,
-            "--logging-model", models[model], "--trees", "2", "--folds", "2",
+            "--logging-model", models[model], "--set", "n_estimators=2", "--set", "folds=2",
             "--propensities", str(theta), "--out", str(tmp_path / "m")]  # fmt: skip
     res = _invoke(args)
     if target == "auto":
@@ -678,7 +679,7 @@ def test_a_special_file_is_not_a_regular_file(tmp_path, inputs, kind, where):
         args = ["propensity", special, "-o", str(out)]
     elif where == "--propensities":
         args = ["train", "--data", inputs["data"], "--log", inputs["log"], "--target", "ips",
-                "--propensities", special, "--no-select", "--trees", "2",
+                "--propensities", special, "--no-select", "--set", "n_estimators=2",
                 "--out", str(out)]  # fmt: skip
     else:
         args = ["run", special, "--out", str(out)]

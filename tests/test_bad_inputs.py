@@ -253,14 +253,15 @@ CASES = [
     ),
     (
         "train truncation -1",
-        "train --data {ws}/data.txt --target oracle --truncation -1 --out {ws}/m",
-        "--truncation must be in 0..65535",
+        "train --data {ws}/data.txt --target oracle --set truncation_level=-1 --out {ws}/m",
+        "truncation_level must be > 0, got -1",
         1,
     ),
     (
         "train truncation beyond any list",
-        "train --data {ws}/data.txt --target oracle --truncation 9223372036854775807 --out {ws}/m",
-        "--truncation must be in 0..65535",
+        "train --data {ws}/data.txt --target oracle --set truncation_level=9223372036854775807 "
+        "--out {ws}/m",
+        "truncation_level must be at most 65535",
         1,
     ),
     (

@@ -101,11 +101,9 @@ def test_simulate_train_evaluate_with_fairpairs_preferences(runner, tmp_path):
             "--log",
             str(log),
             "--target",
-            "pairs",
-            "--strategy",
-            "fairpairs",
-            "--trees",
-            "5",
+            "pairs:fairpairs",
+            "--set",
+            "n_estimators=5",
             "--out",
             str(model),
         ],
@@ -153,10 +151,10 @@ def test_train_with_the_debiased_pairwise_targets(runner, tmp_path, target):
             str(log),
             "--target",
             target,
-            "--trees",
-            "5",
-            "--leaves",
-            "4",
+            "--set",
+            "n_estimators=5",
+            "--set",
+            "grid=[{num_leaves=4, max_depth=-1}]",
             "--out",
             str(model),
             *extra,
@@ -356,8 +354,9 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     out = tmp_path / "auto"
     res = runner.invoke(
         cli,
-        ["train", "--data", str(path), "--log", str(log), "--family", "naive,ips-shown",
-         "--folds", "3", "--trees", "60", "--leaves", "4", "--out", str(out)],
+        ["train", "--data", str(path), "--log", str(log), "--set", "family=[naive,ips-shown]",
+         "--set", "folds=3", "--set", "n_estimators=60", "--set", "grid=[{num_leaves=4}]",
+         "--out", str(out)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "propensities: swap (the log has" in res.output and "randomization" in res.output
@@ -368,7 +367,7 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     assert [r["member"] for r in sel["table"]] == ["naive", "ips-shown", "average"]
     # --refit auto: below 200,000 documents every member is refitted on all queries
     assert [sel["members"][m]["refit"] for m in ("naive", "ips-shown")] == [True, True]
-    # no --early-stopping, no --learning-rate: the default learner's own
+    # no early_stopping_rounds, no learning_rate set: the default learner's own
     keys = ("early_stopping_rounds", "early_stopping_fraction", "racing", "learning_rate")
     assert tuple(sel["params"][k] for k in keys) == (20, 0.25, 0.5, 0.3)
     trees = {m: sel["members"][m]["best_params"]["n_estimators"] for m in ("naive", "ips-shown")}
@@ -377,9 +376,11 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
             "average of")  # fmt: skip
     else:
         assert sel["choice"] in trees and meta["best_iteration"] == trees[sel["choice"]] <= 60
-    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--family",
-                              "naive,ips-shown", "--folds", "3", "--trees", "60", "--leaves", "4",
-                              "--combine", "select", "--early-stopping-fraction", "0.5",
+    config = tmp_path / "select.toml"
+    config.write_text('family = ["naive", "ips-shown"]\nfolds = 3\nn_estimators = 60\n'
+                      'grid = [{num_leaves = 4}]\ncombine = "select"\n')  # fmt: skip
+    res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--config",
+                              str(config), "--set", "early_stopping_fraction=0.5",
                               "--out", str(tmp_path / "sel")])  # fmt: skip
     assert res.exit_code == 0, res.output
     sel = json.loads((tmp_path / "sel" / "selection.json").read_text())
@@ -387,10 +388,10 @@ def test_train_chooses_the_target_from_clicks_by_default(runner, tmp_path, logge
     assert sel["choice"] in ("naive", "ips-shown") and len(sel["table"]) == 2
     assert sel["safety"]["safe"] == "naive"
     res = runner.invoke(
-        cli, ["train", "--data", str(path), "--log", str(log), "--family", "naive,nope",
+        cli, ["train", "--data", str(path), "--log", str(log), "--set", "family=[naive,nope]",
               "--out", str(tmp_path / "y")],
     )  # fmt: skip
-    assert res.exit_code == 2 and "--family takes members of" in res.output
+    assert res.exit_code == 1 and "family must name members of" in res.output
 
 
 def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp_path, logged):
@@ -399,7 +400,7 @@ def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp
     path, _, theta = logged
     oracle_dir, log = tmp_path / "oracle", tmp_path / "small.parquet"
     res = runner.invoke(cli, ["train", "--data", str(path), "--target", "oracle", "--no-select",
-                              "--trees", "30", "--out", str(oracle_dir)])  # fmt: skip
+                              "--set", "n_estimators=30", "--out", str(oracle_dir)])  # fmt: skip
     assert res.exit_code == 0, res.output
     oracle = cr.LambdaMART.load(oracle_dir)
     data = cr.load_letor(path)
@@ -409,8 +410,9 @@ def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp
     res = runner.invoke(
         cli,
         ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
-         "--family", "naive,ips-shown", "--folds", "3", "--trees", "30", "--leaves", "4",
-         "--logging-model", str(oracle_dir), "--fallback", "safe", "--out", str(out)],
+         "--set", "family=[naive,ips-shown]", "--set", "folds=3", "--set", "n_estimators=30",
+         "--set", "grid=[{num_leaves=4}]", "--logging-model", str(oracle_dir),
+         "--set", "fallback=safe", "--out", str(out)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "choice: logging" in res.output and "logging kept" in res.output
@@ -423,8 +425,8 @@ def test_train_with_the_logging_model_keeps_it_when_nothing_beats_it(runner, tmp
     res = runner.invoke(
         cli,
         ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
-         "--family", "naive,ips-shown", "--folds", "3", "--trees", "30", "--leaves", "4",
-         "--logging-model", str(oracle_dir), "--out", str(crm)],
+         "--set", "family=[naive,ips-shown]", "--set", "folds=3", "--set", "n_estimators=30",
+         "--set", "grid=[{num_leaves=4}]", "--logging-model", str(oracle_dir), "--out", str(crm)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert json.loads((crm / "selection.json").read_text())["choice"] == "average+crm"
@@ -439,11 +441,11 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
     res = runner.invoke(
         cli,
         ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
-         "--target", "ips", "--folds", "3", "--trees", "60", "--out", str(out)],
+         "--target", "ips", "--set", "folds=3", "--set", "n_estimators=60", "--out", str(out)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "candidates: " in res.output and "-> shown" in res.output and "ips-dcg@10" in res.output
-    assert res.output.count("candidates: ") == 1  # the candidate set said once (issue 20)
+    assert res.output.count("candidates: ") == 1  # the candidate set said once
     sel = json.loads((out / "selection.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert sel["choice"] == "ips" and len(sel["members"]["ips"]["cv_results"]) == 3
@@ -452,12 +454,12 @@ def test_train_an_explicit_target_reports_its_selection(runner, tmp_path, logged
     assert tuple(sel["params"][k] for k in keys) == (50, 0.0, 0.99, 0.1)
     assert meta["best_iteration"] == sel["members"]["ips"]["best_params"]["n_estimators"] <= 60
     assert sel["members"]["ips"]["refit"] is True
-    # --refit never: the chosen shape's fold models (folds x repeats), averaged, are the model
+    # refit=false: the chosen shape's fold models (folds x repeats), averaged, are the model
     res = runner.invoke(
         cli,
         ["train", "--data", str(path), "--log", str(log), "--propensities", str(theta),
-         "--target", "ips", "--folds", "3", "--trees", "60", "--refit", "never",
-         "--out", str(tmp_path / "bagged")],
+         "--target", "ips", "--set", "folds=3", "--set", "n_estimators=60", "--set",
+         "refit=false", "--out", str(tmp_path / "bagged")],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     bagged = json.loads((tmp_path / "bagged" / "selection.json").read_text())
@@ -484,8 +486,8 @@ def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
             "--target",
             "dr",
             "--no-select",
-            "--trees",
-            "7",
+            "--set",
+            "n_estimators=7",
             "--out",
             str(tmp_path / "dr"),
         ],
@@ -495,15 +497,16 @@ def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
     assert meta["best_iteration"] == 7 and meta["params"]["num_leaves"] == 8
     assert not (tmp_path / "dr" / "selection.json").exists()
     base = ["train", "--data", str(path), "--log", str(log), "--out", str(tmp_path / "x")]
-    for extra, msg in (
-        (["--propensities", str(theta), "--clip", "2"], "--clip must be in"),
-        (["--propensities", str(theta), "--clip", "often"], "--clip must be"),
-        (["--target", "naive", "--validation", "ips"], "needs --propensities"),
-        (["--propensities", str(theta), "--folds", "1"], "--folds must be"),
-        (["--early-stopping-fraction", "-0.5"], "--early-stopping-fraction must be finite"),
+    for extra, msg in (  # the estimators' own messages, one line each
+        (["--propensities", str(theta), "--set", "clip=2"], "clip is a minimum propensity in"),
+        (["--propensities", str(theta), "--set", "clip=often"], "clip is a minimum propensity"),
+        (["--propensities", str(theta), "--set", "folds=1"], "folds must be >= 2, got 1"),
+        (["--set", "early_stopping_fraction=-0.5"], "early_stopping_fraction must be finite"),
     ):
         res = runner.invoke(cli, base + extra)
-        assert res.exit_code != 0 and msg in res.output, (extra, res.output)
+        errors = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+        assert res.exit_code == 1 and len(errors) == 1, (extra, res.output)
+        assert errors[0].startswith(f"Error: {msg}"), (extra, res.output)
     assert not (tmp_path / "x").exists()
     res = runner.invoke(
         cli,
@@ -515,10 +518,10 @@ def test_train_fixed_shape_dr_and_option_errors(runner, tmp_path, logged):
             str(log),
             "--target",
             "naive",
-            "--folds",
-            "2",
-            "--trees",
-            "20",
+            "--set",
+            "folds=2",
+            "--set",
+            "n_estimators=20",
             "--out",
             str(tmp_path / "naive"),
         ],
@@ -539,8 +542,8 @@ def test_train_with_a_model_aware_target_fits_the_click_model(runner, tmp_path, 
             "--target",
             "affine",
             "--no-select",
-            "--trees",
-            "5",
+            "--set",
+            "n_estimators=5",
             "--out",
             str(tmp_path / "affine"),
         ],
@@ -633,26 +636,29 @@ def test_dash_dash_output_still_works_with_one_warning_line(tmp_path):
     assert new == old
 
 
-def test_train_safety_and_model_options_are_checked_before_any_work(runner, tmp_path, logged):
+def test_train_option_combinations_are_checked_before_any_work(runner, tmp_path, logged):
+    """What no estimator sees (which files go together) is a usage error before the work;
+    the learner's values are its own checks (one line, before fitting)."""
     path, log, theta = logged
     base = ["train", "--data", str(path), "--log", str(log), "--out", str(tmp_path / "x")]
-    for extra, msg in (
-        (["--proximal", "0.2"], "needs --logging-model"),
-        (["--proximal", "-1", "--logging-model", str(tmp_path)], "positive EPS"),
-        (
-            ["--target", "ips", "--propensities", str(theta), "--click-model", "ubm"],
-            "model-aware --target",
-        ),  # fmt: skip
-        (["--target", "cascade-ips", "--click-model", "pbm"], "--click-model must be one of"),
-        (["--fallback", "maybe"], "'maybe' is not one of 'crm', 'proximal', 'safe'"),
-        (["--refit", "never", "--no-select"], "--no-select does not select on clicks"),
-        (["--refit", "sometimes"], "'sometimes' is not one of 'auto', 'always', 'never'"),
-    ):
+    for extra, code, msg in (
+        (["--set", "proximal=0.2"], 1, "proximal (PRPO) needs the logging_model"),
+        (["--set", "proximal=-1", "--logging-model", str(tmp_path)], 1, "proximal must be > 0"),
+        (["--target", "ips", "--propensities", str(theta), "--set", "click_model=ubm"], 1,
+         "unknown key 'click_model' (--set) for one target's ClickRanker"),
+        (["--set", "fallback=maybe"], 1, "fallback must be 'crm', 'proximal' or 'safe'"),
+        (["--no-select"], 2, "--no-select and --valid train one target: add --target NAME"),
+        (["--target", "naive", "--logging-model", str(tmp_path)], 2,
+         "--logging-model is the default learner's safe ranker"),
+        (["--target", "naive", "--no-select", "--set", "refit=false"], 1,
+         "unknown key 'refit' (--set) for LambdaMART"),
+    ):  # fmt: skip
         res = runner.invoke(cli, base + extra)
-        assert res.exit_code == 2 and msg in res.output, (extra, res.output)
-    res = runner.invoke(cli, ["train", "--data", str(path), "--target", "oracle", "--refit",
-                              "always", "--out", str(tmp_path / "x")])  # fmt: skip
-    assert res.exit_code == 2 and "--target oracle does not select on clicks" in res.output
+        errors = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+        assert res.exit_code == code and len(errors) == 1 and msg in errors[0], (extra, res.output)
+    res = runner.invoke(cli, ["train", "--data", str(path), "--target", "oracle", "--set",
+                              "refit=sometimes", "--out", str(tmp_path / "x")])  # fmt: skip
+    assert res.exit_code == 1 and "Error: refit takes bool, got 'sometimes' (--set)" in res.output
     assert not (tmp_path / "x").exists()
 
 
@@ -660,8 +666,8 @@ def test_train_a_model_aware_target_with_the_click_model_fit_clicks_chose(runner
     path, log, _ = logged
     out = tmp_path / "ubm"
     res = runner.invoke(cli, ["train", "--data", str(path), "--log", str(log), "--target",
-                              "cascade-ips", "--click-model", "ubm", "--no-select", "--trees",
-                              "5", "--out", str(out)])  # fmt: skip
+                              "cascade-ips", "--set", "click_model=ubm", "--no-select", "--set",
+                              "n_estimators=5", "--out", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert json.loads((out / "meta.json").read_text())["target"] == "cascade-ips"
     assert "model: ubm" in res.output  # the target's summary: the UBM, not the default DBN

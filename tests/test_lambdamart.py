@@ -228,7 +228,8 @@ def test_cli_train_writes_a_loadable_model(tmp_path, split):
     run = CliRunner().invoke
     theta = str(tmp_path / "theta.json")
     res = run(cli, [*base, "--target", "ips", "--propensities", theta, "--out", str(tmp_path / "m"),
-                    "--trees", "5", "--valid", str(tmp_path / "vali.txt"), "--early-stopping", "3"],
+                    "--set", "n_estimators=5", "--valid", str(tmp_path / "vali.txt"),
+                    "--set", "early_stopping_rounds=3"],
               obj={})  # fmt: skip
     assert res.exit_code == 0, res.output
     model = LambdaMART.load(tmp_path / "m")

@@ -305,7 +305,7 @@ def files(tmp_path_factory, world):
 def test_clickrank_train_with_only_data_log_and_out_succeeds_and_says_its_source(files):
     root, data, log = files
     res = CliRunner().invoke(cli, ["train", "--data", data, "--log", log, "--out",
-                                   str(root / "model"), "--trees", "60"])  # fmt: skip
+                                   str(root / "model"), "--set", "n_estimators=60"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "propensities: regression-em" in res.output
     sel = json.loads((root / "model" / "selection.json").read_text())
@@ -319,7 +319,8 @@ def test_clickrank_train_on_a_log_of_one_query_succeeds(files, tmp_path):
     one = pl.read_parquet(log)
     one.filter(pl.col("query") == one["query"][0]).write_parquet(tmp_path / "one.parquet")
     res = CliRunner().invoke(cli, ["train", "--data", data, "--log", str(tmp_path / "one.parquet"),
-                                   "--out", str(tmp_path / "model"), "--trees", "30"])  # fmt: skip
+                                   "--out", str(tmp_path / "model"), "--set",
+                                   "n_estimators=30"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "choice:" in res.output and (tmp_path / "model" / "selection.json").exists()
 

@@ -303,7 +303,8 @@ def test_cli_train_engine_spark(spark, logged, target, tmp_path):
         out = tmp_path / f"model-{target}-{eng}"
         args = ["train", "--data", str(logged / "train.txt"), "--log", str(logged / "log")]
         args += ["--target", target, "--propensities", str(logged / "theta.json")]
-        args += ["--no-select", "--trees", "5", "--leaves", "4", "--out", str(out)]
+        args += ["--no-select", "--set", "n_estimators=5", "--set", "num_leaves=4"]
+        args += ["--out", str(out)]
         res = CliRunner().invoke(cli, [*args, "--engine", eng])
         assert res.exit_code == 0, res.output
         models[eng] = (out / "model.txt").read_text()

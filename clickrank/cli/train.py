@@ -1,34 +1,74 @@
-"""``clickrank train``: fit a (debiased) LambdaMART ranker from a click log."""
+"""``clickrank train``: fit a (debiased) LambdaMART ranker from a click log.
+
+The learner's parameters are its constructor's own (``--set KEY=VALUE``, ``--config
+FILE``; :mod:`._train_params`), passed on unchanged and checked by the estimator:
+
+* no ``--target`` (``auto``): :class:`clickrank.ClickRanker` (and the LambdaMART
+  parameters it passes on);
+* ``--target NAME``: the target built by :func:`clickrank.targets.make_target` (its
+  keys ``candidates``, ``clip``, ``normalize``, ``naive_kind``, ``click_model``) and
+  selected as one ClickRanker member (:data:`~clickrank.specs.ONE_TARGET_SELECTION`);
+  ``oracle`` by :class:`~clickrank.selection.LambdaMARTCV`;
+* ``--no-select`` or ``--valid``: one :class:`~clickrank.lambdamart.LambdaMART`;
+* ``--distributed``: :class:`clickrank.distributed.SparkRanker` on a Spark cluster.
+"""
 
 from __future__ import annotations
 
-import math
+import inspect
 from pathlib import Path
+from typing import Any
 
 import click
 
-from .._validation import InputError, check_jobs
+from .._validation import InputError
 from ..engine._cli import check_log_source, engine_options, local_path, open_log
 from ..specs._names import (
-    CANDIDATE_SETS,
-    CLICK_FAMILY,
-    CLICK_MODELS,
-    CLICK_RANKER_SELECTION,
     LAMBDAMART_SELECTION,
     LAMBDAMART_SHAPE,
-    MODEL_AWARE,
-    NAIVE_KINDS,
-    NORMALIZATIONS,
+    NEEDS_THETA,
     ONE_TARGET_SELECTION,
+    TARGET_NAMES,
     TRAIN_TARGETS,
-    VALIDATION_ESTIMATES,
 )
 from ._root import cli, out_option
+from ._train_params import (
+    SHAPE_KEYS,
+    GroupedCommand,
+    check_keys,
+    check_types,
+    constructor_keys,
+    legacy_options,
+    legacy_params,
+    parse_settings,
+    read_config,
+)
 
-# the defaults of LambdaMARTCV and LambdaMART (defined once in clickrank.specs, which
-# the CLI reads without importing LightGBM; tests check they agree with the library)
+#: How ``clickrank train --help`` groups its options.
+GROUPS = {
+    "Inputs": ("data_path", "log_path", "theta_path", "logging_path", "valid_path"),
+    "Learner": ("target", "select", "settings", "config_path", "seed", "jobs"),
+    "Output": ("out_dir", "force"),
+    "Where it runs": ("engine", "spark_master", "distributed"),
+}
+
+#: The selection's defaults (LambdaMARTCV's) and the tree shape of one fixed LambdaMART
+#: (its own), read without LightGBM; tests check they agree with the library.
 SELECTION = LAMBDAMART_SELECTION
 FIXED = LAMBDAMART_SHAPE
+#: What a learner without selection grows: the selection's most trees (LambdaMART's own
+#: default, 100, is for a model fitted in code).
+FIXED_TREES = SELECTION["n_estimators"]
+
+
+class TargetChoice(click.Choice):
+    """``--target``: one of :data:`TRAIN_TARGETS`, ``skip-above-ips`` or ``pairs:STRATEGY``
+    (the strategy is checked by :func:`clickrank.targets.make_target`)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and (value.startswith("pairs:") or value in TARGET_NAMES):
+            return value
+        return super().convert(value, param, ctx)
 
 
 def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -38,113 +78,75 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str | None) -
     return check_log_source(ctx, param, value)
 
 
-#: --refit's choices, as ClickRanker's ``refit``.
-_REFIT = {"auto": "auto", "always": True, "never": False}
-
-
-@cli.command()
-@click.option(
-    "--distributed",
-    is_flag=True,
-    is_eager=True,  # --data reads it
-    help="With --engine spark: train on the cluster (XGBoost's SparkXGBRanker), the features "
-    "never collected to this machine; --data is then what Spark reads (a parquet file or "
-    "folder with query, doc, f1..fK, a URI or table:db.name). Targets naive and ips; "
-    "docs/scale.md, 'Distributed training'.",
-)
+@cli.command(cls=GroupedCommand, groups=GROUPS)
 @click.option(
     "--data",
     "data_path",
     callback=_check_data,
     required=True,
-    help="Training documents: LETOR/SVMlight file (features, qid, docid comments); with "
-    "--distributed, feature data Spark reads.",
+    help="Training documents: a LETOR/SVMlight file (a parquet table with --distributed).",
 )
 @click.option(
     "--log",
     "log_path",
     callback=check_log_source,
     default=None,
-    help="Click log (parquet file or folder, or CSV; with --engine spark, what Spark reads: "
-    "a parquet folder, a URI or table:db.name); needed by every target but oracle.",
-)
-@click.option(
-    "--target",
-    type=click.Choice(TRAIN_TARGETS),
-    default="auto",
-    show_default=True,
-    help="Training target built from the log (auto: clickrank's default, the target and "
-    "candidate set chosen among --family by cross-validated counterfactual scores, with a "
-    "safety check; dr: doubly robust gains; unbiased-lambdamart, "
-    "ips-pairs, prs-pairs: debiased pairwise; affine, cascade-ips, fitted-relevance: "
-    "model-aware, a trust-bias or DBN model fitted to the log (see clickrank fit-clicks); "
-    "oracle: true labels; pairs: click preferences by --strategy).",
+    help="Click log: parquet file or folder, CSV, or with Spark a URI or table:db.name.",
 )
 @click.option(
     "--propensities",
     "theta_path",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help='JSON propensities ({"theta": [...]} or a plain list); '
-    "required by --target ips and dr and by --ips-weighted skip-above. With --target auto "
-    "they are estimated from what the log holds when not given (randomized interventions, "
-    "else EM, else regression EM on --data's features; docs/logs.md), and the source is "
-    "printed.",
-)
-@click.option(
-    "--click-model",
-    default=None,
-    help="Model-aware targets (affine, cascade-ips, fitted-relevance): the click model fitted "
-    "to the log instead of the target's default (trust, dbn, dbn), e.g. ubm when "
-    "clickrank fit-clicks found it fits best.",
-)
-@click.option(
-    "--family",
-    default=",".join(CLICK_FAMILY),
-    show_default=True,
-    help="--target auto: the targets to choose among, comma-separated, safest first.",
+    help='Examination propensities, JSON ({"theta": [...]} or a list); estimated from the '
+    "log when not given and the target allows.",
 )
 @click.option(
     "--logging-model",
     "logging_path",
     type=click.Path(exists=True, file_okay=False),
     default=None,
-    help="The model (clickrank model folder) that logged the clicks: the safe ranker of "
-    "--target auto, kept (and written to --out) when no trained one is shown to beat it.",
+    help="The model folder that logged the clicks: the default learner's safe ranker.",
 )
 @click.option(
-    "--proximal",
-    type=float,
+    "--valid",
+    "valid_path",
+    type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="PRPO: clip each document's force once its exposure leaves [1/(1+EPS), 1+EPS] "
-    "times its exposure under --logging-model's ranking (needs --logging-model).",
+    help="Labelled LETOR file: one target's trees stop early on its NDCG.",
 )
 @click.option(
-    "--combine",
-    type=click.Choice(["average", "select"]),
-    default="average",
-    show_default=True,
-    help="--target auto: offer the average of the --family members (one model; members the "
-    "unseen guard rejects left out), or select one member by the one-SE rule.",
+    "--target",
+    type=TargetChoice(TRAIN_TARGETS),
+    default="auto",
+    metavar="NAME",
+    help="What to learn: auto (the default learner chooses among click targets), one "
+    f"target ({', '.join(t for t in TRAIN_TARGETS if t not in ('auto', 'pairs', 'oracle'))}, "
+    "pairs:STRATEGY) or oracle (the labels of the data).",
 )
 @click.option(
-    "--fallback",
-    type=click.Choice(["crm", "proximal", "safe"]),
-    default="crm",
-    show_default=True,
-    help="--safe, when no trained ranker is shown to beat --logging-model: offer the selected "
-    "one retrained with exposure-based risk minimisation around the logger (crm: a pull "
-    "towards the logger's exposures that fades with more sessions), retrained with PRPO "
-    "around it (proximal: exposures within a factor 1.2 of the logger's), or keep the "
-    "logger itself (safe).",
-)
-@click.option(
-    "--safe/--no-safe",
+    "--select/--no-select",
     default=True,
-    show_default=True,
-    help="Offer a trained ranker only if its counterfactual gain over the safe ranker "
-    "(--logging-model, else naive) has a one-sided 95% lower bound above 0.",
+    help="Choose the tree shape and number of trees by cross-validation on held-out "
+    "clicks; --no-select grows one LambdaMART as set.",
 )
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter of the learner (clickrank.ClickRanker's by default), the value as "
+    "in TOML: learning_rate=0.2, family=[naive,dr]. Repeatable.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="TOML file of the learner's parameters (overridden by --set).",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the learner's randomness [0].")
+@click.option("--jobs", type=int, default=None, help="Threads of the learner [1].")
 @out_option(
     "out_dir",
     type=click.Path(file_okay=False),
@@ -152,227 +154,214 @@ _REFIT = {"auto": "auto", "always": True, "never": False}
     help="Folder for the model (model.txt + meta.json).",
 )
 @click.option(
-    "--valid",
-    "valid_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Labelled validation LETOR file: early stopping on its NDCG instead of the "
-    "click-based selection (for experiments with labels).",
-)
-@click.option(
-    "--select/--no-select",
-    default=True,
-    show_default=True,
-    help="Choose the tree shape and the number of trees by cross-validation by query "
-    "on held-out clicks (clickrank.selection.LambdaMARTCV); --no-select grows exactly "
-    "--trees trees of shape --leaves/--max-depth.",
-)
-@click.option(
-    "--folds",
-    type=int,
-    default=None,
-    help="Folds of the queries for the selection (default: the learner's own, "
-    f"{CLICK_RANKER_SELECTION['folds']} for --target auto, {SELECTION['folds']} otherwise).",
-)
-@click.option(
-    "--validation",
-    type=click.Choice(VALIDATION_ESTIMATES),
-    default=None,
-    help="Click estimate of DCG@k the selection maximises: ips (default with "
-    "--propensities), dr (doubly robust), clicks (biased; default without).",
-)
-@click.option(
-    "--trees",
-    type=int,
-    default=SELECTION["n_estimators"],
-    show_default=True,
-    help="Most trees (the selection stops earlier).",
-)
-@click.option(
-    "--learning-rate",
-    type=float,
-    default=None,
-    help="Shrinkage per tree (default: the learner's own, "
-    f"{CLICK_RANKER_SELECTION['learning_rate']:g} for --target auto, "
-    f"{SELECTION['learning_rate']:g} otherwise).",
-)
-@click.option(
-    "--leaves",
-    type=int,
-    default=None,
-    help="Leaves per tree: fixes the tree shape (default: chosen among "
-    f"{', '.join(str(g['num_leaves']) for g in SELECTION['grid'])} by the selection; "
-    f"{FIXED['num_leaves']} with --no-select).",
-)
-@click.option(
-    "--max-depth",
-    type=int,
-    default=None,
-    help=f"Tree depth, -1 for none (default: with --leaves; {FIXED['max_depth']} with "
-    "--no-select).",
-)
-@click.option(
-    "--min-data-in-leaf",
-    type=int,
-    default=20,
-    show_default=True,
-    help="Minimum documents per leaf.",
-)
-@click.option(
-    "--truncation",
-    type=int,
-    default=30,
-    show_default=True,
-    help="Only pairs with a document in the current top TRUNCATION (0: all pairs).",
-)
-@click.option(
-    "--early-stopping",
-    type=int,
-    default=None,
-    help="Stop a model after this many rounds without improvement (selection or --valid) "
-    f"[default: {CLICK_RANKER_SELECTION['early_stopping_rounds']} for the default learner's "
-    "members (--target auto), growing to a quarter of the best round, else "
-    f"{SELECTION['early_stopping_rounds']}].",
-)
-@click.option(
-    "--early-stopping-fraction",
-    type=float,
-    default=None,
-    help="Let the patience grow to this fraction of the best round where that is longer "
-    f"[default: {CLICK_RANKER_SELECTION['early_stopping_fraction']} for the default learner's "
-    "members (--target auto), else 0: a fixed patience].",
-)
-@click.option(
-    "--eval-at", type=int, default=10, show_default=True, help="k of the validation DCG@k / NDCG@k."
-)
-@click.option(
-    "--clip",
-    default="auto",
-    show_default=True,
-    help="IPS propensity clipping: a minimum theta in (0, 1], 'auto' "
-    "(min(10/sqrt(sessions), 1)) or 'none'.",
-)
-@click.option(
-    "--normalize",
-    type=click.Choice(NORMALIZATIONS),
-    default="none",
-    show_default=True,
-    help="IPS gains: plain, per-exposure (policy-aware) or self-normalised per query.",
-)
-@click.option(
-    "--candidates",
-    type=click.Choice(CANDIDATE_SETS),
-    default="auto",
-    show_default=True,
-    help="Documents in each training list: shown at least once, all (never-shown as gain 0), "
-    "hybrid (never-shown as weak negatives); auto picks hybrid when under 20% were shown.",
-)
-@click.option(
-    "--naive-kind",
-    type=click.Choice(NAIVE_KINDS),
-    default="clicks",
-    help="Naive target gains: click counts or click-through rates.",
-)
-@click.option(
-    "--strategy",
-    default="skip-above",
-    help="Preference strategy of --target pairs: skip-above, last-click-skip-above, "
-    "skip-previous, skip-next, fairpairs, or a '+' combination (skip-above+skip-next).",
-)
-@click.option("--ips-weighted", is_flag=True, help="Weight preference pairs by 1/theta.")
-@click.option("--seed", type=int, default=0, help="Seed of LightGBM's randomness.")
-@click.option(
-    "--workers",
-    type=int,
-    default=2,
-    show_default=True,
-    help="--distributed: XGBoost workers, one Spark task each.",
-)
-@click.option(
-    "--valid-fraction",
-    type=float,
-    default=0.2,
-    show_default=True,
-    help="--distributed: share of the queries held out for early stopping on their clicks.",
-)
-@click.option(
-    "--jobs",
-    type=int,
-    default=1,
-    help="Threads (the models of one thread): the default learner's members each use them, "
-    "several members at once in processes from 200,000 documents; one target's trees, "
-    "lambdas and CRM penalty otherwise.",
-)
-@click.option(
-    "--refit",
-    type=click.Choice(list(_REFIT)),
-    default="auto",
-    show_default=True,
-    help="Click learners: each member's chosen trees refitted on every query (always), "
-    "or its fold models averaged (never: no last fit, folds x the trees to score); auto "
-    "refits below 200,000 documents.",
-)
-@click.option(
     "-f",
     "--force",
     is_flag=True,
-    help="Replace a model clickrank wrote in --out (never other files).",
+    help="Replace a model clickrank wrote in the output folder (never other files).",
 )
 @engine_options
-def train(distributed, data_path, log_path, target, theta_path, click_model, family,
-          logging_path, proximal, combine, fallback, safe, out_dir,
-          valid_path, select, folds, validation, trees, learning_rate, leaves, max_depth,
-          min_data_in_leaf, truncation, early_stopping, early_stopping_fraction, eval_at, clip,
-          normalize, candidates, naive_kind, strategy, ips_weighted, seed, workers,
-          valid_fraction, jobs, refit, force, engine, spark_master):  # fmt: skip
+@click.option(
+    "--distributed",
+    is_flag=True,
+    is_eager=True,  # --data reads it
+    help="Train with XGBoost on the Spark cluster, the features never collected here "
+    "(targets naive, ips, dr; docs/scale.md).",
+)
+@legacy_options
+def train(data_path, log_path, theta_path, logging_path, valid_path, target, select, settings,
+          config_path, seed, jobs, out_dir, force, engine, spark_master,
+          distributed):  # fmt: skip
     """Train a ranker on DATA from a click log (or the labels), choosing it from clicks.
 
-    By default (--target auto) clickrank.ClickRanker fits every target of
-    --family, each with its tree shape and number of trees chosen by
-    cross-validation by query on a counterfactual estimate of DCG@k from
-    held-out clicks, averages them into one model (or, --combine select, picks
-    one by a one-standard-error rule), and offers it only if its gain over the
-    safe ranker is sure at 95%: no labels needed
-    (docs/lambdamart.md, "The default click learner").
+    By default clickrank.ClickRanker fits a family of click targets, each with
+    its tree shape and number of trees chosen by cross-validation on held-out
+    clicks, averages them and offers the average only if its gain over the safe
+    ranker is sure at 95% (docs/lambdamart.md, "The default click learner").
+    Its parameters, or those of one --target, are set with --set KEY=VALUE or a
+    --config file (docs/cli.md, "Training parameters").
     """
+    ctx = click.get_current_context()
+    old, old_sources, special = legacy_params(ctx)
+    target = _target(target, special)
+    mode = _mode(target, select, valid_path, distributed)
+    _check_inputs(mode, target, engine, log_path, theta_path, logging_path, valid_path)
+    layers = [
+        (read_config(config_path), f"--config {config_path}"),
+        (old, old_sources),
+        (_shape(special, mode), "--leaves/--max-depth"),
+        ({} if seed is None else {"seed": seed}, "--seed"),
+        ({} if jobs is None else {"n_jobs": jobs}, "--jobs"),
+        (parse_settings(settings), "--set"),
+    ]
+    given: dict[str, Any] = {}
+    sources = {}
+    for params, where in layers:  # a later layer wins
+        given.update(params)
+        sources.update(where if isinstance(where, dict) else dict.fromkeys(params, where))
+    learner, target_kw = _learner(mode, target, given, sources, valid_path is not None)
+    _check_trees(learner)
+    inputs = [local_path(data_path), local_path(log_path), theta_path, valid_path, config_path]
+    _check_model_folder(Path(out_dir), force, inputs)
+    if mode == "distributed":
+        return _distributed(data_path, log_path, theta_path, target, learner, target_kw,
+                            out_dir, force, spark_master)  # fmt: skip
+    model = _fit(mode, target, learner, target_kw, data_path, log_path, theta_path,
+                 logging_path, valid_path, engine, spark_master)  # fmt: skip
+    path = model.save(out_dir, overwrite=force)
+    click.echo(model.summary())
+    click.echo(f"model written to {path}")
+
+
+def _target(target: str, special: dict[str, Any]) -> str:
+    """``--target`` with the old ``--strategy`` and ``--ips-weighted`` folded in."""
+    strategy, weighted = special.get("strategy"), special.get("ips_weighted")
+    if strategy is not None:
+        if target != "pairs":
+            raise InputError(f"--strategy is now --target pairs:{strategy}")
+        target = f"pairs:{strategy}"
+    if weighted:
+        if target != "skip-above":
+            raise InputError("--ips-weighted is now --target skip-above-ips")
+        target = "skip-above-ips"
+    return "pairs:skip-above" if target == "pairs" else target
+
+
+def _mode(target: str, select: bool, valid_path: Any, distributed: bool) -> str:
+    """Which learner trains: ``default``, ``target``, ``oracle``, ``fixed`` or ``distributed``."""
+    if distributed:
+        return "distributed"
+    if valid_path is not None or not select:
+        return "fixed"
+    return {"auto": "default", "oracle": "oracle"}.get(target, "target")
+
+
+def _check_inputs(mode, target, engine, log_path, theta_path, logging_path, valid_path) -> None:
+    """The option combinations no estimator sees (one line each), before anything is read."""
+    if mode == "distributed":
+        from ..distributed import DISTRIBUTED_TARGETS
+
+        if engine != "spark":
+            raise click.UsageError("--distributed trains on a Spark cluster: add --engine spark")
+        if target not in DISTRIBUTED_TARGETS:
+            why = {"auto": "auto's selection among targets runs on one machine"}.get(
+                target, "it has no per-document gains")  # fmt: skip
+            supported = " or ".join(DISTRIBUTED_TARGETS)
+            raise click.UsageError(
+                f"--distributed supports --target {supported}, not {target} ({why})"
+            )
+        for name, value in (("--valid", valid_path), ("--logging-model", logging_path)):
+            if value is not None:
+                raise click.UsageError(f"{name} is not supported with --distributed")
+    if target == "auto" and mode == "fixed":
+        raise click.UsageError("--no-select and --valid train one target: add --target NAME")
+    if target != "oracle" and log_path is None:
+        raise click.UsageError(f"--target {target} needs --log")
+    if target in NEEDS_THETA and theta_path is None:
+        raise click.UsageError(f"--propensities is required by --target {target}")
+    if target == "oracle" and log_path is not None:
+        raise click.UsageError("--target oracle uses the labels of --data; drop --log")
+    if logging_path is not None and mode != "default":
+        raise click.UsageError(f"--logging-model is the default learner's safe ranker; "
+                               f"--target {target} does not use it (leave it out)")  # fmt: skip
+
+
+def _shape(special: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The old ``--leaves``/``--max-depth``: the whole grid of a selection (no depth limit
+    unless given), the tree shape of one fixed model."""
+    shape = {k: special[k] for k in SHAPE_KEYS if k in special}
+    if not shape or mode in ("fixed", "distributed"):
+        return shape
+    return {"grid": [{**shape, "max_depth": shape.get("max_depth", -1)}]}
+
+
+def _learner(mode: str, target: str, given: dict[str, Any], sources: dict[str, str],
+             valid: bool) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    """The unfitted learner of ``mode`` from the given parameters, and the target's keys.
+
+    Its keys are those of its constructor (an unknown one is one line naming the valid
+    ones); the values go to it unchanged, checked by its own checks before any data is
+    read (those that need the data, when it fits).
+    """
+    from ..lambdamart import LambdaMART
+
+    lambdamart = constructor_keys(LambdaMART)
+    if mode == "distributed":
+        from ..distributed import SparkRanker, spark_target
+
+        learner_keys = constructor_keys(SparkRanker)
+        target_keys = constructor_keys(spark_target, leave=("seed", "num_workers", "folds",
+                                                           "source"))  # fmt: skip
+        what, cls = "SparkRanker (clickrank train --distributed)", SparkRanker
+    elif mode in ("default", "target"):
+        from ..clickranker import ClickRanker
+        from ..targets import make_target
+
+        own = ("family", "safe", "propensity_method") if mode == "target" else ()
+        learner_keys = {**lambdamart, **constructor_keys(ClickRanker, leave=own)}
+        target_keys = {} if mode == "default" else _target_keys(make_target, target)
+        what = ("clickrank.ClickRanker (clickrank train)" if mode == "default"
+                else f"one target's ClickRanker (clickrank train --target {target})")  # fmt: skip
+        cls = ClickRanker
+    elif mode == "oracle":
+        from ..selection import LambdaMARTCV
+
+        learner_keys = {**lambdamart, **constructor_keys(LambdaMARTCV)}
+        target_keys, cls = {}, LambdaMARTCV
+        what = "LambdaMARTCV (clickrank train --target oracle)"
+    else:
+        from ..targets import make_target
+
+        learner_keys, cls = lambdamart, LambdaMART
+        target_keys = {} if target == "oracle" else _target_keys(make_target, target)
+        what = "LambdaMART (clickrank train --no-select or --valid)"
+    keys = {**learner_keys, **target_keys}
+    check_keys(given, keys, what, sources)
+    check_types(given, keys, sources)
+    seed = given.get("seed")
+    if isinstance(seed, int) and seed < 0:  # LambdaMART and ClickRanker leave it to numpy
+        raise InputError(f"seed must be an integer >= 0, got {seed} ({sources['seed']})")
+    params = {k: v for k, v in given.items() if k in learner_keys}
+    if mode == "target":
+        params = {**ONE_TARGET_SELECTION, **params, "safe": False, "propensity_method": None}
+    if mode == "fixed":
+        params = {"n_estimators": FIXED_TREES, **params}
+        if valid:  # the patience of a selection when labels say when to stop
+            patience = SELECTION["early_stopping_rounds"]
+            params.setdefault("early_stopping_rounds", patience)
+    learner = cls(**params)
+    _preflight(learner, {k: v for k, v in params.items() if k in lambdamart}, mode)
+    shared = {"clip": getattr(learner, "clip", None)} if mode == "target" else {}
+    target_kw = {**shared, **{k: v for k, v in given.items() if k in target_keys}}
+    return learner, target_kw
+
+
+def _target_keys(make_target: Any, target: str) -> dict[str, inspect.Parameter]:
+    """The keys of :func:`clickrank.targets.make_target` a user sets (``click_model`` only for a
+    model-aware target: the others fit no click model)."""
+    from ..specs._names import MODEL_AWARE
+
+    leave = ("seed", "stats", "relevance") + (() if target in MODEL_AWARE else ("click_model",))
+    return constructor_keys(make_target, leave=leave)
+
+
+def _preflight(learner: Any, lambdamart: dict[str, Any], mode: str) -> None:
+    """The estimator's own checks that need no data, before the data is read: LambdaMART's
+    on its parameters (every learner passes them on), SparkRanker's on its own."""
+    from ..specs import make_lambdamart
+
+    if mode == "distributed":
+        learner._check()
+    else:
+        make_lambdamart(lambdamart)._validate()
+
+
+def _fit(mode, target, learner, target_kw, data_path, log_path, theta_path, logging_path,
+         valid_path, engine, spark_master) -> Any:  # fmt: skip
+    """Read the inputs and fit ``learner`` (a target built first for one target)."""
     from .. import targets as T
     from ..clicklog import read_log, warn_thin_log
     from ..datasets import load_letor
 
-    if distributed:
-        _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
-                           valid_fraction, early_stopping_fraction, refit)  # fmt: skip
-        clip_value = _clip(clip)
-        _check_options(target, log_path, theta_path, None, False, False, folds=folds,
-                       trees=trees, early_stopping=early_stopping, truncation=truncation,
-                       seed=seed, family=family)  # fmt: skip
-        _check_model_folder(Path(out_dir), force, [local_path(data_path), local_path(log_path),
-                                                   theta_path])  # fmt: skip
-        spec = dict(n_estimators=trees, learning_rate=(SELECTION["learning_rate"]
-                                                       if learning_rate is None
-                                                       else learning_rate),
-                    max_depth=6 if max_depth is None else max_depth, num_workers=workers,
-                    early_stopping_rounds=(SELECTION["early_stopping_rounds"]
-                                           if early_stopping is None else early_stopping),
-                    eval_at=eval_at,
-                    valid_fraction=valid_fraction, seed=seed)  # fmt: skip
-        options = dict(candidates=candidates, clip=clip_value, normalize=normalize,
-                       naive_kind=naive_kind)  # fmt: skip
-        return _distributed(data_path, log_path, theta_path, target, spec, options, out_dir,
-                            force, spark_master)  # fmt: skip
-    check_jobs(jobs, name="--jobs")
-    members = _check_options(target, log_path, theta_path, validation, ips_weighted, select,
-                             folds=folds, trees=trees, early_stopping=early_stopping,
-                             truncation=truncation, seed=seed, family=family,
-                             early_stopping_fraction=early_stopping_fraction)  # fmt: skip
-    _check_proximal(proximal, logging_path)
-    _check_logging_model(logging_path, target, select, valid_path)
-    _check_refit(refit, target, select, valid_path)
-    _check_click_model(click_model, target)
-    clip_value = _clip(clip)
-    _check_model_folder(
-        Path(out_dir), force, [data_path, local_path(log_path), theta_path, valid_path]
-    )
     warn_thin_log(local_path(log_path))  # no clicks or a handful of sessions: say so
     data = load_letor(data_path)
     logging_model = _logging_model(logging_path, data)
@@ -381,66 +370,40 @@ def train(distributed, data_path, log_path, target, theta_path, click_model, fam
         log = None
     else:
         log = open_log(log_path, spark_master) if engine == "spark" else read_log(log_path)
-    spec = dict(
-        n_estimators=trees,
-        early_stopping_rounds=early_stopping,
-        early_stopping_fraction=early_stopping_fraction,
-        learning_rate=learning_rate,
-        min_data_in_leaf=min_data_in_leaf,
-        truncation_level=truncation,
-        eval_at=eval_at,
-        seed=seed,
-        n_jobs=jobs,
-    )
-    shape = {k: v for k, v in (("num_leaves", leaves), ("max_depth", max_depth)) if v is not None}
-    if target == "auto" and select and valid_path is None:
-        model = _click_ranker(data, log, theta, members, logging_model, safe, spec, shape,
-                              folds=folds, validation=validation, clip=clip_value,
-                              proximal=proximal, combine=combine, fallback=fallback,
-                              refit=_REFIT[refit])  # fmt: skip
-    else:
-        model = _one_target(data, log, theta, target, spec, shape, valid_path, select,
-                            folds=folds, validation=validation, clip=clip_value,
-                            candidates=candidates, normalize=normalize, naive_kind=naive_kind,
-                            strategy=strategy, ips_weighted=ips_weighted, seed=seed,
-                            click_model=click_model, refit=_REFIT[refit])  # fmt: skip
-    path = model.save(out_dir, overwrite=force)
-    click.echo(model.summary())
-    click.echo(f"model written to {path}")
+    if mode == "default":
+        return learner.fit(data, log, theta, logging_model=logging_model, progress=_progress)
+    tgt = _make_target(target, data, log, theta, target_kw, seed=learner.seed)
+    if mode == "oracle":
+        return learner.fit(data, tgt, progress=_progress)
+    if mode == "fixed":
+        valid = load_letor(valid_path) if valid_path is not None else None
+        return learner.fit(data, tgt, valid=valid)
+    return learner.fit(data, log, theta, targets={target: tgt}, progress=_progress)
 
 
-def _check_distributed(engine, target, valid_path, logging_path, leaves, workers,
-                       valid_fraction, early_stopping_fraction, refit) -> None:  # fmt: skip
-    """The options of --distributed (one line each), before anything is read."""
-    from ..distributed import DISTRIBUTED_TARGETS
+def _make_target(name, data, log, theta, target_kw, *, seed) -> Any:
+    """The target ``name`` (:func:`clickrank.targets.make_target`), its summary on stderr."""
+    from .. import targets as T
 
-    supported = " or ".join(DISTRIBUTED_TARGETS)
-    if engine != "spark":
-        raise click.UsageError("--distributed trains on a Spark cluster: add --engine spark")
-    if target not in DISTRIBUTED_TARGETS:
-        why = {"auto": "auto's selection among targets runs on one machine"}.get(
-            target, "it has no per-document gains")  # fmt: skip
-        raise click.UsageError(f"--distributed supports --target {supported}, not {target} ({why})")
-    given = (("--valid", valid_path), ("--logging-model", logging_path),
-             ("--leaves (XGBoost's trees are shaped by --max-depth)", leaves),
-             ("--early-stopping-fraction", early_stopping_fraction),
-             ("--refit", None if refit == "auto" else refit))  # fmt: skip
-    for name, value in given:
-        if value is not None:
-            raise click.UsageError(f"{name} is not supported with --distributed")
-    if workers < 1:
-        raise click.UsageError(f"--workers must be >= 1, got {workers}")
-    if not 0.0 < valid_fraction < 1.0:
-        raise click.UsageError(f"--valid-fraction must be in (0, 1), got {valid_fraction}")
+    stats = None
+    if log is not None:
+        clip = target_kw.get("clip", "auto")
+        stats = T.click_stats(data, log, theta, clip=clip if theta is not None else None)
+        _say_candidates(stats)
+    same_stats = name in ("ips", "dr", "naive")  # naive reads clicks and impressions only
+    tgt = T.make_target(name, data, log, theta, seed=seed, stats=stats if same_stats else None,
+                        **target_kw)  # fmt: skip
+    click.echo(tgt.summary(), err=True)
+    return tgt
 
 
-def _distributed(data_path, log_path, theta_path, target, spec, options, out_dir, force,
+def _distributed(data_path, log_path, theta_path, target, model, target_kw, out_dir, force,
                  master):  # fmt: skip
     """--distributed: clickrank's target from the keys, XGBoost's trees on the cluster."""
     import logging
 
     from .. import targets as T
-    from ..distributed import SparkRanker, read_spark_data, spark_target
+    from ..distributed import read_spark_data, spark_target
     from ..engine import spark_session
 
     logging.getLogger("XGBoost-PySpark").setLevel(logging.WARNING)
@@ -449,10 +412,10 @@ def _distributed(data_path, log_path, theta_path, target, spec, options, out_dir
     log = open_log(log_path, master)
     theta = T.read_theta(theta_path) if theta_path is not None else None
     table, tgt = spark_target(features, log, target, theta, source=str(data_path),
-                              seed=spec["seed"], num_workers=spec["num_workers"],
-                              **options)  # fmt: skip
+                              seed=model.seed, num_workers=model.num_workers,
+                              **target_kw)  # fmt: skip
     click.echo(tgt.summary(), err=True)
-    model = SparkRanker(**spec).fit(features, table, target_name=target)
+    model.fit(features, table, target_name=target)
     path = model.save(out_dir, overwrite=force)
     click.echo(model.summary())
     click.echo(f"trees chosen: {model.best_iteration_}")
@@ -476,79 +439,7 @@ def _logging_model(logging_path, data):
     return model
 
 
-def _click_ranker(data, log, theta, members, logging_model, safe, spec, shape, *, folds,
-                  validation, clip, proximal, combine, fallback, refit):  # fmt: skip
-    """--target auto: clickrank.ClickRanker over ``members``."""
-    from ..clickranker import ClickRanker
-
-    if shape:  # a given shape is the whole grid (no depth limit unless given)
-        spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-    ranker = ClickRanker(family=members, validation=validation or "ips", safe=safe, clip=clip,
-                         proximal=proximal, combine=combine, fallback=fallback, refit=refit,
-                         **_given({**spec, "folds": folds}))  # fmt: skip
-    return ranker.fit(data, log, theta, logging_model=logging_model, progress=_progress)
-
-
-def _given(spec: dict) -> dict:
-    """The options set (an option left unset, as --early-stopping, keeps the learner's own)."""
-    return {k: v for k, v in spec.items() if v is not None}
-
-
-def _one_target(data, log, theta, target, spec, shape, valid_path, select, *, folds,
-                validation, clip, candidates, normalize, naive_kind, strategy, ips_weighted,
-                seed, click_model, refit):  # fmt: skip
-    """An explicit --target: its LambdaMART, cross-validated on clicks (or labels)."""
-    from .. import targets as T
-    from ..datasets import load_letor
-    from ..specs import make_learner
-
-    stats = None
-    if log is not None:
-        stats = T.click_stats(data, log, theta, clip=clip if theta is not None else None)
-        _say_candidates(stats, candidates)
-    name = {"pairs": f"pairs:{strategy}", "skip-above": "skip-above-ips" if ips_weighted
-            else "skip-above"}.get(target, target)  # fmt: skip
-    same_stats = target in ("ips", "dr", "naive")  # naive reads clicks and impressions only
-    tgt = T.make_target(name, data, log, theta, candidates=candidates, clip=clip,
-                        normalize=normalize, naive_kind=naive_kind, seed=seed,
-                        stats=stats if same_stats else None, click_model=click_model)  # fmt: skip
-    click.echo(tgt.summary(), err=True)
-    if valid_path is not None or not select:
-        valid = load_letor(valid_path) if valid_path is not None else None
-        learner = make_learner({**spec, **shape}, select=False, early_stopping=valid is not None)
-        return learner.fit(data, tgt, valid=valid)
-    if target == "oracle":
-        if shape:
-            spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-        return make_learner({**spec, "folds": folds}, select=True).fit(
-            data, tgt, progress=_progress
-        )
-    from ..clickranker import ClickRanker
-
-    if shape:
-        spec["grid"] = [{**shape, "max_depth": shape.get("max_depth", -1)}]
-    given = _given({**spec, "folds": folds})
-    ranker = ClickRanker(validation=validation or "ips", safe=False, clip=clip, refit=refit,
-                         propensity_method=None, **{**ONE_TARGET_SELECTION, **given})  # fmt: skip
-    return ranker.fit(data, log, theta, targets={name: tgt}, progress=_progress)
-
-
-def _clip(value: str) -> float | str | None:
-    """--clip as a number in (0, 1], "auto" or None."""
-    if value.lower() in ("auto", "none"):
-        return None if value.lower() == "none" else "auto"
-    try:
-        out = float(value)
-    except ValueError:
-        raise click.UsageError(
-            f"--clip must be a number in (0, 1], 'auto' or 'none', got {value!r}"
-        ) from None
-    if not 0.0 < out <= 1.0:
-        raise click.UsageError(f"--clip must be in (0, 1], got {value}")
-    return out
-
-
-def _say_candidates(stats, candidates: str) -> None:
+def _say_candidates(stats) -> None:
     """A warning when the log shows few of the documents (the target summary says the rest)."""
     share = stats.shown_fraction
     if share < 0.2:
@@ -559,94 +450,6 @@ def _say_candidates(stats, candidates: str) -> None:
         )
 
 
-def _check_options(target, log_path, theta_path, validation, ips_weighted, select, *,
-                   folds, trees, early_stopping, truncation, seed,
-                   family, early_stopping_fraction=None) -> list[str]:  # fmt: skip
-    """The option checks that need no file (one line each); returns the --family members."""
-    members = [m.strip() for m in family.split(",") if m.strip()]
-    unknown = [m for m in members if m not in CLICK_FAMILY]
-    if unknown or not members:
-        raise click.UsageError(
-            f"--family takes members of {', '.join(CLICK_FAMILY)}; got {family!r}"
-        )
-    if target != "oracle" and log_path is None:
-        raise click.UsageError(f"--target {target} needs --log")
-    if target == "oracle" and log_path is not None:
-        raise click.UsageError("--target oracle uses the labels of --data; drop --log")
-    if (target in ("ips", "dr", "ips-pairs", "prs-pairs") or ips_weighted) and theta_path is None:
-        raise click.UsageError(
-            f"--propensities is required by --target {target}"
-            + (" with --ips-weighted" if ips_weighted else "")
-        )
-    if validation in ("ips", "dr") and theta_path is None:
-        raise click.UsageError(f"--validation {validation} needs --propensities")
-    from ..metrics import MAX_K
-
-    if not 0 <= truncation <= MAX_K:  # beyond any list: 0 (all pairs) says it
-        raise InputError(f"--truncation must be in 0..{MAX_K} (0: all pairs), got {truncation}")
-    for name, value in (
-        ("--folds", folds),
-        ("--trees", trees),
-        ("--early-stopping", early_stopping),
-    ):
-        if value is not None and value < 1:
-            raise click.UsageError(f"{name} must be >= 1, got {value}")
-    if early_stopping_fraction is not None and not 0 <= early_stopping_fraction < math.inf:
-        raise click.UsageError(
-            f"--early-stopping-fraction must be finite and >= 0, got {early_stopping_fraction}"
-        )
-    if select and folds is not None and folds < 2:
-        raise click.UsageError(f"--folds must be >= 2, got {folds}")
-    if seed < 0:
-        raise click.UsageError(f"--seed must be >= 0, got {seed}")
-    if folds is None:  # the learner's own (the budget note's estimate of the fits)
-        folds = (CLICK_RANKER_SELECTION if target == "auto" else SELECTION)["folds"]
-    _check_trees(trees, folds if select else 0)
-    return members
-
-
-def _check_click_model(click_model, target) -> None:
-    if click_model is None:
-        return
-    if target not in MODEL_AWARE:
-        raise click.UsageError(
-            f"--click-model goes with a model-aware --target ({', '.join(MODEL_AWARE)}), "
-            f"not {target}"
-        )
-    if click_model not in CLICK_MODELS or click_model == "pbm":
-        raise click.UsageError(
-            f"--click-model must be one of {', '.join(m for m in CLICK_MODELS if m != 'pbm')}, "
-            f"got {click_model!r}"
-        )
-
-
-def _check_logging_model(logging_path, target, select, valid_path) -> None:
-    """--logging-model is the safe ranker of --target auto's selection; elsewhere unused."""
-    if logging_path is None or (target == "auto" and select and valid_path is None):
-        return
-    where = f"--target {target}" if target != "auto" else "--valid" if valid_path else "--no-select"
-    raise click.UsageError(
-        f"--logging-model is the safe ranker of --target auto's selection; {where} does not "
-        "use it (leave it out)"
-    )
-
-
-def _check_refit(refit, target, select, valid_path) -> None:
-    """--refit ends a selection on clicks (--target auto or a click target); elsewhere unused."""
-    if refit == "auto" or (select and valid_path is None and target != "oracle"):
-        return
-    where = "--target oracle" if target == "oracle" else "--valid" if valid_path else "--no-select"
-    raise click.UsageError(
-        f"--refit chooses how a selection on clicks ends; {where} does not select on clicks "
-        "(leave it out)"
-    )
-
-
-def _check_proximal(proximal, logging_path) -> None:
-    if proximal is not None and (proximal <= 0 or logging_path is None):
-        raise click.UsageError("--proximal takes a positive EPS and needs --logging-model")
-
-
 #: Rough size of one tree node held by LightGBM and in the saved model text, the most
 #: nodes of a tree (2 x 31 leaves), and the least time per tree (small data, 2 cores).
 _NODE_BYTES = 128
@@ -654,13 +457,17 @@ _TREE_NODES = 61
 _TREE_SECONDS = 1e-3
 
 
-def _check_trees(trees: int, folds: int) -> None:
-    """--trees: memory of the model and time of the boosting, before the work (one line)."""
+def _check_trees(learner: Any) -> None:
+    """n_estimators: memory of the model and time of the boosting, before the work (one
+    line); a selection fits every fold, then refits."""
     from .._budget import check_budget
 
-    fits = 1 + folds  # the selection fits every fold, then refits
+    trees = learner.n_estimators
+    if isinstance(trees, bool) or not isinstance(trees, int):
+        return  # the learner's own check says what it takes
+    fits = 1 + (learner.folds if isinstance(getattr(learner, "folds", None), int) else 0)
     note = check_budget(
-        "--trees",
+        "n_estimators",
         trees,
         memory=trees * _TREE_NODES * _NODE_BYTES,
         seconds=trees * fits * _TREE_SECONDS,
@@ -678,7 +485,7 @@ def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
     files = [out_dir / name for name in ("model.txt", "meta.json", "selection.json", "model.json")]
     check_folder_output(out_dir, what="--out")
     for f in files:  # files clickrank did not write are refused, even with --force
-        check_output(f, force=True, what="--out", inputs=inputs)
+        check_output(f, force=True, what="--out", inputs=[i for i in inputs if i is not None])
     if any(f.exists() for f in files[:2]) and not force:
         raise InputError(
             f"--out {out_dir} already holds a model (written by clickrank); pass "
