@@ -53,7 +53,7 @@ defaults, chosen without labels.
 Rows (``--methods`` picks some):
   production        the logging ranker
   default-nosafe    what the default offers without the safety check: the average of the
-                    members (`clickrank train --no-safe`)
+                    members (`clickrank train --set safe=false`)
   select-nosafe     the member with the best counterfactual score (what `combine="select"`,
                     the rule before the average, selects), without the safety check
   default           clickrank's default click learner, clickrank.ClickRanker (what `clickrank

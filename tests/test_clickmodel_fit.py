@@ -439,7 +439,7 @@ def test_the_recommendation_names_the_command_and_when_it_refits_another_model(c
         rec = ubm.recommend(log="log.parquet", data="train.txt")
         assert rec["command"] == (
             "clickrank train --data train.txt --log log.parquet --target cascade-ips "
-            "--click-model ubm --out cascade-ips/"
+            "--set click_model=ubm --out cascade-ips/"
         )
         assert rec["note"] is None
     for cmp in comparisons.values():  # 60,000 sessions on 400 pairs: dense enough

@@ -176,9 +176,9 @@ NAIVE_KINDS = ("clicks", "ctr")
 #: (:class:`~clickrank.selection.ClickValidation`).
 VALIDATION_ESTIMATES = ("ips", "dr", "clicks")
 #: ``clickrank train --target``: ``auto`` (:class:`clickrank.ClickRanker` chooses among its
-#: family), then the targets above, with ``skip-above-ips`` spelled ``skip-above
-#: --ips-weighted`` and ``pairs`` for the preferences of ``--strategy``.
-#: Members of :class:`clickrank.ClickRanker`'s family (``clickrank train --family``).
+#: family), then the targets above, ``skip-above-ips`` (skip-above preferences weighted by
+#: inverse propensities) and ``pairs`` (``pairs:STRATEGY``: the preferences of a strategy).
+#: Members of :class:`clickrank.ClickRanker`'s family (``clickrank train --set family=[...]``).
 CLICK_FAMILY = ("naive", "ips-shown", "ips-hybrid", "ips-all", "dr", "unbiased-lambdamart")
 TRAIN_TARGETS = (
     "auto",

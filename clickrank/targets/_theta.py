@@ -100,7 +100,8 @@ def _check_no_zero(theta: np.ndarray) -> None:
     if zero.size:
         raise InputError(
             f"propensity at position {zero[0] + 1} is {float(theta[zero[0]])!r}; IPS needs "
-            "theta > 0 at every position, whatever --clip (a 0 is no estimate: log more sessions)"
+            "theta > 0 at every position, whatever the clipping (a 0 is no estimate: log more "
+            "sessions)"
         )
 
 

@@ -68,9 +68,9 @@ CORRECTIONS = {
     "trust": "affine",
 }
 #: The model ``clickrank train --target NAME`` fits to the log for a model-aware target unless
-#: ``--click-model`` names another (``clickrank.specs._names.MODEL_AWARE``, repeated here: the
-#: clicks layer cannot import specs); the recommendation adds ``--click-model`` when the best
-#: model is not the default.
+#: ``--set click_model=`` names another (``clickrank.specs._names.MODEL_AWARE``, repeated here:
+#: the clicks layer cannot import specs); the recommendation adds ``--set click_model=`` when
+#: the best model is not the default.
 _CLI_REFIT = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}
 #: Below this median of training impressions per (query, doc) pair, the comparison warns.
 SPARSE_IMPRESSIONS = 10
@@ -277,7 +277,7 @@ class ClickModelComparison(Result):
             )
         else:
             refit = _CLI_REFIT.get(target)
-            model = f" --click-model {best}" if refit is not None and refit != best else ""
+            model = f" --set click_model={best}" if refit is not None and refit != best else ""
             command = f"{train}{model} --out {target}/"
         note = None
         warning = self.reliability()
