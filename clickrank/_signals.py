@@ -15,14 +15,13 @@ handler writes to at once, and a watchdog thread that reads it:
 * if the process is still running :data:`GRACE` seconds later, the watchdog
   removes this process's temporary files itself and ends the process with exit
   code 143 (``os._exit``): nothing partial is left, and the locks on the outputs
-  are released by the kernel.
+  are released by the kernel. Ctrl-C (SIGINT) is watched the same way, with exit code 1.
 
 A command that SIGTERM or SIGINT (Ctrl-C) stopped ends in :func:`leave`, not in the
 interpreter's shutdown: a native thread still running our Python (polars' streaming
 sink pulls the simulated chunks from a Python source on its own threads) would be
 stopped there by an unwinding its Rust frames do not let through, and glibc then aborts
-the process ("FATAL: exception not rethrown", SIGABRT instead of the exit code; seen
-once in CI on a Ctrl-C in the middle of a parquet write).
+the process ("FATAL: exception not rethrown", SIGABRT instead of the exit code).
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ GRACE = 1.5
 _REQUESTED = threading.Event()
 _INTERRUPTED = threading.Event()  # SIGINT seen (after install)
 _INSTALLED = [False]
+_WATCHED = {signal.SIGTERM}  # and SIGINT where install() set its handler
 
 
 class Terminated(SystemExit):
@@ -121,11 +121,14 @@ def _watch(fd: int) -> None:
             return
         if not data:  # pragma: no cover
             return
-        if signal.SIGTERM in data:
-            _REQUESTED.set()
-            # the main thread unwinds (SystemExit) unless native code holds it
+        if any(sig in data for sig in _WATCHED):
+            code = TERMINATED if signal.SIGTERM in data else 1
+            (_REQUESTED if code == TERMINATED else _INTERRUPTED).set()
+            # the main thread unwinds (SystemExit, KeyboardInterrupt) unless native code
+            # holds it: a polars sink waits on its own threads, so Python's handler would
+            # not run before the whole write ends
             threading.Event().wait(GRACE)
-            _finish()
+            _finish(code)
 
 
 def install() -> bool:
@@ -151,6 +154,7 @@ def install() -> bool:
     signal.signal(signal.SIGTERM, _handler)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt)  # the same KeyboardInterrupt, remembered
+        _WATCHED.add(signal.SIGINT)
     threading.Thread(target=_watch, args=(r,), name="clickrank-sigterm", daemon=True).start()
     _INSTALLED[0] = True
     return True
