@@ -9,7 +9,7 @@ import click
 from .._io import check_output
 from .._validation import check_alpha
 from ..engine._cli import check_log_source, engine_options, is_table, open_log
-from ..specs._names import PROPENSITY_METHODS
+from ..specs.names import PROPENSITY_METHODS
 from ._root import cli, out_option, top_k_option
 
 _METHODS = PROPENSITY_METHODS
