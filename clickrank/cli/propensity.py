@@ -8,7 +8,7 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
-from ..engine._cli import check_log_source, engine_options, is_table, open_log
+from ..engine.cli import check_log_source, engine_options, is_table, open_log
 from ..specs.names import PROPENSITY_METHODS
 from ._root import cli, out_option, top_k_option
 

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from .._validation import InputError
-from ..engine._cli import check_log_source, engine_options, local_path, open_log
+from ..engine.cli import check_log_source, engine_options, local_path, open_log
 from ..specs.names import (
     LAMBDAMART_SELECTION,
     LAMBDAMART_SHAPE,

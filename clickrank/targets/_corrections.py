@@ -38,7 +38,7 @@ import polars as pl
 
 from .._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
-from ..engine._join import candidate_mask, per_doc, prepare_log, scatter
+from ..engine.join import candidate_mask, per_doc, prepare_log, scatter
 from ._target import Target
 
 __all__ = ["affine", "cascade_ips", "fitted_relevance", "affine_parameters_of"]

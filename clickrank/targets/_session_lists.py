@@ -22,7 +22,7 @@ from numba import njit
 
 from .._random import _mix
 from ..clickmodels.fitting._sessions import _group_hashes
-from ..engine._join import per_doc
+from ..engine.join import per_doc
 
 __all__ = ["distinct_sessions"]
 
@@ -139,7 +139,7 @@ def distinct_sessions(
     ----------
     base : polars LazyFrame
         ``session, query, doc, position (Int64), click (Boolean)``, ids cast
-        to the data's (:func:`clickrank.engine._join.prepare_log`).
+        to the data's (:func:`clickrank.engine.join.prepare_log`).
     keys : polars DataFrame
         ``(query, doc, row)`` of every data row.
 
