@@ -178,7 +178,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
         data = load_letor(data_path)
     source = None
     if method == "auto":
-        from ..propensity._auto import source_and_cells
+        from ..propensity import source_and_cells
 
         source, cells = source_and_cells(lf, data, kw.get("K"))
         if source.kind == "none":
