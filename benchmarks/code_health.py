@@ -13,7 +13,7 @@ reads ``clickrank/`` with :mod:`ast` and prints:
   modules and names (``_x``) of its own package, and those of the top-level private
   modules (``clickrank._validation``, ``clickrank._io``, ...), which are the shared core;
   importing a private module or name that belongs to another top-level package
-  (``clickrank.engine._join`` or ``clickrank.specs._names`` from ``clickrank.targets``)
+  (``clickrank.engine._spark`` or ``clickrank.clickmodels._cascade`` from ``clickrank.targets``)
   is counted;
 * the number of options ``clickrank train --help`` lists (its non-hidden click options);
 * the words of README.md and of the largest documentation pages;

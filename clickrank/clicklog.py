@@ -69,6 +69,7 @@ __all__ = [
     "read_log_metadata",
     "write_log",
     "METADATA_KEY",
+    "parquet_metadata",
     "click_counts",
     "ctr_by_position",
     "counts_by_query_doc_position",
@@ -452,7 +453,7 @@ def read_log(
     return lf if lazy else lf.collect()
 
 
-def _parquet_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str] | None:
+def parquet_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str] | None:
     """``{METADATA_KEY: JSON}`` for polars' ``write_parquet``/``sink_parquet(metadata=...)``.
 
     Keys are sorted, so the same metadata gives the same bytes.
@@ -583,7 +584,7 @@ def write_log(
     csv = _is_csv(out.name)
     if csv and metadata is not None:
         raise InputError(f"{out}: metadata is stored in parquet files only, not CSV")
-    kv = _parquet_metadata(metadata)
+    kv = parquet_metadata(metadata)
     if validate:
         log = validate_log(log)
 

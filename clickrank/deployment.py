@@ -45,7 +45,7 @@ from numba import njit, prange
 from ._segments import rank_order, ranks, segment_ids
 from ._threads import numba_threads
 from ._validation import InputError, check_positive, check_qptr
-from .lambdas import _truncation, query_blocks
+from .lambdas import query_blocks, truncation_depth
 
 __all__ = ["exposure", "proximal_mask", "exposure_divergence", "risk_weight", "RiskPenalty"]
 
@@ -244,7 +244,7 @@ class RiskPenalty:
         if not (math.isfinite(self.alpha) and self.alpha >= 0):
             raise InputError(f"alpha must be finite and >= 0, got {alpha}")
         self.sigma = float(check_positive(sigma, name="sigma"))
-        self.trunc = _truncation(truncation)
+        self.trunc = truncation_depth(truncation)
         self.disc = _discounts(self.cum.shape[0])
         threads = int(check_positive(n_threads, name="n_threads", integer=True))
         nq = len(self.qptr) - 1

@@ -137,7 +137,7 @@ def read_spark_data(source: str | os.PathLike, spark: Any = None) -> Any:
         missing or not numeric (:func:`feature_columns`); one line naming the
         path and column.
     """
-    from .engine._session import read_spark_source
+    from .engine import read_spark_source
 
     src = str(source)
     df = read_spark_source(src, spark, what="feature data", error=DataFormatError)
@@ -158,7 +158,7 @@ def key_data(features: Any, source: str = "features") -> RankingData:
     DataFormatError
         If a key is null or a document appears twice in a query (naming ``source``).
     """
-    from .engine._spark import to_polars
+    from .engine import to_polars
 
     keys = to_polars(features.select("query", "doc"))
     for col in ("query", "doc"):
@@ -237,7 +237,7 @@ def spark_relevance(
         from pyspark.sql import functions as F
         from xgboost.spark import SparkXGBRegressor
 
-        from .engine._spark import to_polars
+        from .engine import to_polars
 
         cols = feature_columns(features.schema, source)
         # relevance_model's folds (selection.query_folds' first split; importing it would

@@ -866,7 +866,15 @@ def _vec(values, n: int | None, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _truncation(truncation: int | None) -> int:
+def truncation_depth(truncation: int | None) -> int:
+    """``truncation`` as the kernels' rank cutoff: the level itself, or for None the
+    largest int64 (every rank counts).
+
+    Raises
+    ------
+    InputError
+        If ``truncation`` is not a positive integer.
+    """
     if truncation is None:
         return _NO_TRUNCATION
     return int(check_positive(truncation, name="truncation", integer=True))
@@ -883,7 +891,7 @@ def idcg(gains, qptr, *, k: int | None = None) -> np.ndarray:
     """
     g = _vec(gains, None, "gains")
     qptr = check_qptr(qptr, g.shape[0])
-    return _idcg_kernel(g, qptr, _truncation(k))
+    return _idcg_kernel(g, qptr, truncation_depth(k))
 
 
 def delta_ndcg(gains, qptr, i, j, *, scores=None) -> np.ndarray:
@@ -1035,7 +1043,7 @@ class _LambdaKernel:
         if use_w and np.any(w < 0):
             raise InputError("doc_weights must be non-negative")
         threads = int(check_positive(n_threads, name="n_threads", integer=True))
-        trunc = _truncation(truncation)
+        trunc = truncation_depth(truncation)
         ndcg = weighting == "ndcg"
         # what does not change between rounds is found once: the IDCGs, the blocks of queries
         max_dcg = _idcg_kernel(g, qptr, trunc) if ndcg else np.empty(0)
@@ -1176,7 +1184,7 @@ def pair_lambdas(
     if need_rank:
         p = _ranks(s, qptr)
         if truncation is not None:
-            t = _truncation(truncation)
+            t = truncation_depth(truncation)
             dz = np.where(np.minimum(p[i], p[j]) <= t, dz, 0.0)
         if weighting == "ndcg":
             disc = 1.0 / np.log2(1.0 + p)
@@ -1360,7 +1368,7 @@ class SessionStep:
         self.n_rows = int(n_rows)
         self.n_positions = int(p.max()) if p.size else 1
         kind, n_clicks = _session_kinds(r, sp, p, c)
-        trunc = _truncation(truncation)
+        trunc = truncation_depth(truncation)
         self._disc = 1.0 / np.log2(2.0 + np.arange(max(longest, 1)))
         # 1 / IDCG of a session with n clicks (binary gains, the top ``trunc``)
         idcg = np.cumsum(np.where(np.arange(longest) < trunc, self._disc[:longest], 0.0))

@@ -241,7 +241,7 @@ def _segment_count(mask: np.ndarray, qptr: np.ndarray) -> np.ndarray:
         c = np.concatenate(([0], np.cumsum(m, dtype=np.int64)))
         return c[qp[1:]] - c[qp[:-1]]
 
-    return _by_block(qptr, count, mask).astype(np.int64)
+    return by_block(qptr, count, mask).astype(np.int64)
 
 
 class _Ranked:
@@ -311,7 +311,7 @@ def _ideal(values: np.ndarray, qptr: np.ndarray, width: int) -> np.ndarray:
 _BLOCK_ROWS = 1 << 18
 
 
-def _by_block(
+def by_block(
     qptr: np.ndarray, kernel: Callable[..., np.ndarray], *row_arrays: np.ndarray
 ) -> np.ndarray:
     """Concatenated ``kernel(local_qptr, *row_slices)`` over blocks of whole queries.
@@ -332,7 +332,8 @@ def _by_block(
     return out
 
 
-def _discounts(width: int) -> np.ndarray:
+def discounts(width: int) -> np.ndarray:
+    """The DCG discounts ``1 / log2(1 + r)`` of ranks ``r = 1..width``."""
     return 1.0 / np.log2(np.arange(2, width + 2, dtype=np.float64))
 
 
@@ -425,9 +426,9 @@ def dcg(
 
     def kernel(qp: np.ndarray, s_: np.ndarray, y_: np.ndarray) -> np.ndarray:
         ranked = _Ranked(s_, qp, k)
-        return ranked.take(_gains(y_, gain)) @ _discounts(ranked.width)
+        return ranked.take(_gains(y_, gain)) @ discounts(ranked.width)
 
-    values = _by_block(q, kernel, s, y)
+    values = by_block(q, kernel, s, y)
     is_empty = _segment_count(y > 0, q) == 0
     return MetricResult(_name("dcg", k), values, int(is_empty.sum()), "zero")
 
@@ -485,13 +486,13 @@ def ndcg(
 
     def kernel(qp: np.ndarray, s_: np.ndarray, y_: np.ndarray) -> np.ndarray:
         ranked = _Ranked(s_, qp, k)
-        disc = _discounts(ranked.width)
+        disc = discounts(ranked.width)
         g = _gains(y_, gain)
         dcg_k = ranked.take(g) @ disc
         idcg_k = _ideal(g, qp, ranked.width) @ disc
         return dcg_k / np.where(idcg_k > 0, idcg_k, 1.0)  # IDCG = 0: empty, set below
 
-    values = _by_block(q, kernel, s, y)
+    values = by_block(q, kernel, s, y)
     is_empty = _segment_count(y > 0, q) == 0
     return _result("ndcg", k, values, is_empty, empty)
 
@@ -549,7 +550,7 @@ def err(
         stop = (np.exp2(ranked.take(y_)) - 1.0) * scale  # padding: label 0, R = 0
         return _cascade(stop, rank_weights=1.0 / np.arange(1, ranked.width + 1))
 
-    values = _by_block(q, kernel, s, y)
+    values = by_block(q, kernel, s, y)
     is_empty = _segment_count(y > 0, q) == 0
     return _result("err", k, values, is_empty, empty)
 
@@ -626,7 +627,7 @@ def average_precision(
         hits = np.cumsum(rel, axis=1)
         return (rel * hits / np.arange(1, ranked.width + 1)).sum(axis=1)
 
-    total = _by_block(q, kernel, s, rel_rows)
+    total = by_block(q, kernel, s, rel_rows)
     n_rel = _segment_count(rel_rows, q)
     denom = n_rel if (denominator == "relevant" or k is None) else np.minimum(n_rel, k)
     is_empty = n_rel == 0
@@ -686,7 +687,7 @@ def reciprocal_rank(
             return np.zeros(rel.shape[0])
         return np.where(rel.any(axis=1), 1.0 / (np.argmax(rel, axis=1) + 1.0), 0.0)
 
-    values = _by_block(q, kernel, s, rel_rows)
+    values = by_block(q, kernel, s, rel_rows)
     is_empty = _segment_count(rel_rows, q) == 0
     return _result("rr", k, values, is_empty, empty)
 
@@ -748,7 +749,7 @@ def precision(
     def kernel(qp: np.ndarray, s_: np.ndarray, rel_: np.ndarray) -> np.ndarray:
         return _Ranked(s_, qp, k).take(rel_, fill=False).sum(axis=1)
 
-    hits = _by_block(q, kernel, s, rel_rows)
+    hits = by_block(q, kernel, s, rel_rows)
     lens = np.diff(q)
     if k is None:
         denom = lens
@@ -868,7 +869,7 @@ def pfound(
     def kernel(qp: np.ndarray, s_: np.ndarray, p_: np.ndarray) -> np.ndarray:
         return _cascade(_Ranked(s_, qp, k).take(p_), p_continue=1.0 - pb)
 
-    values = _by_block(q, kernel, s, p)
+    values = by_block(q, kernel, s, p)
     is_empty = _segment_count(p > 0, q) == 0
     return _result("pfound", k, values, is_empty, empty)
 
@@ -936,3 +937,8 @@ def get_metric(name: str, **options: Any) -> Callable[..., MetricResult]:
             raise InputError(f"metric {name!r} already sets k; do not pass k= as well")
         options["k"] = _check_k(int(m.group(2)), what=f"the k of metric {name!r}")
     return functools.partial(_REGISTRY[base], **options)
+
+
+#: Private aliases of :func:`by_block` and :func:`discounts` for the modules not yet
+#: moved to the public names.
+_by_block, _discounts = by_block, discounts

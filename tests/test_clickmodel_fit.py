@@ -423,7 +423,7 @@ def test_fit_clicks_cli_writes_the_comparison_and_the_plot(logs, tmp_path):
 
 def test_the_recommendation_names_the_command_and_when_it_refits_another_model(comparisons):
     from clickrank.clickmodels.fitting._compare import _CLI_REFIT
-    from clickrank.specs._names import MODEL_AWARE
+    from clickrank.specs.names import MODEL_AWARE
 
     assert _CLI_REFIT == MODEL_AWARE  # the note below is true of `clickrank train`
     rec = comparisons["dbn"].recommend(log="log.parquet", data="train.txt")

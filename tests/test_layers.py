@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_modelfile",
             "_figures",
             "_result",
+            "specs.names",
             "specs._names",
             "specs._toml",
             "_progress",

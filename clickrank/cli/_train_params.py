@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from .._validation import InputError
-from ..specs._names import (
+from ..specs.names import (
     CANDIDATE_SETS,
     CLICK_MODELS,
     NAIVE_KINDS,

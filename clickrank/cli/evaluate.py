@@ -8,7 +8,7 @@ import click
 
 from .._io import check_output
 from .._validation import InputError, check_alpha
-from ..specs._names import EMPTY_CONVENTIONS
+from ..specs.names import EMPTY_CONVENTIONS
 from ._root import cli, out_option
 
 

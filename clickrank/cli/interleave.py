@@ -10,7 +10,7 @@ import click
 
 from .._io import check_output
 from .._validation import InputError, check_alpha
-from ..specs._names import CLICK_MODELS, INTERLEAVING_METHODS, POPULATION_MODELS
+from ..specs.names import CLICK_MODELS, INTERLEAVING_METHODS, POPULATION_MODELS
 from ._root import cli, out_option, top_k_option
 from .evaluate import load_data, load_rankers
 

@@ -8,8 +8,8 @@ import click
 
 from .._io import check_output
 from .._validation import check_alpha
-from ..engine._cli import check_log_source, engine_options, is_table, open_log
-from ..specs._names import PROPENSITY_METHODS
+from ..engine.cli import check_log_source, engine_options, is_table, open_log
+from ..specs.names import PROPENSITY_METHODS
 from ._root import cli, out_option, top_k_option
 
 _METHODS = PROPENSITY_METHODS
@@ -178,7 +178,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
         data = load_letor(data_path)
     source = None
     if method == "auto":
-        from ..propensity._auto import source_and_cells
+        from ..propensity import source_and_cells
 
         source, cells = source_and_cells(lf, data, kw.get("K"))
         if source.kind == "none":

@@ -20,7 +20,7 @@ from .._validation import (
     check_non_negative,
     check_probability,
 )
-from ..specs._names import (
+from ..specs.names import (
     CLICK_MODELS,
     ETA_MODELS,
     INTERVENTION_FRACTIONS,

@@ -22,8 +22,8 @@ from typing import Any
 import click
 
 from .._validation import InputError
-from ..engine._cli import check_log_source, engine_options, local_path, open_log
-from ..specs._names import (
+from ..engine.cli import check_log_source, engine_options, local_path, open_log
+from ..specs.names import (
     LAMBDAMART_SELECTION,
     LAMBDAMART_SHAPE,
     NEEDS_THETA,
@@ -338,7 +338,7 @@ def _learner(mode: str, target: str, given: dict[str, Any], sources: dict[str, s
 def _target_keys(make_target: Any, target: str) -> dict[str, inspect.Parameter]:
     """The keys of :func:`clickrank.targets.make_target` a user sets (``click_model`` only for a
     model-aware target: the others fit no click model)."""
-    from ..specs._names import MODEL_AWARE
+    from ..specs.names import MODEL_AWARE
 
     leave = ("seed", "stats", "relevance") + (() if target in MODEL_AWARE else ("click_model",))
     return constructor_keys(make_target, leave=leave)

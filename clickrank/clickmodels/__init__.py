@@ -8,7 +8,8 @@ P(click) for a ``[sessions, positions]`` label matrix, NaN = empty slot) and
 
 Models
     :class:`PBM`, :class:`TrustBias`, :class:`ClickMatrix` (position-only examination),
-    :class:`Cascade`, :class:`DCM`, :class:`DBN`, :class:`SDBN` (cascade family),
+    :class:`Cascade`, :class:`DCM`, :class:`DBN`, :class:`SDBN` (cascade family, base
+    :class:`CascadeFamily`),
     :class:`UBM` (examination depends on the distance to the last click),
     :class:`UserMixture` (a population of user types, one per session).
 Populations
@@ -35,8 +36,7 @@ See ``docs/clickmodels.md`` for the assumptions and defaults of each model.
 
 from __future__ import annotations
 
-from ._base import ClickModel
-from ._cascade import DBN, DCM, SDBN, Cascade
+from ._cascade import DBN, DCM, SDBN, Cascade, CascadeFamily
 from ._curves import (
     EYE_TRACKING_THETA,
     Constant,
@@ -65,6 +65,7 @@ from ._relevance import (
     table,
 )
 from ._ubm import UBM, ULTRA_UBM_GAMMA
+from .base import ClickModel
 from .fitting import (
     FIT_MODELS,
     ClickModelComparison,
@@ -85,6 +86,7 @@ __all__ = [
     "DCM",
     "DBN",
     "SDBN",
+    "CascadeFamily",
     "UBM",
     "ULTRA_UBM_GAMMA",
     "UserMixture",

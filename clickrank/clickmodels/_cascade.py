@@ -32,11 +32,11 @@ import numpy as np
 from numba import njit, prange
 
 from .._validation import check_probability
-from ._base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
 from ._curves import Constant, as_curve, evaluate_curve
 from ._relevance import ERRSatisfaction, Graded, as_relevance_map, evaluate_map
+from .base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of
 
-__all__ = ["Cascade", "DCM", "DBN", "SDBN"]
+__all__ = ["CascadeFamily", "Cascade", "DCM", "DBN", "SDBN"]
 
 
 @njit(cache=True, parallel=True)
@@ -75,8 +75,10 @@ def _marginals(alpha, sigma, lam, kappa) -> np.ndarray:
     return examined
 
 
-class _CascadeFamily:
-    """Shared machinery; subclasses define ``_parts(labels) -> (alpha, sigma, lam, kappa)``."""
+class CascadeFamily:
+    """The base of the cascade models (Cascade, DCM, DBN, SDBN): click probabilities and
+    sampling from the per-cell parts that subclasses define in
+    ``_parts(labels) -> (alpha, sigma, lam, kappa)``."""
 
     n_uniforms: int
 
@@ -114,7 +116,7 @@ class _CascadeFamily:
 
 
 @dataclass(frozen=True)
-class Cascade(_CascadeFamily):
+class Cascade(CascadeFamily):
     r"""Cascade model (Craswell et al. (2008)).
 
     The user scans top-down, examines position 1, clicks the document at an
@@ -146,7 +148,7 @@ class Cascade(_CascadeFamily):
 
 
 @dataclass(frozen=True)
-class DCM(_CascadeFamily):
+class DCM(CascadeFamily):
     r"""Dependent click model (Guo et al. (2009)).
 
     A cascade in which the user may go on after a click: after clicking at
@@ -187,7 +189,7 @@ class DCM(_CascadeFamily):
 
 
 @dataclass(frozen=True)
-class DBN(_CascadeFamily):
+class DBN(CascadeFamily):
     r"""Dynamic Bayesian network model (Chapelle & Zhang (2009)).
 
     With examination :math:`E_j`, attractiveness :math:`A_j`, click

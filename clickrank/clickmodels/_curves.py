@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import InputError, check_non_negative, check_positive, check_probability
-from ._base import check_probability_array
+from .base import check_probability_array
 
 __all__ = [
     "EYE_TRACKING_THETA",

@@ -19,11 +19,11 @@ import numpy as np
 from scipy import stats
 
 from .._validation import InputError, check_non_negative, check_positive, check_probability
-from ._base import check_labels, check_uniforms
 from ._cascade import DCM, Cascade
 from ._curves import EyeTracking, PowerLaw
 from ._position import PBM
 from ._relevance import Graded
+from .base import check_labels, check_uniforms
 
 __all__ = ["UserMixture", "pbm_population", "web_search_population"]
 

@@ -10,8 +10,8 @@ from numba import njit, prange
 
 from .._random import session_state, uniform_at
 from .._validation import InputError, check_non_negative
-from ._base import check_labels, check_uniforms
 from ._relevance import Graded, as_relevance_map, evaluate_map
+from .base import check_labels, check_uniforms
 
 __all__ = ["UBM", "ULTRA_UBM_GAMMA"]
 

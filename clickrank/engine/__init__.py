@@ -17,7 +17,9 @@ A Spark DataFrame is recognised at the boundary (:func:`is_spark`) without
 importing pyspark, so ``import clickrank`` never needs it; pyspark is the
 optional extra ``clickrank[spark]``. :func:`spark_session` starts (or reuses)
 a session, :func:`read_spark_log` reads a parquet folder or a Hive table
-into a log DataFrame, :func:`to_spark` turns a polars log into one, and
+into a log DataFrame (:func:`read_spark_source`: any parquet source, such as
+a feature table), :func:`to_spark` turns a polars log into one and
+:func:`to_polars` a small Spark result back into polars, and
 :func:`clickrank.engine.simulate.simulate_spark` simulates a log on Spark
 executors, session ranges per partition, with the same rows as
 :func:`clickrank.simulation.simulate` (a module of its own: it imports the
@@ -40,7 +42,8 @@ from ._queries import (
     preference_counts,
     session_patterns,
 )
-from ._session import read_spark_log, spark_session, to_spark
+from ._session import read_spark_log, read_spark_source, spark_session, to_spark
+from ._spark import to_polars
 
 __all__ = [
     "as_lazy",
@@ -60,5 +63,7 @@ __all__ = [
     "session_patterns",
     "spark_session",
     "read_spark_log",
+    "read_spark_source",
     "to_spark",
+    "to_polars",
 ]

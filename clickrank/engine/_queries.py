@@ -16,7 +16,7 @@ import polars as pl
 
 from . import _spark
 from ._detect import is_spark
-from ._polars import grouped_counts, where_expr, with_buckets
+from .polars import grouped_counts, where_expr, with_buckets
 
 __all__ = [
     "log_schema",

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from .._validation import InputError, LogSchemaError
-from ._polars import BUCKET
+from .polars import BUCKET
 
 __all__ = [
     "spark_schema",
@@ -136,7 +136,7 @@ def counts(
     seed: int = 0,
 ) -> pl.DataFrame:
     """Impressions ``n`` and clicks ``c`` (Float64) per group, as
-    :func:`._polars.grouped_counts`."""
+    :func:`.polars.grouped_counts`."""
     from pyspark.sql import functions as F
 
     keys = _keys(by, buckets)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._io import special_kind
 from .._validation import ClickRankError, ConfigError, InputError, check_jobs
-from ..specs._names import (
+from ..specs.names import (
     CANDIDATE_SETS,
     CLICK_MODELS,
     CURVE_MODELS,

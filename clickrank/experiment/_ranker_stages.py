@@ -7,7 +7,7 @@ from typing import Any
 
 from .._io import atomic_write_json, clear_owned
 from .._validation import ClickRankError
-from ..specs._names import NEEDS_THETA
+from ..specs.names import NEEDS_THETA
 from ._files import _clean, _folder
 from ._schema import PRODUCTION
 

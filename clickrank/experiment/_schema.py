@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._validation import ConfigError
-from ..specs._names import RUN_TARGETS
+from ..specs.names import RUN_TARGETS
 
 #: Allowed keys per section ("" = top level) and their kinds. Defaults live in
 #: ``configs/default.toml``; keys absent there are optional (no default).

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import check_choice
-from ._auto import PropensitySource, auto, choose_source
+from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._em import em, em_from_cells
 from ._harvest import (
@@ -60,6 +60,7 @@ __all__ = [
     "regression_em",
     "auto",
     "choose_source",
+    "source_and_cells",
     "PropensitySource",
     "METHODS",
     "ESTIMATORS",

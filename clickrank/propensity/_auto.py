@@ -34,7 +34,14 @@ from ._registry import ESTIMATORS
 from ._result import Propensities
 from ._stats import as_lazy
 
-__all__ = ["PropensitySource", "choose_source", "auto", "RANDOMIZED", "MIN_SHARE"]
+__all__ = [
+    "PropensitySource",
+    "choose_source",
+    "source_and_cells",
+    "auto",
+    "RANDOMIZED",
+    "MIN_SHARE",
+]
 
 #: Randomized designs in the order they are tried: (intervention label, estimator).
 RANDOMIZED: tuple[tuple[str, str], ...] = (

@@ -70,7 +70,7 @@ import polars as pl
 
 from .._validation import EstimationError, InputError, check_non_negative
 from ..datasets import RankingData
-from ..engine._join import per_doc, prepare_log
+from ..engine.join import per_doc, prepare_log
 from ._result import Propensities
 from ._stats import as_lazy, finish, resolve_K
 

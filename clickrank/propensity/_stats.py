@@ -25,7 +25,7 @@ from scipy import sparse
 
 from .._validation import InputError
 from ..engine import as_lazy, require_columns
-from ..engine._polars import BUCKET, bucket_expr, grouped_counts, with_buckets
+from ..engine.polars import BUCKET, bucket_expr, grouped_counts, with_buckets
 
 __all__ = [
     "as_lazy",

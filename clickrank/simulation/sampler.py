@@ -23,7 +23,7 @@ from .._random import (
     uniform_at,
 )
 from .._validation import InputError
-from ..clickmodels._base import cell
+from ..clickmodels.base import cell
 from ..datasets import RankingData
 
 #: Draw stream of the user-type uniform shared by the sessions of one user (:func:`sample_clicks`).

@@ -18,7 +18,7 @@ from .._random import (
 from .._threads import numba_threads
 from .._validation import InputError, check_jobs, check_positive
 from .._version import __version__
-from ..clicklog import _parquet_metadata
+from ..clicklog import parquet_metadata
 from ..datasets import RankingData
 from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
 from .interventions import Intervention, _apply_interventions, _as_interventions
@@ -375,7 +375,7 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
     writer = _writer(plan, options)
     model = _resolve_click_model(plan.model)
     if writer is not None:
-        writer.metadata = _parquet_metadata(_description(data, plan, model, options.metadata))
+        writer.metadata = parquet_metadata(_description(data, plan, model, options.metadata))
     bar = None
     report = options.progress if callable(options.progress) else None
     if options.progress is True:

@@ -3,7 +3,7 @@
 Run configs (:mod:`clickrank.experiment`), the CLI and the simulation studies
 describe click models, interventions, logging policies, LambdaMART and targets
 by name and parameters; this package holds the allowed names (defined once, in
-``_names``), the builders (``make_*``, in ``_build``) and the TOML writer
+:mod:`.names`), the builders (``make_*``, in ``_build``) and the TOML writer
 (:func:`dumps_toml`). It sits above the training layer (it can build any of
 those objects) and below evaluation, report, experiment and the CLI.
 
@@ -16,7 +16,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._names import (
+from ._toml import dumps_toml
+from .names import (
     CANDIDATE_SETS,
     CLICK_MODELS,
     CLICK_RANKER_SELECTION,
@@ -42,7 +43,6 @@ from ._names import (
     TRAIN_TARGETS,
     VALIDATION_ESTIMATES,
 )
-from ._toml import dumps_toml
 
 _BUILDERS = (
     "click_model_params",

@@ -21,7 +21,7 @@ from ..policies import DeterministicPolicy, LoggingPolicy, PlackettLuce, Uniform
 from ..production import production_ranker
 from ..simulation import FairPairs, Intervention, Randomize, RandPair, Swap
 from ..targets import make_target
-from ._names import CURVE_MODELS, ETA_MODELS, LAMBDAMART_SELECTION, POLICY_KINDS
+from .names import CURVE_MODELS, ETA_MODELS, LAMBDAMART_SELECTION, POLICY_KINDS
 
 __all__ = [
     "click_model_params",

@@ -38,7 +38,7 @@ import polars as pl
 
 from .._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
-from ..engine._join import candidate_mask, per_doc, prepare_log, scatter
+from ..engine.join import candidate_mask, per_doc, prepare_log, scatter
 from ._target import Target
 
 __all__ = ["affine", "cascade_ips", "fitted_relevance", "affine_parameters_of"]
@@ -172,12 +172,11 @@ def affine(
 
 def _true_examination(model: Any, sessions: Any, labels: np.ndarray) -> np.ndarray:
     """Examination given the clicks above under a *simulation* model with the true labels."""
-    from ..clickmodels import PBM, UBM
-    from ..clickmodels._cascade import _CascadeFamily
+    from ..clickmodels import PBM, UBM, CascadeFamily
 
     shown, c = sessions.shown, sessions.click
     K = sessions.K
-    if isinstance(model, _CascadeFamily):
+    if isinstance(model, CascadeFamily):
         _, sigma, lam, kap = model._parts(labels)
         sig = 0.0 if sigma is None else sigma
         step = np.where(c, lam * (1.0 - sig), kap)
@@ -185,9 +184,9 @@ def _true_examination(model: Any, sessions: Any, labels: np.ndarray) -> np.ndarr
         np.cumprod(step[:, :-1], axis=1, out=out[:, 1:])
         return np.where(shown, out, 0.0)
     if isinstance(model, UBM):
-        from ..clickmodels.fitting._position import _rank_distance
+        from ..clickmodels.fitting import rank_distance
 
-        r, d = _rank_distance(sessions)
+        r, d = rank_distance(sessions)
         gamma = np.nan_to_num(model.examination_matrix(K))
         return np.where(shown, gamma[r, d - 1], 0.0)
     if isinstance(model, PBM):

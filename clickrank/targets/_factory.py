@@ -15,7 +15,7 @@ import polars as pl
 from .._validation import InputError
 from ..datasets import RankingData
 from ..engine import n_unique
-from ..specs._names import MODEL_AWARE, NEEDS_THETA, TARGET_NAMES
+from ..specs.names import MODEL_AWARE, NEEDS_THETA, TARGET_NAMES
 from ._direct import dr
 from ._gains import ips, naive, oracle
 from ._pairwise import ips_rank_pairs, propensity_ratio_pairs, unbiased_lambdamart

@@ -20,7 +20,7 @@ each a :class:`Target` for :class:`clickrank.LambdaMART`:
   other candidate of the query, weighted by its IPS gain.
 
 All log work is polars aggregations joined to the data by ``(query, doc)``
-(:mod:`clickrank.engine._join`), and for Unbiased LambdaMART one compiled grouping of the
+(:mod:`clickrank.engine.join`), and for Unbiased LambdaMART one compiled grouping of the
 sessions (:mod:`._session_lists`); there is no Python loop over sessions.
 """
 
@@ -34,7 +34,7 @@ import polars as pl
 from .._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
 from ..engine import is_spark, preference_counts, session_patterns
-from ..engine._join import candidate_mask, per_doc, prepare_log
+from ..engine.join import candidate_mask, per_doc, prepare_log
 from ._gains import ips
 from ._preferences import _ADJACENT, _preference_rows, aggregate_pairs
 from ._session_lists import distinct_sessions

@@ -17,7 +17,7 @@ import polars as pl
 from .._validation import InputError, LogSchemaError
 from ..datasets import RankingData
 from ..engine import fairpairs_sessions, is_spark, preference_counts
-from ..engine._join import candidate_mask, per_doc, prepare_log
+from ..engine.join import candidate_mask, per_doc, prepare_log
 from ._target import Target
 from ._theta import as_theta
 

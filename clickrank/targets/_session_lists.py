@@ -21,8 +21,8 @@ import polars as pl
 from numba import njit
 
 from .._random import _mix
-from ..clickmodels.fitting._sessions import _group_hashes
-from ..engine._join import per_doc
+from ..clickmodels.fitting import group_hashes
+from ..engine.join import per_doc
 
 __all__ = ["distinct_sessions"]
 
@@ -139,7 +139,7 @@ def distinct_sessions(
     ----------
     base : polars LazyFrame
         ``session, query, doc, position (Int64), click (Boolean)``, ids cast
-        to the data's (:func:`clickrank.engine._join.prepare_log`).
+        to the data's (:func:`clickrank.engine.join.prepare_log`).
     keys : polars DataFrame
         ``(query, doc, row)`` of every data row.
 
@@ -179,7 +179,7 @@ def distinct_sessions(
     keep, h1, h2 = _hash_paired(
         starts, rows, pos, clicks, np.uint64(0x5EED5EED), np.uint64(0xC0FFEE11)
     )
-    rep, _, counts = _group_hashes(h1, h2)
+    rep, _, counts = group_hashes(h1, h2)
     rep = keep[rep]
     order = _lexicographic(starts, rows, pos, clicks, rep)
     sel = rep[order]

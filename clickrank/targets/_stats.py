@@ -25,7 +25,7 @@ import polars as pl
 from .._validation import InputError
 from ..datasets import RankingData
 from ..engine import n_unique, n_unique_by
-from ..engine._join import per_doc, prepare_log
+from ..engine.join import per_doc, prepare_log
 from ._theta import as_theta
 
 __all__ = ["ClickStats", "click_stats", "auto_clip"]

@@ -27,14 +27,16 @@ from ._compare import (
     compare_click_models,
     fit_click_model,
 )
-from ._position import PBMFit, TrustFit, UBMFit
-from ._sessions import Sessions, sessions_from_log
+from ._position import PBMFit, TrustFit, UBMFit, rank_distance
+from ._sessions import Sessions, group_hashes, sessions_from_log
 
 __all__ = [
     "fit_click_model",
     "compare_click_models",
     "sessions_from_log",
     "Sessions",
+    "group_hashes",
+    "rank_distance",
     "FittedClickModel",
     "PBMFit",
     "UBMFit",

@@ -68,7 +68,7 @@ CORRECTIONS = {
     "trust": "affine",
 }
 #: The model ``clickrank train --target NAME`` fits to the log for a model-aware target unless
-#: ``--set click_model=`` names another (``clickrank.specs._names.MODEL_AWARE``, repeated here:
+#: ``--set click_model=`` names another (``clickrank.specs.names.MODEL_AWARE``, repeated here:
 #: the clicks layer cannot import specs); the recommendation adds ``--set click_model=`` when
 #: the best model is not the default.
 _CLI_REFIT = {"affine": "trust", "cascade-ips": "dbn", "fitted-relevance": "dbn"}

@@ -67,7 +67,16 @@ from ._base import FittedClickModel, PairLookup
 from ._sessions import Sessions
 from ._stats import squarem
 
-__all__ = ["fit_pbm", "fit_ubm", "fit_trust", "PBMFit", "UBMFit", "TrustFit", "cells"]
+__all__ = [
+    "fit_pbm",
+    "fit_ubm",
+    "fit_trust",
+    "PBMFit",
+    "UBMFit",
+    "TrustFit",
+    "cells",
+    "rank_distance",
+]
 
 _LO, _HI = 1e-12, 1 - 1e-12
 
@@ -217,7 +226,7 @@ class UBMFit(FittedClickModel):
 
     def examination(self, sessions: Sessions) -> np.ndarray:
         s = self._aligned(sessions)
-        r, d = _rank_distance(s)
+        r, d = rank_distance(s)
         return np.where(s.shown, self._gamma(s.K)[r, d - 1], 0.0)
 
     def conditional_probabilities(self, sessions: Sessions) -> np.ndarray:
@@ -328,7 +337,7 @@ def _prior(alpha: np.ndarray, st: dict, G: int) -> float:
     return float(np.average(alpha[seen], weights=n_g[seen])) if seen.any() else 0.5
 
 
-def _rank_distance(sessions: Sessions) -> tuple[np.ndarray, np.ndarray]:
+def rank_distance(sessions: Sessions) -> tuple[np.ndarray, np.ndarray]:
     """0-based rank and distance d = r - r' to the previous click (r' = 0: none), ``[U, K]``."""
     K = sessions.K
     pos = np.arange(1, K + 1)
@@ -343,7 +352,7 @@ def fit_ubm(
 ) -> UBMFit:
     """Fit the UBM by EM on (pair, rank, distance) counts (module docstring)."""
     G, K = sessions.n_pairs, sessions.K
-    r, d = _rank_distance(sessions)
+    r, d = rank_distance(sessions)
     cell = r * K + (d - 1)  # [K, K] flattened; 0 = (rank 1, distance 1)
     st = cells(sessions, cell)
     theta, alpha, it, conv, ll, has = _product_em(st, G, K * K, shrinkage, max_iter, tol)

@@ -35,7 +35,7 @@ from numba import njit
 from ..._random import _mix, session_uniforms
 from ..._validation import InputError, LogSchemaError, check_fraction
 
-__all__ = ["Sessions", "sessions_from_log", "STREAM_SPLIT"]
+__all__ = ["Sessions", "sessions_from_log", "group_hashes", "STREAM_SPLIT"]
 
 #: Stream of the train/test assignment of sessions (see :mod:`clickrank._random`).
 STREAM_SPLIT = 201
@@ -214,7 +214,7 @@ def _hash_sessions(starts, position, click, qcode, dcode, flag, salt1, salt2):  
     return h1, h2, -1, 0
 
 
-def _group_hashes(h1: np.ndarray, h2: np.ndarray):
+def group_hashes(h1: np.ndarray, h2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Groups of equal (h1, h2): representative (first) index, inverse, counts."""
     _, rep, inverse, counts = np.unique(
         h1, return_index=True, return_inverse=True, return_counts=True
@@ -330,7 +330,7 @@ def _group(df: pl.DataFrame, test_fraction: float, seed: int) -> Sessions:
             else "a session must show the results of one query"
         )
         raise LogSchemaError(f"session {s}: {what}", column="position" if why == 1 else "query")
-    rep, inverse, counts = _group_hashes(h1, h2)
+    rep, inverse, counts = group_hashes(h1, h2)
     inverse = inverse.astype(np.int64)
     rows, clicks = _fill(starts, rep.astype(np.int64), click, K)
     shown = rows >= 0

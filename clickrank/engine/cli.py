@@ -10,7 +10,7 @@ import click
 
 from ._session import TABLE_PREFIX
 
-__all__ = ["engine_options", "check_log_source", "open_log"]
+__all__ = ["engine_options", "check_log_source", "open_log", "is_table", "local_path"]
 
 
 def engine_options(f: Callable) -> Callable:

@@ -10,7 +10,7 @@ import numpy as np
 from .._random import session_state, uniform_at
 from .._validation import InputError
 
-__all__ = ["ClickModel"]
+__all__ = ["ClickModel", "cell"]
 
 
 @runtime_checkable

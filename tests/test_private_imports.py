@@ -1,0 +1,50 @@
+"""No package of clickrank imports another package's private module or name.
+
+What several packages use is public inside the project: a module may import the
+private modules and names (``_x``) of its own top-level package and those of the
+top-level private modules (``clickrank._validation``, ``clickrank._io``, ...), the
+shared core. The rule and its check are ``benchmarks/code_health.py``'s
+:func:`private_imports` (loaded from its path, as ``tests/test_layers.py`` does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_SPEC = importlib.util.spec_from_file_location(
+    "_code_health", ROOT / "benchmarks" / "code_health.py"
+)
+HEALTH = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(HEALTH)
+
+#: Private imports still known, as (importer, imported): the modules being rewritten
+#: import the old private paths until they move to the public ones. An entry that no
+#: longer occurs fails the test, so the set cannot go stale.
+KNOWN: set[tuple[str, str]] = {
+    ("clickrank.clickranker", "clickrank.specs._names"),
+    ("clickrank.selection", "clickrank.metrics._by_block"),
+    ("clickrank.selection", "clickrank.metrics._discounts"),
+}
+
+
+def private_imports() -> set[tuple[str, str]]:
+    """Every cross-package private import of the package, as (importer, imported)."""
+    found = set()
+    for path in sorted((ROOT / "clickrank").rglob("*.py")):
+        for edge in HEALTH.private_imports(path, HEALTH.module_name(path)):
+            importer, imported = edge.split(" -> ")
+            found.add((importer, imported))
+    return found
+
+
+def test_no_package_imports_another_packages_private_module_or_name():
+    found = private_imports()
+    new = sorted(found - KNOWN)
+    assert new == [], "import these through a public module or name:\n" + "\n".join(
+        f"  {a} -> {b}" for a, b in new
+    )
+    stale = sorted(KNOWN - found)
+    assert stale == [], f"fixed: remove from KNOWN: {stale}"
