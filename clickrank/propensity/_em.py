@@ -200,11 +200,7 @@ def _em_all(
     max_iter: int,
     tol: float,
 ) -> tuple[np.ndarray, list[str]]:
-    """The EM of ``constraint="all"`` (SQUAREM-accelerated): θ relative to θ₁ and warnings.
-
-    A step of :func:`em_from_cells`: the iteration from the starting values to the fixed
-    point, which records its iterations and convergence in ``info``.
-    """
+    """SQUAREM-accelerated EM (constraint 'all'): the iteration step of :func:`em_from_cells`."""
     nc = n - c
     has = n_pos > 0
 
@@ -375,11 +371,7 @@ def _newton_terms(
     c: np.ndarray,
     G: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient and Hessian of the profile log-likelihood in ``a`` (all K positions).
-
-    A step of :func:`_observed_mle`: the envelope-theorem derivatives at the current
-    ``a``, with ``b`` and ``active`` from :func:`_profile_log_gamma`.
-    """
+    """Gradient and Hessian of the profile likelihood: a step of :func:`_observed_mle`."""
     K = a.size
     eta = a[pos] + b[g]
     e = np.exp(eta)

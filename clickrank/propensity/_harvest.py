@@ -355,10 +355,7 @@ def _ratio_chain(
 
 
 def _link_influence(pairs: dict[str, np.ndarray], a: float, b: float, variance: str) -> np.ndarray:
-    """Each row's change of a link's log ratio log(b/a): jackknife or CR2 (see `_ratio_chain`).
-
-    A step of :func:`_ratio_chain`, per link; rows outside the link are zeroed by the caller.
-    """
+    """Each row's change of a link's log ratio (jackknife or CR2): the chain's per-link step."""
     ag, bg = pairs["w"] * pairs["y"], pairs["w"] * pairs["y2"]
     with np.errstate(divide="ignore", invalid="ignore"):
         if variance == "jackknife":
@@ -379,10 +376,7 @@ def _chain_se_df(
     v_den: np.ndarray,
     g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """SE and degrees of freedom of the chain's log θ from the per-row influences.
-
-    A step of :func:`_ratio_chain`: the variance once every link has been walked.
-    """
+    """SE and degrees of freedom of the chain's log theta: the last step of :func:`_ratio_chain`."""
     if variance == "jackknife":
         var = _jackknife_var(infl[used], g[used])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -511,11 +505,7 @@ def _allpairs_positions(
     df_par: np.ndarray,
     zero: list[int],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """θ, SE and degrees of freedom per position from the fitted AllPairs parameters.
-
-    A step of :func:`_allpairs_fit`: the result; position 1 is the reference, zero-click
-    positions get θ = 0 and unidentified ones NaN.
-    """
+    """Theta, SE and df per position from the fit: the result step of :func:`_allpairs_fit`."""
     theta = np.full(K, np.nan)
     se = np.full(K, np.nan)
     df = np.full(K, np.inf)
@@ -532,11 +522,7 @@ def _allpairs_positions(
 def _allpairs_identified(
     A: np.ndarray, B: np.ndarray, W: np.ndarray, K: int
 ) -> tuple[np.ndarray, np.ndarray, dict[int, str], list[int]]:
-    """Informative (lo, hi) cells, positions not linked to 1 (with reasons), zero-click ones.
-
-    A step of :func:`_allpairs_fit`: identification before the fit; raises when position
-    1 has no clicks and so cannot be the reference.
-    """
+    """Informative cells, unlinked and zero-click positions: the identification step of AllPairs."""
     lo_idx, hi_idx = np.nonzero((W > 0) & ((A + B) > 0))
     # identification: positions connected to 1 through informative pairs
     graph = sparse.coo_matrix((np.ones(lo_idx.size), (lo_idx, hi_idx)), shape=(K, K))
@@ -575,11 +561,7 @@ def _allpairs_jackknife(
     side_pos: np.ndarray,
     warns: list[str],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster-jackknife covariance of the AllPairs parameters and their degrees of freedom.
-
-    A step of :func:`_allpairs_fit`, after the fit; a singular information matrix adds a
-    warning to ``warns`` and gives NaN covariances.
-    """
+    """Cluster-jackknife covariance and df of the parameters: the after-fit step of AllPairs."""
     P = lo_idx.size
     n_par = n_free + P
     cap = 1.0 - 1e-10

@@ -416,10 +416,7 @@ def _orthogonal(cells: _Cells, F: np.ndarray, theta: np.ndarray,
 
 def _query_meat(cells: _Cells, at: np.ndarray, n_used: int, r: np.ndarray, m: np.ndarray,
                 D: np.ndarray) -> np.ndarray:  # fmt: skip
-    """The sandwich's meat: outer products of the orthogonal moments summed per query.
-
-    A step of :func:`_orthogonal`, at its root; ``at`` selects the cells it uses.
-    """
+    """Outer products of the moments summed per query: the meat step of :func:`_orthogonal`."""
     psi = np.concatenate([r[:, None], r[:, None] * (D - m)[:, 1:]], axis=1)
     query = cells.query[cells.row[at]]
     Q = int(query.max()) + 1
@@ -432,11 +429,7 @@ def _query_meat(cells: _Cells, at: np.ndarray, n_used: int, r: np.ndarray, m: np
 
 def _theta_se(cells: _Cells, used: np.ndarray, z: np.ndarray,
               cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """θ and the SE of log θ over all positions from the orthogonal moments' root.
-
-    A step of :func:`_orthogonal`, its result: 0 at positions without clicks, NaN at
-    positions never shown.
-    """
+    """Theta and SE of log theta at every position: the result step of :func:`_orthogonal`."""
     K = cells.K
     out, se = np.zeros(K), np.full(K, np.nan)
     out[used] = np.exp(np.concatenate([[0.0], z[1:]]))
@@ -481,10 +474,7 @@ def _estimate(cells: _Cells, theta0: np.ndarray, seed: int, orthogonal: bool,
 
 def _check_args(K: int | None, n_boot: int, folds: int, correction: str, sensitivity: int,
                 data: RankingData) -> int:  # fmt: skip
-    """Check :func:`regression_em`'s arguments (one-line errors); returns ``n_boot`` as an int.
-
-    A step of :func:`regression_em`: validation before the log is read.
-    """
+    """Check the arguments and return ``n_boot``: the validation step of :func:`regression_em`."""
     if K is not None and (not isinstance(K, int | np.integer) or K < 2):
         raise InputError(f"K must be an integer >= 2, got {K!r}")
     n_boot = int(check_non_negative(n_boot, name="n_boot", integer=True))
@@ -500,10 +490,7 @@ def _check_args(K: int | None, n_boot: int, folds: int, correction: str, sensiti
 
 
 def _read_cells(log: Any, data: RankingData, K: int | None, folds: int, seed: int) -> _Cells:
-    """The log's cells, checked to have two positions and enough queries for the folds.
-
-    A step of :func:`regression_em`: reading the log, with its one-line errors.
-    """
+    """The log's cells, checked: the reading step of :func:`regression_em`."""
     cells = _cells(data, as_lazy(log), K, int(folds), seed)
     if cells.K < 2:
         raise EstimationError("regression-em: the log shows one position only")
@@ -523,11 +510,7 @@ def _bootstrap(
     n_boot: int,
     progress: Callable[[int], None] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Query-bootstrap replicates of log θ and their standard deviation per position.
-
-    A step of :func:`regression_em` (``n_boot`` > 0): each replicate re-weights the
-    queries by Poisson(1) draws and re-runs the estimate from ``theta``.
-    """
+    """Bootstrap replicates of log theta, their SD: the interval step of :func:`regression_em`."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E5]))
     Q = int(cells.query.max()) + 1
     reps = np.empty((n_boot, cells.K))
@@ -549,11 +532,7 @@ def _bootstrap(
 
 def _sensitivity(theta: np.ndarray, se: np.ndarray, other: Any, n_boot: int, sensitivity: int,
                  info: dict[str, Any], interval: str) -> tuple[np.ndarray | None, str]:  # fmt: skip
-    """The spread between the two smoothings of the relevance model, and the interval's name.
-
-    A step of :func:`regression_em`: with ``other`` (θ and SE at the longer relevance
-    model), records it in ``info["sensitivity"]``; else the spread is None.
-    """
+    """Spread between the two smoothings: the sensitivity step of :func:`regression_em`."""
     spread = None
     if other is not None and np.isfinite(se[1:]).any():  # the interval spans both smoothings
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -568,10 +547,7 @@ def _sensitivity(theta: np.ndarray, se: np.ndarray, other: Any, n_boot: int, sen
 
 
 def _warnings(orthogonal: bool, info: dict[str, Any]) -> list[str]:
-    """The estimate's warnings: identification by the relevance model, a failed correction.
-
-    A step of :func:`regression_em`, assembling its result.
-    """
+    """The estimate's warnings: the result-assembling step of :func:`regression_em`."""
     warnings = ["theta is identified through a model of relevance on the features (regression "
                 "EM): a weaker guarantee than randomized interventions; its intervals count "
                 "the sampling of queries and clicks and span the relevance model's bias "

@@ -126,11 +126,7 @@ def _route(
     pos: np.ndarray,
     n: np.ndarray,
 ) -> tuple[str, np.ndarray]:
-    """The route ("auto" resolved) and the cells where slot 1 shows the rank-1 document.
-
-    A step of :func:`pair_from_counts`: choosing the denominator before the ratios, with
-    the error when route "top" has no control sessions.
-    """
+    """The route and slot-1 control cells: the denominator step of :func:`pair_from_counts`."""
     # slot 1 shows d_1 where rank 1 was not part of a swapped pair
     one_kept = (pos == 1) & ((kind == 0) | ((a != 1) & (b != 1)))
     if route == "auto":

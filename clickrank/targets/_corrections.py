@@ -199,10 +199,7 @@ def _true_examination(model: Any, sessions: Any, labels: np.ndarray) -> np.ndarr
 
 
 def _check_min_propensity(clip: float | None) -> float | None:
-    """``clip`` as a float in (0, 1], or None: :func:`cascade_ips`'s minimum propensity.
-
-    A step of :func:`cascade_ips`: validation, with a one-line error.
-    """
+    """``clip`` as a float in (0, 1] or None: the validation step of :func:`cascade_ips`."""
     if clip is not None:
         clip = float(check_positive(clip, name="clip"))
         if clip > 1:
@@ -211,11 +208,7 @@ def _check_min_propensity(clip: float | None) -> float | None:
 
 
 def _examination(model: Any, log: pl.DataFrame | pl.LazyFrame, sessions: Any) -> np.ndarray:
-    """Examination probability of every slot given the clicks above it, under ``model``.
-
-    A step of :func:`cascade_ips`: a fitted model's own, or a simulation model's from
-    the log's true labels.
-    """
+    """Each slot's examination probability given the clicks above: the model step of cascade IPS."""
     from ..clickmodels.fitting import FittedClickModel
 
     if isinstance(model, FittedClickModel):
@@ -241,10 +234,7 @@ def _per_doc_gains(
     pair_shown: np.ndarray,
     pair_clicks: np.ndarray,
 ) -> pl.DataFrame:
-    """The (query, doc) pairs' gains and impressions summed per document row of ``data``.
-
-    A step of :func:`cascade_ips`: from the sessions' pairs to the data's documents.
-    """
+    """The pairs' gains and impressions per document row: the aggregation step of cascade IPS."""
     frame = sessions.pairs.with_columns(
         gain=pl.Series(pair_gain),
         shown=pl.Series(pair_shown),
@@ -265,10 +255,7 @@ def _cascade_metadata(
     pair_clicks: np.ndarray,
     clip: float | None,
 ) -> dict[str, Any]:
-    """The metadata of :func:`cascade_ips`'s target: model, counts, clipping, reference.
-
-    A step of :func:`cascade_ips`, assembling its result.
-    """
+    """Model, counts, clipping and reference: the metadata step of :func:`cascade_ips`."""
     name = getattr(model, "name", type(model).__name__.lower())
     lowest = rho[c & ~impossible]
     return {

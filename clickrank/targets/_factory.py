@@ -119,10 +119,7 @@ def make_target(
 
 
 def _check_inputs(name: str, log: Any, stats: ClickStats | None, propensities: Any) -> None:
-    """Raise when the target ``name`` lacks the click log or the propensities it needs.
-
-    A step of :func:`make_target`: validation before any target is built.
-    """
+    """Raise when ``name`` lacks its inputs: the validation step of :func:`make_target`."""
     if log is None and stats is None:
         raise InputError(f"target {name!r} needs a click log")
     if needs_propensities(name) and propensities is None:
@@ -137,11 +134,7 @@ def _model_aware(
     clip: float | str | None,
     pair_candidates: str,
 ) -> Target:
-    """The model-aware target ``name``, from a click model fitted to ``log``.
-
-    A step of :func:`make_target`: these targets fit their click model first
-    (:data:`MODEL_AWARE` names its default).
-    """
+    """A model-aware target, its click model fitted to ``log``: a branch of :func:`make_target`."""
     from ..clickmodels import fit_click_model
     from ._corrections import affine, cascade_ips, fitted_relevance
 

@@ -168,10 +168,7 @@ def apply_candidates(
 
 
 def _ips_gains(data: RankingData, stats: ClickStats, normalize: str) -> np.ndarray:
-    """Per-document IPS gains of :func:`ips` under its ``normalize`` option.
-
-    A step of :func:`ips`: the gains before the candidate set is applied.
-    """
+    """Per-document IPS gains under ``normalize``: the gains step of :func:`ips`."""
     if normalize == "exposure":
         gains = stats.sessions * stats.ratio()
     else:

@@ -85,10 +85,7 @@ def _theta(propensities: Any, clip: float | None) -> tuple[np.ndarray, float | N
 def _distinct_sessions(
     data: RankingData, log: Any
 ) -> tuple[dict[str, np.ndarray], np.ndarray, int, int]:
-    """The log's distinct sessions as arrays, the shown rows, the impressions, the positions.
-
-    A step of :func:`unbiased_lambdamart`: reading the log, on Spark or locally.
-    """
+    """Distinct sessions, shown rows, impressions, positions: the reading step (Spark or local)."""
     if is_spark(log):
         base, keys, shown, impressions, top = _session_log(data, log, None)
         lists = session_patterns(base, keys)
@@ -123,10 +120,7 @@ def _session_target(
     bias_norm: float,
     cost: str,
 ) -> Target:
-    """The unbiased-LambdaMART target of ``sessions``, with its counts in the metadata.
-
-    A step of :func:`unbiased_lambdamart`, assembling its result.
-    """
+    """The target and its counts: the result step of :func:`unbiased_lambdamart`."""
     sizes = np.diff(sessions.sptr)
     owner = np.repeat(np.arange(sessions.n_sessions), sizes)
     n_click = np.bincount(owner, weights=sessions.clicks, minlength=sessions.n_sessions)
