@@ -338,6 +338,11 @@ def _check_values(
             raise LogSchemaError("must fit UInt16", path=path, column=c)
     if ordered:
         return
+    _check_sessions(lf, path)
+
+
+def _check_sessions(lf: pl.LazyFrame, path: str | None) -> None:
+    """Raise on the first bad session: :func:`_check_values`'s group-by step (unordered logs)."""
     per_session = (
         lf.group_by("session")
         .agg(

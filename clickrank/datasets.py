@@ -437,55 +437,15 @@ def _letor_blocks(path: Path, size: int | None = None):
                 return
 
 
-def _parse_letor_block(text: str, first: int, path: Path, n_features: int | None) -> dict:
-    """Parse and check one block of lines (numbered from ``first``) of a LETOR file.
-
-    Returns the block's labels, qid strings, docids, line numbers, which rows
-    have ``qid:``, and its features: a dense float32 matrix as wide as its
-    largest index, or (for an implausibly wide block) the sparse triplets,
-    which :func:`_letor_matrix` checks against the whole file.
-    """
-    lines = pl.Series("line", text.splitlines(), dtype=pl.String)
-    frame = (
-        pl.DataFrame({"line": lines})
-        .with_row_index("lineno", offset=first)
-        .with_columns(
-            body=pl.col("line").str.replace(r"#.*$", "").str.strip_chars(),
-            docid=pl.col("line").str.extract(_DOCID, 1),
-        )
-        .filter(pl.col("body") != "")
-        .drop("line")
-    )
-    del lines
-    if frame.height == 0:
-        return {"n_rows": 0}
-    split = pl.col("body").str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
-    tokens = frame.select("lineno", tok=split).with_columns(
-        label_s=pl.col("tok").list.get(0),
-        second=pl.col("tok").list.get(1, null_on_oob=True),
-    )
-    label = tokens["label_s"].cast(pl.Float64, strict=False)
-    _raise_first(
-        label.is_null() | ~label.is_finite().fill_null(False),
-        tokens["lineno"],
-        path,
-        "label {value!r} is not a finite number",
-        tokens["label_s"],
-    )
-    has_qid = tokens["second"].str.starts_with("qid:").fill_null(False)
-    qid_str = tokens["second"].str.slice(4)
-    _raise_first(has_qid & (qid_str == ""), tokens["lineno"], path, "empty qid", qid_str)
-    no_qid = None
-    if not has_qid.all():
-        i = int((~has_qid).arg_true()[0])
-        no_qid = (int(tokens["lineno"][i]), tokens["second"].fill_null("<end of line>")[i])
+def _feature_tokens(tokens: pl.DataFrame, has_qid: pl.Series) -> pl.DataFrame:
+    """One row per feature token (row, token, line): the tokenizing step of a LETOR block."""
+    n_rows = tokens.height
     feat_lists = (
         pl.DataFrame({"tok": tokens["tok"], "q": has_qid})
         .select(pl.when(pl.col("q")).then(pl.col("tok").list.slice(2)).otherwise(
             pl.col("tok").list.slice(1)))
         .to_series()
     )  # fmt: skip
-    n_rows = tokens.height
     feats = (
         pl.DataFrame(
             {
@@ -497,7 +457,13 @@ def _parse_letor_block(text: str, first: int, path: Path, n_features: int | None
         .explode("tok")
         .drop_nulls("tok")
     )
-    del feat_lists
+    return feats
+
+
+def _feature_values(
+    feats: pl.DataFrame, path: Path, n_features: int | None
+) -> tuple[pl.Series, pl.Series]:
+    """Indices and values of the feature tokens, checked: the checking step of a LETOR block."""
     parts = feats["tok"].str.split_exact(":", 1).struct.unnest()
     index = parts["field_0"].cast(pl.Int64, strict=False)
     value = parts["field_1"].cast(pl.Float64, strict=False)
@@ -546,6 +512,54 @@ def _parse_letor_block(text: str, first: int, path: Path, n_features: int | None
             f"feature index in {{value!r}} exceeds n_features={n_features}",
             feats["tok"],
         )
+    return index, value
+
+
+def _parse_letor_block(text: str, first: int, path: Path, n_features: int | None) -> dict:
+    """Parse and check one block of lines (numbered from ``first``) of a LETOR file.
+
+    Returns the block's labels, qid strings, docids, line numbers, which rows
+    have ``qid:``, and its features: a dense float32 matrix as wide as its
+    largest index, or (for an implausibly wide block) the sparse triplets,
+    which :func:`_letor_matrix` checks against the whole file.
+    """
+    lines = pl.Series("line", text.splitlines(), dtype=pl.String)
+    frame = (
+        pl.DataFrame({"line": lines})
+        .with_row_index("lineno", offset=first)
+        .with_columns(
+            body=pl.col("line").str.replace(r"#.*$", "").str.strip_chars(),
+            docid=pl.col("line").str.extract(_DOCID, 1),
+        )
+        .filter(pl.col("body") != "")
+        .drop("line")
+    )
+    del lines
+    if frame.height == 0:
+        return {"n_rows": 0}
+    split = pl.col("body").str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
+    tokens = frame.select("lineno", tok=split).with_columns(
+        label_s=pl.col("tok").list.get(0),
+        second=pl.col("tok").list.get(1, null_on_oob=True),
+    )
+    label = tokens["label_s"].cast(pl.Float64, strict=False)
+    _raise_first(
+        label.is_null() | ~label.is_finite().fill_null(False),
+        tokens["lineno"],
+        path,
+        "label {value!r} is not a finite number",
+        tokens["label_s"],
+    )
+    has_qid = tokens["second"].str.starts_with("qid:").fill_null(False)
+    qid_str = tokens["second"].str.slice(4)
+    _raise_first(has_qid & (qid_str == ""), tokens["lineno"], path, "empty qid", qid_str)
+    no_qid = None
+    if not has_qid.all():
+        i = int((~has_qid).arg_true()[0])
+        no_qid = (int(tokens["lineno"][i]), tokens["second"].fill_null("<end of line>")[i])
+    n_rows = tokens.height
+    feats = _feature_tokens(tokens, has_qid)
+    index, value = _feature_values(feats, path, n_features)
     idx = index.to_numpy()
     max_idx = int(idx.max()) if idx.size else 0
     widest = None

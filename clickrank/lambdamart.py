@@ -83,6 +83,51 @@ def _restrict(
     return X[keep], new_qptr, new_gains, new_pairs, pw, rows, None if dw is None else dw[keep]
 
 
+def _checked_target(data: RankingData, target: Target | None) -> Target:
+    """``target`` (the labels by default), checked against ``data``: the first step of a fit."""
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    if target is None:
+        target = oracle(data)
+    if not isinstance(target, Target):
+        raise InputError(f"target must be a clickrank.targets.Target, got {type(target).__name__}")
+    target.check_aligned(data)
+    return target
+
+
+def _reference_scores(
+    reference: np.ndarray | None, data: RankingData, rows: np.ndarray | None
+) -> np.ndarray | None:
+    """The safe ranker's scores on the candidate rows, checked: a step of a fit (CRM)."""
+    ref = None
+    if reference is not None:
+        ref = np.asarray(reference, dtype=np.float64)
+        if ref.shape != (data.n_docs,):
+            raise InputError(f"reference must hold one score per row ({data.n_docs})")
+        ref = ref if rows is None else ref[rows]
+    return ref
+
+
+def _train_set(
+    sets: dict[Any, Any], key: tuple, binning: dict[str, Any], X: np.ndarray,
+    rows_: np.ndarray | None,
+) -> tuple[Any, str]:  # fmt: skip
+    """The binned training set of the candidate rows, shared through ``sets``: a step of a fit."""
+    import lightgbm as lgb
+
+    same = sets.get("params") == binning and all(
+        a is b for a, b in zip(sets["of"], key, strict=True)
+    )
+    if not same:
+        sets.clear()  # other rows or LightGBM parameters: bin afresh
+    sets["of"], sets["params"] = key, binning
+    rows = "all" if rows_ is None else hashlib.sha1(rows_.tobytes()).hexdigest()
+    if ("train", rows) not in sets:  # bins of the candidate rows, as a fit alone has
+        sets["train", rows] = lgb.Dataset(X, params=dict(binning))
+    dtrain = sets["train", rows]
+    return dtrain, rows
+
+
 class LambdaMART(Params):
     r"""LambdaMART ranker with pluggable (debiased) targets.
 
@@ -488,15 +533,7 @@ class LambdaMART(Params):
 
         key = (data, valid)
         self._validate()
-        if not isinstance(data, RankingData):
-            raise InputError(f"data must be a RankingData, got {type(data).__name__}")
-        if target is None:
-            target = oracle(data)
-        if not isinstance(target, Target):
-            raise InputError(
-                f"target must be a clickrank.targets.Target, got {type(target).__name__}"
-            )
-        target.check_aligned(data)
+        target = _checked_target(data, target)
         X, qptr, gains, pairs, pw, _rows, dw = _restrict(data, target)
         if X.shape[0] == 0:
             raise InputError(f"target {target.name!r} has no candidate documents")
@@ -507,25 +544,11 @@ class LambdaMART(Params):
         if reference is None and (self.proximal is not None or self.risk is not None):
             raise InputError("proximal and risk need the safe ranker's scores: "
                              "fit(..., reference=scores)")  # fmt: skip
-        ref = None
-        if reference is not None:
-            ref = np.asarray(reference, dtype=np.float64)
-            if ref.shape != (data.n_docs,):
-                raise InputError(f"reference must hold one score per row ({data.n_docs})")
-            ref = ref if _rows is None else ref[_rows]
+        ref = _reference_scores(reference, data, _rows)
         self.divergence_: list[float] = []  # CRM: the mean divergence at every round
         params["objective"] = self._objective(qptr, gains, pairs, pw, dw, ref)
         sets = {} if sets is None else sets
-        same = sets.get("params") == binning and all(
-            a is b for a, b in zip(sets["of"], key, strict=True)
-        )
-        if not same:
-            sets.clear()  # other rows or LightGBM parameters: bin afresh
-        sets["of"], sets["params"] = key, binning
-        rows = "all" if _rows is None else hashlib.sha1(_rows.tobytes()).hexdigest()
-        if ("train", rows) not in sets:  # bins of the candidate rows, as a fit alone has
-            sets["train", rows] = lgb.Dataset(X, params=dict(binning))
-        dtrain = sets["train", rows]
+        dtrain, rows = _train_set(sets, key, binning, X, _rows)
         from ._signals import lightgbm_callback
 
         callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._signals)
@@ -535,41 +558,7 @@ class LambdaMART(Params):
         feval = None
         self.evals_result_ = {}
         if valid is not None:
-            k = int(self.eval_at)
-            if hasattr(valid, "score") and isinstance(getattr(valid, "data", None), RankingData):
-                vdata, name, metric = valid.data, valid.metric_name(k), valid.score
-            elif isinstance(valid, RankingData) and valid.y is not None:
-                from .metrics import ndcg  # the project's one NDCG implementation
-
-                vdata, name = valid, f"ndcg@{k}"
-                vqptr = check_qptr(valid.qptr, valid.n_docs)
-                vy = np.asarray(valid.y, dtype=np.float64)
-
-                def metric(preds, k=k):
-                    return float(ndcg(preds, vy, vqptr, k=k))
-
-            else:
-                raise InputError("valid must be a labelled RankingData or a ClickValidation")
-            if vdata.n_features != data.n_features:
-                raise InputError(
-                    f"valid has {vdata.n_features} features, data has {data.n_features}"
-                )
-
-            def feval(preds, _dataset):
-                return name, float(metric(preds, k=k)), True
-
-            if ("valid", rows) not in sets:
-                sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain, params={
-                    "verbosity": -1, "num_threads": params["num_threads"]})  # fmt: skip
-            valid_sets = [sets["valid", rows]]
-            callbacks.append(lgb.record_evaluation(self.evals_result_))
-            if self.early_stopping_rounds is not None:
-                rounds, fraction = (
-                    int(self.early_stopping_rounds),
-                    float(self.early_stopping_fraction),
-                )
-                callbacks.append(lgb.early_stopping(rounds, verbose=False) if fraction == 0
-                                 else _growing_patience(rounds, fraction))  # fmt: skip
+            valid_sets, feval = self._valid_sets(valid, data, sets, rows, dtrain, params, callbacks)
         booster = lgb.train(
             params,
             dtrain,
@@ -591,6 +580,54 @@ class LambdaMART(Params):
         self.n_train_docs_ = int(X.shape[0])
         self.n_train_queries_ = int(data.n_queries)
         return self
+
+    def _valid_sets(
+        self,
+        valid: Any,
+        data: RankingData,
+        sets: dict[Any, Any],
+        rows: str,
+        dtrain: Any,
+        params: dict[str, Any],
+        callbacks: list,
+    ) -> tuple[list, Any]:
+        """Validation set, metric and callbacks (appended): the validation step of a fit."""
+        import lightgbm as lgb
+
+        k = int(self.eval_at)
+        if hasattr(valid, "score") and isinstance(getattr(valid, "data", None), RankingData):
+            vdata, name, metric = valid.data, valid.metric_name(k), valid.score
+        elif isinstance(valid, RankingData) and valid.y is not None:
+            from .metrics import ndcg  # the project's one NDCG implementation
+
+            vdata, name = valid, f"ndcg@{k}"
+            vqptr = check_qptr(valid.qptr, valid.n_docs)
+            vy = np.asarray(valid.y, dtype=np.float64)
+
+            def metric(preds, k=k):
+                return float(ndcg(preds, vy, vqptr, k=k))
+
+        else:
+            raise InputError("valid must be a labelled RankingData or a ClickValidation")
+        if vdata.n_features != data.n_features:
+            raise InputError(f"valid has {vdata.n_features} features, data has {data.n_features}")
+
+        def feval(preds, _dataset):
+            return name, float(metric(preds, k=k)), True
+
+        if ("valid", rows) not in sets:
+            sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain, params={
+                "verbosity": -1, "num_threads": params["num_threads"]})  # fmt: skip
+        valid_sets = [sets["valid", rows]]
+        callbacks.append(lgb.record_evaluation(self.evals_result_))
+        if self.early_stopping_rounds is not None:
+            rounds, fraction = (
+                int(self.early_stopping_rounds),
+                float(self.early_stopping_fraction),
+            )
+            callbacks.append(lgb.early_stopping(rounds, verbose=False) if fraction == 0
+                             else _growing_patience(rounds, fraction))  # fmt: skip
+        return valid_sets, feval
 
     # -- use -----------------------------------------------------------------------
 

@@ -240,6 +240,82 @@ def _merge_order_desc(s, cnt, order, tmp, key, key_tmp):  # pragma: no cover
         order[:cnt] = tmp[:cnt]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _gather_ranked(
+    a, cnt, s, order, gains, doc_w, use_w, sigma, best, s_r, g_r, e_r, w_r, lam_r, hes_r, nz
+):  # pragma: no cover
+    """One query's terms copied in rank order, zeroed sums: a step of :func:`_lambda_queries`."""
+    n_nz = 0
+    for k in range(cnt):
+        r = order[k]
+        s_r[k] = s[r]
+        g_r[k] = gains[a + r]
+        if g_r[k] != 0.0:
+            nz[n_nz] = k
+            n_nz += 1
+        e_r[k] = np.exp(sigma * (s[r] - best))
+        w_r[k] = doc_w[a + r] if use_w else 1.0
+        lam_r[k] = 0.0
+        hes_r[k] = 0.0
+    return n_nz
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _rank_pairs(
+    cnt, top, n_nz, nz, g_r, s_r, e_r, w_r, lam_r, hes_r, disc, sigma, ndcg, inv_idcg, use_w,
+    damp,
+):  # fmt: skip  # pragma: no cover
+    """The pair loop of :func:`_lambda_queries` for one query in rank order; returns sum 2f."""
+    total = 0.0
+    # where most gains are 0 (clicks), a 0 at rank i pairs only with the non-zero gains
+    # below it: the pairs of two 0s add nothing, so the same additions in the same order
+    sparse = 2 * n_nz < cnt
+    c0 = 0  # the first entry of nz below rank i
+    for i in range(top):
+        while c0 < n_nz and nz[c0] <= i:
+            c0 += 1
+        gi = g_r[i]
+        si = s_r[i]
+        ei = e_r[i]
+        wi = w_r[i]
+        di = disc[i]
+        lam_i = lam_r[i]  # in registers over the j loop (no other pair touches them)
+        hes_i = hes_r[i]
+        skip = sparse and gi == 0.0
+        for x in range(n_nz - c0 if skip else cnt - i - 1):
+            j = nz[c0 + x] if skip else i + 1 + x  # the ranks below i, ascending
+            gj = g_r[j]
+            if gi == gj:
+                continue
+            up = gi > gj  # i is the higher-gain document of the pair
+            if ndcg:
+                dz = ((gi - gj) if up else (gj - gi)) * (di - disc[j]) * inv_idcg
+            else:
+                dz = 1.0
+            if use_w:
+                dz *= wi * w_r[j]
+            ds = (si - s_r[j]) if up else (s_r[j] - si)  # s_hi - s_lo
+            if damp:
+                dz /= 0.01 + abs(ds)
+            e_lo = e_r[j] if up else ei
+            den = ei + e_r[j]
+            if den > 1e-280:
+                rho = e_lo / den
+            else:
+                rho = 1.0 / (1.0 + np.exp(sigma * ds))
+            f = sigma * rho * dz
+            h = sigma * f * (1.0 - rho)
+            sf = f if up else -f  # the force on i; -sf on the other
+            lam_i += sf
+            lam_r[j] -= sf
+            hes_i += h
+            hes_r[j] += h
+            total += 2.0 * f
+        lam_r[i] = lam_i
+        hes_r[i] = hes_i
+    return total
+
+
 @njit(cache=True, error_model="numpy")
 def _lambda_queries(
     q0, q1, scores, gains, qptr, sigma, trunc, normalize, ndcg, max_dcg, disc, doc_w, use_w,
@@ -302,66 +378,10 @@ def _lambda_queries(
             _merge_order_desc(s, cnt, order, order_tmp, s_r, key_tmp)
         best = s[order[0]]
         damp = normalize and best != s[order[cnt - 1]]  # LightGBM: not when all scores tie
-        n_nz = 0
-        for k in range(cnt):
-            r = order[k]
-            s_r[k] = s[r]
-            g_r[k] = gains[a + r]
-            if g_r[k] != 0.0:
-                nz[n_nz] = k
-                n_nz += 1
-            e_r[k] = np.exp(sigma * (s[r] - best))
-            w_r[k] = doc_w[a + r] if use_w else 1.0
-            lam_r[k] = 0.0
-            hes_r[k] = 0.0
-        total = 0.0
-        top = min(cnt - 1, trunc)
-        # where most gains are 0 (clicks), a 0 at rank i pairs only with the non-zero gains
-        # below it: the pairs of two 0s add nothing, so the same additions in the same order
-        sparse = 2 * n_nz < cnt
-        c0 = 0  # the first entry of nz below rank i
-        for i in range(top):
-            while c0 < n_nz and nz[c0] <= i:
-                c0 += 1
-            gi = g_r[i]
-            si = s_r[i]
-            ei = e_r[i]
-            wi = w_r[i]
-            di = disc[i]
-            lam_i = lam_r[i]  # in registers over the j loop (no other pair touches them)
-            hes_i = hes_r[i]
-            skip = sparse and gi == 0.0
-            for x in range(n_nz - c0 if skip else cnt - i - 1):
-                j = nz[c0 + x] if skip else i + 1 + x  # the ranks below i, ascending
-                gj = g_r[j]
-                if gi == gj:
-                    continue
-                up = gi > gj  # i is the higher-gain document of the pair
-                if ndcg:
-                    dz = ((gi - gj) if up else (gj - gi)) * (di - disc[j]) * inv_idcg
-                else:
-                    dz = 1.0
-                if use_w:
-                    dz *= wi * w_r[j]
-                ds = (si - s_r[j]) if up else (s_r[j] - si)  # s_hi - s_lo
-                if damp:
-                    dz /= 0.01 + abs(ds)
-                e_lo = e_r[j] if up else ei
-                den = ei + e_r[j]
-                if den > 1e-280:
-                    rho = e_lo / den
-                else:
-                    rho = 1.0 / (1.0 + np.exp(sigma * ds))
-                f = sigma * rho * dz
-                h = sigma * f * (1.0 - rho)
-                sf = f if up else -f  # the force on i; -sf on the other
-                lam_i += sf
-                lam_r[j] -= sf
-                hes_i += h
-                hes_r[j] += h
-                total += 2.0 * f
-            lam_r[i] = lam_i
-            hes_r[i] = hes_i
+        n_nz = _gather_ranked(a, cnt, s, order, gains, doc_w, use_w, sigma, best, s_r, g_r, e_r,
+                              w_r, lam_r, hes_r, nz)  # fmt: skip
+        total = _rank_pairs(cnt, min(cnt - 1, trunc), n_nz, nz, g_r, s_r, e_r, w_r, lam_r, hes_r,
+                            disc, sigma, ndcg, inv_idcg, use_w, damp)  # fmt: skip
         scale = normalize and total > 0.0
         factor = np.log2(1.0 + total) / total if scale else 1.0
         for k in range(cnt):
@@ -405,6 +425,40 @@ def _session_kinds(rows, sptr, pos, clicks):  # pragma: no cover
 
 
 @njit(cache=True)
+def _plan_sizes(sptr, kind, n_clicks):  # pragma: no cover
+    """Lists, session pairs, ordered entry pairs, longest session: :func:`_session_plan`'s sizes."""
+    n_s = sptr.shape[0] - 1
+    n_lists = 0
+    n_pairs = 0  # the session pairs
+    n_ordered = 0  # the ordered pairs of entries of the lists
+    longest = 1
+    for u in range(n_s):
+        cnt = sptr[u + 1] - sptr[u]
+        longest = max(longest, cnt)
+        if kind[u] == 1:
+            n_lists += 1
+            n_ordered += cnt * (cnt - 1)
+        if kind[u] >= 0:
+            n_pairs += n_clicks[u] * (cnt - n_clicks[u])
+    return n_lists, n_pairs, n_ordered, longest
+
+
+@njit(cache=True, inline="always")
+def _split_clicks(clicks, a0, cnt, up, dn):  # pragma: no cover
+    """A session's clicked and unclicked entries into ``up`` and ``dn``: a step of the plan."""
+    n_up = 0
+    n_dn = 0
+    for r in range(cnt):
+        if clicks[a0 + r]:
+            up[n_up] = r
+            n_up += 1
+        else:
+            dn[n_dn] = r
+            n_dn += 1
+    return n_up, n_dn
+
+
+@njit(cache=True)
 def _session_plan(
     rows, sptr, clicks, counts, kind, n_clicks, inv_idcg_tab, n_rows
 ):  # pragma: no cover
@@ -426,18 +480,7 @@ def _session_plan(
     session's list pairs ``s_idx[s_ptr[u]:s_ptr[u + 1]]``.
     """
     n_s = sptr.shape[0] - 1
-    n_lists = 0
-    n_pairs = 0  # the session pairs
-    n_ordered = 0  # the ordered pairs of entries of the lists
-    longest = 1
-    for u in range(n_s):
-        cnt = sptr[u + 1] - sptr[u]
-        longest = max(longest, cnt)
-        if kind[u] == 1:
-            n_lists += 1
-            n_ordered += cnt * (cnt - 1)
-        if kind[u] >= 0:
-            n_pairs += n_clicks[u] * (cnt - n_clicks[u])
+    n_lists, n_pairs, n_ordered, longest = _plan_sizes(sptr, kind, n_clicks)
     n_bound = min(n_pairs, n_ordered)  # of the list pairs
     lists = np.zeros((n_lists, 5), np.int64)
     lp_a = np.empty(n_bound, np.int32)
@@ -471,15 +514,7 @@ def _session_plan(
             lists[l, 1] = cnt
             lists[l, 2] = n_lp
             lists[l, 3] = u
-        n_up = 0
-        n_dn = 0
-        for r in range(cnt):
-            if clicks[a0 + r]:
-                up[n_up] = r
-                n_up += 1
-            else:
-                dn[n_dn] = r
-                n_dn += 1
+        n_up, n_dn = _split_clicks(clicks, a0, cnt, up, dn)
         wc = counts[u] * inv_idcg_tab[n_clicks[u]]
         for x in range(n_up):
             a = up[x]
@@ -630,6 +665,26 @@ def _session_set_terms(
                 set_terms[slot, 2] = dz * (pair_terms[q, 1] + pair_terms[q, 0] * (up == xgb_cost))
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _session_factors(
+    u0, u1, kind, s_ptr, s_idx, lp_terms, inv_idcg_tab, n_clicks, counts, normalize
+):  # pragma: no cover
+    """Sessions' normalisation factors onto their list pairs: a step of :func:`_session_lists`."""
+    for u in range(u0, u1):  # the sessions: their normalisation, onto their pairs
+        if kind[u] < 0:
+            continue
+        total = 0.0
+        for x in range(s_ptr[u], s_ptr[u + 1]):
+            total += lp_terms[s_idx[x], 0]
+        inv_idcg = inv_idcg_tab[n_clicks[u]]
+        factor = counts[u] * inv_idcg
+        total *= 2.0 * inv_idcg
+        if normalize and total > 0.0:
+            factor *= np.log2(1.0 + total) / total
+        for x in range(s_ptr[u], s_ptr[u + 1]):
+            lp_terms[s_idx[x], 2] += factor
+
+
 @njit(cache=True, error_model="numpy")
 def _session_lists(
     l0, l1, scores, rows, counts, kind, n_clicks, lists, lp_a, lp_b, lp_q, tw, s_ptr, s_idx,
@@ -697,19 +752,8 @@ def _session_lists(
             f = f0 * scale
             lp_terms[p, 0] = f
             lp_terms[p, 1] = sigma * f * one_minus_rho
-        for u in range(u0, u1):  # the sessions: their normalisation, onto their pairs
-            if kind[u] < 0:
-                continue
-            total = 0.0
-            for x in range(s_ptr[u], s_ptr[u + 1]):
-                total += lp_terms[s_idx[x], 0]
-            inv_idcg = inv_idcg_tab[n_clicks[u]]
-            factor = counts[u] * inv_idcg
-            total *= 2.0 * inv_idcg
-            if normalize and total > 0.0:
-                factor *= np.log2(1.0 + total) / total
-            for x in range(s_ptr[u], s_ptr[u + 1]):
-                lp_terms[s_idx[x], 2] += factor
+        _session_factors(u0, u1, kind, s_ptr, s_idx, lp_terms, inv_idcg_tab, n_clicks, counts,
+                         normalize)  # fmt: skip
         for p in range(p0, p1):  # the list's forces onto its rows
             w = lp_terms[p, 2]
             f = lp_terms[p, 0] * w
@@ -1129,6 +1173,37 @@ def _check_pairs(
     return p[:, 0], p[:, 1], w, qi
 
 
+def _pair_delta(
+    s: np.ndarray,
+    qptr: np.ndarray,
+    i: np.ndarray,
+    j: np.ndarray,
+    c: np.ndarray,
+    q: np.ndarray,
+    weighting: str,
+    gains: np.ndarray | None,
+    truncation: int | None,
+) -> np.ndarray:
+    """Pair weights with truncation and the LambdaRank factor: a step of :func:`pair_lambdas`."""
+    n = s.shape[0]
+    dz = c.copy()
+    need_rank = weighting == "ndcg" or truncation is not None
+    if need_rank:
+        p = _ranks(s, qptr)
+        if truncation is not None:
+            t = truncation_depth(truncation)
+            dz = np.where(np.minimum(p[i], p[j]) <= t, dz, 0.0)
+        if weighting == "ndcg":
+            disc = 1.0 / np.log2(1.0 + p)
+            dz = dz * np.abs(disc[i] - disc[j])
+            if gains is not None:
+                g = _vec(gains, n, "gains")
+                m = idcg(g, qptr, k=truncation)[q]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    dz = np.where(m > 0, dz * np.abs(g[i] - g[j]) / m, 0.0)
+    return dz
+
+
 def pair_lambdas(
     scores,
     pairs,
@@ -1179,21 +1254,7 @@ def pair_lambdas(
     if weighting not in ("ndcg", "none"):
         raise InputError(f"weighting must be 'ndcg' or 'none', got {weighting!r}")
     i, j, c, q = _check_pairs(pairs, qptr, n, pair_weights)
-    dz = c.copy()
-    need_rank = weighting == "ndcg" or truncation is not None
-    if need_rank:
-        p = _ranks(s, qptr)
-        if truncation is not None:
-            t = truncation_depth(truncation)
-            dz = np.where(np.minimum(p[i], p[j]) <= t, dz, 0.0)
-        if weighting == "ndcg":
-            disc = 1.0 / np.log2(1.0 + p)
-            dz = dz * np.abs(disc[i] - disc[j])
-            if gains is not None:
-                g = _vec(gains, n, "gains")
-                m = idcg(g, qptr, k=truncation)[q]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    dz = np.where(m > 0, dz * np.abs(g[i] - g[j]) / m, 0.0)
+    dz = _pair_delta(s, qptr, i, j, c, q, weighting, gains, truncation)
     ds = s[i] - s[j]
     nq = len(qptr) - 1
     if normalize:

@@ -73,6 +73,92 @@ def _check_terminated(lines: list[str], path: Path) -> None:
     )
 
 
+def _yandex_records(text: str, path: Path) -> pl.DataFrame:
+    """Split and check the session records: the reading step of :func:`load_yandex_sample`."""
+    lines = text.split("\n")
+    _check_terminated(lines, path)
+    records = (
+        pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True), "text": lines})
+        .with_columns(rec=pl.col("text").str.split(";"))
+        .explode("rec")
+        .with_columns(rec=pl.col("rec").str.strip_chars())
+        .filter(pl.col("rec") != "")
+        .with_columns(_show=pl.col("rec"))
+    )
+    if records.height == 0:
+        raise DataFormatError("no session records found", path=path)
+    _first_bad(
+        records, ~pl.col("rec").str.contains("\t"), "record without a tab after the query", path
+    )
+    _first_bad(
+        records, ~pl.col("rec").str.contains(":"), "record without ':' before the clicks", path
+    )
+    records = (
+        records.with_row_index("session")
+        .with_columns(
+            query=pl.col("rec").str.split_exact("\t", 1).struct.field("field_0").str.strip_chars(),
+            rest=pl.col("rec").str.split_exact("\t", 1).struct.field("field_1"),
+        )
+        .with_columns(
+            docs_s=pl.col("rest").str.split_exact(":", 1).struct.field("field_0"),
+            clicks_s=pl.col("rest").str.split_exact(":", 1).struct.field("field_1"),
+        )
+    )
+    _first_bad(records, pl.col("query") == "", "empty query id", path, "query")
+    _first_bad(
+        records.with_columns(_show=pl.col("docs_s").str.slice(0, 40)),
+        pl.col("docs_s").str.count_matches(",") >= MAX_POSITION,
+        f"a session lists more than {MAX_POSITION:,} documents (positions are UInt16)",
+        path,
+        "doc",
+    )
+    _first_bad(records, pl.col("clicks_s").str.contains(":"), "more than one ':' in a record", path)
+    return records
+
+
+def _yandex_docs(records: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """Rows per listed document, checked: the documents step of :func:`load_yandex_sample`."""
+    docs = (
+        records.select("session", "line", "query", doc_s=pl.col("docs_s").str.split(","))
+        .with_columns(position=pl.int_ranges(1, pl.col("doc_s").list.len() + 1))
+        .explode("doc_s", "position")
+        .with_columns(doc_s=pl.col("doc_s").str.strip_chars())
+        .with_columns(doc=pl.col("doc_s").cast(pl.Int64, strict=False), _show=pl.col("doc_s"))
+    )
+    _first_bad(docs, pl.col("doc").is_null(), "document id is empty or not an integer", path, "doc")
+    dup = docs.filter(pl.struct("session", "doc").is_duplicated())
+    _first_bad(
+        dup.with_columns(_show=pl.col("doc_s")),
+        pl.lit(True),
+        "document listed twice in one session",
+        path,
+        "doc",
+    )
+    return docs
+
+
+def _yandex_clicks(records: pl.DataFrame, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Click events and clicks per doc, checked: the clicks step of :func:`load_yandex_sample`."""
+    clicks = (
+        records.select("session", "line", c=pl.col("clicks_s").str.split(","))
+        .explode("c")
+        .with_columns(c=pl.col("c").str.strip_chars())
+        .filter(pl.col("c") != "")
+        .with_columns(doc=pl.col("c").cast(pl.Int64, strict=False), _show=pl.col("c"))
+    )
+    _first_bad(clicks, pl.col("doc").is_null(), "clicked id is not an integer", path, "click")
+    per_doc = clicks.group_by("session", "doc").agg(n_clicks=pl.len(), line=pl.first("line"))
+    _first_bad(
+        per_doc.with_columns(_show=pl.col("doc").cast(pl.String)),
+        pl.col("n_clicks") > MAX_POSITION,
+        f"a document is clicked more than {MAX_POSITION:,} times in one session",
+        path,
+        "click",
+    )
+    per_doc = per_doc.select("session", "doc", pl.col("n_clicks").cast(pl.UInt16))
+    return clicks, per_doc
+
+
 def load_yandex_sample(
     path: str | os.PathLike, *, with_info: bool = False
 ) -> pl.DataFrame | tuple[pl.DataFrame, dict]:
@@ -113,77 +199,9 @@ def load_yandex_sample(
         has no ``;`` (a file cut mid-record); the message names the line.
     """
     path, text = _read_text(path)
-    lines = text.split("\n")
-    _check_terminated(lines, path)
-    records = (
-        pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True), "text": lines})
-        .with_columns(rec=pl.col("text").str.split(";"))
-        .explode("rec")
-        .with_columns(rec=pl.col("rec").str.strip_chars())
-        .filter(pl.col("rec") != "")
-        .with_columns(_show=pl.col("rec"))
-    )
-    if records.height == 0:
-        raise DataFormatError("no session records found", path=path)
-    _first_bad(
-        records, ~pl.col("rec").str.contains("\t"), "record without a tab after the query", path
-    )
-    _first_bad(
-        records, ~pl.col("rec").str.contains(":"), "record without ':' before the clicks", path
-    )
-    records = (
-        records.with_row_index("session")
-        .with_columns(
-            query=pl.col("rec").str.split_exact("\t", 1).struct.field("field_0").str.strip_chars(),
-            rest=pl.col("rec").str.split_exact("\t", 1).struct.field("field_1"),
-        )
-        .with_columns(
-            docs_s=pl.col("rest").str.split_exact(":", 1).struct.field("field_0"),
-            clicks_s=pl.col("rest").str.split_exact(":", 1).struct.field("field_1"),
-        )
-    )
-    _first_bad(records, pl.col("query") == "", "empty query id", path, "query")
-    _first_bad(
-        records.with_columns(_show=pl.col("docs_s").str.slice(0, 40)),
-        pl.col("docs_s").str.count_matches(",") >= MAX_POSITION,
-        f"a session lists more than {MAX_POSITION:,} documents (positions are UInt16)",
-        path,
-        "doc",
-    )
-    _first_bad(records, pl.col("clicks_s").str.contains(":"), "more than one ':' in a record", path)
-    docs = (
-        records.select("session", "line", "query", doc_s=pl.col("docs_s").str.split(","))
-        .with_columns(position=pl.int_ranges(1, pl.col("doc_s").list.len() + 1))
-        .explode("doc_s", "position")
-        .with_columns(doc_s=pl.col("doc_s").str.strip_chars())
-        .with_columns(doc=pl.col("doc_s").cast(pl.Int64, strict=False), _show=pl.col("doc_s"))
-    )
-    _first_bad(docs, pl.col("doc").is_null(), "document id is empty or not an integer", path, "doc")
-    dup = docs.filter(pl.struct("session", "doc").is_duplicated())
-    _first_bad(
-        dup.with_columns(_show=pl.col("doc_s")),
-        pl.lit(True),
-        "document listed twice in one session",
-        path,
-        "doc",
-    )
-    clicks = (
-        records.select("session", "line", c=pl.col("clicks_s").str.split(","))
-        .explode("c")
-        .with_columns(c=pl.col("c").str.strip_chars())
-        .filter(pl.col("c") != "")
-        .with_columns(doc=pl.col("c").cast(pl.Int64, strict=False), _show=pl.col("c"))
-    )
-    _first_bad(clicks, pl.col("doc").is_null(), "clicked id is not an integer", path, "click")
-    per_doc = clicks.group_by("session", "doc").agg(n_clicks=pl.len(), line=pl.first("line"))
-    _first_bad(
-        per_doc.with_columns(_show=pl.col("doc").cast(pl.String)),
-        pl.col("n_clicks") > MAX_POSITION,
-        f"a document is clicked more than {MAX_POSITION:,} times in one session",
-        path,
-        "click",
-    )
-    per_doc = per_doc.select("session", "doc", pl.col("n_clicks").cast(pl.UInt16))
+    records = _yandex_records(text, path)
+    docs = _yandex_docs(records, path)
+    clicks, per_doc = _yandex_clicks(records, path)
     outside = per_doc.join(docs.select("session", "doc"), on=["session", "doc"], how="anti")
     log = (
         docs.join(per_doc, on=["session", "doc"], how="left")
@@ -265,7 +283,8 @@ def load_trec_session(
     return log
 
 
-def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
+def _trec_lines(path: str | os.PathLike) -> tuple[Path, pl.DataFrame, bool]:
+    """Lines split into fields, checked; labels present: the reading step of :func:`_read_trec`."""
     path, text = _read_text(path)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -296,34 +315,11 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
             path,
         )
     has_label = int(nf[0]) == 6
+    return path, raw, has_label
 
-    def ints(i: int) -> pl.Expr:
-        return pl.col("f").list.get(i).str.strip_chars()
 
-    def int_list(i: int) -> pl.Expr:
-        return (
-            pl.col("f")
-            .list.get(i)
-            .str.strip_chars()
-            .str.strip_prefix("[")
-            .str.strip_suffix("]")
-            .str.split(",")
-            .list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
-        )
-
-    parsed = raw.with_columns(
-        search_session=ints(0).cast(pl.Int64, strict=False),
-        query=ints(1).cast(pl.Int64, strict=False),
-        doc=int_list(2),
-        click=int_list(4),
-        **({"label": int_list(5)} if has_label else {}),
-        ok_brackets=pl.all_horizontal(
-            [
-                pl.col("f").list.get(i).str.strip_chars().str.contains(r"^\[.*\]$")
-                for i in ([2, 3, 4, 5] if has_label else [2, 3, 4])
-            ]
-        ),
-    )
+def _check_trec_fields(parsed: pl.DataFrame, path: Path, has_label: bool) -> None:
+    """Raise on the first line with bad ids or lists: the checking step of :func:`_read_trec`."""
     _first_bad(
         parsed, pl.col("search_session").is_null(), "session id is not an integer", path, "session"
     )
@@ -360,6 +356,39 @@ def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
         path,
         "click",
     )
+
+
+def _read_trec(path: str | os.PathLike) -> pl.DataFrame:
+    path, raw, has_label = _trec_lines(path)
+
+    def ints(i: int) -> pl.Expr:
+        return pl.col("f").list.get(i).str.strip_chars()
+
+    def int_list(i: int) -> pl.Expr:
+        return (
+            pl.col("f")
+            .list.get(i)
+            .str.strip_chars()
+            .str.strip_prefix("[")
+            .str.strip_suffix("]")
+            .str.split(",")
+            .list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
+        )
+
+    parsed = raw.with_columns(
+        search_session=ints(0).cast(pl.Int64, strict=False),
+        query=ints(1).cast(pl.Int64, strict=False),
+        doc=int_list(2),
+        click=int_list(4),
+        **({"label": int_list(5)} if has_label else {}),
+        ok_brackets=pl.all_horizontal(
+            [
+                pl.col("f").list.get(i).str.strip_chars().str.contains(r"^\[.*\]$")
+                for i in ([2, 3, 4, 5] if has_label else [2, 3, 4])
+            ]
+        ),
+    )
+    _check_trec_fields(parsed, path, has_label)
     out = (
         parsed.with_row_index("session")
         .with_columns(position=pl.int_ranges(1, pl.col("doc").list.len() + 1))

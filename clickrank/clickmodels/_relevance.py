@@ -302,6 +302,39 @@ _ATTRACTIVENESS = {
 }
 
 
+def _relevance_line(
+    relevance: str,
+    y: np.ndarray,
+    top: float,
+    eps: float,
+    threshold: float | None,
+    max_label: float | None,
+    names: tuple[str, str],
+) -> tuple[dict[str, Any], str]:
+    """Attractiveness map and its line: the relevance step of :func:`relevance_for_labels`."""
+    lo, hi = float(y.min()), float(y.max())
+    span = f"labels {lo:g}..{hi:g}"
+    if relevance == "graded":
+        rel = {"kind": "graded", "eps": eps, "max_label": top}
+        why = f"{names[0]} given" if max_label is not None else "the top grade is the largest label"
+        line = (
+            f"relevance: graded, P(click | examined) from {eps:g} at label 0 to 1 at label "
+            f"{top:g} ({span}; {why})"
+        )
+    else:
+        t = float(threshold) if threshold is not None else default_threshold(hi)
+        rel = {"kind": "binarized", "threshold": t, "eps_minus": eps}
+        why = (
+            f"{names[1]} given"
+            if threshold is not None
+            else "the default: 1 for labels up to 2, else the top label - 1"
+        )
+        line = f"relevance: binarized at label >= {t:g} ({span}; {why})"
+        if not (y >= t).any():
+            line += "; no document reaches it, so every click is noise"
+    return rel, line
+
+
 def relevance_for_labels(
     model: str,
     labels: Any,
@@ -364,27 +397,8 @@ def relevance_for_labels(
     y = y[~np.isnan(y)]
     if y.size == 0:
         raise InputError("the data have no labels to simulate clicks from")
-    lo, hi = float(y.min()), float(y.max())
-    span = f"labels {lo:g}..{hi:g}"
-    top = float(max_label) if max_label is not None else max(hi, 1.0)
-    if relevance == "graded":
-        rel = {"kind": "graded", "eps": eps, "max_label": top}
-        why = f"{names[0]} given" if max_label is not None else "the top grade is the largest label"
-        line = (
-            f"relevance: graded, P(click | examined) from {eps:g} at label 0 to 1 at label "
-            f"{top:g} ({span}; {why})"
-        )
-    else:
-        t = float(threshold) if threshold is not None else default_threshold(hi)
-        rel = {"kind": "binarized", "threshold": t, "eps_minus": eps}
-        why = (
-            f"{names[1]} given"
-            if threshold is not None
-            else "the default: 1 for labels up to 2, else the top label - 1"
-        )
-        line = f"relevance: binarized at label >= {t:g} ({span}; {why})"
-        if not (y >= t).any():
-            line += "; no document reaches it, so every click is noise"
+    top = float(max_label) if max_label is not None else max(float(y.max()), 1.0)
+    rel, line = _relevance_line(relevance, y, top, eps, threshold, max_label, names)
     params: dict[str, Any] = {_ATTRACTIVENESS[key]: rel}
     if key in ("dbn", "sdbn"):
         params["satisfaction"] = {"kind": "err", "max_label": top}

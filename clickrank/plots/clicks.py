@@ -76,6 +76,79 @@ def _draw_share_relevant(ax, share: pl.DataFrame, relevant_label: float):
     return twin
 
 
+def _ctr_counts(
+    log: pl.DataFrame | pl.LazyFrame, relevance: Any, intervention: str | None, what: str
+) -> tuple[pl.LazyFrame, bool, np.ndarray, np.ndarray, np.ndarray]:
+    """Selected log, label flag, impressions and clicks by position: the plot's reading step."""
+    lf = clicklog.select_intervention(
+        clicklog.lazy_log(log, ("position", "click"), what), intervention, what
+    )
+    has_label = "label" in lf.collect_schema()
+    if relevance is not None and not has_label:
+        raise InputError(f"{what}: relevance given but the log has no 'label' column")
+    counts = clicklog.ctr_by_position(lf).collect()
+    _empty_check(
+        counts.height,
+        what,
+        "the log has no rows" + (f" with intervention {intervention!r}" if intervention else ""),
+    )
+    pos = counts["position"].to_numpy().astype(np.int64)
+    n = counts["impressions"].to_numpy().astype(np.float64)
+    c = counts["clicks"].to_numpy().astype(np.float64)
+    return lf, has_label, pos, n, c
+
+
+def _draw_reference(
+    ax: Axes,
+    lf: pl.LazyFrame,
+    relevance: Any,
+    t: np.ndarray | None,
+    pos: np.ndarray,
+    ctr: np.ndarray,
+    has_label: bool,
+    relevant_label: float,
+) -> Axes | None:
+    """Draw relevance, the oracle or the relevant share (its axis returned): a step of the plot."""
+    twin = None
+    if relevance is not None:
+        _draw_relevance(ax, clicklog.mean_by_position(lf, _relevance_function(relevance)), t)
+    elif t is not None:
+        rel_t = t[pos - 1] / t[0]
+        ax.plot(pos, ctr / rel_t, "k--", lw=1.6, label="CTR / true θ (oracle correction)")
+    elif has_label:
+        twin = _draw_share_relevant(
+            ax, clicklog.share_at_least_by_position(lf, relevant_label), relevant_label
+        )
+    return twin
+
+
+def _decorate_ctr(
+    ax: Axes,
+    twin: Axes | None,
+    pos: np.ndarray,
+    n: np.ndarray,
+    intervention: str | None,
+    level: str,
+) -> None:
+    """Labels, title and legend of :func:`ctr_by_position`: its last step, after the curves."""
+    ax.set_xlabel("position (rank)")
+    ax.set_ylabel("click-through rate (clicks / impressions)")
+    ax.set_xticks(pos)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    sel = f"intervention = {intervention}; " if intervention else ""
+    ax.set_title(
+        f"Click-through rate by position\n({int(n[0]):,} impressions at position 1; "
+        f"{sel}bands: {level} CI)",
+        fontsize=10,
+    )
+    handles, labels = ax.get_legend_handles_labels()
+    if twin is not None:
+        h2, l2 = twin.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.legend(handles, labels, fontsize=8, loc="upper right")
+
+
 def ctr_by_position(
     log: pl.DataFrame | pl.LazyFrame,
     propensities: Any = None,
@@ -134,21 +207,7 @@ def ctr_by_position(
 
     what = "ctr_by_position"
     alpha = check_alpha(alpha)
-    lf = clicklog.select_intervention(
-        clicklog.lazy_log(log, ("position", "click"), what), intervention, what
-    )
-    has_label = "label" in lf.collect_schema()
-    if relevance is not None and not has_label:
-        raise InputError(f"{what}: relevance given but the log has no 'label' column")
-    counts = clicklog.ctr_by_position(lf).collect()
-    _empty_check(
-        counts.height,
-        what,
-        "the log has no rows" + (f" with intervention {intervention!r}" if intervention else ""),
-    )
-    pos = counts["position"].to_numpy().astype(np.int64)
-    n = counts["impressions"].to_numpy().astype(np.float64)
-    c = counts["clicks"].to_numpy().astype(np.float64)
+    lf, has_label, pos, n, c = _ctr_counts(log, relevance, intervention, what)
     ctr = c / n
     lo, hi = proportion_confint(c, n, alpha=alpha, method="wilson")
     level = f"{100 * (1 - alpha):g}%"
@@ -160,33 +219,9 @@ def ctr_by_position(
     if propensities is not None:
         _draw_corrected_ctr(ax, propensities, pos, ctr, lo, hi, norm.isf(alpha / 2), what)
     t = None if true_theta is None else _check_true_theta(true_theta, int(pos.max()), what)
-    twin = None
-    if relevance is not None:
-        _draw_relevance(ax, clicklog.mean_by_position(lf, _relevance_function(relevance)), t)
-    elif t is not None:
-        rel_t = t[pos - 1] / t[0]
-        ax.plot(pos, ctr / rel_t, "k--", lw=1.6, label="CTR / true θ (oracle correction)")
-    elif has_label:
-        twin = _draw_share_relevant(
-            ax, clicklog.share_at_least_by_position(lf, relevant_label), relevant_label
-        )
+    twin = _draw_reference(ax, lf, relevance, t, pos, ctr, has_label, relevant_label)
 
-    ax.set_xlabel("position (rank)")
-    ax.set_ylabel("click-through rate (clicks / impressions)")
-    ax.set_xticks(pos)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    sel = f"intervention = {intervention}; " if intervention else ""
-    ax.set_title(
-        f"Click-through rate by position\n({int(n[0]):,} impressions at position 1; "
-        f"{sel}bands: {level} CI)",
-        fontsize=10,
-    )
-    handles, labels = ax.get_legend_handles_labels()
-    if twin is not None:
-        h2, l2 = twin.get_legend_handles_labels()
-        handles, labels = handles + h2, labels + l2
-    ax.legend(handles, labels, fontsize=8, loc="upper right")
+    _decorate_ctr(ax, twin, pos, n, intervention, level)
     return finish(fig, path, own=own)
 
 

@@ -51,15 +51,7 @@ def forces(
 
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
-    if s.ndim != 1 or y.shape != s.shape or s.size < 2:
-        raise InputError(
-            f"forces: scores and labels must be 1-d of the same length >= 2, got "
-            f"shapes {s.shape} and {y.shape}"
-        )
-    if not (np.isfinite(s).all() and np.isfinite(y).all()) or np.any(y < 0):
-        raise InputError("forces: scores must be finite and labels finite and >= 0")
-    if np.unique(y).size < 2:
-        raise InputError("forces: all labels are equal, so no pair has a force")
+    _check_query(s, y)
     qptr = np.array([0, s.size])
     gains = 2.0**y - 1.0
     order = rank_order(s, qptr)
@@ -95,3 +87,16 @@ def forces(
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", ncol=2)
     return finish(fig, path, own=own)
+
+
+def _check_query(s: np.ndarray, y: np.ndarray) -> None:
+    """Raise unless ``s``, ``y`` are one valid query: the validation step of :func:`forces`."""
+    if s.ndim != 1 or y.shape != s.shape or s.size < 2:
+        raise InputError(
+            f"forces: scores and labels must be 1-d of the same length >= 2, got "
+            f"shapes {s.shape} and {y.shape}"
+        )
+    if not (np.isfinite(s).all() and np.isfinite(y).all()) or np.any(y < 0):
+        raise InputError("forces: scores must be finite and labels finite and >= 0")
+    if np.unique(y).size < 2:
+        raise InputError("forces: all labels are equal, so no pair has a force")

@@ -156,8 +156,6 @@ def em_from_cells(
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.clip(np.where(n_pos > 0, c_pos / n_pos, 0) / (c_pos[0] / n_pos[0]), 1e-3, 1)
         gamma = np.clip(np.bincount(g, c, minlength=G) / n_g, 1e-6, 1 - 1e-6)
-    nc = n - c
-    has = n_pos > 0
     reasons = {
         p + 1: "no chain of (query, doc) pairs shown at several positions links it to position 1"
         for p in np.flatnonzero(~ident)
@@ -180,6 +178,31 @@ def em_from_cells(
         info.update(iterations=iterations, converged=converged)
         return finish(np.exp(log_t), np.full(K, np.nan), n_pos, warnings=warns, info=info,
                       **common)  # fmt: skip
+
+    out, warns = _em_all(g, pos, n, c, K, G, theta, gamma, n_pos, n_g, info,
+                         max_iter=max_iter, tol=tol)  # fmt: skip
+    return finish(out, np.full(K, np.nan), n_pos, warnings=warns, info=info, **common)
+
+
+def _em_all(
+    g: np.ndarray,
+    pos: np.ndarray,
+    n: np.ndarray,
+    c: np.ndarray,
+    K: int,
+    G: int,
+    theta: np.ndarray,
+    gamma: np.ndarray,
+    n_pos: np.ndarray,
+    n_g: np.ndarray,
+    info: dict,
+    *,
+    max_iter: int,
+    tol: float,
+) -> tuple[np.ndarray, list[str]]:
+    """SQUAREM-accelerated EM (constraint 'all'): the iteration step of :func:`em_from_cells`."""
+    nc = n - c
+    has = n_pos > 0
 
     def step(x: np.ndarray) -> np.ndarray:
         """One EM update of the stacked parameters (theta [K], gamma [G])."""
@@ -219,7 +242,7 @@ def em_from_cells(
         warns.append(f"em: not converged after {max_iter} iterations (last change {change:.2e})")
     out = theta / theta[0]
     info.update(iterations=iterations, converged=converged, theta_1_absolute=float(theta[0]))
-    return finish(out, np.full(K, np.nan), n_pos, warnings=warns, info=info, **common)
+    return out, warns
 
 
 def _profile_log_gamma(
@@ -316,35 +339,7 @@ def _observed_mle(
         return a, 0, True
     converged, it = False, 0
     for it in range(1, int(max_iter) + 1):  # noqa: B007  # Newton steps, each vectorized over cells
-        eta = a[pos] + b[g]
-        e = np.exp(eta)
-        live = np.isfinite(eta) & (n > c)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            grad_c = c - np.where(live, (n - c) * e / (1.0 - e), 0.0)  # d loglik / d eta
-            w = np.where(live, (n - c) * e / (1.0 - e) ** 2, 0.0)  # -d2 loglik / d eta2
-        grad_c = np.where(np.isfinite(eta), grad_c, 0.0)
-        on = active[g]
-        top = np.full(G, -np.inf)
-        np.maximum.at(top, g, a[pos])
-        kstar = np.zeros(G, dtype=np.int64)
-        at_top = a[pos] == top[g]
-        kstar[g[at_top]] = pos[at_top]
-        grad = np.bincount(pos, grad_c, minlength=K)
-        grad -= np.bincount(kstar[g[on]], grad_c[on], minlength=K)
-        # Hessian: cells of interior pairs, minus their Schur complement through log gamma;
-        # cells of pairs at the bound along e_k - e_k*.
-        ins = ~on & np.isfinite(eta)
-        hess = -np.bincount(pos[ins] * (K + 1), w[ins], minlength=K * K)
-        w_g = np.bincount(g[ins], w[ins], minlength=G)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = np.where(w_g[g[ins]] > 0, w[ins] / np.sqrt(w_g[g[ins]]), 0.0)
-        m = sparse.csr_matrix((scaled, (g[ins], pos[ins])), shape=(G, K))
-        hess = hess.reshape(K, K) + (m.T @ m).toarray()
-        kk, ks, ww = pos[on], kstar[g[on]], w[on]
-        hess -= np.bincount(kk * K + kk, ww, minlength=K * K).reshape(K, K)
-        hess -= np.bincount(ks * K + ks, ww, minlength=K * K).reshape(K, K)
-        hess += np.bincount(kk * K + ks, ww, minlength=K * K).reshape(K, K)
-        hess += np.bincount(ks * K + kk, ww, minlength=K * K).reshape(K, K)
+        grad, hess = _newton_terms(a, b, active, g, pos, n, c, G)
         step = np.zeros(K)
         step[idx] = np.linalg.lstsq(-hess[np.ix_(idx, idx)], grad[idx], rcond=None)[0]
         t = 1.0
@@ -364,6 +359,50 @@ def _observed_mle(
             converged = True
             break
     return a, it, converged
+
+
+def _newton_terms(
+    a: np.ndarray,
+    b: np.ndarray,
+    active: np.ndarray,
+    g: np.ndarray,
+    pos: np.ndarray,
+    n: np.ndarray,
+    c: np.ndarray,
+    G: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and Hessian of the profile likelihood: a step of :func:`_observed_mle`."""
+    K = a.size
+    eta = a[pos] + b[g]
+    e = np.exp(eta)
+    live = np.isfinite(eta) & (n > c)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        grad_c = c - np.where(live, (n - c) * e / (1.0 - e), 0.0)  # d loglik / d eta
+        w = np.where(live, (n - c) * e / (1.0 - e) ** 2, 0.0)  # -d2 loglik / d eta2
+    grad_c = np.where(np.isfinite(eta), grad_c, 0.0)
+    on = active[g]
+    top = np.full(G, -np.inf)
+    np.maximum.at(top, g, a[pos])
+    kstar = np.zeros(G, dtype=np.int64)
+    at_top = a[pos] == top[g]
+    kstar[g[at_top]] = pos[at_top]
+    grad = np.bincount(pos, grad_c, minlength=K)
+    grad -= np.bincount(kstar[g[on]], grad_c[on], minlength=K)
+    # Hessian: cells of interior pairs, minus their Schur complement through log gamma;
+    # cells of pairs at the bound along e_k - e_k*.
+    ins = ~on & np.isfinite(eta)
+    hess = -np.bincount(pos[ins] * (K + 1), w[ins], minlength=K * K)
+    w_g = np.bincount(g[ins], w[ins], minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(w_g[g[ins]] > 0, w[ins] / np.sqrt(w_g[g[ins]]), 0.0)
+    m = sparse.csr_matrix((scaled, (g[ins], pos[ins])), shape=(G, K))
+    hess = hess.reshape(K, K) + (m.T @ m).toarray()
+    kk, ks, ww = pos[on], kstar[g[on]], w[on]
+    hess -= np.bincount(kk * K + kk, ww, minlength=K * K).reshape(K, K)
+    hess -= np.bincount(ks * K + ks, ww, minlength=K * K).reshape(K, K)
+    hess += np.bincount(kk * K + ks, ww, minlength=K * K).reshape(K, K)
+    hess += np.bincount(ks * K + kk, ww, minlength=K * K).reshape(K, K)
+    return grad, hess
 
 
 def _n_multi_position(g: np.ndarray) -> int:

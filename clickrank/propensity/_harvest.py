@@ -339,14 +339,7 @@ def _ratio_chain(
             log_theta[hi - 1] = -np.inf
             continue
         log_theta[hi - 1] = log_theta[lo - 1] + np.log(b / a)
-        ag, bg = pairs["w"] * pairs["y"], pairs["w"] * pairs["y2"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if variance == "jackknife":
-                # change of the log ratio when pair g is left out
-                d = np.log((b - bg) / (a - ag)) - np.log(b / a)
-            else:  # CR2: linearized influence over sqrt(1 - leverage)
-                h = 0.5 * (ag / a + bg / b)
-                d = (bg / b - ag / a) / np.sqrt(np.where(h < 1, 1 - h, np.nan))
+        d = _link_influence(pairs, a, b, variance)
         d = np.where(on, d, 0.0)
         infl[:, hi - 1] = infl[:, lo - 1] + d
         member[:, hi - 1] = member[:, lo - 1] | on
@@ -357,17 +350,44 @@ def _ratio_chain(
             v_sum[hi - 1] = v_sum[lo - 1] + v_l
             v_den[hi - 1] = v_den[lo - 1] + (v_l * v_l / (g_l - 1) if g_l > 1 else np.inf)
     theta = np.exp(log_theta)
+    se, df = _chain_se_df(variance, infl, member, used, v_sum, v_den, pairs["g"])
+    return theta, se, df, reasons
+
+
+def _link_influence(pairs: dict[str, np.ndarray], a: float, b: float, variance: str) -> np.ndarray:
+    """Each row's change of a link's log ratio (jackknife or CR2): the chain's per-link step."""
+    ag, bg = pairs["w"] * pairs["y"], pairs["w"] * pairs["y2"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if variance == "jackknife":
+            # change of the log ratio when pair g is left out
+            d = np.log((b - bg) / (a - ag)) - np.log(b / a)
+        else:  # CR2: linearized influence over sqrt(1 - leverage)
+            h = 0.5 * (ag / a + bg / b)
+            d = (bg / b - ag / a) / np.sqrt(np.where(h < 1, 1 - h, np.nan))
+    return d
+
+
+def _chain_se_df(
+    variance: str,
+    infl: np.ndarray,
+    member: np.ndarray,
+    used: np.ndarray,
+    v_sum: np.ndarray,
+    v_den: np.ndarray,
+    g: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """SE and degrees of freedom of the chain's log theta: the last step of :func:`_ratio_chain`."""
     if variance == "jackknife":
-        var = _jackknife_var(infl[used], pairs["g"][used])
+        var = _jackknife_var(infl[used], g[used])
         with np.errstate(divide="ignore", invalid="ignore"):
             df = np.where(v_den > 0, v_sum * v_sum / v_den, np.inf)
         df[~np.isfinite(df) & (v_den > 0)] = np.nan
     else:
-        var, df = _cr2_var_df(infl, member, pairs["g"])
+        var, df = _cr2_var_df(infl, member, g)
     se = np.sqrt(var)
     se[0] = 0.0
     df[0] = np.inf
-    return theta, se, df, reasons
+    return se, df
 
 
 def _cr2_var_df(
@@ -415,27 +435,7 @@ def _allpairs_fit(
     """
     A, B, W = _pair_sums(pairs, K)
     warns: list[str] = []
-    lo_idx, hi_idx = np.nonzero((W > 0) & ((A + B) > 0))
-    # identification: positions connected to 1 through informative pairs
-    graph = sparse.coo_matrix((np.ones(lo_idx.size), (lo_idx, hi_idx)), shape=(K, K))
-    _, comp = connected_components(graph, directed=False)
-    clicks_at = np.zeros(K)
-    np.add.at(clicks_at, lo_idx, A[lo_idx, hi_idx])
-    np.add.at(clicks_at, hi_idx, B[lo_idx, hi_idx])
-    reasons: dict[int, str] = {}
-    zero: list[int] = []
-    for p in range(2, K + 1):
-        if comp[p - 1] != comp[0]:
-            reasons[p] = (
-                "no chain of (query, doc) pairs shown at several positions links it to position 1"
-            )
-        elif clicks_at[p - 1] == 0:
-            zero.append(p)
-    if clicks_at[0] == 0:
-        raise EstimationError(
-            "harvest-allpairs: no clicks at position 1 on any (query, doc) pair that was also "
-            "shown elsewhere; position 1 cannot serve as the reference"
-        )
+    lo_idx, hi_idx, reasons, zero = _allpairs_identified(A, B, W, K)
     free = [p for p in range(2, K + 1) if p not in reasons and p not in zero]
     col_of = {p: i for i, p in enumerate(free)}
     bad = np.zeros(K, dtype=bool)
@@ -491,6 +491,80 @@ def _allpairs_fit(
     # observed information (bread)
     h = (W_u - Y_u) * mu / (1 - mu) ** 2
     H = (X_u.T @ sparse.diags(h) @ X_u).toarray()
+    cov, df_par = _allpairs_jackknife(pairs, lo_idx, hi_idx, K, X, beta, H, fixed_zero,
+                                      len(free), col_map, side_pos, warns)  # fmt: skip
+    theta, se, df = _allpairs_positions(K, col_of, beta, cov, df_par, zero)
+    return theta, se, df, reasons, warns
+
+
+def _allpairs_positions(
+    K: int,
+    col_of: dict[int, int],
+    beta: np.ndarray,
+    cov: np.ndarray,
+    df_par: np.ndarray,
+    zero: list[int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Theta, SE and df per position from the fit: the result step of :func:`_allpairs_fit`."""
+    theta = np.full(K, np.nan)
+    se = np.full(K, np.nan)
+    df = np.full(K, np.inf)
+    theta[0], se[0] = 1.0, 0.0
+    for p, i in col_of.items():
+        theta[p - 1] = np.exp(beta[i])
+        se[p - 1] = np.sqrt(max(cov[i, i], 0.0))
+        df[p - 1] = df_par[i]
+    for p in zero:
+        theta[p - 1] = 0.0
+    return theta, se, df
+
+
+def _allpairs_identified(
+    A: np.ndarray, B: np.ndarray, W: np.ndarray, K: int
+) -> tuple[np.ndarray, np.ndarray, dict[int, str], list[int]]:
+    """Informative cells, unlinked and zero-click positions: the identification step of AllPairs."""
+    lo_idx, hi_idx = np.nonzero((W > 0) & ((A + B) > 0))
+    # identification: positions connected to 1 through informative pairs
+    graph = sparse.coo_matrix((np.ones(lo_idx.size), (lo_idx, hi_idx)), shape=(K, K))
+    _, comp = connected_components(graph, directed=False)
+    clicks_at = np.zeros(K)
+    np.add.at(clicks_at, lo_idx, A[lo_idx, hi_idx])
+    np.add.at(clicks_at, hi_idx, B[lo_idx, hi_idx])
+    reasons: dict[int, str] = {}
+    zero: list[int] = []
+    for p in range(2, K + 1):
+        if comp[p - 1] != comp[0]:
+            reasons[p] = (
+                "no chain of (query, doc) pairs shown at several positions links it to position 1"
+            )
+        elif clicks_at[p - 1] == 0:
+            zero.append(p)
+    if clicks_at[0] == 0:
+        raise EstimationError(
+            "harvest-allpairs: no clicks at position 1 on any (query, doc) pair that was also "
+            "shown elsewhere; position 1 cannot serve as the reference"
+        )
+    return lo_idx, hi_idx, reasons, zero
+
+
+def _allpairs_jackknife(
+    pairs: dict[str, np.ndarray],
+    lo_idx: np.ndarray,
+    hi_idx: np.ndarray,
+    K: int,
+    X: sparse.csr_matrix,
+    beta: np.ndarray,
+    H: np.ndarray,
+    fixed_zero: np.ndarray,
+    n_free: int,
+    col_map: np.ndarray,
+    side_pos: np.ndarray,
+    warns: list[str],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster-jackknife covariance and df of the parameters: the after-fit step of AllPairs."""
+    P = lo_idx.size
+    n_par = n_free + P
+    cap = 1.0 - 1e-10
     # per-(q,d) scores (meat): each pair member contributes to both sides of its pair
     pk = _lookup_pairs(pairs, lo_idx, hi_idx, K)
     eta_full = X @ beta
@@ -516,7 +590,7 @@ def _allpairs_fit(
     for y_side, off in ((pairs["y"][member], 0), (pairs["y2"][member], P)):
         r = off + pk_m
         hv = np.where(fixed_zero[r], 0.0, pairs["w"][member] * (1 - y_side) * curv[r])
-        c_p = len(free) + pk_m
+        c_p = n_free + pk_m
         c_t = col_map[side_pos[r]]
         np.add.at(Hg, (ginv, c_p, c_p), hv)
         t_ok = c_t >= 0
@@ -541,17 +615,7 @@ def _allpairs_fit(
         warns.append("harvest-allpairs: singular information matrix; no standard errors")
         cov = np.full((n_par, n_par), np.nan)
         df_par = np.full(n_par, np.inf)
-    theta = np.full(K, np.nan)
-    se = np.full(K, np.nan)
-    df = np.full(K, np.inf)
-    theta[0], se[0] = 1.0, 0.0
-    for p, i in col_of.items():
-        theta[p - 1] = np.exp(beta[i])
-        se[p - 1] = np.sqrt(max(cov[i, i], 0.0))
-        df[p - 1] = df_par[i]
-    for p in zero:
-        theta[p - 1] = 0.0
-    return theta, se, df, reasons, warns
+    return cov, df_par
 
 
 def _lookup_pairs(

@@ -405,18 +405,32 @@ def _orthogonal(cells: _Cells, F: np.ndarray, theta: np.ndarray,
         return None
     z = sol.x
     mu, m, r = parts(z)
-    psi = np.concatenate([r[:, None], r[:, None] * (D - m)[:, 1:]], axis=1)
-    query = cells.query[cells.row[at]]
-    Q = int(query.max()) + 1
-    per_query = np.zeros((Q, used.size))
-    np.add.at(per_query, query, psi)
-    n_q = np.unique(query).size
-    meat = per_query.T @ per_query * n_q / max(n_q - 1, 1)
+    meat = _query_meat(cells, at, used.size, r, m, D)
     try:
         inv = np.linalg.inv(moments(z)[1])
     except np.linalg.LinAlgError:
         return None
     cov = inv @ meat @ inv.T
+    return _theta_se(cells, used, z, cov)
+
+
+def _query_meat(cells: _Cells, at: np.ndarray, n_used: int, r: np.ndarray, m: np.ndarray,
+                D: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Outer products of the moments summed per query: the meat step of :func:`_orthogonal`."""
+    psi = np.concatenate([r[:, None], r[:, None] * (D - m)[:, 1:]], axis=1)
+    query = cells.query[cells.row[at]]
+    Q = int(query.max()) + 1
+    per_query = np.zeros((Q, n_used))
+    np.add.at(per_query, query, psi)
+    n_q = np.unique(query).size
+    meat = per_query.T @ per_query * n_q / max(n_q - 1, 1)
+    return meat
+
+
+def _theta_se(cells: _Cells, used: np.ndarray, z: np.ndarray,
+              cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Theta and SE of log theta at every position: the result step of :func:`_orthogonal`."""
+    K = cells.K
     out, se = np.zeros(K), np.full(K, np.nan)
     out[used] = np.exp(np.concatenate([[0.0], z[1:]]))
     se[used] = np.sqrt(np.maximum(np.concatenate([[0.0], np.diag(cov)[1:]]), 0.0))
@@ -456,6 +470,93 @@ def _estimate(cells: _Cells, theta0: np.ndarray, seed: int, orthogonal: bool,
             if long_F is not None:
                 other = _orthogonal(cells, long_F, em_theta, pi)
     return theta, se, info, other
+
+
+def _check_args(K: int | None, n_boot: int, folds: int, correction: str, sensitivity: int,
+                data: RankingData) -> int:  # fmt: skip
+    """Check the arguments and return ``n_boot``: the validation step of :func:`regression_em`."""
+    if K is not None and (not isinstance(K, int | np.integer) or K < 2):
+        raise InputError(f"K must be an integer >= 2, got {K!r}")
+    n_boot = int(check_non_negative(n_boot, name="n_boot", integer=True))
+    if not isinstance(folds, int | np.integer) or folds < 2:
+        raise InputError(f"folds must be an integer >= 2, got {folds!r}")
+    if correction not in ("orthogonal", "none"):
+        raise InputError(f"correction must be 'orthogonal' or 'none', got {correction!r}")
+    if not isinstance(sensitivity, int | np.integer) or sensitivity == 1 or sensitivity < 0:
+        raise InputError(f"sensitivity must be 0 or an integer >= 2, got {sensitivity!r}")
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    return n_boot
+
+
+def _read_cells(log: Any, data: RankingData, K: int | None, folds: int, seed: int) -> _Cells:
+    """The log's cells, checked: the reading step of :func:`regression_em`."""
+    cells = _cells(data, as_lazy(log), K, int(folds), seed)
+    if cells.K < 2:
+        raise EstimationError("regression-em: the log shows one position only")
+    if np.unique(cells.query).size < 2 * folds:
+        raise EstimationError(
+            f"regression-em: {np.unique(cells.query).size} queries in the log; the relevance "
+            f"model needs at least {2 * folds} to be cross-fitted over {folds} folds"
+        )
+    return cells
+
+
+def _bootstrap(
+    cells: _Cells,
+    theta: np.ndarray,
+    seed: int,
+    orthogonal: bool,
+    n_boot: int,
+    progress: Callable[[int], None] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap replicates of log theta, their SD: the interval step of :func:`regression_em`."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E5]))
+    Q = int(cells.query.max()) + 1
+    reps = np.empty((n_boot, cells.K))
+    start = np.where(np.isfinite(theta) & (theta > 0), theta, 1.0)
+    for b in range(n_boot):
+        w = rng.poisson(1.0, Q).astype(np.float64)
+        rb = _estimate(cells.weighted(w), start, seed, orthogonal)[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reps[b] = np.log(rb)
+        if progress is not None:
+            progress(1)
+    ok = np.isfinite(reps)
+    with np.errstate(invalid="ignore"):
+        se = np.array([reps[ok[:, k], k].std(ddof=1) if ok[:, k].sum() > 1 else np.nan
+                       for k in range(cells.K)])  # fmt: skip
+    se[0] = 0.0
+    return reps, se
+
+
+def _sensitivity(theta: np.ndarray, se: np.ndarray, other: Any, n_boot: int, sensitivity: int,
+                 info: dict[str, Any], interval: str) -> tuple[np.ndarray | None, str]:  # fmt: skip
+    """Spread between the two smoothings: the sensitivity step of :func:`regression_em`."""
+    spread = None
+    if other is not None and np.isfinite(se[1:]).any():  # the interval spans both smoothings
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = np.column_stack([np.log(other[0]) - np.log(theta),
+                                      se if n_boot else other[1]])  # fmt: skip
+        interval += (f"; the hull of the intervals with the relevance model at its best round "
+                     f"and at {sensitivity}x it")  # fmt: skip
+        info["sensitivity"] = {"relevance_trees": int(sensitivity) * info["trees"],
+                               "theta": [float(v) if np.isfinite(v) else None
+                                         for v in other[0]]}  # fmt: skip
+    return spread, interval
+
+
+def _warnings(orthogonal: bool, info: dict[str, Any]) -> list[str]:
+    """The estimate's warnings: the result-assembling step of :func:`regression_em`."""
+    warnings = ["theta is identified through a model of relevance on the features (regression "
+                "EM): a weaker guarantee than randomized interventions; its intervals count "
+                "the sampling of queries and clicks and span the relevance model's bias "
+                "between two smoothings, not every bias the relevance and placement models "
+                "can leave (docs/logs.md)"]  # fmt: skip
+    if orthogonal and info["correction"] != "orthogonal":
+        warnings.append(f"regression-em: {info['correction']}; theta is regression EM's own, "
+                        "biased towards the click-through rates by position")  # fmt: skip
+    return warnings
 
 
 def regression_em(
@@ -516,72 +617,24 @@ def regression_em(
     EstimationError
         When no position beyond 1 is identified (no clicks, one position shown).
     """
-    if K is not None and (not isinstance(K, int | np.integer) or K < 2):
-        raise InputError(f"K must be an integer >= 2, got {K!r}")
-    n_boot = int(check_non_negative(n_boot, name="n_boot", integer=True))
-    if not isinstance(folds, int | np.integer) or folds < 2:
-        raise InputError(f"folds must be an integer >= 2, got {folds!r}")
-    if correction not in ("orthogonal", "none"):
-        raise InputError(f"correction must be 'orthogonal' or 'none', got {correction!r}")
-    if not isinstance(sensitivity, int | np.integer) or sensitivity == 1 or sensitivity < 0:
-        raise InputError(f"sensitivity must be 0 or an integer >= 2, got {sensitivity!r}")
-    if not isinstance(data, RankingData):
-        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
-    cells = _cells(data, as_lazy(log), K, int(folds), seed)
-    if cells.K < 2:
-        raise EstimationError("regression-em: the log shows one position only")
-    if np.unique(cells.query).size < 2 * folds:
-        raise EstimationError(
-            f"regression-em: {np.unique(cells.query).size} queries in the log; the relevance "
-            f"model needs at least {2 * folds} to be cross-fitted over {folds} folds"
-        )
+    n_boot = _check_args(K, n_boot, folds, correction, sensitivity, data)
+    cells = _read_cells(log, data, K, folds, seed)
     orthogonal = correction == "orthogonal"
     theta, se, info, other = _estimate(cells, _naive(cells), seed, orthogonal, int(sensitivity))
     reps, ci = None, {}
     if n_boot:
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E5]))
-        Q = int(cells.query.max()) + 1
-        reps = np.empty((n_boot, cells.K))
-        start = np.where(np.isfinite(theta) & (theta > 0), theta, 1.0)
-        for b in range(n_boot):
-            w = rng.poisson(1.0, Q).astype(np.float64)
-            rb = _estimate(cells.weighted(w), start, seed, orthogonal)[0]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                reps[b] = np.log(rb)
-            if progress is not None:
-                progress(1)
-        ok = np.isfinite(reps)
-        with np.errstate(invalid="ignore"):
-            se = np.array([reps[ok[:, k], k].std(ddof=1) if ok[:, k].sum() > 1 else np.nan
-                           for k in range(cells.K)])  # fmt: skip
-        se[0] = 0.0
+        reps, se = _bootstrap(cells, theta, seed, orthogonal, n_boot, progress)
         interval = "query bootstrap"
     elif info["correction"] == "orthogonal":
         interval = "sandwich SE clustered by query, Student t"
         ci = {"ci_method": "t", "df": np.full(cells.K, max(np.unique(cells.query).size - 1, 1.0))}
     else:  # se: NaN from _estimate
         interval = "none (n_boot=0)"
-    spread = None
-    if other is not None and np.isfinite(se[1:]).any():  # the interval spans both smoothings
-        with np.errstate(divide="ignore", invalid="ignore"):
-            spread = np.column_stack([np.log(other[0]) - np.log(theta),
-                                      se if n_boot else other[1]])  # fmt: skip
-        interval += (f"; the hull of the intervals with the relevance model at its best round "
-                     f"and at {sensitivity}x it")  # fmt: skip
-        info["sensitivity"] = {"relevance_trees": int(sensitivity) * info["trees"],
-                               "theta": [float(v) if np.isfinite(v) else None
-                                         for v in other[0]]}  # fmt: skip
+    spread, interval = _sensitivity(theta, se, other, n_boot, sensitivity, info, interval)
     impressions = np.bincount(cells.pos, weights=cells.n, minlength=cells.K)
     info = {**info, "folds": int(folds), "n_boot": n_boot, "interval": interval,
             "identified_by": "a gradient-boosted relevance model of the features"}  # fmt: skip
-    warnings = ["theta is identified through a model of relevance on the features (regression "
-                "EM): a weaker guarantee than randomized interventions; its intervals count "
-                "the sampling of queries and clicks and span the relevance model's bias "
-                "between two smoothings, not every bias the relevance and placement models "
-                "can leave (docs/logs.md)"]  # fmt: skip
-    if orthogonal and info["correction"] != "orthogonal":
-        warnings.append(f"regression-em: {info['correction']}; theta is regression EM's own, "
-                        "biased towards the click-through rates by position")  # fmt: skip
+    warnings = _warnings(orthogonal, info)
     out = finish(theta, se, impressions, method="regression-em", n_sessions=cells.n_sessions,
                  info=info, warnings=warnings, **ci)  # fmt: skip
     return replace(out, replicates=reps, sensitivity=spread)

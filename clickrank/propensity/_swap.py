@@ -117,6 +117,28 @@ def pair_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, An
     return to_stats(agg, ["kind", "a", "b", "position"], ["n", "c"], buckets)
 
 
+def _route(
+    design: str,
+    route: str,
+    kind: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    pos: np.ndarray,
+    n: np.ndarray,
+) -> tuple[str, np.ndarray]:
+    """The route and slot-1 control cells: the denominator step of :func:`pair_from_counts`."""
+    # slot 1 shows d_1 where rank 1 was not part of a swapped pair
+    one_kept = (pos == 1) & ((kind == 0) | ((a != 1) & (b != 1)))
+    if route == "auto":
+        route = "top" if (design == "swap" and n[one_kept].sum() > 0) else "bottom"
+    if route == "top" and n[one_kept].sum() == 0:
+        raise EstimationError(
+            f"{design} estimator, route 'top': no session shows the rank-1 document at "
+            "rank 1 (no control sessions); use route='bottom'"
+        )
+    return route, one_kept
+
+
 def pair_from_counts(
     stats: dict[str, np.ndarray],
     *,
@@ -141,15 +163,7 @@ def pair_from_counts(
             f"{design} estimator: the log has no {what}; use another method "
             "(randomized, harvest-allpairs, em)"
         )
-    # slot 1 shows d_1 where rank 1 was not part of a swapped pair
-    one_kept = (pos == 1) & ((kind == 0) | ((a != 1) & (b != 1)))
-    if route == "auto":
-        route = "top" if (design == "swap" and n[one_kept].sum() > 0) else "bottom"
-    if route == "top" and n[one_kept].sum() == 0:
-        raise EstimationError(
-            f"{design} estimator, route 'top': no session shows the rank-1 document at "
-            "rank 1 (no control sessions); use route='bottom'"
-        )
+    route, one_kept = _route(design, route, kind, a, b, pos, n)
     K = resolve_K(K, int(ks.max()) if K is None else int(pos.max()), design)
     theta = np.full(K, np.nan)
     se = np.full(K, np.nan)

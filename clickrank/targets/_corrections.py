@@ -197,6 +197,77 @@ def _true_examination(model: Any, sessions: Any, labels: np.ndarray) -> np.ndarr
     )
 
 
+def _check_min_propensity(clip: float | None) -> float | None:
+    """``clip`` as a float in (0, 1] or None: the validation step of :func:`cascade_ips`."""
+    if clip is not None:
+        clip = float(check_positive(clip, name="clip"))
+        if clip > 1:
+            raise InputError(f"clip is a minimum propensity in (0, 1], got {clip}")
+    return clip
+
+
+def _examination(model: Any, log: pl.DataFrame | pl.LazyFrame, sessions: Any) -> np.ndarray:
+    """Each slot's examination probability given the clicks above: the model step of cascade IPS."""
+    from ..clickmodels.fitting import FittedClickModel
+
+    if isinstance(model, FittedClickModel):
+        rho = model.examination(sessions)
+    else:
+        lf = log.lazy() if isinstance(log, pl.DataFrame) else log
+        if "label" not in lf.collect_schema():
+            raise InputError(
+                "a simulation model needs the log's true labels (column 'label'); "
+                "pass a fitted model (fit_click_model) for a real log"
+            )
+        lab = lf.group_by("query", "doc").agg(pl.col("label").first()).collect()
+        lab = sessions.pairs.join(lab, on=["query", "doc"], how="left")["label"].to_numpy()
+        labels = np.where(sessions.shown, lab[np.maximum(sessions.pair, 0)], np.nan)
+        rho = _true_examination(model, sessions, labels)
+    return rho
+
+
+def _per_doc_gains(
+    data: RankingData,
+    sessions: Any,
+    pair_gain: np.ndarray,
+    pair_shown: np.ndarray,
+    pair_clicks: np.ndarray,
+) -> pl.DataFrame:
+    """The pairs' gains and impressions per document row: the aggregation step of cascade IPS."""
+    frame = sessions.pairs.with_columns(
+        gain=pl.Series(pair_gain),
+        shown=pl.Series(pair_shown),
+        click=pl.Series(np.rint(pair_clicks).astype(np.int64)),
+    )
+    lf2, keys = prepare_log(data, frame, ("query", "doc", "click"))
+    agg = per_doc(lf2, keys, [pl.col("gain").sum(), pl.col("shown").sum()], "click log")
+    return agg
+
+
+def _cascade_metadata(
+    model: Any,
+    rho: np.ndarray,
+    c: np.ndarray,
+    impossible: np.ndarray,
+    w: np.ndarray,
+    pair_shown: np.ndarray,
+    pair_clicks: np.ndarray,
+    clip: float | None,
+) -> dict[str, Any]:
+    """Model, counts, clipping and reference: the metadata step of :func:`cascade_ips`."""
+    name = getattr(model, "name", type(model).__name__.lower())
+    lowest = rho[c & ~impossible]
+    return {
+        "model": name,
+        "impressions": int(round(pair_shown.sum())),
+        "clicks": int(round(pair_clicks.sum())),
+        "clip": clip,
+        "impossible_clicks": int(round(float(w[impossible].sum()))),
+        "min_propensity": float(lowest.min()) if lowest.size else None,
+        "reference": "Vardasbi, de Rijke & Markov, SIGIR 2020",
+    }
+
+
 def cascade_ips(
     data: RankingData,
     log: pl.DataFrame | pl.LazyFrame,
@@ -244,27 +315,12 @@ def cascade_ips(
         ``metadata["impossible_clicks"]``.
     candidates : {"shown", "all"}
     """
-    from ..clickmodels.fitting import FittedClickModel, sessions_from_log
+    from ..clickmodels.fitting import sessions_from_log
 
-    if clip is not None:
-        clip = float(check_positive(clip, name="clip"))
-        if clip > 1:
-            raise InputError(f"clip is a minimum propensity in (0, 1], got {clip}")
+    clip = _check_min_propensity(clip)
     check_choice(candidates, ("shown", "all"), name="candidates")
     sessions = sessions_from_log(log)
-    if isinstance(model, FittedClickModel):
-        rho = model.examination(sessions)
-    else:
-        lf = log.lazy() if isinstance(log, pl.DataFrame) else log
-        if "label" not in lf.collect_schema():
-            raise InputError(
-                "a simulation model needs the log's true labels (column 'label'); "
-                "pass a fitted model (fit_click_model) for a real log"
-            )
-        lab = lf.group_by("query", "doc").agg(pl.col("label").first()).collect()
-        lab = sessions.pairs.join(lab, on=["query", "doc"], how="left")["label"].to_numpy()
-        labels = np.where(sessions.shown, lab[np.maximum(sessions.pair, 0)], np.nan)
-        rho = _true_examination(model, sessions, labels)
+    rho = _examination(model, log, sessions)
     c = sessions.click & sessions.shown
     if clip is not None:
         rho = np.maximum(rho, clip)
@@ -278,29 +334,13 @@ def cascade_ips(
     pair_gain = np.bincount(g, weights=per_slot[shown], minlength=G)
     pair_shown = np.bincount(g, weights=w[shown], minlength=G)
     pair_clicks = np.bincount(g, weights=(w * c)[shown], minlength=G)
-    frame = sessions.pairs.with_columns(
-        gain=pl.Series(pair_gain),
-        shown=pl.Series(pair_shown),
-        click=pl.Series(np.rint(pair_clicks).astype(np.int64)),
-    )
-    lf2, keys = prepare_log(data, frame, ("query", "doc", "click"))
-    agg = per_doc(lf2, keys, [pl.col("gain").sum(), pl.col("shown").sum()], "click log")
+    agg = _per_doc_gains(data, sessions, pair_gain, pair_shown, pair_clicks)
     rows = agg["row"].to_numpy()
-    name = getattr(model, "name", type(model).__name__.lower())
-    lowest = rho[c & ~impossible]
     return Target(
         "cascade-ips",
         gains=scatter(data.n_docs, rows, agg["gain"].to_numpy()),
         candidates=candidate_mask(data.n_docs, rows, candidates),
-        metadata={
-            "model": name,
-            "impressions": int(round(pair_shown.sum())),
-            "clicks": int(round(pair_clicks.sum())),
-            "clip": clip,
-            "impossible_clicks": int(round(float(w[impossible].sum()))),
-            "min_propensity": float(lowest.min()) if lowest.size else None,
-            "reference": "Vardasbi, de Rijke & Markov, SIGIR 2020",
-        },
+        metadata=_cascade_metadata(model, rho, c, impossible, w, pair_shown, pair_clicks, clip),
     )
 
 

@@ -78,10 +78,7 @@ def make_target(
     """
     if name == "oracle":
         return oracle(data)
-    if log is None and stats is None:
-        raise InputError(f"target {name!r} needs a click log")
-    if needs_propensities(name) and propensities is None:
-        raise InputError(f"target {name!r} needs propensities")
+    _check_inputs(name, log, stats, propensities)
     if name in ("naive", "ips", "dr") and stats is None:
         stats = click_stats(
             data,
@@ -111,16 +108,7 @@ def make_target(
                                  propensities=propensities if w else None,
                                  candidates=pair_candidates)  # fmt: skip
     if name in MODEL_AWARE:
-        from ..clickmodels import fit_click_model
-        from ._corrections import affine, cascade_ips, fitted_relevance
-
-        fit = fit_click_model(log, click_model or MODEL_AWARE[name])
-        if name == "affine":
-            return affine(data, log, fit, candidates=pair_candidates)
-        if name == "cascade-ips":
-            return cascade_ips(data, log, fit, clip=_resolve(clip, log),
-                               candidates=pair_candidates)  # fmt: skip
-        return fitted_relevance(data, fit, candidates=pair_candidates)
+        return _model_aware(name, data, log, click_model, clip, pair_candidates)
     if name.startswith("pairs:"):
         strategy = name[len("pairs:") :]
         parse_strategy(strategy)  # a clear error for an unknown strategy
@@ -128,3 +116,32 @@ def make_target(
     raise InputError(
         f"unknown target {name!r}; choose from {list(TARGET_NAMES)} or 'pairs:<strategy>'"
     )
+
+
+def _check_inputs(name: str, log: Any, stats: ClickStats | None, propensities: Any) -> None:
+    """Raise when ``name`` lacks its inputs: the validation step of :func:`make_target`."""
+    if log is None and stats is None:
+        raise InputError(f"target {name!r} needs a click log")
+    if needs_propensities(name) and propensities is None:
+        raise InputError(f"target {name!r} needs propensities")
+
+
+def _model_aware(
+    name: str,
+    data: RankingData,
+    log: pl.DataFrame | pl.LazyFrame | None,
+    click_model: str | None,
+    clip: float | str | None,
+    pair_candidates: str,
+) -> Target:
+    """A model-aware target, its click model fitted to ``log``: a branch of :func:`make_target`."""
+    from ..clickmodels import fit_click_model
+    from ._corrections import affine, cascade_ips, fitted_relevance
+
+    fit = fit_click_model(log, click_model or MODEL_AWARE[name])
+    if name == "affine":
+        return affine(data, log, fit, candidates=pair_candidates)
+    if name == "cascade-ips":
+        return cascade_ips(data, log, fit, clip=_resolve(clip, log),
+                           candidates=pair_candidates)  # fmt: skip
+    return fitted_relevance(data, fit, candidates=pair_candidates)

@@ -167,6 +167,19 @@ def apply_candidates(
     return Target(name, gains=hybrid_gains, doc_weights=doc_weights, metadata=meta)
 
 
+def _ips_gains(data: RankingData, stats: ClickStats, normalize: str) -> np.ndarray:
+    """Per-document IPS gains under ``normalize``: the gains step of :func:`ips`."""
+    if normalize == "exposure":
+        gains = stats.sessions * stats.ratio()
+    else:
+        gains = stats.ips.copy()
+        if normalize == "query":
+            q = data.query_index
+            total = np.bincount(q, weights=gains, minlength=data.n_queries)[q]
+            gains = np.divide(gains, total, out=np.zeros_like(gains), where=total > 0)
+    return gains
+
+
 def ips(
     data: RankingData,
     log: pl.DataFrame | pl.LazyFrame | None,
@@ -230,14 +243,7 @@ def ips(
         stats = click_stats(data, log, propensities, clip=clip)
     if stats.theta is None:
         raise InputError("IPS gains need propensities")
-    if normalize == "exposure":
-        gains = stats.sessions * stats.ratio()
-    else:
-        gains = stats.ips.copy()
-        if normalize == "query":
-            q = data.query_index
-            total = np.bincount(q, weights=gains, minlength=data.n_queries)[q]
-            gains = np.divide(gains, total, out=np.zeros_like(gains), where=total > 0)
+    gains = _ips_gains(data, stats, normalize)
     return apply_candidates(
         "ips",
         gains,

@@ -82,6 +82,66 @@ def _theta(propensities: Any, clip: float | None) -> tuple[np.ndarray, float | N
     return theta, clip
 
 
+def _distinct_sessions(
+    data: RankingData, log: Any
+) -> tuple[dict[str, np.ndarray], np.ndarray, int, int]:
+    """Distinct sessions, shown rows, impressions, positions: the reading step (Spark or local)."""
+    if is_spark(log):
+        base, keys, shown, impressions, top = _session_log(data, log, None)
+        lists = session_patterns(base, keys)
+        sizes = lists["row"].list.len().to_numpy()
+        arrays = {
+            "rows": lists["row"].explode().to_numpy().astype(np.int64),
+            "sptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            "positions": lists["position"].explode().to_numpy().astype(np.int32),
+            "clicks": lists["click"].explode().to_numpy().astype(bool),
+            "counts": lists["count"].to_numpy().astype(np.float64),
+        }
+    else:  # one join in log order, the grouping compiled (._session_lists)
+        lf, keys = prepare_log(data, log, _SESSION_COLUMNS)
+        base = lf.select(
+            "session",
+            "query",
+            "doc",
+            pl.col("position").cast(pl.Int64),
+            pl.col("click").cast(pl.Boolean),
+        )
+        arrays, shown, top = distinct_sessions(base, keys)
+        impressions = shown.size
+    return arrays, shown, impressions, top
+
+
+def _session_target(
+    data: RankingData,
+    sessions: SessionLists,
+    shown: np.ndarray,
+    impressions: int,
+    top: int,
+    bias_norm: float,
+    cost: str,
+) -> Target:
+    """The target and its counts: the result step of :func:`unbiased_lambdamart`."""
+    sizes = np.diff(sessions.sptr)
+    owner = np.repeat(np.arange(sessions.n_sessions), sizes)
+    n_click = np.bincount(owner, weights=sessions.clicks, minlength=sessions.n_sessions)
+    n_pairs = float(np.sum(sessions.counts * n_click * (sizes - n_click)))
+    return Target(
+        "unbiased-lambdamart",
+        sessions=sessions,
+        candidates=candidate_mask(data.n_docs, shown, "shown"),
+        metadata={
+            "impressions": impressions,
+            "sessions_with_pairs": int(round(sessions.n_logged)),
+            "distinct_sessions": sessions.n_sessions,
+            "pairs": int(round(n_pairs)),
+            "positions": top,
+            "bias_norm": bias_norm,
+            "cost": cost,
+            "reference": "Hu, Wang, Peng & Li, WWW 2019",
+        },
+    )
+
+
 def unbiased_lambdamart(
     data: RankingData,
     log: pl.DataFrame | pl.LazyFrame,
@@ -146,50 +206,11 @@ def unbiased_lambdamart(
     if not np.isfinite(bias_norm) or bias_norm < 0:
         raise InputError(f"bias_norm must be finite and >= 0, got {bias_norm!r}")
     check_choice(_cost, ("ranknet", "xgboost"), name="_cost")
-    if is_spark(log):
-        base, keys, shown, impressions, top = _session_log(data, log, None)
-        lists = session_patterns(base, keys)
-        sizes = lists["row"].list.len().to_numpy()
-        arrays = {
-            "rows": lists["row"].explode().to_numpy().astype(np.int64),
-            "sptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-            "positions": lists["position"].explode().to_numpy().astype(np.int32),
-            "clicks": lists["click"].explode().to_numpy().astype(bool),
-            "counts": lists["count"].to_numpy().astype(np.float64),
-        }
-    else:  # one join in log order, the grouping compiled (._session_lists)
-        lf, keys = prepare_log(data, log, _SESSION_COLUMNS)
-        base = lf.select(
-            "session",
-            "query",
-            "doc",
-            pl.col("position").cast(pl.Int64),
-            pl.col("click").cast(pl.Boolean),
-        )
-        arrays, shown, top = distinct_sessions(base, keys)
-        impressions = shown.size
+    arrays, shown, impressions, top = _distinct_sessions(data, log)
     if positions is not None:
         top = int(check_positive(positions, name="positions", integer=True))
     sessions = SessionLists(**arrays, n_positions=top, bias_norm=bias_norm, cost=_cost)
-    sizes = np.diff(sessions.sptr)
-    owner = np.repeat(np.arange(sessions.n_sessions), sizes)
-    n_click = np.bincount(owner, weights=sessions.clicks, minlength=sessions.n_sessions)
-    n_pairs = float(np.sum(sessions.counts * n_click * (sizes - n_click)))
-    return Target(
-        "unbiased-lambdamart",
-        sessions=sessions,
-        candidates=candidate_mask(data.n_docs, shown, "shown"),
-        metadata={
-            "impressions": impressions,
-            "sessions_with_pairs": int(round(sessions.n_logged)),
-            "distinct_sessions": sessions.n_sessions,
-            "pairs": int(round(n_pairs)),
-            "positions": top,
-            "bias_norm": bias_norm,
-            "cost": _cost,
-            "reference": "Hu, Wang, Peng & Li, WWW 2019",
-        },
-    )
+    return _session_target(data, sessions, shown, impressions, top, bias_norm, _cost)
 
 
 def propensity_ratio_pairs(

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -465,24 +466,13 @@ def _init(sessions: Sessions) -> tuple[np.ndarray, np.ndarray]:
     return a, s
 
 
-def _fit_family(
-    sessions: Sessions,
-    name: str,
-    shrinkage: float,
-    max_iter: int,
-    tol: float,
-    rel_tol: float,
-    accelerate: bool = True,
-) -> CascadeFamilyFit:
-    kind, use_sigma = _MODELS[name]
+def _family_step(
+    sessions: Sessions, kind: int, use_sigma: bool, m: float, n_blocks: int
+) -> tuple[Callable, Callable]:
+    """Unpacking and EM step of the stacked parameters: what :func:`_fit_family` iterates."""
     G, K = sessions.n_pairs, sessions.K
     pair, click, weight = sessions.pair, sessions.click, sessions.weight
-    m = float(shrinkage)
-    P = {0: 0, 1: 1, 2: K}[kind]
-    a0, s0 = _init(sessions)
-    g0 = np.full(P, 0.9 if kind == 1 else 0.5)
     nG = G * (2 if use_sigma else 1)
-    n_blocks = _n_blocks(sessions.n_unique, G)
 
     def unpack(x: np.ndarray):
         alpha = x[:G]
@@ -516,6 +506,73 @@ def _fit_family(
             ll += _penalty(x[:G], a_den, m) + (_penalty(x[G : 2 * G], s_den, m) if use_sigma else 0)
         return np.clip(np.concatenate([np.asarray(v, float) for v in new]), _CLIP, 1 - _CLIP), ll
 
+    return unpack, step
+
+
+def _family_se(
+    sessions: Sessions,
+    alpha: np.ndarray,
+    sigma: np.ndarray,
+    use_sigma: bool,
+    lam: np.ndarray,
+    kap: np.ndarray,
+    kind: int,
+    P: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """SEs of the globals, per-pair covariance blocks: the after-EM step of :func:`_fit_family`."""
+    G = sessions.n_pairs
+    pair, click, weight = sessions.pair, sessions.click, sessions.weight
+    # standard errors
+    A = np.zeros((P, P))
+    mdim = 2 if use_sigma else 1
+    Bm = np.zeros((G, P, mdim))
+    Dm = np.zeros((G, mdim, mdim))
+    _score_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, kind, A, Bm, Dm)
+    if kind == 2:  # lambda_r with coins only; the last rank is not identified
+        ident = np.diag(A) > 0
+        sub = np.flatnonzero(ident)
+        Vg_sub, Vp = block_covariance(A[np.ix_(sub, sub)], Bm[:, sub, :], Dm)
+        se_g = np.full(P, np.nan)
+        se_g[sub] = np.sqrt(np.maximum(np.diag(Vg_sub), 0.0))
+    else:
+        Vg, Vp = block_covariance(A, Bm, Dm)
+        se_g = np.sqrt(np.maximum(np.diag(Vg), 0.0))
+    return se_g, Vp
+
+
+def _family_globals(
+    kind: int, lam: np.ndarray, se_g: np.ndarray
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The global parameters and SEs by name: the result-assembling step of :func:`_fit_family`."""
+    globals_, globals_se = {}, {}
+    if kind == 1:
+        globals_["gamma"], globals_se["gamma"] = np.array([lam[0]]), se_g
+    elif kind == 2:
+        lam = lam.copy()
+        lam[se_g != se_g] = np.nan
+        globals_["continuation"], globals_se["continuation"] = lam, se_g
+    return globals_, globals_se
+
+
+def _fit_family(
+    sessions: Sessions,
+    name: str,
+    shrinkage: float,
+    max_iter: int,
+    tol: float,
+    rel_tol: float,
+    accelerate: bool = True,
+) -> CascadeFamilyFit:
+    kind, use_sigma = _MODELS[name]
+    G, K = sessions.n_pairs, sessions.K
+    m = float(shrinkage)
+    P = {0: 0, 1: 1, 2: K}[kind]
+    a0, s0 = _init(sessions)
+    g0 = np.full(P, 0.9 if kind == 1 else 0.5)
+    n_blocks = _n_blocks(sessions.n_unique, G)
+
+    unpack, step = _family_step(sessions, kind, use_sigma, m, n_blocks)
+
     x0 = np.r_[a0, s0, g0] if use_sigma else np.r_[a0, g0]
     x, it, conv, ll = squarem(
         step,
@@ -534,30 +591,10 @@ def _fit_family(
     seen = n_imp > 0
     a_prior = float(np.average(alpha[seen], weights=n_imp[seen])) if seen.any() else 0.5
     alpha = np.where(seen, alpha, a_prior)
-    # standard errors
-    A = np.zeros((P, P))
-    mdim = 2 if use_sigma else 1
-    Bm = np.zeros((G, P, mdim))
-    Dm = np.zeros((G, mdim, mdim))
-    _score_pass(pair, click, weight, alpha, sigma, use_sigma, lam, kap, kind, A, Bm, Dm)
-    if kind == 2:  # lambda_r with coins only; the last rank is not identified
-        ident = np.diag(A) > 0
-        sub = np.flatnonzero(ident)
-        Vg_sub, Vp = block_covariance(A[np.ix_(sub, sub)], Bm[:, sub, :], Dm)
-        se_g = np.full(P, np.nan)
-        se_g[sub] = np.sqrt(np.maximum(np.diag(Vg_sub), 0.0))
-    else:
-        Vg, Vp = block_covariance(A, Bm, Dm)
-        se_g = np.sqrt(np.maximum(np.diag(Vg), 0.0))
+    se_g, Vp = _family_se(sessions, alpha, sigma, use_sigma, lam, kap, kind, P)
     boundary_a = (alpha <= 10 * _CLIP) | (alpha >= 1 - 10 * _CLIP)
     se_a = np.where(seen & ~boundary_a, np.sqrt(np.maximum(Vp[:, 0, 0], 0.0)), np.nan)
-    globals_, globals_se = {}, {}
-    if kind == 1:
-        globals_["gamma"], globals_se["gamma"] = np.array([lam[0]]), se_g
-    elif kind == 2:
-        lam = lam.copy()
-        lam[se_g != se_g] = np.nan
-        globals_["continuation"], globals_se["continuation"] = lam, se_g
+    globals_, globals_se = _family_globals(kind, lam, se_g)
     kw = {}
     if use_sigma:
         sclick = n_clk > 0

@@ -377,6 +377,35 @@ def fit_ubm(
     )
 
 
+def _trust_se(
+    st: dict[str, np.ndarray],
+    w: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    pi: float,
+    seen: np.ndarray,
+    G: int,
+    K: int,
+) -> np.ndarray:
+    """SEs of (a, b, pi) from the per-pair scores: the after-EM step of :func:`fit_trust`."""
+    g, e, n, c = st["g"], st["e"], st["n"], st["c"]
+    nc = n - c
+    # outer product of per-pair scores (pairs are independent)
+    we = w[g]
+    sa = np.zeros((G, K))
+    sb = np.zeros((G, K))
+    np.add.at(sa, (g, e), we * (c / a[e] - nc / (1 - a[e])))
+    np.add.at(sb, (g, e), (1 - we) * (c / b[e] - nc / (1 - b[e])))
+    sp = w / pi - (1 - w) / (1 - pi)
+    S = np.c_[sa, sb, sp][seen]
+    info = S.T @ S
+    keep = np.diag(info) > 0
+    V = np.full(info.shape, np.nan)
+    V[np.ix_(keep, keep)] = np.linalg.pinv(info[np.ix_(keep, keep)])
+    se = np.sqrt(np.maximum(np.diag(V), 0.0))
+    return se
+
+
 def fit_trust(
     sessions: Sessions, *, shrinkage: float = 0.0, max_iter: int = 1000, tol: float = 1e-7
 ) -> TrustFit:
@@ -431,19 +460,7 @@ def fit_trust(
         x = np.r_[a, b, pi]
     la, lb = loglik_parts(x)
     w = np.where(seen, expit(la - lb), pi)
-    # outer product of per-pair scores (pairs are independent)
-    we = w[g]
-    sa = np.zeros((G, K))
-    sb = np.zeros((G, K))
-    np.add.at(sa, (g, e), we * (c / a[e] - nc / (1 - a[e])))
-    np.add.at(sb, (g, e), (1 - we) * (c / b[e] - nc / (1 - b[e])))
-    sp = w / pi - (1 - w) / (1 - pi)
-    S = np.c_[sa, sb, sp][seen]
-    info = S.T @ S
-    keep = np.diag(info) > 0
-    V = np.full(info.shape, np.nan)
-    V[np.ix_(keep, keep)] = np.linalg.pinv(info[np.ix_(keep, keep)])
-    se = np.sqrt(np.maximum(np.diag(V), 0.0))
+    se = _trust_se(st, w, a, b, pi, seen, G, K)
     has = n_e > 0
     a[~has] = np.nan
     b[~has] = np.nan
