@@ -563,7 +563,27 @@ class LambdaMARTCV(Params):
             self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
             self.held_terms_ = self.fold_terms(0, data, validation, cache)[1]
             return self
-        alive = run["alive"]
+        _, e, trees = self._results(run, progress)
+        self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
+        self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
+                        else f"ndcg@{int(self.eval_at)}")  # fmt: skip
+        self.oof_ = _out_of_fold(data, run["fold"], models[e], trees)
+        if self.refit:
+            self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
+                data, target, reference=reference, sets=cache.setdefault("refit", {})
+            )
+            fitted.append(self.model_)
+        else:
+            self.model_ = _bagged(models[e], trees, data)
+        self.fits_ = len(fitted)
+        self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
+        self._run = None  # the fold models: not kept
+        return self
+
+    def _results(self, run: dict, progress: Any) -> tuple[float, int, int]:
+        """Every grid entry's best round and score over the folds it fitted (``cv_results_``
+        and ``curves_``), and the best ``(score, entry, trees)`` among those not raced out."""
+        alive, per_fold, models = run["alive"], run["per_fold"], run["models"]
         rows = []
         self.curves_ = {}
         best = (-np.inf, 0, 0)
@@ -586,22 +606,7 @@ class LambdaMARTCV(Params):
                 progress(f"  {entry}: best {mean[r]:.4g} at {r + 1} trees"
                          + ("" if e in alive else f" (raced out after {done} folds)"))  # fmt: skip
         self.cv_results_ = pl.DataFrame(rows)
-        _, e, trees = best
-        self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
-        self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
-                        else f"ndcg@{int(self.eval_at)}")  # fmt: skip
-        self.oof_ = _out_of_fold(data, run["fold"], models[e], trees)
-        if self.refit:
-            self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
-                data, target, reference=reference, sets=cache.setdefault("refit", {})
-            )
-            fitted.append(self.model_)
-        else:
-            self.model_ = _bagged(models[e], trees, data)
-        self.fits_ = len(fitted)
-        self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
-        self._run = None  # the fold models: not kept
-        return self
+        return best
 
     def _fold(self, cache: dict, i: int, data: RankingData, validation: Any):
         """Fold ``i``'s training and held-out queries and its ``(training data, held-out

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._threads import share_cores
+from .._validation import InputError
 from ..selection import LambdaMARTCV
 from . import thresholds
 
@@ -46,6 +47,7 @@ __all__ = [
     "WORKER",
     "fit_member",
     "open_backend",
+    "spark_session",
 ]
 
 
@@ -313,3 +315,22 @@ def open_backend(job: MemberJob, *, spark: Any = None, n_jobs: int = 1, shared: 
         yield backend
     finally:
         backend.close()
+
+
+def spark_session(engine: str, log: Any) -> Any:
+    """The Spark session the members are fitted on (``engine`` "spark", or "auto" with a
+    Spark log), or None (locally).
+
+    Raises
+    ------
+    InputError
+        For ``engine="spark"`` without a Spark log.
+    """
+    from ..engine import is_spark
+
+    if engine == "spark" and not is_spark(log):
+        raise InputError("engine='spark' fits the members as Spark tasks: the log must be a "
+                         "Spark DataFrame (clickrank train --engine spark)")  # fmt: skip
+    if engine == "local" or not is_spark(log):
+        return None
+    return log.sparkSession

@@ -4,10 +4,9 @@ r"""One click learner: the target, candidate set and tree size chosen from click
 what ``clickrank train``, ``clickrank run`` and ``benchmarks/debiasing_real.py``
 call. It owns the whole default:
 
-1. **A small family of click targets** (:data:`~clickrank.training.members.FAMILY`): naive click
-counts,
-   IPS gains on the candidate sets ``shown``, ``hybrid`` and ``all``, doubly
-   robust gains and Unbiased LambdaMART. No member wins on every data set
+1. **A small family of click targets** (:data:`~clickrank.training.members.FAMILY`):
+   naive click counts, IPS gains on the candidate sets ``shown``, ``hybrid`` and
+   ``all``, doubly robust gains and Unbiased LambdaMART. No member wins on every data set
    (docs/lambdamart.md, "Debiasing on real data"), so the choice is made per log.
 2. **Cross-validated counterfactual selection.** Every member is fitted by
    :class:`~clickrank.selection.LambdaMARTCV` on the *same* folds of the
@@ -27,8 +26,7 @@ counts,
    member. On the robustness suite (docs/lambdamart.md, "The robustness suite", 188 runs)
    the average scored 0.7288 NDCG@10 on average, the best-scoring member 0.7230, the
    members alone 0.7181-0.7240. ``combine="select"``: the member with the best mean is
-   kept only when it beats the members earlier in :data:`~clickrank.training.members.FAMILY`'s
-   order (the simpler,
+   kept only when it beats the members earlier in the family's order (the simpler,
    safer ones) by more than ``tolerance`` paired standard errors; otherwise the first
    member within that margin is taken (the one-standard-error rule of Hastie et al.
    (2009), §7.10, towards the safer end).
@@ -50,7 +48,6 @@ winner's curse), which the one-SE rule and the ``safe`` fallback counter.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,12 +61,12 @@ from ..datasets import RankingData
 from ..selection import DEFAULT_GRID, ClickValidation
 from ..specs.names import CLICK_RANKER_SELECTION
 from . import thresholds
-from .backends import MemberJob, open_backend
+from .backends import MemberJob, open_backend, spark_session
 from .combine import average, member_terms, select, selection_reason
 from .fallback import retrained_fallback
 from .members import AVERAGE, DEFAULT_FAMILY, check_family, member_target, trainable
 from .propensities import resolve_propensities
-from .report import SelectionReport, selection_table
+from .report import SelectionReport, save_selection, selection_table
 from .safety import check_safety, unseen_guard
 from .search import MemberSearch, RacedMemberSearch, SearchResult
 
@@ -110,11 +107,9 @@ class ClickRanker(Params):
     Parameters
     ----------
     family : sequence of str
-        Members of :data:`~clickrank.training.members.FAMILY` to try, in safety order (default all
-        of
-        :data:`~clickrank.training.members.DEFAULT_FAMILY`; members needing propensities are
-        dropped when
-        there are none).
+        Members of :data:`~clickrank.training.members.FAMILY` to try, in safety order
+        (default all of :data:`~clickrank.training.members.DEFAULT_FAMILY`; members needing
+        propensities are dropped when there are none).
     validation : {"ips", "dr", "clicks"}
         The counterfactual DCG@k estimate every member is scored on (held-out
         clicks; ``"dr"`` adds a cross-fitted relevance model). ``"clicks"``, and
@@ -147,10 +142,9 @@ class ClickRanker(Params):
         estimate) such a member falls far below the others (there: -30 %; on
         MQ2008 Fold1 every member is within 4 % of the best). Members more than
         ``unseen_guard`` (relative) below the best all-documents score are not
-        chosen. From :data:`~clickrank.training.thresholds.RACE_FROM` documents a member whose
-        first fold already
-        shows it beyond that line (a paired ``confidence`` bound) fits no more folds
-        (``raced_``). None: no guard.
+        chosen. From :data:`~clickrank.training.thresholds.RACE_FROM` documents a member
+        whose first fold already shows it beyond that line (a paired ``confidence``
+        bound) fits no more folds (``raced_``). None: no guard.
     safe : bool
         Offer a member only if its one-sided ``confidence`` lower bound of gain
         over the safe ranker is above zero; else keep the safe ranker.
@@ -166,11 +160,9 @@ class ClickRanker(Params):
         around them (``proximal``: each document's exposure stays within a factor
         ``1 + fallback_eps`` of the logger's, whatever the amount of data);
         ``"safe"`` the logging ranker itself (GENSPEC's choice). Without a logging
-        model the naive member is kept either way. Measured on 41 runs at 2,000
-        sessions of the robustness suite where the check failed
-        (docs/lambdamart.md): CRM +0.0098 [+0.0066, +0.0130] NDCG@10 over PRPO,
-        never below the logger (PRPO once, -0.0067); keeping the logger -0.032
-        below naive clicks there.
+        model the naive member is kept either way. Where the check failed in the
+        robustness suite, CRM beat PRPO by 0.0098 NDCG@10 and never fell below the
+        logger (docs/lambdamart.md).
     fallback_eps : float
         The PRPO clipping of the fallback (0.2).
     confidence : float
@@ -184,11 +176,9 @@ class ClickRanker(Params):
         Whether each member's chosen tree shape and number of trees are fitted again on all
         queries (:class:`~clickrank.selection.LambdaMARTCV` ``refit``), or its fold models,
         averaged, are the member's model (cross-validation bagging). ``"auto"``: refit below
-        :data:`~clickrank.training.thresholds.BAGGING_FROM` documents, average from there: the
-        refits were a fifth of the
-        rounds at 10^6 documents, and the average scored as well or better than them at
-        2·10^5 (docs/lambdamart.md, "Fold models instead of refits"); it holds ``folds x
-        repeats`` times the trees to score.
+        :data:`~clickrank.training.thresholds.BAGGING_FROM` documents, average from there
+        (docs/lambdamart.md, "Fold models instead of refits"); it holds ``folds x repeats``
+        times the trees to score.
     grid, n_estimators, learning_rate, early_stopping_rounds, eval_at, racing
         :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
         a tree shape shown worse than the member's best after a fold is not fitted on the
@@ -201,17 +191,10 @@ class ClickRanker(Params):
         (:data:`~clickrank.specs.CLICK_RANKER_SELECTION`): patience 20 rather than 50,
         growing to a quarter of the best round, racing at 0.5 rather than 0.99 (only
         the first fold's best tree shape runs the other folds), a learning rate of 0.3
-        rather than 0.1 and 3 folds rather than 5. The
-        members are averaged, so a member stopped a little early or with a shape within
-        noise of the best costs the average little, and most members on real data keep
-        10-60 trees, where the last 50 rounds were half of the fit; members that keep
-        hundreds of trees keep a long patience (with a fixed 20 they lost 0.002-0.007
-        NDCG@10 on long synthetic lists). At 0.1 many members on 10^5 documents stopped
-        at the cap of 500 trees; 0.2 on three folds took 16-51 % fewer rounds at the same
-        or a better test NDCG@10, and 0.3 with racing at 0.5 another 34-48 % for about
-        0.001 NDCG@10 on MQ2008. Measured in docs/lambdamart.md, "What the default
-        learner's fit costs". The CRM fallback keeps each member's tree shape and
-        chooses only its number of trees again.
+        rather than 0.1 and 3 folds rather than 5: the members are averaged, so a member
+        stopped a little early or with a shape within noise of the best costs the average
+        little (docs/default-learner.md, "What keeps the fit affordable"; measured in
+        docs/lambdamart.md, "What the default learner's fit costs").
     clip : float, "auto" or None
         Propensity clipping of the IPS targets and the validation.
     propensity_method : str or None
@@ -229,10 +212,9 @@ class ClickRanker(Params):
     seed : int
     n_jobs : int
         Cores (the same models as with 1): below
-        :data:`~clickrank.training.thresholds.PROCESSES_FROM` documents, or
-        with one member, each member's threads; from there, members fitted at once, each
-        in its own process, a fit taking more threads once fewer members are left than
-        cores.
+        :data:`~clickrank.training.thresholds.PROCESSES_FROM` documents, or with one
+        member, each member's threads; from there, members fitted at once, each in its
+        own process, a fit taking more threads once fewer members are left than cores.
     engine : {"auto", "local", "spark"}
         Where the members are fitted: ``"auto"`` as Spark tasks when the log is a Spark
         DataFrame (one task per member on the session's executors, the data broadcast
@@ -350,64 +332,6 @@ class ClickRanker(Params):
         self.engine = engine
         self.params = params
 
-    # -- checks ---------------------------------------------------------------------------
-    def _check(self, data: RankingData) -> None:
-        check_family(self.family)
-        for name, value, allowed in (
-            ("validation", self.validation, ("ips", "dr", "clicks")),
-            ("combine", self.combine, ("average", "select")),
-            ("fallback", self.fallback, ("crm", "proximal", "safe")),
-        ):
-            if value not in allowed:
-                said = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
-                raise InputError(f"{name} must be {said}, got {value!r}")
-        if not 0.5 <= float(self.confidence) < 1:
-            raise InputError(f"confidence must be in [0.5, 1), got {self.confidence}")
-        if float(self.tolerance) < 0:
-            raise InputError(f"tolerance must be >= 0, got {self.tolerance}")
-        if not isinstance(data, RankingData):
-            raise InputError(f"data must be a RankingData, got {type(data).__name__}")
-        if self.refit not in ("auto", True, False):
-            raise InputError(f"refit must be 'auto', True or False, got {self.refit!r}")
-        if self.engine not in ("auto", "local", "spark"):
-            raise InputError(f"engine must be 'auto', 'local' or 'spark', got {self.engine!r}")
-        check_jobs(self.n_jobs)
-
-    def _spark_session(self, log: Any) -> Any:
-        """The Spark session the members are fitted on, or None (locally)."""
-        from ..engine import is_spark
-
-        if self.engine == "spark" and not is_spark(log):
-            raise InputError("engine='spark' fits the members as Spark tasks: the log must be a "
-                             "Spark DataFrame (clickrank train --engine spark)")  # fmt: skip
-        if self.engine == "local" or not is_spark(log):
-            return None
-        return log.sparkSession
-
-    def _plan(self, data: RankingData) -> dict[str, Any]:
-        """The members' ``repeats`` and ``refit`` for ``data`` (``"auto"`` resolved)."""
-        refit = self.refit if self.refit != "auto" else data.n_docs < thresholds.BAGGING_FROM
-        n = data.n_queries
-        repeats = (int(self.repeats) if self.repeats != "auto"
-                   else 1 if n >= 400 else 2 if n >= 150 else 3)  # fmt: skip
-        return {"repeats": repeats, "refit": bool(refit)}
-
-    def _validations(self, data, log, theta, stats, say):
-        """The estimate trees are chosen on (every document, as LambdaMARTCV always has)
-        and the one targets are compared and checked on (``restrict``: the shown ones)."""
-        est = self.validation if theta is not None else "clicks"
-        if est == "clicks":
-            say("note: the selection scores held-out clicks as they are (no propensities; "
-                "biased towards the logger)")  # fmt: skip
-        val = ClickValidation.from_log(data, log, theta, estimator=est, stats=stats,
-                                       seed=self.seed)  # fmt: skip
-        if not self.restrict:
-            return val, val
-        gains = val.gains
-        if est == "ips":  # policy-aware: N_q C(d)/E(d), the IPS sum where d is always shown
-            gains = stats.sessions * stats.ratio()
-        return val, ClickValidation(data, gains, val.n_sessions, val.estimator, stats.shown)
-
     # -- fitting --------------------------------------------------------------------------
     def fit(
         self,
@@ -451,9 +375,9 @@ class ClickRanker(Params):
         from .. import targets as T
         from ..ranking import ranker_scores
 
-        self._check(data)
+        _check(self, data)
         say = progress if progress is not None else (lambda _m: None)
-        spark = self._spark_session(log)
+        spark = spark_session(self.engine, log)
         self.members_engine_ = "local" if spark is None else "spark"
         theta, self.propensity_source_ = resolve_propensities(
             data, log, propensities, self.propensity_method, self.seed)  # fmt: skip
@@ -462,18 +386,18 @@ class ClickRanker(Params):
         self.propensities_ = theta
         clip = self.clip if theta is not None else None
         stats = self.stats_ = T.click_stats(data, log, theta, clip=clip)
-        val, cmp_val = self._validations(data, log, theta, stats, say)
+        val, cmp_val = _validations(self, data, log, theta, stats, say)
         reference = None if logging_model is None else ranker_scores(logging_model, data)
         if self.proximal is not None and reference is None:
             raise InputError("proximal (PRPO) needs the logging_model to stay close to")
-        run = _Fit(data, val, cmp_val, reference, self._plan(data), spark, say)
+        run = _Fit(data, val, cmp_val, reference, _plan(self, data), spark, say)
         self.targets_ = {name: targets[name] if targets is not None else member_target(
             name, data, log, theta, stats, clip=self.clip, seed=self.seed, n_jobs=self.n_jobs)
             for name in family}  # fmt: skip
-        candidates, raced_cost = self._search(family, run)
-        self._check_against_safe(run, stats, logging_model, candidates)
+        candidates, raced_cost = _search(self, family, run)
+        _check_against_safe(self, run, stats, logging_model, candidates)
         if self.choice_ == "logging" and self.fallback != "safe":
-            self._fallback(run)
+            _fallback(self, run)
         self.cost_ = {"fits": sum(cv.fits_ for cv in self.members_.values()) + raced_cost[0],
                       "rounds": sum(cv.rounds_ for cv in self.members_.values())
                       + raced_cost[1]}  # fmt: skip
@@ -483,76 +407,6 @@ class ClickRanker(Params):
                 "model (regression EM), a weaker guarantee than randomization"
             )
         return self
-
-    def _fit_members(self, targets: dict[str, Any], run: _Fit, shapes: dict | None = None,
-                     race: bool = False, **safe: float) -> SearchResult:  # fmt: skip
-        """Each member's :class:`~clickrank.selection.LambdaMARTCV` on the backend
-        :func:`~clickrank.training.backends.open_backend` picks, by the member search
-        (:mod:`~clickrank.training.search`); ``shapes``: name -> the one tree shape a
-        member tries; ``safe``: ``proximal`` or ``risk`` of a fallback."""
-        extra = safe or ({} if self.proximal is None else {"proximal": float(self.proximal)})
-        settings = {
-            "folds": self.folds, **run.plan, "n_estimators": self.n_estimators,
-            "learning_rate": self.learning_rate,
-            "early_stopping_rounds": self.early_stopping_rounds, "eval_at": self.eval_at,
-            "racing": self.racing, "seed": self.seed,
-            "early_stopping_fraction": self.early_stopping_fraction, **self.params, **extra,
-        }  # fmt: skip
-        job = MemberJob(run.data, run.val, run.reference, targets, self.grid, settings, shapes)
-        search = (RacedMemberSearch(list(targets), self.unseen_guard, self.confidence, run.say)
-                  if race else MemberSearch(list(targets), run.say))  # fmt: skip
-        with open_backend(job, spark=run.spark, n_jobs=self.n_jobs, shared=run.shared,
-                          say=run.say) as backend:  # fmt: skip
-            return search.run(backend)
-
-    def _search(self, family: list[str], run: _Fit) -> tuple[list[str], tuple[int, int]]:
-        """Fit the members (raced on their first fold from
-        :data:`~clickrank.training.thresholds.RACE_FROM` documents) and their average;
-        their out-of-fold terms. Returns the candidates and the raced members' cost."""
-        k, val, cmp_val = int(self.eval_at), run.val, run.cmp_val
-        race = (self.unseen_guard is not None and len(self.targets_) > 1
-                and run.data.n_docs >= thresholds.RACE_FROM)  # fmt: skip
-        result = self._fit_members(self.targets_, run, race=race)
-        self.raced_ = result.raced
-        self.members_, self.terms_, self.terms_all_ = {}, {}, {}
-        oof, every = self.terms_, self.terms_all_  # every: over every document (diagnostic)
-        candidates = [m for m in family if m in result.fitted]  # not those raced out
-        for name in candidates:
-            cv = self.members_[name] = result.fitted[name]
-            oof[name], every[name] = member_terms(cv, cmp_val, k), member_terms(cv, val, k)
-            run.say(f"  {name}: {cmp_val.metric_name(k)} "
-                    f"{oof[name].sum() / val.n_sessions:.4g}, {cv.best_params_}")  # fmt: skip
-        self.validation_ = cmp_val
-        self.average_, self.averaged_, self.fallback_average_ = None, [], None
-        if self.combine == "average":
-            names = [m for m in candidates
-                     if m not in unseen_guard(every, candidates, self.unseen_guard)]  # fmt: skip
-            if len(names) > 1:
-                oof[AVERAGE], every[AVERAGE], self.average_ = average(
-                    {m: self.members_[m] for m in names}, run.data, val, cmp_val, k)  # fmt: skip
-                self.averaged_ = names
-                candidates.append(AVERAGE)
-                run.say(f"  {AVERAGE} of {', '.join(names)}: {cmp_val.metric_name(k)} "
-                        f"{oof[AVERAGE].sum() / val.n_sessions:.4g}")  # fmt: skip
-        return candidates, result.raced_cost
-
-    def _check_against_safe(self, run: _Fit, stats: Any, logging_model: Any,
-                            candidates: list[str]) -> None:  # fmt: skip
-        """The safe ranker (the logging model, its own training queries left out, else
-        naive), the choice among the candidates and the check against it."""
-        k, cmp_val, oof = int(self.eval_at), run.cmp_val, self.terms_
-        logged = oof["logged"] = cmp_val.per_query(logged_ranking(stats), k)
-        safe_name, safe_terms = "naive", oof.get("naive")
-        self.checked_ = np.ones(run.data.n_queries, dtype=bool)
-        if logging_model is not None:
-            safe_name = "logging"
-            safe_terms = oof["logging"] = cmp_val.per_query(run.reference, k)
-            own = getattr(logging_model, "train_qid_", None)
-            if own is not None:
-                self.checked_ = ~np.isin(np.asarray(run.data.qid), np.asarray(own))
-        self._choose(candidates, oof, safe_name, safe_terms, logged, run.val.n_sessions,
-                     prefer=AVERAGE if AVERAGE in candidates else None)  # fmt: skip
-        self.model_ = logging_model if self.choice_ == "logging" else self.candidate(self.choice_)
 
     def _choose(self, family, oof, safe_name, safe_terms, logged, n_sessions,
                 prefer: str | None = None) -> None:  # fmt: skip
@@ -576,26 +430,6 @@ class ClickRanker(Params):
                   else {"n_estimators": self.average_.best_iteration_} for m in family}  # fmt: skip
         self.table_ = selection_table(family, oof, every, shapes, best, check.choice,
                                       self.excluded_, check.vs_safe, n_sessions, conf)  # fmt: skip
-
-    def _fallback(self, run: _Fit) -> None:
-        """No candidate is sure to beat the logger: the selected one retrained near the
-        logger's rankings (:func:`~clickrank.training.fallback.retrained_fallback`)."""
-
-        def fit(names, shapes, **how):
-            targets = {m: self.targets_[m] for m in names}
-            return self._fit_members(targets, run, shapes, **how).fitted
-
-        fb = retrained_fallback(self.selected_, self.averaged_, self.members_, fit, run.data,
-                                run.val, self.validation_, kind=self.fallback,
-                                eps=self.fallback_eps, confidence=self.confidence,
-                                k=int(self.eval_at), keep=self.checked_,
-                                logging_terms=self.terms_["logging"], say=run.say)  # fmt: skip
-        self.members_.update(fb.selections)
-        if fb.terms_all is not None:
-            self.terms_all_[fb.name], self.fallback_average_ = fb.terms_all, fb.model
-        self.model_, self.choice_, self.terms_[fb.name] = fb.model, fb.name, fb.terms
-        self.safety_["vs_safe"] = fb.vs_safe
-        self.reason_ += fb.reason
 
     # -- use ------------------------------------------------------------------------------
     def candidate(self, name: str) -> Any:
@@ -634,21 +468,161 @@ class ClickRanker(Params):
         return self.report().to_dict()
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-        """Save the offered model (:meth:`LambdaMART.save`) and ``selection.json``.
-
-        When the logging ranker is kept, its model is written (if it can save
-        itself, as a :class:`~clickrank.lambdamart.LambdaMART` can), so the
-        folder always holds the ranker to deploy; ``selection.json`` says which.
-        """
-        from .._io import atomic_write_json
-
+        """Save the offered model (:meth:`LambdaMART.save`) and ``selection.json``
+        (:func:`~clickrank.training.report.save_selection`)."""
         check_is_fitted(self, "model_")
-        out = Path(path)
-        if hasattr(self.model_, "save"):  # a member, or a logging LambdaMART that was kept
-            out = self.model_.save(out, overwrite=overwrite)
-        else:
-            out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(
-            out / "selection.json", json.loads(json.dumps(self.to_dict(), default=float))
-        )
-        return out
+        return save_selection(self.model_, self.to_dict(), path, overwrite=overwrite)
+
+
+def _check(est: ClickRanker, data: RankingData) -> None:
+    """Raise :class:`~clickrank._validation.InputError` for a parameter out of range."""
+    check_family(est.family)
+    for name, value, allowed in (
+        ("validation", est.validation, ("ips", "dr", "clicks")),
+        ("combine", est.combine, ("average", "select")),
+        ("fallback", est.fallback, ("crm", "proximal", "safe")),
+    ):
+        if value not in allowed:
+            said = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+            raise InputError(f"{name} must be {said}, got {value!r}")
+    if not 0.5 <= float(est.confidence) < 1:
+        raise InputError(f"confidence must be in [0.5, 1), got {est.confidence}")
+    if float(est.tolerance) < 0:
+        raise InputError(f"tolerance must be >= 0, got {est.tolerance}")
+    if not isinstance(data, RankingData):
+        raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    if est.refit not in ("auto", True, False):
+        raise InputError(f"refit must be 'auto', True or False, got {est.refit!r}")
+    if est.engine not in ("auto", "local", "spark"):
+        raise InputError(f"engine must be 'auto', 'local' or 'spark', got {est.engine!r}")
+    check_jobs(est.n_jobs)
+
+
+def _plan(est: ClickRanker, data: RankingData) -> dict[str, Any]:
+    """The members' ``repeats`` and ``refit`` for ``data`` (``"auto"`` resolved)."""
+    refit = est.refit if est.refit != "auto" else data.n_docs < thresholds.BAGGING_FROM
+    n = data.n_queries
+    repeats = (int(est.repeats) if est.repeats != "auto"
+               else 1 if n >= 400 else 2 if n >= 150 else 3)  # fmt: skip
+    return {"repeats": repeats, "refit": bool(refit)}
+
+
+def _validations(est: ClickRanker, data, log, theta, stats, say):
+    """The estimate trees are chosen on (every document, as LambdaMARTCV always has)
+    and the one targets are compared and checked on (``restrict``: the shown ones)."""
+    kind = est.validation if theta is not None else "clicks"
+    if kind == "clicks":
+        say("note: the selection scores held-out clicks as they are (no propensities; "
+            "biased towards the logger)")  # fmt: skip
+    val = ClickValidation.from_log(data, log, theta, estimator=kind, stats=stats,
+                                   seed=est.seed)  # fmt: skip
+    if not est.restrict:
+        return val, val
+    gains = val.gains
+    if kind == "ips":  # policy-aware: N_q C(d)/E(d), the IPS sum where d is always shown
+        gains = stats.sessions * stats.ratio()
+    return val, ClickValidation(data, gains, val.n_sessions, val.estimator, stats.shown)
+
+
+def _selection_settings(est: ClickRanker, plan: dict[str, Any],
+                        safe: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+    """Every member's :class:`~clickrank.selection.LambdaMARTCV` parameters but ``grid`` and
+    ``n_jobs``: the same folds and seed (so the same splits); ``plan``: ``repeats`` and
+    ``refit``; ``safe``: ``proximal`` or ``risk`` of a fallback."""
+    extra = safe or ({} if est.proximal is None else {"proximal": float(est.proximal)})
+    return {
+        "folds": est.folds, **plan, "n_estimators": est.n_estimators,
+        "learning_rate": est.learning_rate,
+        "early_stopping_rounds": est.early_stopping_rounds, "eval_at": est.eval_at,
+        "racing": est.racing, "seed": est.seed,
+        "early_stopping_fraction": est.early_stopping_fraction, **est.params, **extra,
+    }  # fmt: skip
+
+
+def _fit_members(est: ClickRanker, targets: dict[str, Any], run: _Fit,
+                 shapes: dict | None = None, race: bool = False,
+                 **safe: float) -> SearchResult:  # fmt: skip
+    """Each member's :class:`~clickrank.selection.LambdaMARTCV` on the backend
+    :func:`~clickrank.training.backends.open_backend` picks, by the member search
+    (:mod:`~clickrank.training.search`); ``shapes``: name -> the one tree shape a
+    member tries; ``safe``: ``proximal`` or ``risk`` of a fallback."""
+    settings = _selection_settings(est, run.plan, safe)
+    job = MemberJob(run.data, run.val, run.reference, targets, est.grid, settings, shapes)
+    search = (RacedMemberSearch(list(targets), est.unseen_guard, est.confidence, run.say)
+              if race else MemberSearch(list(targets), run.say))  # fmt: skip
+    with open_backend(job, spark=run.spark, n_jobs=est.n_jobs, shared=run.shared,
+                      say=run.say) as backend:  # fmt: skip
+        return search.run(backend)
+
+
+def _search(est: ClickRanker, family: list[str],
+            run: _Fit) -> tuple[list[str], tuple[int, int]]:  # fmt: skip
+    """Fit the members (raced on their first fold from
+    :data:`~clickrank.training.thresholds.RACE_FROM` documents) and their average;
+    their out-of-fold terms. Returns the candidates and the raced members' cost."""
+    k, val, cmp_val = int(est.eval_at), run.val, run.cmp_val
+    race = (est.unseen_guard is not None and len(est.targets_) > 1
+            and run.data.n_docs >= thresholds.RACE_FROM)  # fmt: skip
+    result = _fit_members(est, est.targets_, run, race=race)
+    est.raced_ = result.raced
+    est.members_, est.terms_, est.terms_all_ = {}, {}, {}
+    oof, every = est.terms_, est.terms_all_  # every: over every document (diagnostic)
+    candidates = [m for m in family if m in result.fitted]  # not those raced out
+    for name in candidates:
+        cv = est.members_[name] = result.fitted[name]
+        oof[name], every[name] = member_terms(cv, cmp_val, k), member_terms(cv, val, k)
+        run.say(f"  {name}: {cmp_val.metric_name(k)} "
+                f"{oof[name].sum() / val.n_sessions:.4g}, {cv.best_params_}")  # fmt: skip
+    est.validation_ = cmp_val
+    est.average_, est.averaged_, est.fallback_average_ = None, [], None
+    if est.combine == "average":
+        names = [m for m in candidates
+                 if m not in unseen_guard(every, candidates, est.unseen_guard)]  # fmt: skip
+        if len(names) > 1:
+            oof[AVERAGE], every[AVERAGE], est.average_ = average(
+                {m: est.members_[m] for m in names}, run.data, val, cmp_val, k)  # fmt: skip
+            est.averaged_ = names
+            candidates.append(AVERAGE)
+            run.say(f"  {AVERAGE} of {', '.join(names)}: {cmp_val.metric_name(k)} "
+                    f"{oof[AVERAGE].sum() / val.n_sessions:.4g}")  # fmt: skip
+    return candidates, result.raced_cost
+
+
+def _check_against_safe(est: ClickRanker, run: _Fit, stats: Any, logging_model: Any,
+                        candidates: list[str]) -> None:  # fmt: skip
+    """The safe ranker (the logging model, its own training queries left out, else
+    naive), the choice among the candidates and the check against it."""
+    k, cmp_val, oof = int(est.eval_at), run.cmp_val, est.terms_
+    logged = oof["logged"] = cmp_val.per_query(logged_ranking(stats), k)
+    safe_name, safe_terms = "naive", oof.get("naive")
+    est.checked_ = np.ones(run.data.n_queries, dtype=bool)
+    if logging_model is not None:
+        safe_name = "logging"
+        safe_terms = oof["logging"] = cmp_val.per_query(run.reference, k)
+        own = getattr(logging_model, "train_qid_", None)
+        if own is not None:
+            est.checked_ = ~np.isin(np.asarray(run.data.qid), np.asarray(own))
+    est._choose(candidates, oof, safe_name, safe_terms, logged, run.val.n_sessions,
+                prefer=AVERAGE if AVERAGE in candidates else None)  # fmt: skip
+    est.model_ = logging_model if est.choice_ == "logging" else est.candidate(est.choice_)
+
+
+def _fallback(est: ClickRanker, run: _Fit) -> None:
+    """No candidate is sure to beat the logger: the selected one retrained near the
+    logger's rankings (:func:`~clickrank.training.fallback.retrained_fallback`)."""
+
+    def fit(names, shapes, **how):
+        targets = {m: est.targets_[m] for m in names}
+        return _fit_members(est, targets, run, shapes, **how).fitted
+
+    fb = retrained_fallback(est.selected_, est.averaged_, est.members_, fit, run.data,
+                            run.val, est.validation_, kind=est.fallback,
+                            eps=est.fallback_eps, confidence=est.confidence,
+                            k=int(est.eval_at), keep=est.checked_,
+                            logging_terms=est.terms_["logging"], say=run.say)  # fmt: skip
+    est.members_.update(fb.selections)
+    if fb.terms_all is not None:
+        est.terms_all_[fb.name], est.fallback_average_ = fb.terms_all, fb.model
+    est.model_, est.choice_, est.terms_[fb.name] = fb.model, fb.name, fb.terms
+    est.safety_["vs_safe"] = fb.vs_safe
+    est.reason_ += fb.reason

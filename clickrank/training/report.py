@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,7 +13,7 @@ import polars as pl
 
 from .bounds import Comparison, paired_bound
 
-__all__ = ["SelectionReport", "selection_table"]
+__all__ = ["SelectionReport", "save_selection", "selection_table"]
 
 
 def selection_table(candidates: list[str], terms: dict[str, np.ndarray],
@@ -184,3 +187,22 @@ class SelectionReport:
                         for m, cv in self.members.items()},
             "params": dict(self.params),
         }  # fmt: skip
+
+
+def save_selection(model: Any, record: dict[str, Any], path: str | os.PathLike, *,
+                   overwrite: bool = False) -> Path:  # fmt: skip
+    """Save the offered ``model`` and the selection ``record`` as ``selection.json``.
+
+    When the logging ranker is kept, its model is written (if it can save itself, as a
+    :class:`~clickrank.lambdamart.LambdaMART` can), so the folder always holds the ranker
+    to deploy; ``selection.json`` says which. Returns the folder.
+    """
+    from .._io import atomic_write_json
+
+    out = Path(path)
+    if hasattr(model, "save"):  # a member, or a logging LambdaMART that was kept
+        out = model.save(out, overwrite=overwrite)
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "selection.json", json.loads(json.dumps(record, default=float)))
+    return out
