@@ -483,28 +483,22 @@ class LambdaMARTCV(Params):
         return self._fit_folds(data, target, validation=validation, reference=reference,
                                progress=progress, shared=shared, until=until)  # fmt: skip
 
-    def resume(
-        self,
-        data: RankingData,
-        target: Target | None = None,
-        *,
-        validation: ClickValidation | None = None,
-        reference: np.ndarray | None = None,
-        progress: Any = None,
-        shared: dict[Any, Any] | None = None,
-        until: int | None = None,
-    ) -> LambdaMARTCV:
-        """Go on with a selection fitted up to a fold (``fit(..., until=k)``): the same
-        arguments as that call, and ``until`` again to stop at a later fold (None: to the
-        end). A selection fitted to the end resumed is an error.
+    def resume(self, data: RankingData, target: Target | None = None, **kw: Any) -> LambdaMARTCV:
+        """Go on with a selection fitted up to a fold (``fit(..., until=k)``).
+
+        Parameters
+        ----------
+        data, target, **kw
+            The arguments of that :meth:`fit` call (``validation``, ``reference``,
+            ``progress``, ``shared``), with ``until`` again to stop at a later fold (None:
+            to the end).
 
         The folds fitted in two or more calls give the selection of one :meth:`fit` to the
-        bit.
+        bit. A selection fitted to the end resumed is an error.
         """
         if getattr(self, "_run", None) is None:
             raise InputError("nothing to resume: start the selection with fit(..., until=k)")
-        return self._fit_folds(data, target, validation=validation, reference=reference,
-                               progress=progress, shared=shared, until=until)  # fmt: skip
+        return self._fit_folds(data, target, **kw)
 
     @property
     def partial(self) -> bool:

@@ -300,9 +300,10 @@ def test_propensities_are_estimated_from_interventions(setup):
 
 
 def test_repeats_grow_as_queries_get_few():
-    r = ClickRanker()
-    assert [r._repeats(n) for n in (1000, 400, 399, 150, 149, 20)] == [1, 1, 2, 2, 3, 3]
-    assert ClickRanker(repeats=4)._repeats(1000) == 4
+    from clickrank.training.learner import repeats_for
+
+    assert [repeats_for("auto", n) for n in (1000, 400, 399, 150, 149, 20)] == [1, 1, 2, 2, 3, 3]
+    assert repeats_for(4, 1000) == 4
 
 
 def test_bad_arguments_are_refused(setup):

@@ -70,7 +70,7 @@ from .report import SelectionReport, save_selection, selection_table
 from .safety import check_safety, unseen_guard
 from .search import MemberSearch, RacedMemberSearch, SearchResult
 
-__all__ = ["ClickRanker", "logged_ranking"]
+__all__ = ["ClickRanker", "logged_ranking", "repeats_for"]
 
 
 def logged_ranking(stats: Any) -> np.ndarray:
@@ -498,13 +498,18 @@ def _check(est: ClickRanker, data: RankingData) -> None:
     check_jobs(est.n_jobs)
 
 
+def repeats_for(repeats: int | str, n_queries: int) -> int:
+    """The repetitions of the members' cross-validation: ``repeats``, or for ``"auto"`` 1
+    from 400 queries on, 2 from 150, else 3 (steadier choices where queries are few)."""
+    if repeats != "auto":
+        return int(repeats)
+    return 1 if n_queries >= 400 else 2 if n_queries >= 150 else 3
+
+
 def _plan(est: ClickRanker, data: RankingData) -> dict[str, Any]:
     """The members' ``repeats`` and ``refit`` for ``data`` (``"auto"`` resolved)."""
     refit = est.refit if est.refit != "auto" else data.n_docs < thresholds.BAGGING_FROM
-    n = data.n_queries
-    repeats = (int(est.repeats) if est.repeats != "auto"
-               else 1 if n >= 400 else 2 if n >= 150 else 3)  # fmt: skip
-    return {"repeats": repeats, "refit": bool(refit)}
+    return {"repeats": repeats_for(est.repeats, data.n_queries), "refit": bool(refit)}
 
 
 def _validations(est: ClickRanker, data, log, theta, stats, say):
