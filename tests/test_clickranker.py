@@ -94,7 +94,8 @@ def test_safety_keeps_the_safe_ranker_unless_the_gain_is_sure():
     avg = {**sure, "average": safe + 0.002 + 0.2 * rng.normal(size=300)}
     r.members_ = {m: _Fake() for m in sure}
     r.average_, r.averaged_ = type("A", (), {"best_iteration_": 2})(), list(sure)
-    r._choose(list(avg), avg, "logging", safe, safe, n_sessions=300.0, prefer="average")
+    r._choose(list(avg), avg, "logging", safe, safe, n_sessions=300.0, prefer="average",
+              averaged=list(sure))  # fmt: skip
     assert r.selected_ == "average" and r.choice_ == "logging", r.reason_
     assert avg["ips-shown"].mean() > safe.mean() + 0.2  # a member that would have cleared it
 
@@ -439,15 +440,13 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     every = {"naive": base, "ips-hybrid": base + 0.01, "dr": 0.7 * base}
     r = ClickRanker(family=tuple(shown), safe=False)
     r.members_ = {m: _Fake() for m in shown}
-    r.terms_all_ = every
-    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
+    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0, every=every)
     assert r.choice_ == "ips-hybrid" and set(r.excluded_) == {"dr"}
     assert r.excluded_["dr"] == pytest.approx(1 - every["dr"].sum() / every["ips-hybrid"].sum())
     assert r.table_.filter(r.table_["member"] == "dr")["excluded"].item()
     r = ClickRanker(family=tuple(shown), safe=False, unseen_guard=None)
     r.members_ = {m: _Fake() for m in shown}
-    r.terms_all_ = every
-    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
+    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0, every=every)
     assert r.choice_ == "dr" and not r.excluded_
 
 

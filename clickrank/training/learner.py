@@ -409,22 +409,26 @@ class ClickRanker(Params):
         return self
 
     def _choose(self, family, oof, safe_name, safe_terms, logged, n_sessions,
-                prefer: str | None = None) -> None:  # fmt: skip
+                prefer: str | None = None, *, every: dict | None = None,
+                raced: dict | None = None, averaged: list[str] = (),
+                checked: np.ndarray | None = None) -> None:  # fmt: skip
         """The candidate ``prefer`` (the average) or the one-SE selection
         (:func:`~clickrank.training.combine.select`), then the safety check
-        (:func:`~clickrank.training.safety.check_safety`) and the table."""
-        conf, every = float(self.confidence), getattr(self, "terms_all_", {})
-        self.excluded_ = {**getattr(self, "raced_", {}),
-                          **unseen_guard(every, family, self.unseen_guard)}  # fmt: skip
+        (:func:`~clickrank.training.safety.check_safety`) and the table; ``every``: the
+        candidates' terms over every document (the unseen guard), ``raced``: the members
+        raced out, ``averaged``: the average's members, ``checked``: the queries of the
+        comparison with the logging ranker."""
+        conf, every = float(self.confidence), {} if every is None else every
+        self.excluded_ = {**(raced or {}), **unseen_guard(every, family, self.unseen_guard)}
         eligible = [m for m in family if m not in self.excluded_] or list(family)
         selected, best, self.best_member_ = select(eligible, oof, n_sessions,
                                                    float(self.tolerance), conf, prefer)  # fmt: skip
         self.selected_ = selected
-        why = selection_reason(family, selected, best, prefer, getattr(self, "averaged_", []),
-                               self.excluded_, float(self.tolerance))  # fmt: skip
+        why = selection_reason(family, selected, best, prefer, list(averaged), self.excluded_,
+                               float(self.tolerance))  # fmt: skip
         check = check_safety(family, eligible, oof, selected, why, safe_name, safe_terms, logged,
                              n_sessions, confidence=conf, safe=self.safe, prefer=prefer,
-                             keep=getattr(self, "checked_", None))  # fmt: skip
+                             keep=checked)  # fmt: skip
         self.choice_, self.reason_, self.safety_ = check.choice, check.reason, check.record
         shapes = {m: self.members_[m].best_params_ if m in self.members_
                   else {"n_estimators": self.average_.best_iteration_} for m in family}  # fmt: skip
@@ -608,7 +612,8 @@ def _check_against_safe(est: ClickRanker, run: _Fit, stats: Any, logging_model: 
         if own is not None:
             est.checked_ = ~np.isin(np.asarray(run.data.qid), np.asarray(own))
     est._choose(candidates, oof, safe_name, safe_terms, logged, run.val.n_sessions,
-                prefer=AVERAGE if AVERAGE in candidates else None)  # fmt: skip
+                prefer=AVERAGE if AVERAGE in candidates else None, every=est.terms_all_,
+                raced=est.raced_, averaged=est.averaged_, checked=est.checked_)  # fmt: skip
     est.model_ = logging_model if est.choice_ == "logging" else est.candidate(est.choice_)
 
 
