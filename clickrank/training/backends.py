@@ -134,6 +134,10 @@ def fit_member(job: MemberJob, task: MemberTask, shared: dict | None, threads: i
     return MemberFit(task.name, cv, task.until)
 
 
+def _quiet(_line: str) -> None:
+    """Progress heard by no one."""
+
+
 def _fold_line(say: Callable, member: str, line: str) -> None:
     """A member's selection line said after each fold (its per-shape lines are summed up by
     the member's own line after the fit)."""
@@ -149,7 +153,7 @@ class LocalBackend:
     job: MemberJob
     threads: int = 1
     shared: dict = field(default_factory=dict)
-    say: Callable = print
+    say: Callable = _quiet
 
     def run(self, tasks: list[MemberTask]) -> dict[str, MemberFit]:
         """Each task's fit, by member."""
@@ -224,7 +228,7 @@ class ProcessBackend:
     """The members at once on ``cores`` spawned processes, kept open between calls until
     :meth:`close`; ``say`` hears each member as it finishes."""
 
-    def __init__(self, job: MemberJob, cores: int, say: Callable = print) -> None:
+    def __init__(self, job: MemberJob, cores: int, say: Callable = _quiet) -> None:
         self.job, self.cores, self.say = job, int(cores), say
         self.workers = min(self.cores, len(job.targets))
         context = multiprocessing.get_context("spawn")
@@ -304,7 +308,7 @@ def open_backend(job: MemberJob, *, spark: Any = None, n_jobs: int = 1, shared: 
     say : callable, optional
         Hears progress lines.
     """
-    say = say if say is not None else (lambda _m: None)
+    say = say if say is not None else _quiet
     if spark is not None:
         backend: Any = SparkBackend(job, spark)
     elif min(int(n_jobs), len(job.targets)) <= 1 or job.data.n_docs < thresholds.PROCESSES_FROM:
