@@ -486,15 +486,15 @@ class LambdaMARTCV(Params):
     def resume(self, data: RankingData, target: Target | None = None, **kw: Any) -> LambdaMARTCV:
         """Go on with a selection fitted up to a fold (``fit(..., until=k)``).
 
+        The folds fitted in two or more calls give the selection of one :meth:`fit` to the
+        bit. A selection fitted to the end resumed is an error.
+
         Parameters
         ----------
         data, target, **kw
             The arguments of that :meth:`fit` call (``validation``, ``reference``,
             ``progress``, ``shared``), with ``until`` again to stop at a later fold (None:
             to the end).
-
-        The folds fitted in two or more calls give the selection of one :meth:`fit` to the
-        bit. A selection fitted to the end resumed is an error.
         """
         if getattr(self, "_run", None) is None:
             raise InputError("nothing to resume: start the selection with fit(..., until=k)")
