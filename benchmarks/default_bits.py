@@ -33,7 +33,7 @@ from clickrank.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 #: Where the large-log thresholds live, and the values the synthetic cell lowers them to.
-THRESHOLDS_MODULE = "clickrank.clickranker"
+THRESHOLDS_MODULE = "clickrank.training.thresholds"
 LOWERED = {"PROCESSES_FROM": 0, "RACE_FROM": 0, "BAGGING_FROM": 0, "SPREAD_DOCS": 4_000}
 
 

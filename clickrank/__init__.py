@@ -10,7 +10,7 @@ Simulate position bias, estimate it, remove it, and prove the result. The flow
 
 Submodules hold the families (``metrics``, ``clickmodels``, ``policies``,
 ``simulation``, ``clicklog``, ``propensity``, ``targets``, ``lambdas``,
-``lambdamart``, ``selection``, ``clickranker``, ``evaluation``, ``interleaving``,
+``lambdamart``, ``selection``, ``training``, ``clickranker``, ``evaluation``, ``interleaving``,
 ``online``, ``publiclogs``, ``experiment``, ``plots``); every public name is imported on
 first use.
 """
@@ -90,6 +90,7 @@ _SUBMODULES = (
     "simulation",
     "specs",
     "targets",
+    "training",
 )
 
 
@@ -129,6 +130,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         simulation,
         specs,
         targets,
+        training,
     )
     from .clicklog import read_log, read_log_metadata, validate_log, write_log  # noqa: F401
     from .clickmodels import (  # noqa: F401

@@ -937,8 +937,3 @@ def get_metric(name: str, **options: Any) -> Callable[..., MetricResult]:
             raise InputError(f"metric {name!r} already sets k; do not pass k= as well")
         options["k"] = _check_k(int(m.group(2)), what=f"the k of metric {name!r}")
     return functools.partial(_REGISTRY[base], **options)
-
-
-#: Private aliases of :func:`by_block` and :func:`discounts` for the modules not yet
-#: moved to the public names.
-_by_block, _discounts = by_block, discounts

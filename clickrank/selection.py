@@ -38,8 +38,9 @@ from ._segments import top_rows
 from ._validation import InputError, check_is_fitted, check_jobs, check_positive
 from .datasets import RankingData
 from .lambdamart import LambdaMART
-from .metrics import _by_block, _discounts
+from .metrics import by_block, discounts
 from .targets import Target
+from .training.bounds import paired_bound
 
 __all__ = ["ClickValidation", "LambdaMARTCV", "DEFAULT_GRID", "query_folds"]
 
@@ -163,9 +164,9 @@ class ClickValidation:
             if width == 0:
                 return np.zeros(lens.size)
             rows = top_rows(s_, qp, width, threads=False)  # -1 pads short lists: gain 0
-            return np.append(g_, 0.0)[rows] @ _discounts(width)
+            return np.append(g_, 0.0)[rows] @ discounts(width)
 
-        return np.nan_to_num(_by_block(self.data.qptr, kernel, s, self.gains))
+        return np.nan_to_num(by_block(self.data.qptr, kernel, s, self.gains))
 
     def score(self, scores: np.ndarray, k: int = 10) -> float:
         """Counterfactual DCG@k per session of the ranking by ``scores``."""
@@ -255,8 +256,6 @@ class _Race:
     def step(self, alive, held_q, held, models, curves, confidence: float, k: int) -> list[int]:
         """The shapes left after the fold of ``held_q``; ``held(j)``: fold j's held-out
         validation (the race keeps the folds' queries, not their data)."""
-        from scipy import stats
-
         self.held.append(held_q)
         self.counts[held_q] += 1
         rounds = {e: int(np.argmax(curves[e].mean(axis=0))) + 1 for e in alive}
@@ -271,12 +270,10 @@ class _Race:
         if n < 3:
             return alive
         lead = max(alive, key=lambda e: curves[e].mean(axis=0)[rounds[e] - 1])
-        t = stats.t.ppf(confidence, n - 1)
         keep = []
         for e in alive:
             d = (terms[lead] - terms[e])[seen] / self.counts[seen]
-            sd = d.std(ddof=1)
-            if e == lead or not d.mean() - t * sd / np.sqrt(n) > 0:
+            if e == lead or not paired_bound(d, confidence).lower > 0:
                 keep.append(e)
         return keep
 
@@ -382,6 +379,9 @@ class LambdaMARTCV(Params):
         ``[repeats, n_docs]`` out-of-fold scores of the chosen shape at the chosen
         number of trees: every row scored by the fold model that did not train
         on its query (what :class:`clickrank.ClickRanker` compares targets on).
+    held_terms_ : numpy.ndarray
+        Set by a fit up to a fold (``fit(..., until=k)``): the first fold's per-query
+        held-out scores by the leading shape (:meth:`fold_terms`).
     """
 
     def __init__(
@@ -449,6 +449,7 @@ class LambdaMARTCV(Params):
         reference: np.ndarray | None = None,
         progress: Any = None,
         shared: dict[Any, Any] | None = None,
+        until: int | None = None,
     ) -> LambdaMARTCV:
         """Choose the grid entry and number of trees, then refit on all of ``data`` (or average
         the fold models, without ``refit``).
@@ -470,17 +471,45 @@ class LambdaMARTCV(Params):
             same ``data``, ``validation`` and folds (:class:`clickrank.ClickRanker`
             passes one dict to every member: the features are binned once per fold
             and once for the refits, not once per member). Start with an empty dict.
+        until : int, optional
+            Fit the folds up to this one only (counted over the repetitions), then stop:
+            :meth:`resume` fits the rest. The selection fitted so far holds its fold
+            models and curves, not the data, so it can be pickled and resumed in another
+            process; ``held_terms_`` then holds its first fold's per-query held-out
+            scores (:meth:`fold_terms`), what :class:`clickrank.ClickRanker` races its
+            members on.
         """
-        self._run = None  # a fresh selection (not the rest of one, :meth:`_fit_folds`)
+        self._run = None  # a fresh selection
         return self._fit_folds(data, target, validation=validation, reference=reference,
-                               progress=progress, shared=shared)  # fmt: skip
+                               progress=progress, shared=shared, until=until)  # fmt: skip
+
+    def resume(self, data: RankingData, target: Target | None = None, **kw: Any) -> LambdaMARTCV:
+        """Go on with a selection fitted up to a fold (``fit(..., until=k)``).
+
+        The folds fitted in two or more calls give the selection of one :meth:`fit` to the
+        bit. A selection fitted to the end resumed is an error.
+
+        Parameters
+        ----------
+        data, target, **kw
+            The arguments of that :meth:`fit` call (``validation``, ``reference``,
+            ``progress``, ``shared``), with ``until`` again to stop at a later fold (None:
+            to the end).
+        """
+        if getattr(self, "_run", None) is None:
+            raise InputError("nothing to resume: start the selection with fit(..., until=k)")
+        return self._fit_folds(data, target, **kw)
+
+    @property
+    def partial(self) -> bool:
+        """Whether the selection is fitted up to a fold, with folds left to :meth:`resume`."""
+        return getattr(self, "_run", None) is not None
 
     def _fit_folds(self, data, target, *, validation=None, reference=None, progress=None,
                    shared=None, until: int | None = None) -> LambdaMARTCV:  # fmt: skip
-        """:meth:`fit`, or its folds up to ``until`` (then the call that fits the rest goes
-        on from there: :class:`clickrank.ClickRanker` races its members on their first
-        fold). The state between calls (``_run``) holds the fold models and curves, not
-        the data, so it travels to another process with the selection."""
+        """The folds from where the selection stands up to ``until`` (None: to the end, then
+        the choice and the refit); the state between calls, ``_run``, holds the fold
+        models and curves."""
         if getattr(self, "_run", None) is None:
             self._validate(data)
             if validation is None and data.y is None:
@@ -523,11 +552,32 @@ class LambdaMARTCV(Params):
                 progress(f"  fold {i + 1} of {k * reps}: {fitted} tree shapes fitted")
         run["next"] = stop
         fitted = [m for ms in models.values() for m in ms]
-        if stop < k * reps:  # the rest later: the cost so far
+        if stop < k * reps:  # the rest later: the cost so far, the first fold's terms
             self.fits_ = len(fitted)
             self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
+            self.held_terms_ = self.fold_terms(0, data, validation, cache)[1]
             return self
-        alive = run["alive"]
+        _, e, trees = self._results(run, progress)
+        self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
+        self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
+                        else f"ndcg@{int(self.eval_at)}")  # fmt: skip
+        self.oof_ = _out_of_fold(data, run["fold"], models[e], trees)
+        if self.refit:
+            self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
+                data, target, reference=reference, sets=cache.setdefault("refit", {})
+            )
+            fitted.append(self.model_)
+        else:
+            self.model_ = _bagged(models[e], trees, data)
+        self.fits_ = len(fitted)
+        self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
+        self._run = None  # the fold models: not kept
+        return self
+
+    def _results(self, run: dict, progress: Any) -> tuple[float, int, int]:
+        """Every grid entry's best round and score over the folds it fitted (``cv_results_``
+        and ``curves_``), and the best ``(score, entry, trees)`` among those not raced out."""
+        alive, per_fold, models = run["alive"], run["per_fold"], run["models"]
         rows = []
         self.curves_ = {}
         best = (-np.inf, 0, 0)
@@ -550,22 +600,7 @@ class LambdaMARTCV(Params):
                 progress(f"  {entry}: best {mean[r]:.4g} at {r + 1} trees"
                          + ("" if e in alive else f" (raced out after {done} folds)"))  # fmt: skip
         self.cv_results_ = pl.DataFrame(rows)
-        _, e, trees = best
-        self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
-        self.metric_ = (validation.metric_name(int(self.eval_at)) if validation is not None
-                        else f"ndcg@{int(self.eval_at)}")  # fmt: skip
-        self.oof_ = _out_of_fold(data, run["fold"], models[e], trees)
-        if self.refit:
-            self.model_ = self._model(self.grid[e], n_estimators=trees)._fit(
-                data, target, reference=reference, sets=cache.setdefault("refit", {})
-            )
-            fitted.append(self.model_)
-        else:
-            self.model_ = _bagged(models[e], trees, data)
-        self.fits_ = len(fitted)
-        self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
-        self._run = None  # the fold models: not kept
-        return self
+        return best
 
     def _fold(self, cache: dict, i: int, data: RankingData, validation: Any):
         """Fold ``i``'s training and held-out queries and its ``(training data, held-out
@@ -581,11 +616,28 @@ class LambdaMARTCV(Params):
                         else validation.subset(held_q), {})  # fmt: skip
         return train_q, held_q, cache[i]
 
-    def _fold_terms(self, i: int, data: RankingData, validation: Any,
+    def fold_terms(self, i: int, data: RankingData, validation: Any,
                    shared: dict | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        """Fold ``i``'s held-out queries and their per-query scores by the leading shape
-        (the best mean curve so far) at its best round, during a selection fitted up to
-        past that fold (``_fit_folds(until=...)``)."""
+        """Fold ``i``'s held-out queries and their per-query scores by the leading shape.
+
+        Parameters
+        ----------
+        i : int
+            A fold already fitted by a selection fitted up to a later fold
+            (``fit(..., until=k)``, ``i < k``).
+        data, validation, shared
+            Those of the fit.
+
+        Returns
+        -------
+        held_q : numpy.ndarray
+            The fold's held-out queries.
+        terms : numpy.ndarray
+            Their scores on ``validation`` by the leading shape (the best mean curve so
+            far) at its best round.
+        """
+        if not self.partial:
+            raise InputError("fold_terms needs a selection fitted up to a fold: fit(..., until=k)")
         run = self._run
         cache = _shared(shared, data, validation, run["fold"])
         done = {e: run["per_fold"][e, : len(run["models"][e])].mean(axis=0) for e in run["alive"]}

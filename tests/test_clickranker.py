@@ -11,7 +11,7 @@ from scipy import stats as st
 
 from clickrank import InputError
 from clickrank.clickmodels import make_click_model
-from clickrank.clickranker import ClickRanker, Comparison, logged_ranking
+from clickrank.clickranker import DEFAULT_FAMILY, ClickRanker, Comparison, logged_ranking
 from clickrank.datasets import split_queries, synthetic
 from clickrank.deployment import exposure as _exposure
 from clickrank.deployment import proximal_mask
@@ -22,6 +22,7 @@ from clickrank.production import production_ranker
 from clickrank.selection import ClickValidation, LambdaMARTCV, query_folds
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import click_stats, ips
+from clickrank.training.safety import guard_race
 
 SMALL = {"grid": ({"num_leaves": 4, "max_depth": 2},), "n_estimators": 60, "repeats": 1,
          "early_stopping_rounds": 15, "folds": 5}  # fmt: skip
@@ -93,7 +94,8 @@ def test_safety_keeps_the_safe_ranker_unless_the_gain_is_sure():
     avg = {**sure, "average": safe + 0.002 + 0.2 * rng.normal(size=300)}
     r.members_ = {m: _Fake() for m in sure}
     r.average_, r.averaged_ = type("A", (), {"best_iteration_": 2})(), list(sure)
-    r._choose(list(avg), avg, "logging", safe, safe, n_sessions=300.0, prefer="average")
+    r._choose(list(avg), avg, "logging", safe, safe, n_sessions=300.0, prefer="average",
+              averaged=list(sure))  # fmt: skip
     assert r.selected_ == "average" and r.choice_ == "logging", r.reason_
     assert avg["ips-shown"].mean() > safe.mean() + 0.2  # a member that would have cleared it
 
@@ -210,7 +212,7 @@ def test_the_average_is_the_scaled_members_out_of_fold_and_as_one_model(setup, f
     """The average's out-of-fold terms are those of the members' out-of-fold scores, each
     divided by its within-query spread, averaged; its model scores sum_m f_m / (M s_m) of
     the refitted members, and saves and loads as one LambdaMART."""
-    from clickrank.clickranker import _spread
+    from clickrank.training.combine import spread as _spread
 
     train, test, *_ = setup
     r = fitted
@@ -232,15 +234,16 @@ def test_above_spread_docs_the_average_weighs_members_by_every_kth_querys_spread
 ):
     """On large data the weights' spreads are measured on every k-th query's documents
     (k = ceil(n_docs / SPREAD_DOCS)), not on every row; up to SPREAD_DOCS, on every row."""
-    from clickrank import clickranker
-    from clickrank.clickranker import _spread
+    from clickrank.training import thresholds
+    from clickrank.training.combine import average
+    from clickrank.training.combine import spread as _spread
 
     train, test, *_ = setup
     r = fitted
     named = {m: r.members_[m] for m in r.averaged_}
-    assert train.n_docs <= clickranker.SPREAD_DOCS  # the fixture's average used every row
-    monkeypatch.setattr(clickranker, "SPREAD_DOCS", train.n_docs // 3)
-    *_, model = r._average(named, train, r.validation_, r.validation_)
+    assert train.n_docs <= thresholds.SPREAD_DOCS  # the fixture's average used every row
+    monkeypatch.setattr(thresholds, "SPREAD_DOCS", train.n_docs // 3)
+    *_, model = average(named, train, r.validation_, r.validation_, 10)
     step = -(-train.n_docs // (train.n_docs // 3))
     sample = train.subset(np.arange(0, train.n_queries, step))
     assert step > 1 and sample.n_docs < train.n_docs
@@ -298,9 +301,10 @@ def test_propensities_are_estimated_from_interventions(setup):
 
 
 def test_repeats_grow_as_queries_get_few():
-    r = ClickRanker()
-    assert [r._repeats(n) for n in (1000, 400, 399, 150, 149, 20)] == [1, 1, 2, 2, 3, 3]
-    assert ClickRanker(repeats=4)._repeats(1000) == 4
+    from clickrank.training.learner import repeats_for
+
+    assert [repeats_for("auto", n) for n in (1000, 400, 399, 150, 149, 20)] == [1, 1, 2, 2, 3, 3]
+    assert repeats_for(4, 1000) == 4
 
 
 def test_bad_arguments_are_refused(setup):
@@ -319,7 +323,7 @@ def test_large_data_averages_each_members_fold_models(setup, monkeypatch):
     """refit="auto" from BAGGING_FROM documents: every member keeps its fold models'
     mean instead of a refit, with the same folds, choice and out-of-fold scores as refit=True,
     one fit fewer per member, and the same models from member processes."""
-    import clickrank.clickranker as C
+    import clickrank.training.thresholds as C
 
     train, test, log, theta, prod = setup
     family = ("naive", "ips-shown", "unbiased-lambdamart")
@@ -436,15 +440,13 @@ def test_unseen_guard_excludes_a_member_that_floods_the_top_with_never_shown_doc
     every = {"naive": base, "ips-hybrid": base + 0.01, "dr": 0.7 * base}
     r = ClickRanker(family=tuple(shown), safe=False)
     r.members_ = {m: _Fake() for m in shown}
-    r.terms_all_ = every
-    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
+    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0, every=every)
     assert r.choice_ == "ips-hybrid" and set(r.excluded_) == {"dr"}
     assert r.excluded_["dr"] == pytest.approx(1 - every["dr"].sum() / every["ips-hybrid"].sum())
     assert r.table_.filter(r.table_["member"] == "dr")["excluded"].item()
     r = ClickRanker(family=tuple(shown), safe=False, unseen_guard=None)
     r.members_ = {m: _Fake() for m in shown}
-    r.terms_all_ = every
-    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0)
+    r._choose(list(shown), shown, "naive", shown["naive"], base, n_sessions=200.0, every=every)
     assert r.choice_ == "dr" and not r.excluded_
 
 
@@ -452,7 +454,7 @@ def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup, mon
     """With n_jobs=2 and two members, Unbiased LambdaMART goes to a process first; once
     naive is done it is the last member, and its fits take both cores (LightGBM's column-
     wise histograms, its session kernel): the models of n_jobs=1, to the bit."""
-    import clickrank.clickranker as C
+    import clickrank.training.thresholds as C
 
     monkeypatch.setattr(C, "PROCESSES_FROM", 0)  # processes on this small set
     train, test, log, theta, prod = setup
@@ -478,7 +480,7 @@ def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup, mon
 def test_small_data_fits_its_members_here_on_every_thread(setup):
     """Below PROCESSES_FROM documents n_jobs=2 starts no process: the members fit one after
     the other here, each on two threads, with the models of one thread."""
-    import clickrank.clickranker as C
+    import clickrank.training.thresholds as C
 
     train, test, log, theta, prod = setup
     assert train.n_docs < C.PROCESSES_FROM
@@ -595,7 +597,7 @@ def test_members_fit_in_processes_give_the_models_of_one_thread(setup, monkeypat
     """n_jobs=2 fits two members at once, each in its own process on one thread: the same
     choice, the same trees (to the bit), the same cost; the CRM fallback's refits go the
     same way."""
-    import clickrank.clickranker as C
+    import clickrank.training.thresholds as C
 
     monkeypatch.setattr(C, "PROCESSES_FROM", 0)  # processes on this small set
     train, test, log, theta, prod = setup
@@ -683,14 +685,15 @@ def test_the_race_drops_a_member_its_first_fold_shows_beyond_the_guard():
     noisy += 0.88 * best.sum() / 300 - noisy.mean()  # 12 % below on average, exactly
     first = {"naive": _Partial(best), "ips-all": _Partial(0.92 * best),
              "dr": _Partial(0.7 * best), "ips-shown": _Partial(noisy)}  # fmt: skip
-    raced = ClickRanker()._race(first)
+    raced = guard_race({m: p.held_terms_ for m, p in first.items()}, 0.1, 0.95)
     assert list(raced) == ["dr"] and raced["dr"] == pytest.approx(0.3)
     # the bound, by hand: dr's paired margin beyond the guard, and ips-shown's
     for m, out in (("dr", True), ("ips-shown", False)):
         d = 0.9 * best - first[m].held_terms_
         lower = d.mean() - st.t.ppf(0.95, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
         assert bool(lower > 0) == out
-    assert ClickRanker(confidence=0.5)._race(first).keys() == {"dr", "ips-shown"}
+    held = {m: p.held_terms_ for m, p in first.items()}
+    assert guard_race(held, 0.1, 0.5).keys() == {"dr", "ips-shown"}
 
 
 def test_above_race_from_members_raced_out_on_their_first_fold_change_nothing_else(
@@ -700,10 +703,10 @@ def test_above_race_from_members_raced_out_on_their_first_fold_change_nothing_el
     fit no more: the members the guard would exclude at the end anyway, so the choice, the
     average and its trees are those of the full fit, to the bit, for fewer fits. Fitted in
     processes (both stages in the same ones), the same."""
-    import clickrank.clickranker as C
+    import clickrank.training.thresholds as C
 
     train, test, log, theta, prod = setup
-    kw = {**SMALL, "family": tuple(C.FAMILY), "unseen_guard": 0.01, "seed": 0}
+    kw = {**SMALL, "family": DEFAULT_FAMILY, "unseen_guard": 0.01, "seed": 0}
     assert train.n_docs < C.RACE_FROM
     full = ClickRanker(**kw).fit(train, log, theta)
     assert not full.raced_

@@ -23,11 +23,7 @@ _SPEC.loader.exec_module(HEALTH)
 #: Private imports still known, as (importer, imported): the modules being rewritten
 #: import the old private paths until they move to the public ones. An entry that no
 #: longer occurs fails the test, so the set cannot go stale.
-KNOWN: set[tuple[str, str]] = {
-    ("clickrank.clickranker", "clickrank.specs._names"),
-    ("clickrank.selection", "clickrank.metrics._by_block"),
-    ("clickrank.selection", "clickrank.metrics._discounts"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def private_imports() -> set[tuple[str, str]]:

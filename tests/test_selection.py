@@ -352,10 +352,11 @@ def test_cli_defaults_agree_with_the_library():
 
 
 def test_a_selection_fitted_in_two_calls_is_the_selection_of_one(setup):
-    """``_fit_folds(until=1)`` fits the first fold (every shape) and stops; pickled and sent on
+    """``fit(until=1)`` fits the first fold (every shape) and stops; pickled and sent on
     (what the default learner's member race does between processes), the call that fits
-    the rest gives the selection, out-of-fold scores and model of one ``fit``, to the bit.
-    Between the two, ``_fold_terms`` scores the first fold's held-out queries by the leading
+    the rest (``resume``) gives the selection, out-of-fold scores and model of one ``fit``,
+    to the bit.
+    Between the two, ``fold_terms`` scores the first fold's held-out queries by the leading
     shape at its best round."""
     import pickle
 
@@ -365,9 +366,10 @@ def test_a_selection_fitted_in_two_calls_is_the_selection_of_one(setup):
     kw = {"grid": DEFAULT_GRID, "folds": 3, "n_estimators": 40, "early_stopping_rounds": 10,
           "racing": 0.5, "refit": False, "seed": 1}  # fmt: skip
     one = LambdaMARTCV(**kw).fit(train, target, validation=val)
-    part = LambdaMARTCV(**kw)._fit_folds(train, target, validation=val, until=1)
+    part = LambdaMARTCV(**kw).fit(train, target, validation=val, until=1)
     assert part.fits_ == len(DEFAULT_GRID) and not hasattr(part, "model_")
-    held_q, terms = part._fold_terms(0, train, val)
+    held_q, terms = part.fold_terms(0, train, val)
+    np.testing.assert_array_equal(part.held_terms_, terms)  # set by the partial fit itself
     lead = int(np.argmax([part._run["per_fold"][e, 0].max() for e in range(3)]))
     curve = part._run["per_fold"][lead, 0]
     rounds = int(np.argmax(curve)) + 1
@@ -375,7 +377,7 @@ def test_a_selection_fitted_in_two_calls_is_the_selection_of_one(setup):
     assert terms.size == held_q.size and terms.sum() / val.subset(held_q).n_sessions == (
         pytest.approx(curve[rounds - 1], rel=1e-9)
     )
-    rest = pickle.loads(pickle.dumps(part))._fit_folds(train, target, validation=val)
+    rest = pickle.loads(pickle.dumps(part)).resume(train, target, validation=val)
     assert rest.best_params_ == one.best_params_ and rest.fits_ == one.fits_
     assert rest.cv_results_.equals(one.cv_results_)
     np.testing.assert_array_equal(rest.oof_, one.oof_)

@@ -428,7 +428,7 @@ def test_the_member_race_as_spark_tasks_equals_a_local_one(data, sdf, monkeypatc
     jobs (the first folds, then the rest of the selections sent back to the executors),
     the same members raced out, cost and trees as here (a guard of 0 at a confidence of
     0.5: every member below the first fold's best is raced out)."""
-    import clickrank.clickranker as C
+    import clickrank.training.thresholds as C
     from clickrank.clickranker import ClickRanker
 
     monkeypatch.setattr(C, "RACE_FROM", 0)

@@ -1,0 +1,58 @@
+"""The propensities the learner uses, and where they come from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._validation import EstimationError
+
+__all__ = ["resolve_propensities"]
+
+
+def resolve_propensities(data: Any, log: Any, propensities: Any, method: str | None,
+                         seed: int) -> tuple[Any, Any]:  # fmt: skip
+    """The propensities given, or estimated from what the log holds, or None.
+
+    Parameters
+    ----------
+    data : RankingData
+        The training queries (regression EM reads their features).
+    log : DataFrame
+        The click log.
+    propensities : array-like or Propensities, optional
+        Given to ``fit``: used as they are.
+    method : str or None
+        :func:`clickrank.propensity.estimate_propensities`'s method when none are given
+        (``"auto"``: from what the log holds; a failure of ``"auto"`` means none); None:
+        never estimate.
+    seed : int
+        Regression EM's seed.
+
+    Returns
+    -------
+    theta : array-like, Propensities or None
+    source : clickrank.propensity.PropensitySource
+        Where they came from and why.
+    """
+    from ..propensity import Propensities, PropensitySource, estimate_propensities
+
+    if propensities is not None:
+        src = (PropensitySource.of(propensities, "passed to fit")
+               if isinstance(propensities, Propensities)
+               else PropensitySource("given", None, "passed to fit"))  # fmt: skip
+        return propensities, src
+    if method is None:
+        return None, PropensitySource("none", None, "none given and propensity_method=None")
+    # point estimates: no bootstrap of EM or regression EM, and no second smoothing of
+    # regression EM's relevance model (it widens intervals only)
+    kw: dict[str, Any] = {"n_boot": 0} if method == "em" else {}
+    if method in ("auto", "regression-em"):
+        kw = {"n_boot": 0, "seed": seed, "data": data, "sensitivity": 0}
+    try:
+        theta = estimate_propensities(log, method=method, **kw)
+    except EstimationError as err:
+        if method != "auto":
+            raise
+        why = str(err).removeprefix("auto: no propensity source: ")
+        return None, PropensitySource("none", None, why)
+    return theta, PropensitySource.of(theta, f"estimated from the log ({method})")
