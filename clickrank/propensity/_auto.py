@@ -292,15 +292,16 @@ def _unidentified(result: Propensities, need: int, clicks: np.ndarray) -> str | 
     every one is identified, as :func:`~clickrank.propensity.identified` defines it, with
     ``clicks`` the log's clicks by position). ``need``: the positions the log shows (or
     ``K``), which a randomized design may cover only in part (swaps with rank 2 alone)."""
+    parts = []
+    bad = np.flatnonzero(~identified(result.theta, clicks)) + 1
+    if bad.size:
+        unclicked = [p for p in bad if p > len(clicks) or clicks[p - 1] == 0]
+        why = f" ({UNCLICKED})" if len(unclicked) == bad.size else ""
+        parts.append(f"position(s) {', '.join(map(str, bad))} unidentified{why}")
     if result.K < need:
         span = f"{result.K + 1}" if need == result.K + 1 else f"{result.K + 1}-{need}"
-        return f"position(s) {span} uncovered (it estimates 1-{result.K})"
-    bad = np.flatnonzero(~identified(result.theta, clicks)) + 1
-    if bad.size == 0:
-        return None
-    unclicked = [p for p in bad if p > len(clicks) or clicks[p - 1] == 0]
-    why = f" ({UNCLICKED})" if len(unclicked) == bad.size else ""
-    return f"position(s) {', '.join(map(str, bad))} unidentified{why}"
+        parts.append(f"position(s) {span} uncovered (it estimates 1-{result.K})")
+    return " and ".join(parts) or None
 
 
 def _with_source(result: Propensities, src: PropensitySource, failed: list[str]) -> Propensities:
