@@ -17,6 +17,12 @@ handler writes to at once, and a watchdog thread that reads it:
   code 143 (``os._exit``): nothing partial is left, and the locks on the outputs
   are released by the kernel. Ctrl-C (SIGINT) is watched the same way, with exit code 1.
 
+A command whose outputs are all published has completed: the ledger lists them, so a
+signal that arrives after that is ignored and the command exits 0, and one that arrives
+while an output is being renamed and recorded (:func:`publishing`) waits for the end of
+that step. The exit code and the ledger agree: exit 0 and every output there, or
+another code and no output of the unfinished command left half-written.
+
 A command that SIGTERM or SIGINT (Ctrl-C) stopped ends in :func:`leave`, not in the
 interpreter's shutdown: a native thread still running our Python (polars' streaming
 sink pulls the simulated chunks from a Python source on its own threads) would be
@@ -30,16 +36,22 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = [
     "GRACE",
     "TERMINATED",
     "Terminated",
     "check",
+    "complete",
+    "completed",
     "install",
     "leave",
     "lightgbm_callback",
+    "publishing",
     "requested",
+    "reopen",
 ]
 
 #: Exit code after SIGTERM (128 + 15).
@@ -51,6 +63,10 @@ _REQUESTED = threading.Event()
 _INTERRUPTED = threading.Event()  # SIGINT seen (after install)
 _INSTALLED = [False]
 _WATCHED = {signal.SIGTERM}  # and SIGINT where install() set its handler
+_DONE = threading.Event()  # every output of the command is published: it has completed
+_GATE = threading.Lock()  # held while an output is published: the watchdog waits for it
+_PUBLISHING = [0]  # > 0 while the main thread renames and records an output
+_PENDING: list[BaseException | None] = [None]  # what a signal raised while publishing
 
 
 class Terminated(SystemExit):
@@ -61,13 +77,13 @@ class Terminated(SystemExit):
 
 
 def requested() -> bool:
-    """True once SIGTERM was received (after :func:`install`)."""
-    return _REQUESTED.is_set()
+    """True once SIGTERM was received (after :func:`install`) by a command not yet completed."""
+    return _REQUESTED.is_set() and not _DONE.is_set()
 
 
 def check() -> None:
     """Raise :class:`Terminated` if termination was requested; call it between chunks or trees."""
-    if _REQUESTED.is_set():
+    if requested():
         raise Terminated()
 
 
@@ -79,14 +95,57 @@ def lightgbm_callback(env: object) -> None:
 lightgbm_callback.order = 0  # type: ignore[attr-defined]  # LightGBM sorts callbacks by it
 
 
+def complete() -> None:
+    """The command's outputs are all published: a signal from now on is ignored."""
+    _DONE.set()
+
+
+def reopen() -> None:
+    """The command checked another output: it has not completed until that one is published."""
+    _DONE.clear()
+
+
+def completed() -> bool:
+    """True once :func:`complete` was called (and no output checked since)."""
+    return _DONE.is_set()
+
+
+@contextmanager
+def publishing() -> Iterator[None]:
+    """Publish an output (rename it, record it in the ledger) as one step that a signal
+    does not split: the signal's exception is raised at the end of the step, unless the
+    step completed the command (:func:`complete`)."""
+    with _GATE:
+        _PUBLISHING[0] += 1
+        try:
+            yield
+        finally:
+            _PUBLISHING[0] -= 1
+    pending, _PENDING[0] = _PENDING[0], None
+    if pending is not None and not _DONE.is_set():
+        raise pending
+
+
+def _raise(err: BaseException) -> None:
+    """Raise ``err`` from a signal handler, or keep it for the end of a publishing step."""
+    if _DONE.is_set():
+        return
+    if _PUBLISHING[0]:
+        _PENDING[0] = err
+        return
+    raise err
+
+
 def _handler(signum: int, frame: object) -> None:
-    _REQUESTED.set()
-    raise Terminated()
+    if not _DONE.is_set():
+        _REQUESTED.set()
+    _raise(Terminated())
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    _INTERRUPTED.set()
-    raise KeyboardInterrupt
+    if not _DONE.is_set():
+        _INTERRUPTED.set()
+    _raise(KeyboardInterrupt())
 
 
 def _finish(code: int = TERMINATED) -> None:
@@ -106,7 +165,7 @@ def _finish(code: int = TERMINATED) -> None:
 def leave(end: SystemExit) -> None:
     """End a command that ``end`` stops: after SIGTERM or SIGINT, here and now
     (:func:`_finish`, with ``end``'s code; see the module docstring), else by raising it."""
-    if _REQUESTED.is_set() or _INTERRUPTED.is_set():
+    if (_REQUESTED.is_set() or _INTERRUPTED.is_set()) and not _DONE.is_set():
         _finish(end.code if isinstance(end.code, int) else 1)
     raise end
 
@@ -121,14 +180,16 @@ def _watch(fd: int) -> None:
             return
         if not data:  # pragma: no cover
             return
-        if any(sig in data for sig in _WATCHED):
+        if any(sig in data for sig in _WATCHED) and not _DONE.is_set():
             code = TERMINATED if signal.SIGTERM in data else 1
             (_REQUESTED if code == TERMINATED else _INTERRUPTED).set()
             # the main thread unwinds (SystemExit, KeyboardInterrupt) unless native code
             # holds it: a polars sink waits on its own threads, so Python's handler would
             # not run before the whole write ends
             threading.Event().wait(GRACE)
-            _finish(code)
+            with _GATE:  # an output being published is published and recorded first
+                if not _DONE.is_set():
+                    _finish(code)
 
 
 def install() -> bool:

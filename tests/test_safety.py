@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 from _safety import (
     CLI,
@@ -294,6 +295,44 @@ def test_a_write_killed_by_a_signal_leaves_no_temporary_file(tmp_path, sig, code
     assert proc.returncode == code, err
     assert "Traceback" not in err
     assert no_temp_files(tmp_path) and not out.exists(), (list(tmp_path.rglob("*")), err)
+
+
+_SIGNAL_AT_PUBLISH = """
+import os, signal, sys
+from clickrank.cli import main
+
+out, when, sig = sys.argv[1], sys.argv[2], getattr(signal, sys.argv[3])
+real = os.replace
+
+
+def replace(src, dst):  # the signal arrives just before or just after the output's rename
+    last = os.path.abspath(dst) == os.path.abspath(out)
+    if last and when == "before":
+        os.kill(os.getpid(), sig)
+    real(src, dst)
+    if last and when == "after":
+        os.kill(os.getpid(), sig)
+
+
+os.replace = replace
+sys.argv = ["clickrank", "simulate", "--synthetic", "30", "--sessions", "300", "--out", out]
+main()
+"""
+
+
+@pytest.mark.parametrize("sig, when", [("SIGTERM", "before"), ("SIGINT", "after")])
+def test_the_exit_code_and_the_ledger_agree_when_a_signal_meets_the_publish(tmp_path, sig, when):
+    """A signal that meets the rename publishing the command's only output: the rename and
+    the ledger entry are one step that the signal waits for, and after it the command has
+    completed, so it exits 0 with its log in the ledger (a signal during the write itself
+    leaves nothing: the test above)."""
+    out = tmp_path / "x.parquet"
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_AT_PUBLISH, str(out), when, sig],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert is_owned(out) and pl.read_parquet(out).height > 0
+    assert no_temp_files(tmp_path), list(tmp_path.rglob("*"))
 
 
 # -- read-only folders, full disks, absurd sizes -----------------------------------------------

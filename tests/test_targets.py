@@ -252,7 +252,7 @@ def test_non_positive_or_bad_propensities_are_errors(data, log, theta):
 
 
 def test_a_zero_propensity_is_usable_once_clipped(data, log):
-    """A swap estimate without clicks at a position gives theta = 0; clipping makes it usable."""
+    """A θ of 0 given by hand is usable once clipped."""
     t = ips(data, log, [1.0, 0.0, 0.3, 0.2], clip=0.25)
     assert t.metadata["min_theta"] == 0.25
     with pytest.raises(InputError, match="clip"):

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .._validation import InputError, OutputError
+from ._lock import published
 from ._temp import discard, is_temp_name, release, temp_path, umask
 
 __all__ = [
@@ -84,11 +85,15 @@ def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     After the rename, ``path`` is entered in the ledger of its folder (see
     :func:`record`), which is what lets a later ``--force`` replace it.
     """
+    from .._signals import publishing
+
     mode = 0o777 if Path(tmp).is_dir() else 0o666
     os.chmod(tmp, mode & ~umask())  # mkstemp creates 0600, mkdtemp 0700
-    os.replace(tmp, path)
-    release(tmp)
-    record(path)
+    with publishing():  # a signal does not come between the rename and the ledger
+        os.replace(tmp, path)
+        release(tmp)
+        record(path)
+        published(path)
 
 
 @contextlib.contextmanager

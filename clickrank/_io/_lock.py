@@ -21,11 +21,12 @@ from pathlib import Path
 
 from .._validation import InputError
 
-__all__ = ["lock_output", "release_locks", "locking"]
+__all__ = ["lock_output", "release_locks", "locking", "published"]
 
 #: Absolute output path -> (descriptor, lock file) of the locks this process holds.
 _HELD: dict[str, tuple[int, Path]] = {}
 _DEPTH = [0]  # > 0 while a command runs (:func:`locking`): outputs checked then are locked
+_PUBLISHED: set[str] = set()  # the locked outputs published since they were locked
 
 
 def _lock_file(key: str) -> Path | None:
@@ -75,6 +76,22 @@ def lock_output(path: str | os.PathLike, *, what: str = "output") -> None:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()} {key}\n".encode())
     _HELD[key] = (fd, lock)
+    from .._signals import reopen
+
+    reopen()
+
+
+def published(path: str | os.PathLike) -> None:
+    """Note that the output ``path`` is published; once every output the command locked
+    is, the command has completed (:func:`clickrank._signals.complete`)."""
+    key = str(Path(path).resolve())
+    if key not in _HELD:
+        return
+    _PUBLISHED.add(key)
+    if _PUBLISHED >= set(_HELD):
+        from .._signals import complete
+
+        complete()
 
 
 def release_locks() -> None:
@@ -85,6 +102,7 @@ def release_locks() -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
         _HELD.pop(key, None)
+    _PUBLISHED.clear()
 
 
 atexit.register(release_locks)

@@ -89,6 +89,50 @@ def _passive(lf, method, name, data, n_boot, seed, kw):
                                      progress=bar.update, **kw)  # fmt: skip
 
 
+def _bootstrapped(lf, method, n_boot, seed, kw):
+    """A randomized estimator or EM with its bootstrap replicates, under a progress bar."""
+    from ..propensity import bootstrap, estimate_propensities
+
+    n = (100 if n_boot is None else n_boot) if method == "em" else n_boot
+    click.echo(f"{method}: sufficient statistics per session bucket (one pass over the log), "
+               f"then {n} bootstrap replicates", err=True)  # fmt: skip
+    with click.progressbar(length=n, label="bootstrap", file=sys.stderr) as bar:
+        if method == "em":
+            return estimate_propensities(lf, method="em", n_boot=n, seed=seed,
+                                         progress=bar.update, **kw)  # fmt: skip
+        return bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
+
+
+def _auto(lf, log, data, n_boot, seed, kw):
+    """``--method auto``: the strongest source the log supports, handing over to the next
+    one when a randomized design leaves positions unidentified (``info["source"]`` says
+    which, and why)."""
+    from dataclasses import replace
+
+    from .._validation import EstimationError
+    from ..propensity import estimate_propensities, source_and_cells
+
+    source, cells = source_and_cells(lf, data, kw.get("K"))
+    if source.kind == "none":
+        hint = "; pass --data (the documents' features) for regression EM" if data is None \
+            else ""  # fmt: skip
+        raise EstimationError(f"no propensity source in {log}: {source.reason}{hint}")
+    click.echo(f"auto: {source.method} ({source.reason})", err=True)
+    if source.kind != "randomized":
+        # auto reuses the cell statistics its choice read: one aggregation of the log
+        return _passive(lf, "auto", source.method, data, n_boot, seed, {**kw, "cells": cells})
+    click.echo(f"{source.method}: sufficient statistics (one pass over the log)", err=True)
+    result = estimate_propensities(lf, method="auto", data=data, seed=seed, n_boot=0, **kw)
+    got = result.info["source"]
+    if got["kind"] != "randomized":  # the design gave way: the passive source, as chosen
+        n = (100 if got["method"] == "em" else 0) if n_boot is None else n_boot
+        return result if n == 0 else _passive(lf, "auto", got["method"], data, n, seed, kw)
+    if not n_boot:
+        return result
+    boot = _bootstrapped(lf, got["method"], n_boot, seed, kw)
+    return replace(boot, info={**boot.info, "source": got})
+
+
 @cli.command()
 @click.argument("log", callback=check_log_source)
 @click.option(
@@ -155,7 +199,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
                spark_master):  # fmt: skip
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV;
     with --engine spark, what Spark reads: a parquet folder, a URI or table:db.name)."""
-    from ..propensity import bootstrap, estimate_propensities
+    from ..propensity import estimate_propensities
 
     check_alpha(alpha, name="--alpha")
     _check_bootstrap(method, n_boot, K)
@@ -176,47 +220,16 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
         from ..datasets import load_letor
 
         data = load_letor(data_path)
-    source = None
     if method == "auto":
-        from ..propensity import source_and_cells
-
-        source, cells = source_and_cells(lf, data, kw.get("K"))
-        if source.kind == "none":
-            from .._validation import EstimationError
-
-            hint = "; pass --data (the documents' features) for regression EM" if data is None \
-                else ""  # fmt: skip
-            raise EstimationError(f"no propensity source in {log}: {source.reason}{hint}")
-        click.echo(f"auto: {source.method} ({source.reason})", err=True)
-    if method == "regression-em" or (source is not None and source.kind != "randomized"):
-        name = method if source is None else source.method or "auto"
-        # auto reuses the cell statistics its choice read: one aggregation of the log
-        more = {"cells": cells} if source is not None else {}
-        result = _passive(lf, method, name, data, n_boot, seed, {**kw, **more})
+        result = _auto(lf, log, data, n_boot, seed, kw)
+    elif method == "regression-em":
+        result = _passive(lf, method, method, data, n_boot, seed, kw)
     elif method == "em" or n_boot:
-        method = method if source is None else source.method
-        n = (100 if n_boot is None else n_boot) if method == "em" else n_boot
-        click.echo(
-            f"{method}: sufficient statistics per session bucket (one pass over the "
-            f"log), then {n} bootstrap replicates",
-            err=True,
-        )
-        with click.progressbar(length=n, label="bootstrap", file=sys.stderr) as bar:
-            if method == "em":
-                result = estimate_propensities(
-                    lf, method="em", n_boot=n, seed=seed, progress=bar.update, **kw
-                )
-            else:
-                result = bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
-    else:  # auto: a design that identifies too little gives way to the next source
-        name = method if source is None else source.method
-        click.echo(f"{name}: sufficient statistics (one pass over the log)", err=True)
+        result = _bootstrapped(lf, method, n_boot, seed, kw)
+    else:
+        click.echo(f"{method}: sufficient statistics (one pass over the log)", err=True)
         result = estimate_propensities(lf, method=method, **kw)
-    if source is not None and "source" not in result.info:
-        from dataclasses import replace
-
-        result = replace(result, info={**result.info, "source": source.to_dict()})
-    if source is not None:
+    if method == "auto":
         got = result.info["source"]
         click.echo(f"propensities: {got['method']} ({got['reason']}), {got['guarantee']}",
                    err=True)  # fmt: skip

@@ -42,7 +42,7 @@ from ._randomized import randomized, randomized_from_counts, randomized_statisti
 from ._registry import ESTIMATORS, _Spec
 from ._regression_em import regression_em
 from ._result import Propensities
-from ._stats import as_lazy
+from ._stats import as_lazy, identified
 from ._swap import pair_from_counts, pair_statistics, randpair, swap
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "regression_em",
     "auto",
     "choose_source",
+    "identified",
     "source_and_cells",
     "PropensitySource",
     "METHODS",

@@ -32,7 +32,7 @@ from .._validation import EstimationError, InputError
 from ..engine import is_spark, log_schema
 from ._registry import ESTIMATORS
 from ._result import Propensities
-from ._stats import as_lazy
+from ._stats import UNCLICKED, as_lazy, identified
 
 __all__ = [
     "PropensitySource",
@@ -125,6 +125,29 @@ def _interventions(lf: Any) -> dict[str, int]:
         .collect(engine="streaming")
     )
     return dict(zip(got["intervention"].to_list(), got["len"].to_list(), strict=True))
+
+
+def _position_clicks(lf: Any) -> np.ndarray:
+    """The log's clicks at positions ``1..deepest shown`` (one aggregation)."""
+    if is_spark(lf):
+        from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+        rows = lf.groupBy("position").agg(F.sum("click").alias("c")).collect()
+        pos = np.array([int(r[0]) for r in rows], dtype=np.int64)
+        c = np.array([float(r[1] or 0) for r in rows])
+    else:
+        got = (lf.group_by("position").agg(pl.col("click").cast(pl.Float64).sum().alias("c"))
+               .collect(engine="streaming"))  # fmt: skip
+        pos, c = got["position"].to_numpy().astype(np.int64), got["c"].to_numpy()
+    return _by_position(pos, c)
+
+
+def _by_position(pos: np.ndarray, clicks: np.ndarray) -> np.ndarray:
+    """Clicks summed by 1-based position, ``[deepest]``."""
+    pos = np.asarray(pos, dtype=np.int64)
+    deepest = int(pos.max()) if pos.size else 0
+    return np.bincount(pos - 1, weights=clicks, minlength=deepest)[:deepest] if deepest else (
+        np.zeros(0))  # fmt: skip
 
 
 def _multi_position_share(cells: dict[str, np.ndarray]) -> float:
@@ -222,25 +245,29 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
 
     lf = as_lazy(log)
     failed: list[str] = []
-    for src in _randomized(_interventions(lf)):
+    randomized = _randomized(_interventions(lf))
+    clicks = _position_clicks(lf) if randomized else np.zeros(0)
+    need = (K if K is not None else clicks.size) if randomized else 0
+    for src in randomized:
         try:  # a design the log holds too little of (swaps at a few ranks) gives way
             result = ESTIMATORS[src.method].function(lf, K=K)
         except (EstimationError, InputError) as err:
             failed.append(f"{src.method} failed: {err}")
             continue
-        gap = _unidentified(result)
+        gap = _unidentified(result, need, clicks)
         if gap is None:
             return _with_source(result, src, failed)
         failed.append(f"{src.method} left {gap}")
     boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
     cells = cell_statistics(lf) if cells is None else cells
+    clicks = _by_position(cells["position"], cells["c"])
     none = "the randomized interventions do not identify every position" if failed else (
         "no randomized interventions")  # fmt: skip
     src = _passive(cells, data, K, none=none)
     if src.kind == "harvested":
         try:
             result = em_from_cells(cells, K=K) if n_boot == 0 else em(lf, K=K, seed=seed, **boot)
-            gap = _unidentified(result)
+            gap = _unidentified(result, 0, clicks)
             if gap is None:
                 return _with_source(result, src, failed)
             failed.append(f"em left {gap}")
@@ -250,17 +277,31 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
     if src.kind == "model":
         try:
             rem = {} if sensitivity is None else {"sensitivity": sensitivity}
-            return _with_source(regression_em(lf, data, K=K, seed=seed, **boot, **rem), src,
-                                failed)  # fmt: skip
+            result = regression_em(lf, data, K=K, seed=seed, **boot, **rem)
+            gap = _unidentified(result, 0, clicks)
+            if gap is None:
+                return _with_source(result, src, failed)
+            failed.append(f"regression-em left {gap}")
         except EstimationError as err:
             failed.append(f"regression-em failed: {err}")
     raise EstimationError("auto: no propensity source: " + "; ".join([*failed, src.reason]))
 
 
-def _unidentified(result: Propensities) -> str | None:
-    """Which positions an estimate leaves unidentified (None: every one is identified)."""
-    bad = np.flatnonzero(~np.isfinite(result.theta)) + 1
-    return None if bad.size == 0 else f"position(s) {', '.join(map(str, bad))} unidentified"
+def _unidentified(result: Propensities, need: int, clicks: np.ndarray) -> str | None:
+    """Which of the positions ``1..max(need, K)`` an estimate leaves unidentified (None:
+    every one is identified, as :func:`~clickrank.propensity.identified` defines it, with
+    ``clicks`` the log's clicks by position). ``need``: the positions the log shows (or
+    ``K``), which a randomized design may cover only in part (swaps with rank 2 alone)."""
+    parts = []
+    bad = np.flatnonzero(~identified(result.theta, clicks)) + 1
+    if bad.size:
+        unclicked = [p for p in bad if p > len(clicks) or clicks[p - 1] == 0]
+        why = f" ({UNCLICKED})" if len(unclicked) == bad.size else ""
+        parts.append(f"position(s) {', '.join(map(str, bad))} unidentified{why}")
+    if result.K < need:
+        span = f"{result.K + 1}" if need == result.K + 1 else f"{result.K + 1}-{need}"
+        parts.append(f"position(s) {span} uncovered (it estimates 1-{result.K})")
+    return " and ".join(parts) or None
 
 
 def _with_source(result: Propensities, src: PropensitySource, failed: list[str]) -> Propensities:

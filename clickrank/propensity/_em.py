@@ -161,7 +161,9 @@ def em_from_cells(
         for p in np.flatnonzero(~ident)
         if p > 0
     }
-    common = dict(method="em", n_sessions=round(cells["n_sessions"]), reasons=reasons)
+    common = dict(
+        method="em", n_sessions=round(cells["n_sessions"]), reasons=reasons, whole_log=True
+    )  # EM reads every impression of the log
     info = {
         "n_query_doc_pairs": G,
         "n_multi_position_pairs": n_multi,

@@ -636,5 +636,5 @@ def regression_em(
             "identified_by": "a gradient-boosted relevance model of the features"}  # fmt: skip
     warnings = _warnings(orthogonal, info)
     out = finish(theta, se, impressions, method="regression-em", n_sessions=cells.n_sessions,
-                 info=info, warnings=warnings, **ci)  # fmt: skip
+                 info=info, warnings=warnings, whole_log=True, **ci)  # fmt: skip
     return replace(out, replicates=reps, sensitivity=spread)

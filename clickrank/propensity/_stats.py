@@ -153,6 +153,38 @@ def log_ratio_se(
     return r, se
 
 
+#: Why a position without a click anywhere in the log is not identified.
+UNCLICKED = "no click at this position anywhere in the log"
+
+
+def identified(theta: np.ndarray, clicks: np.ndarray) -> np.ndarray:
+    """Bool ``[K]``: the positions an estimate identifies, the one definition that the
+    estimators, ``auto``, the command line and the learner share: a finite estimate at a
+    position the log has at least one click at (``clicks[p - 1]``, the log's clicks by
+    position; a position without any identifies nothing, whatever an estimator returns).
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    got = np.zeros(theta.size, dtype=bool)
+    k = min(theta.size, len(clicks))
+    got[:k] = np.isfinite(theta[:k]) & (np.asarray(clicks[:k]) > 0)
+    return got
+
+
+def _by_reason(lines: list[str]) -> str:
+    """``position P: why`` lines in one phrase, positions sharing a reason together
+    (``positions 2-10: not identified: ...``)."""
+    groups: dict[str, list[int]] = {}
+    for line in lines:
+        head, _, why = line.partition(": ")
+        groups.setdefault(why, []).append(int(head.removeprefix("position ")))
+    parts = []
+    for why, ps in groups.items():
+        runs = np.split(np.array(ps), np.flatnonzero(np.diff(ps) != 1) + 1)
+        span = ", ".join(f"{r[0]}" if r.size == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+        parts.append(f"position{'s' if len(ps) > 1 else ''} {span}: {why}")
+    return "; ".join(parts)
+
+
 def finish(
     theta: np.ndarray,
     se: np.ndarray,
@@ -167,11 +199,15 @@ def finish(
     ci_method: str = "normal",
     df: np.ndarray | None = None,
     ci_counts: np.ndarray | None = None,
+    whole_log: bool = False,
 ):
     """Assemble :class:`Propensities`, turning every non-finite value into a warning.
 
-    ``reasons`` maps a 1-based position to why it is not identified. Positions
-    with ``theta == 0`` (no clicks) get an explicit warning too. Raises
+    ``reasons`` maps a 1-based position to why it is not identified. ``whole_log``: the
+    estimate reads every impression of the log (EM, regression EM), so ``theta == 0``
+    means no click at that position anywhere, which identifies nothing
+    (:func:`identified`): the position is not identified. Otherwise (a randomized
+    design's sessions) a zero gets the interval ``[0, inf)`` and a warning. Raises
     :class:`EstimationError` if no position other than the reference is identified.
     """
     from .._validation import EstimationError
@@ -191,6 +227,10 @@ def finish(
             theta[p - 1] = np.nan
             se[p - 1] = np.nan
             warns.append(f"position {p}: not identified (the estimate is not finite)")
+        elif t == 0 and whole_log:  # no click at p anywhere: the likelihood is flat from 0
+            theta[p - 1] = np.nan
+            se[p - 1] = np.nan
+            warns.append(f"position {p}: not identified: {UNCLICKED}")
         elif t == 0:
             se[p - 1] = np.inf
             warns.append(
@@ -198,7 +238,7 @@ def finish(
                 "theta = 0 and its interval is [0, inf)"
             )
     if theta.size > 1 and not np.isfinite(theta[1:]).any():
-        detail = "; ".join(w for w in warns if w.startswith("position")) or "no data"
+        detail = _by_reason([w for w in warns if w.startswith("position")]) or "no data"
         raise EstimationError(f"{method}: no position beyond 1 is identified ({detail})")
     return Propensities(
         theta=theta,
