@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "lambdas",
             "deployment",
+            "objectives",
             "lambdamart",
             "selection",
             "clickranker",
