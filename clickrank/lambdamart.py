@@ -28,9 +28,8 @@ from ._params import Params
 from ._threads import fit_threads, sharing_cores
 from ._validation import InputError, check_is_fitted, check_jobs, check_positive, check_qptr
 from .datasets import RankingData, feature_matrix
-from .deployment import RiskPenalty, exposure, proximal_mask
-from .lambdas import SessionStep, lambda_objective, pair_lambdas, position_bias_update
-from .targets import SessionLists, Target, oracle
+from .objectives import lambdamart_objective
+from .targets import Target, oracle
 
 __all__ = ["LambdaMART", "load_model"]
 
@@ -55,8 +54,8 @@ def _restrict(
 
     For a session-list target (:class:`~clickrank.targets.SessionLists`, e.g.
     Unbiased LambdaMART) the sessions, renumbered to the kept rows, take the
-    place of ``pairs`` (``pair_weights`` is None); :meth:`LambdaMART._objective`
-    dispatches on that.
+    place of ``pairs`` (``pair_weights`` is None);
+    :func:`~clickrank.objectives.lambdamart_objective` dispatches on that.
     """
     X = data.X
     qptr = data.qptr
@@ -280,44 +279,7 @@ class LambdaMART(Params):
     # get_params / set_params: clickrank._params.Params (scikit-learn's contract)
 
     def _validate(self) -> None:
-        check_positive(self.n_estimators, name="n_estimators", integer=True)
-        check_positive(self.learning_rate, name="learning_rate")
-        if int(self.num_leaves) < 2:
-            raise InputError(f"num_leaves must be >= 2, got {self.num_leaves}")
-        if int(self.max_depth) == 0 or int(self.max_depth) < -1:
-            raise InputError(f"max_depth must be -1 (no limit) or >= 1, got {self.max_depth}")
-        check_positive(self.min_data_in_leaf, name="min_data_in_leaf", integer=True)
-        if self.truncation_level is not None:
-            from .metrics import MAX_K
-
-            level = check_positive(self.truncation_level, name="truncation_level", integer=True)
-            if level > MAX_K:  # deeper than any list: None (all pairs) says it
-                raise InputError(f"truncation_level must be at most {MAX_K} (None: all pairs), "
-                                 f"got {self.truncation_level}")  # fmt: skip
-        check_positive(self.sigma, name="sigma")
-        if self.weighting not in ("ndcg", "none"):
-            raise InputError(f"weighting must be 'ndcg' or 'none', got {self.weighting!r}")
-        if self.early_stopping_rounds is not None:
-            check_positive(self.early_stopping_rounds, name="early_stopping_rounds", integer=True)
-        fraction = float(self.early_stopping_fraction)
-        if not (np.isfinite(fraction) and fraction >= 0):
-            raise InputError(
-                "early_stopping_fraction must be finite and >= 0, got "
-                f"{self.early_stopping_fraction}"
-            )
-        check_positive(self.eval_at, name="eval_at", integer=True)
-        if float(self.lambda_l2) < 0:
-            raise InputError(f"lambda_l2 must be >= 0, got {self.lambda_l2}")
-        check_jobs(self.n_jobs)
-        if self.proximal is not None:
-            check_positive(self.proximal, name="proximal")
-        if self.risk is not None:
-            check_positive(self.risk, name="risk")
-        extra = self.lightgbm_params or {}
-        if not isinstance(extra, dict):
-            raise InputError("lightgbm_params must be a dict")
-        if {"objective", "fobj"} & set(extra):
-            raise InputError("lightgbm_params may not set the objective (LambdaMART owns it)")
+        _check_params(self)
 
     def _lgb_params(self) -> dict[str, Any]:
         params = {
@@ -374,101 +336,6 @@ class LambdaMART(Params):
         return callback
 
     # -- fitting ---------------------------------------------------------------
-
-    def _objective(self, qptr, gains, pairs, pair_weights, doc_weights=None, reference=None):
-        """The target's objective, with PRPO's clipping (``proximal``) and CRM's penalty
-        (``risk``) around the ``reference`` rankings when they are set."""
-        fobj = self._target_objective(qptr, gains, pairs, pair_weights, doc_weights)
-        if reference is None or (self.proximal is None and self.risk is None):
-            return fobj
-        ref = np.asarray(reference, dtype=np.float64)
-        eps = None if self.proximal is None else float(self.proximal)
-        ref_exposure = None if eps is None else exposure(ref, qptr)
-        penalty = None
-        if self.risk is not None:
-            penalty = RiskPenalty(ref, qptr, alpha=float(self.risk), sigma=float(self.sigma),
-                                  truncation=self.truncation_level,
-                                  n_threads=fit_threads(int(self.n_jobs)))  # fmt: skip
-
-        def safe_fobj(preds, dataset):
-            grad, hess = fobj(preds, dataset)
-            forces, hess = -grad.astype(np.float64), hess.astype(np.float64)
-            if penalty is not None:
-                self.divergence_.append(penalty.add(preds, forces, hess))
-            if eps is not None:
-                forces[~proximal_mask(forces, exposure(preds, qptr), ref_exposure, eps)] = 0.0
-            return -forces, hess
-
-        return safe_fobj
-
-    def _target_objective(self, qptr: np.ndarray, gains, pairs, pair_weights, doc_weights=None):
-        """LightGBM's callable objective for the target kind (what :func:`_restrict` returns).
-
-        Gains: :func:`~clickrank.lambdas.lambdas` (with ``doc_weights``); pairs:
-        :func:`~clickrank.lambdas.pair_lambdas`; session lists (in the ``pairs``
-        slot): :meth:`_session_objective`. Sets ``position_bias_`` (None unless
-        session lists).
-        """
-        trunc = None if self.truncation_level is None else int(self.truncation_level)
-        sigma = float(self.sigma)
-        norm = bool(self.normalize)
-        weighting = self.weighting
-        threads = fit_threads(int(self.n_jobs))
-
-        if gains is not None:
-            fobj = lambda_objective(gains, qptr, sigma=sigma, weighting=weighting,
-                                    truncation=trunc, normalize=norm, doc_weights=doc_weights,
-                                    n_threads=threads)  # fmt: skip
-
-        elif isinstance(pairs, SessionLists):
-            return self._session_objective(pairs)
-        else:
-
-            def fobj(preds, _dataset):
-                lam = pair_lambdas(
-                    preds, pairs, qptr, pair_weights=pair_weights, sigma=sigma,
-                    weighting=weighting, truncation=trunc, normalize=norm,
-                )  # fmt: skip
-                return -lam.forces, lam.weights
-
-        self.position_bias_ = None
-        return fobj
-
-    def _session_objective(self, sessions: SessionLists):
-        """Unbiased LambdaMART's objective: gradients with the biases of the previous round.
-
-        The state (:math:`t^+`, :math:`t^-`, ones at first) lives in the
-        closure; after every round the biases are recomputed from that
-        round's costs (:func:`~clickrank.lambdas.position_bias_update`) and
-        the latest are ``self.position_bias_`` (XGBoost's ``lambdarank_unbiased``).
-        """
-        trunc = None if self.truncation_level is None else int(self.truncation_level)
-        sigma, norm = float(self.sigma), bool(self.normalize)
-        if self.weighting != "ndcg":
-            raise InputError(
-                "the unbiased-lambdamart target needs weighting='ndcg' "
-                "(its pairs are LambdaRank-weighted)"
-            )
-        k = sessions.n_positions
-        t_plus, t_minus = np.ones(k), np.ones(k)
-        self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}
-
-        step = None  # the sessions checked once (SessionStep), at the first round
-
-        def fobj(preds, _dataset):
-            nonlocal t_plus, t_minus, step
-            if step is None:
-                step = SessionStep(
-                    sessions.rows, sessions.sptr, sessions.positions, sessions.clicks,
-                    sessions.counts, n_rows=len(preds), sigma=sigma, truncation=trunc,
-                    normalize=norm, cost=sessions.cost, n_threads=fit_threads(int(self.n_jobs)),
-                )  # fmt: skip
-            lam = step(preds, t_plus, t_minus)
-            t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)
-            self.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}  # the latest estimate
-            return -lam.forces, lam.weights
-
-        return fobj
 
     def fit(
         self,
@@ -546,7 +413,7 @@ class LambdaMART(Params):
                              "fit(..., reference=scores)")  # fmt: skip
         ref = _reference_scores(reference, data, _rows)
         self.divergence_: list[float] = []  # CRM: the mean divergence at every round
-        params["objective"] = self._objective(qptr, gains, pairs, pw, dw, ref)
+        params["objective"] = lambdamart_objective(self, qptr, gains, pairs, pw, dw, ref)
         sets = {} if sets is None else sets
         dtrain, rows = _train_set(sets, key, binning, X, _rows)
         from ._signals import lightgbm_callback
@@ -558,7 +425,9 @@ class LambdaMART(Params):
         feval = None
         self.evals_result_ = {}
         if valid is not None:
-            valid_sets, feval = self._valid_sets(valid, data, sets, rows, dtrain, params, callbacks)
+            valid_sets, feval = _valid_sets(
+                self, valid, data, sets, rows, dtrain, params, callbacks
+            )
         booster = lgb.train(
             params,
             dtrain,
@@ -580,54 +449,6 @@ class LambdaMART(Params):
         self.n_train_docs_ = int(X.shape[0])
         self.n_train_queries_ = int(data.n_queries)
         return self
-
-    def _valid_sets(
-        self,
-        valid: Any,
-        data: RankingData,
-        sets: dict[Any, Any],
-        rows: str,
-        dtrain: Any,
-        params: dict[str, Any],
-        callbacks: list,
-    ) -> tuple[list, Any]:
-        """Validation set, metric and callbacks (appended): the validation step of a fit."""
-        import lightgbm as lgb
-
-        k = int(self.eval_at)
-        if hasattr(valid, "score") and isinstance(getattr(valid, "data", None), RankingData):
-            vdata, name, metric = valid.data, valid.metric_name(k), valid.score
-        elif isinstance(valid, RankingData) and valid.y is not None:
-            from .metrics import ndcg  # the project's one NDCG implementation
-
-            vdata, name = valid, f"ndcg@{k}"
-            vqptr = check_qptr(valid.qptr, valid.n_docs)
-            vy = np.asarray(valid.y, dtype=np.float64)
-
-            def metric(preds, k=k):
-                return float(ndcg(preds, vy, vqptr, k=k))
-
-        else:
-            raise InputError("valid must be a labelled RankingData or a ClickValidation")
-        if vdata.n_features != data.n_features:
-            raise InputError(f"valid has {vdata.n_features} features, data has {data.n_features}")
-
-        def feval(preds, _dataset):
-            return name, float(metric(preds, k=k)), True
-
-        if ("valid", rows) not in sets:
-            sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain, params={
-                "verbosity": -1, "num_threads": params["num_threads"]})  # fmt: skip
-        valid_sets = [sets["valid", rows]]
-        callbacks.append(lgb.record_evaluation(self.evals_result_))
-        if self.early_stopping_rounds is not None:
-            rounds, fraction = (
-                int(self.early_stopping_rounds),
-                float(self.early_stopping_fraction),
-            )
-            callbacks.append(lgb.early_stopping(rounds, verbose=False) if fraction == 0
-                             else _growing_patience(rounds, fraction))  # fmt: skip
-        return valid_sets, feval
 
     # -- use -----------------------------------------------------------------------
 
@@ -655,40 +476,7 @@ class LambdaMART(Params):
 
     def summary(self) -> str:
         """A readable description of the fitted model."""
-        check_is_fitted(self, "booster_")
-        lines = [
-            "LambdaMART (clickrank lambdas, LightGBM trees)",
-            f"  target: {self.target_name_}",
-            f"  trees: {self.best_iteration_} (n_estimators={self.n_estimators}"
-            f"{self._rounds_note()})",
-            f"  learning_rate={self.learning_rate}, num_leaves={self.num_leaves},"
-            f" max_depth={self.max_depth}, min_data_in_leaf={self.min_data_in_leaf}",
-            f"  lambdas: weighting={self.weighting}, sigma={self.sigma},"
-            f" truncation_level={self.truncation_level}, normalize={self.normalize}",
-            f"  trained on {self.n_train_docs_} candidate documents of"
-            f" {self.n_train_queries_} queries, {self.n_features_in_} features, seed={self.seed}",
-        ]
-        for name, values in self.evals_result_.get("valid", {}).items():
-            if values:
-                best = (
-                    self.best_iteration_ - 1
-                    if self.best_iteration_ <= len(values)
-                    else len(values) - 1
-                )
-                lines.append(
-                    f"  valid {name}: {values[best]:.4f} at tree {best + 1} (last {values[-1]:.4f})"
-                )
-        bias = getattr(self, "position_bias_", None)
-        if bias is not None:
-            for side in ("t_plus", "t_minus"):
-                values = ", ".join(f"{v:.3f}" for v in bias[side])
-                lines.append(f"  position bias {side} (positions 1..{len(bias[side])}): {values}")
-        imp = self.feature_importances_
-        if imp.sum() > 0:
-            top = np.argsort(-imp)[:5]
-            share = ", ".join(f"f{i}: {imp[i] / imp.sum():.0%}" for i in top)
-            lines.append(f"  top features (gain share): {share}")
-        return "\n".join(lines)
+        return _summary(self)
 
     # -- persistence -------------------------------------------------------------
 
@@ -701,30 +489,7 @@ class LambdaMART(Params):
         existing model unless ``overwrite``, and never replaces files clickrank
         did not write.
         """
-        check_is_fitted(self, "booster_")
-        out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        if (out / "model.txt").exists() and not overwrite:
-            raise InputError(f"{out} already holds a model; pass overwrite=True to replace it")
-        params = self.get_params()
-        text = self.booster_.model_to_string(num_iteration=-1).encode("utf-8")
-        meta = {
-            "format": _modelfile.FORMAT,
-            "format_version": _modelfile.FORMAT_VERSION,
-            "params": params,
-            "n_features_in": self.n_features_in_,
-            "best_iteration": self.best_iteration_,
-            "target": self.target_name_,
-            "n_train_docs": self.n_train_docs_,
-            "n_train_queries": self.n_train_queries_,
-            "evals_result": self.evals_result_,
-            "position_bias": _bias_json(getattr(self, "position_bias_", None)),
-            "model_bytes": len(text),
-            "model_sha256": _modelfile.digest(text),
-        }
-        atomic_write(out / "model.txt", lambda tmp: tmp.write_bytes(text))
-        atomic_write_text(out / "meta.json", json.dumps(meta, indent=2, default=str) + "\n")
-        return out
+        return _save(self, path, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LambdaMART:
@@ -735,40 +500,7 @@ class LambdaMART(Params):
         digest of ``model.txt``, and its structure. Any problem is one
         :class:`~clickrank.DataFormatError` naming the file.
         """
-        import lightgbm as lgb
-
-        from ._validation import DataFormatError
-
-        folder = Path(path)
-        meta_path, model_path = folder / "meta.json", folder / "model.txt"
-        if not folder.is_dir():
-            raise DataFormatError(
-                "not a folder; a saved model is a folder with model.txt and meta.json", path=folder
-            )
-        for p in (meta_path, model_path):
-            if not p.is_file():
-                raise DataFormatError("missing; not a saved clickrank LambdaMART model", path=p)
-        meta = _modelfile.read_meta(meta_path, set(_DEFAULTS))
-        text = _modelfile.read_model_text(model_path, meta, meta_path)
-        model = cls(**meta["params"])
-        try:
-            model.booster_ = lgb.Booster(model_str=text)
-        except lgb.basic.LightGBMError as err:
-            raise DataFormatError(
-                f"LightGBM cannot read it ({str(err).strip()})", path=model_path
-            ) from None
-        model.n_features_in_ = int(meta["n_features_in"])
-        model.best_iteration_ = int(meta["best_iteration"])
-        model.target_name_ = meta["target"]
-        model.n_train_docs_ = int(meta["n_train_docs"])
-        model.n_train_queries_ = int(meta["n_train_queries"])
-        model.evals_result_ = meta.get("evals_result", {})
-        bias = meta.get("position_bias")
-        model.position_bias_ = (
-            None if bias is None else {k: np.asarray(v, dtype=np.float64) for k, v in bias.items()}
-        )
-        model.source_ = str(folder)
-        return model
+        return _load(cls, path)
 
     @classmethod
     def average(cls, models: list[LambdaMART], weights: list[float] | np.ndarray,
@@ -784,34 +516,7 @@ class LambdaMART(Params):
         ``max_depth`` the total trees and the largest shape; its target names the
         models' (``names``, else their targets').
         """
-        import lightgbm as lgb
-
-        if not models or len(models) != len(weights):
-            raise InputError("average needs at least one model and one weight per model")
-        if not np.all(np.isfinite(np.asarray(weights, dtype=np.float64))):
-            raise InputError(f"average: weights must be finite, got {list(weights)}")
-        for m in models:
-            check_is_fitted(m, "booster_")
-        if len({m.n_features_in_ for m in models}) > 1:
-            raise InputError("average: the models were trained on different feature counts")
-        counts = [m.best_iteration_ if trees is None
-                  else min(int(trees), m.booster_.current_iteration()) for m in models]  # fmt: skip
-        texts = [m.booster_.model_to_string(num_iteration=n)
-                 for m, n in zip(models, counts, strict=True)]  # fmt: skip
-        trees = sum(counts)
-        depths = [m.max_depth for m in models]
-        params = {**models[0].get_params(), "n_estimators": trees,
-                  "num_leaves": max(m.num_leaves for m in models),
-                  "max_depth": -1 if -1 in depths else max(depths)}  # fmt: skip
-        out = cls(**params)
-        out.booster_ = lgb.Booster(model_str=_modelfile.merge_trees(texts, list(weights)))
-        out.n_features_in_ = models[0].n_features_in_
-        out.best_iteration_ = trees
-        out.target_name_ = "average of " + ", ".join(names or [m.target_name_ for m in models])
-        out.n_train_docs_ = max(m.n_train_docs_ for m in models)
-        out.n_train_queries_ = models[0].n_train_queries_
-        out.evals_result_ = {}
-        return out
+        return _average(cls, models, weights, names, trees)
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS.get(k)}
@@ -838,6 +543,241 @@ def load_model(path: str | os.PathLike) -> Any:
 
         return SparkRanker.load(path)
     return LambdaMART.load(path)
+
+
+def _check_params(model: LambdaMART) -> None:
+    """Every parameter of ``model`` checked, one line for the first one out of range."""
+    check_positive(model.n_estimators, name="n_estimators", integer=True)
+    check_positive(model.learning_rate, name="learning_rate")
+    if int(model.num_leaves) < 2:
+        raise InputError(f"num_leaves must be >= 2, got {model.num_leaves}")
+    if int(model.max_depth) == 0 or int(model.max_depth) < -1:
+        raise InputError(f"max_depth must be -1 (no limit) or >= 1, got {model.max_depth}")
+    check_positive(model.min_data_in_leaf, name="min_data_in_leaf", integer=True)
+    if model.truncation_level is not None:
+        from .metrics import MAX_K
+
+        level = check_positive(model.truncation_level, name="truncation_level", integer=True)
+        if level > MAX_K:  # deeper than any list: None (all pairs) says it
+            raise InputError(f"truncation_level must be at most {MAX_K} (None: all pairs), "
+                             f"got {model.truncation_level}")  # fmt: skip
+    check_positive(model.sigma, name="sigma")
+    if model.weighting not in ("ndcg", "none"):
+        raise InputError(f"weighting must be 'ndcg' or 'none', got {model.weighting!r}")
+    if model.early_stopping_rounds is not None:
+        check_positive(model.early_stopping_rounds, name="early_stopping_rounds", integer=True)
+    fraction = float(model.early_stopping_fraction)
+    if not (np.isfinite(fraction) and fraction >= 0):
+        raise InputError(
+            f"early_stopping_fraction must be finite and >= 0, got {model.early_stopping_fraction}"
+        )
+    check_positive(model.eval_at, name="eval_at", integer=True)
+    if float(model.lambda_l2) < 0:
+        raise InputError(f"lambda_l2 must be >= 0, got {model.lambda_l2}")
+    check_jobs(model.n_jobs)
+    if model.proximal is not None:
+        check_positive(model.proximal, name="proximal")
+    if model.risk is not None:
+        check_positive(model.risk, name="risk")
+    extra = model.lightgbm_params or {}
+    if not isinstance(extra, dict):
+        raise InputError("lightgbm_params must be a dict")
+    if {"objective", "fobj"} & set(extra):
+        raise InputError("lightgbm_params may not set the objective (LambdaMART owns it)")
+
+
+def _valid_sets(
+    model: LambdaMART,
+    valid: Any,
+    data: RankingData,
+    sets: dict[Any, Any],
+    rows: str,
+    dtrain: Any,
+    params: dict[str, Any],
+    callbacks: list,
+) -> tuple[list, Any]:
+    """Validation set, metric and callbacks (appended): the validation step of a fit."""
+    import lightgbm as lgb
+
+    k = int(model.eval_at)
+    if hasattr(valid, "score") and isinstance(getattr(valid, "data", None), RankingData):
+        vdata, name, metric = valid.data, valid.metric_name(k), valid.score
+    elif isinstance(valid, RankingData) and valid.y is not None:
+        from .metrics import ndcg  # the project's one NDCG implementation
+
+        vdata, name = valid, f"ndcg@{k}"
+        vqptr = check_qptr(valid.qptr, valid.n_docs)
+        vy = np.asarray(valid.y, dtype=np.float64)
+
+        def metric(preds, k=k):
+            return float(ndcg(preds, vy, vqptr, k=k))
+
+    else:
+        raise InputError("valid must be a labelled RankingData or a ClickValidation")
+    if vdata.n_features != data.n_features:
+        raise InputError(f"valid has {vdata.n_features} features, data has {data.n_features}")
+
+    def feval(preds, _dataset):
+        return name, float(metric(preds, k=k)), True
+
+    if ("valid", rows) not in sets:
+        sets["valid", rows] = lgb.Dataset(vdata.X, reference=dtrain, params={
+            "verbosity": -1, "num_threads": params["num_threads"]})  # fmt: skip
+    valid_sets = [sets["valid", rows]]
+    callbacks.append(lgb.record_evaluation(model.evals_result_))
+    if model.early_stopping_rounds is not None:
+        rounds, fraction = (
+            int(model.early_stopping_rounds),
+            float(model.early_stopping_fraction),
+        )
+        callbacks.append(lgb.early_stopping(rounds, verbose=False) if fraction == 0
+                         else _growing_patience(rounds, fraction))  # fmt: skip
+    return valid_sets, feval
+
+
+def _summary(model: LambdaMART) -> str:
+    """A readable description of the fitted model."""
+    check_is_fitted(model, "booster_")
+    lines = [
+        "LambdaMART (clickrank lambdas, LightGBM trees)",
+        f"  target: {model.target_name_}",
+        f"  trees: {model.best_iteration_} (n_estimators={model.n_estimators}"
+        f"{model._rounds_note()})",
+        f"  learning_rate={model.learning_rate}, num_leaves={model.num_leaves},"
+        f" max_depth={model.max_depth}, min_data_in_leaf={model.min_data_in_leaf}",
+        f"  lambdas: weighting={model.weighting}, sigma={model.sigma},"
+        f" truncation_level={model.truncation_level}, normalize={model.normalize}",
+        f"  trained on {model.n_train_docs_} candidate documents of"
+        f" {model.n_train_queries_} queries, {model.n_features_in_} features, seed={model.seed}",
+    ]
+    for name, values in model.evals_result_.get("valid", {}).items():
+        if values:
+            best = (
+                model.best_iteration_ - 1
+                if model.best_iteration_ <= len(values)
+                else len(values) - 1
+            )
+            lines.append(
+                f"  valid {name}: {values[best]:.4f} at tree {best + 1} (last {values[-1]:.4f})"
+            )
+    bias = getattr(model, "position_bias_", None)
+    if bias is not None:
+        for side in ("t_plus", "t_minus"):
+            values = ", ".join(f"{v:.3f}" for v in bias[side])
+            lines.append(f"  position bias {side} (positions 1..{len(bias[side])}): {values}")
+    imp = model.feature_importances_
+    if imp.sum() > 0:
+        top = np.argsort(-imp)[:5]
+        share = ", ".join(f"f{i}: {imp[i] / imp.sum():.0%}" for i in top)
+        lines.append(f"  top features (gain share): {share}")
+    return "\n".join(lines)
+
+
+def _save(model: LambdaMART, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write ``model.txt`` (LightGBM text model) and ``meta.json`` into folder ``path``.
+
+    Both files are written atomically (temporary file, then rename); no
+    pickle. ``meta.json`` records the size and SHA-256 digest of
+    ``model.txt``, which :meth:`LambdaMART.load` checks. Refuses to overwrite an
+    existing model unless ``overwrite``, and never replaces files clickrank
+    did not write.
+    """
+    check_is_fitted(model, "booster_")
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "model.txt").exists() and not overwrite:
+        raise InputError(f"{out} already holds a model; pass overwrite=True to replace it")
+    params = model.get_params()
+    text = model.booster_.model_to_string(num_iteration=-1).encode("utf-8")
+    meta = {
+        "format": _modelfile.FORMAT,
+        "format_version": _modelfile.FORMAT_VERSION,
+        "params": params,
+        "n_features_in": model.n_features_in_,
+        "best_iteration": model.best_iteration_,
+        "target": model.target_name_,
+        "n_train_docs": model.n_train_docs_,
+        "n_train_queries": model.n_train_queries_,
+        "evals_result": model.evals_result_,
+        "position_bias": _bias_json(getattr(model, "position_bias_", None)),
+        "model_bytes": len(text),
+        "model_sha256": _modelfile.digest(text),
+    }
+    atomic_write(out / "model.txt", lambda tmp: tmp.write_bytes(text))
+    atomic_write_text(out / "meta.json", json.dumps(meta, indent=2, default=str) + "\n")
+    return out
+
+
+def _load(cls: type[LambdaMART], path: str | os.PathLike) -> LambdaMART:
+    """:meth:`LambdaMART.load`: the folder checked, then the booster and the fitted state."""
+    import lightgbm as lgb
+
+    from ._validation import DataFormatError
+
+    folder = Path(path)
+    meta_path, model_path = folder / "meta.json", folder / "model.txt"
+    if not folder.is_dir():
+        raise DataFormatError(
+            "not a folder; a saved model is a folder with model.txt and meta.json", path=folder
+        )
+    for p in (meta_path, model_path):
+        if not p.is_file():
+            raise DataFormatError("missing; not a saved clickrank LambdaMART model", path=p)
+    meta = _modelfile.read_meta(meta_path, set(_DEFAULTS))
+    text = _modelfile.read_model_text(model_path, meta, meta_path)
+    model = cls(**meta["params"])
+    try:
+        model.booster_ = lgb.Booster(model_str=text)
+    except lgb.basic.LightGBMError as err:
+        raise DataFormatError(
+            f"LightGBM cannot read it ({str(err).strip()})", path=model_path
+        ) from None
+    model.n_features_in_ = int(meta["n_features_in"])
+    model.best_iteration_ = int(meta["best_iteration"])
+    model.target_name_ = meta["target"]
+    model.n_train_docs_ = int(meta["n_train_docs"])
+    model.n_train_queries_ = int(meta["n_train_queries"])
+    model.evals_result_ = meta.get("evals_result", {})
+    bias = meta.get("position_bias")
+    model.position_bias_ = (
+        None if bias is None else {k: np.asarray(v, dtype=np.float64) for k, v in bias.items()}
+    )
+    model.source_ = str(folder)
+    return model
+
+
+def _average(cls: type[LambdaMART], models: list[LambdaMART],
+             weights: list[float] | np.ndarray, names: list[str] | None = None,
+             trees: int | None = None) -> LambdaMART:  # fmt: skip
+    """:meth:`LambdaMART.average`: the models' trees in one booster, leaves scaled."""
+    import lightgbm as lgb
+
+    if not models or len(models) != len(weights):
+        raise InputError("average needs at least one model and one weight per model")
+    if not np.all(np.isfinite(np.asarray(weights, dtype=np.float64))):
+        raise InputError(f"average: weights must be finite, got {list(weights)}")
+    for m in models:
+        check_is_fitted(m, "booster_")
+    if len({m.n_features_in_ for m in models}) > 1:
+        raise InputError("average: the models were trained on different feature counts")
+    counts = [m.best_iteration_ if trees is None
+              else min(int(trees), m.booster_.current_iteration()) for m in models]  # fmt: skip
+    texts = [m.booster_.model_to_string(num_iteration=n)
+             for m, n in zip(models, counts, strict=True)]  # fmt: skip
+    trees = sum(counts)
+    depths = [m.max_depth for m in models]
+    params = {**models[0].get_params(), "n_estimators": trees,
+              "num_leaves": max(m.num_leaves for m in models),
+              "max_depth": -1 if -1 in depths else max(depths)}  # fmt: skip
+    out = cls(**params)
+    out.booster_ = lgb.Booster(model_str=_modelfile.merge_trees(texts, list(weights)))
+    out.n_features_in_ = models[0].n_features_in_
+    out.best_iteration_ = trees
+    out.target_name_ = "average of " + ", ".join(names or [m.target_name_ for m in models])
+    out.n_train_docs_ = max(m.n_train_docs_ for m in models)
+    out.n_train_queries_ = models[0].n_train_queries_
+    out.evals_result_ = {}
+    return out
 
 
 def _bias_json(bias: dict[str, np.ndarray] | None) -> dict[str, list[float]] | None:

@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "lambdas",
             "deployment",
+            "objectives",
             "lambdamart",
             "selection",
             "training",

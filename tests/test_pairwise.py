@@ -20,6 +20,7 @@ from clickrank.lambdas import (
     position_bias_update,
     session_lambdas,
 )
+from clickrank.objectives import lambdamart_objective
 from clickrank.policies import UniformRandom
 from clickrank.simulation import simulate
 from clickrank.targets import (
@@ -662,7 +663,7 @@ def test_gradients_of_the_first_round_use_unit_biases_then_the_update(random_log
     data, log = random_logger_world
     target = unbiased_lambdamart(data, log)
     model = LambdaMART(n_estimators=1, num_leaves=8, seed=0)
-    fobj = model._objective(data.qptr, None, target.sessions, None)
+    fobj = lambdamart_objective(model, data.qptr, None, target.sessions, None)
     s = target.sessions
     grad, hess = fobj(np.zeros(data.n_docs), None)
     ref = session_lambdas(

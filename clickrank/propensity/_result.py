@@ -375,44 +375,7 @@ class Propensities(Result):
         ``lower``/``upper``/``alpha`` are derived and ignored: the intervals
         follow from ``se`` (or ``replicates``) and ``ci_method``.
         """
-        if not isinstance(obj.get("theta"), list):
-            raise InputError("expected a dict with a 'theta' list")
-
-        def arr(key: str, default: Any) -> np.ndarray:
-            vals = obj.get(key, default)
-            if vals is None:
-                vals = default
-            return np.array([np.nan if v is None else v for v in vals], dtype=float)
-
-        theta = arr("theta", [])
-        k = theta.size
-        se = arr("se", [np.nan] * k)
-        if obj.get("se_scale", "log") != "log":
-            raise InputError("only se_scale 'log' is supported (key se_scale)")
-        rep = obj.get("replicates")
-        cc = obj.get("ci_counts")
-        sens = obj.get("sensitivity")
-        return cls(
-            theta=theta,
-            se=se,
-            method=str(obj.get("method", "unknown")),
-            n_sessions=int(obj.get("n_sessions", 0)),
-            n=arr("n", [np.nan] * k),
-            warnings=tuple(obj.get("warnings", ())),
-            absolute=bool(obj.get("absolute", False)),
-            replicates=None
-            if rep is None
-            else np.array([[np.nan if v is None else v for v in r] for r in rep], dtype=float),
-            info=dict(obj.get("info", {})),
-            ci_method=str(obj.get("ci_method", "normal")),
-            df=None if obj.get("df") is None else arr("df", []),
-            ci_counts=None
-            if cc is None
-            else np.array([[np.nan if v is None else v for v in r] for r in cc], dtype=float),
-            sensitivity=None
-            if sens is None
-            else np.array([[np.nan if v is None else v for v in r] for r in sens], dtype=float),
-        )
+        return _from_dict(cls, obj)
 
     # ------------------------------------------------------------------ plot
     def plot(
@@ -438,33 +401,80 @@ class Propensities(Result):
         -------
         matplotlib.figure.Figure
         """
-        from .._figures import finish, new_axes
+        return _plot(self, true_theta, ax, path, alpha)
 
-        fig, ax, own = new_axes(ax, (6, 4))
-        pos = self.positions
-        ci = self._bounds(check_alpha(alpha))
-        ok = self.identified
-        ax.fill_between(
-            pos[ok],
-            ci[ok, 0],
-            ci[ok, 1],
-            alpha=0.25,
-            color="C0",
-            label=f"{100 * (1 - alpha):g}% CI",
-        )
-        ax.plot(pos[ok], self.theta[ok], "o-", color="C0", label=f"estimate ({self.method})")
-        if true_theta is not None:
-            t = np.asarray(true_theta, dtype=float)[: self.K]
-            if not self.absolute:
-                t = t / t[0]
-            ax.plot(np.arange(1, t.size + 1), t, "k--", label="true θ")
-        if (~ok).any():
-            ax.plot([], [], " ", label=f"not identified: {pos[~ok].tolist()}")
-        ax.set_yscale("log")
-        ax.set_xlabel("position (rank)")
-        ax.set_ylabel("examination propensity θ" + ("" if self.absolute else " (θ₁ = 1)"))
-        ax.set_xticks(pos)
-        ax.set_title(f"Position bias: {self.method}, {self.n_sessions:,} sessions")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-        return finish(fig, path, own=own)
+
+def _from_dict(cls: type[Propensities], obj: dict) -> Propensities:
+    """:meth:`Propensities.from_dict`: arrays from lists, null as NaN."""
+    if not isinstance(obj.get("theta"), list):
+        raise InputError("expected a dict with a 'theta' list")
+
+    def arr(key: str, default: Any) -> np.ndarray:
+        vals = obj.get(key, default)
+        if vals is None:
+            vals = default
+        return np.array([np.nan if v is None else v for v in vals], dtype=float)
+
+    theta = arr("theta", [])
+    k = theta.size
+    se = arr("se", [np.nan] * k)
+    if obj.get("se_scale", "log") != "log":
+        raise InputError("only se_scale 'log' is supported (key se_scale)")
+    rep = obj.get("replicates")
+    cc = obj.get("ci_counts")
+    sens = obj.get("sensitivity")
+    return cls(
+        theta=theta,
+        se=se,
+        method=str(obj.get("method", "unknown")),
+        n_sessions=int(obj.get("n_sessions", 0)),
+        n=arr("n", [np.nan] * k),
+        warnings=tuple(obj.get("warnings", ())),
+        absolute=bool(obj.get("absolute", False)),
+        replicates=None
+        if rep is None
+        else np.array([[np.nan if v is None else v for v in r] for r in rep], dtype=float),
+        info=dict(obj.get("info", {})),
+        ci_method=str(obj.get("ci_method", "normal")),
+        df=None if obj.get("df") is None else arr("df", []),
+        ci_counts=None
+        if cc is None
+        else np.array([[np.nan if v is None else v for v in r] for r in cc], dtype=float),
+        sensitivity=None
+        if sens is None
+        else np.array([[np.nan if v is None else v for v in r] for r in sens], dtype=float),
+    )
+
+
+def _plot(p: Propensities, true_theta: Any, ax: Any, path: Any, alpha: float):
+    """:meth:`Propensities.plot`: the estimate and its band on a log axis, the truth dashed."""
+    from .._figures import finish, new_axes
+
+    fig, ax, own = new_axes(ax, (6, 4))
+    pos = p.positions
+    ci = p._bounds(check_alpha(alpha))
+    ok = p.identified
+    ax.fill_between(
+        pos[ok],
+        ci[ok, 0],
+        ci[ok, 1],
+        alpha=0.25,
+        color="C0",
+        label=f"{100 * (1 - alpha):g}% CI",
+    )
+    ax.plot(pos[ok], p.theta[ok], "o-", color="C0", label=f"estimate ({p.method})")
+    if true_theta is not None:
+        t = np.asarray(true_theta, dtype=float)[: p.K]
+        if not p.absolute:
+            t = t / t[0]
+        ax.plot(np.arange(1, t.size + 1), t, "k--", label="true θ")
+    if (~ok).any():
+        ax.plot([], [], " ", label=f"not identified: {pos[~ok].tolist()}")
+    ax.set_yscale("log")
+    ax.set_xlabel("position (rank)")
+    ax.set_ylabel("examination propensity θ" + ("" if p.absolute else " (θ₁ = 1)"))
+    ax.set_xticks(pos)
+    ax.set_title(f"Position bias: {p.method}, {p.n_sessions:,} sessions")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return finish(fig, path, own=own)
