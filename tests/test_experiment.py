@@ -431,9 +431,17 @@ def test_a_folder_that_is_not_a_results_folder_is_refused_even_with_force(tmp_pa
     assert snapshot(tmp_path) == before
 
 
-def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tmp_path):
-    out = tmp_path / "run"
-    run_experiment(TINY, out, progress=False)
+def _copy_of(run, dest: Path) -> Path:
+    """A copy of a run's results folder (modification times kept: still clickrank's files),
+    the state of a folder that ``run_experiment`` wrote there, without running it again."""
+    import shutil
+
+    shutil.copytree(run.out_dir, dest, symlinks=True)
+    return dest
+
+
+def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tiny_run, tmp_path):
+    out = _copy_of(tiny_run, tmp_path / "run")  # a folder that run_experiment(TINY) wrote
     mine = [
         out / "notes.txt",
         out / "models" / "mine.txt",
@@ -680,38 +688,40 @@ def test_full_is_one_flag_away_and_a_config_keeps_its_own_keys():
     assert "--full" in CliRunner().invoke(cli, ["run", "--help"]).output
 
 
-def test_the_default_target_is_the_click_ranker_with_its_choice_and_safety_record(tmp_path):
-    """``default`` in [targets] names fits ClickRanker's family; the summary records what it
-    chose, why, and every click model's counterfactual gain over the production ranker."""
+@pytest.fixture(scope="module")
+def default_target_run(tmp_path_factory):
+    """A tiny run of the default target beside naive (read, never changed, by its tests)."""
     cfg = _with(
         targets={"names": ["default", "naive"], "clip": 0.02},
         evaluation={"compare": [["default", "naive"]]},
         interleaving={"pairs": [], "ab": False},
         learning_curve={"sessions": [], "targets": []},
     )
-    res = run_experiment(cfg, tmp_path / "default", progress=False)
+    return run_experiment(cfg, tmp_path_factory.mktemp("exp") / "default", progress=False)
+
+
+def test_the_default_target_is_the_click_ranker_with_its_choice_and_safety_record(
+    default_target_run,
+):
+    """``default`` in [targets] names fits ClickRanker's family; the summary records what it
+    chose, why, and every click model's counterfactual gain over the production ranker."""
+    res = default_target_run
     models = res.results["models"]
     d = models["default"]
     assert d["choice"] in ("naive", "ips-shown", "ips-hybrid", "ips-all", "dr",
                            "unbiased-lambdamart") and d["reason"]  # fmt: skip
     assert d["vs_logged"]["b"] == "logged ranking"
     assert models["naive"]["vs_safe"]["b"] == "logging"  # the production ranker's scores
-    sel = json.loads((tmp_path / "default" / "models" / "default" / "selection.json").read_text())
+    sel = json.loads((res.out_dir / "models" / "default" / "selection.json").read_text())
     assert sel["choice"] == d["choice"] and len(sel["table"]) >= 5
     assert "default" in res.results["evaluation"]["rankers"]
 
 
-def test_the_report_shows_the_safety_check_of_every_click_model(tmp_path):
+def test_the_report_shows_the_safety_check_of_every_click_model(default_target_run):
     from clickrank.report import render_report
 
-    cfg = _with(
-        targets={"names": ["default", "naive"], "clip": 0.02},
-        evaluation={"compare": [["default", "naive"]]},
-        interleaving={"pairs": [], "ab": False},
-        learning_curve={"sessions": [], "targets": []},
-    )
-    res = run_experiment(cfg, tmp_path / "r", progress=False)
-    text = (tmp_path / "r" / "report.md").read_text()
+    res = default_target_run
+    text = (res.out_dir / "report.md").read_text()
     assert "### Safety check before deployment" in text
     safety = text.split("### Safety check before deployment", 1)[1]
     line = next(x for x in safety.splitlines() if x.startswith("| naive |"))
