@@ -394,8 +394,9 @@ def test_the_no_interventions_scenario_runs_and_reports_the_defaults_source(tmp_
     cfg["data"].update(n_queries=240)
     cfg["simulation"]["sessions"] = 20_000
     cfg["evaluation"]["bootstrap"] = 100
-    # three folds: the source and its lines do not depend on the selection's folds
-    cfg["lambdamart"] = {"grid": [{"num_leaves": 8, "max_depth": 3}], "n_estimators": 60,
+    # three folds of 20 trees: the source and its lines do not depend on the selection's
+    # folds or on the size of its models
+    cfg["lambdamart"] = {"grid": [{"num_leaves": 8, "max_depth": 3}], "n_estimators": 20,
                          "folds": 3}  # fmt: skip
     run_experiment(cfg, tmp_path, progress=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
