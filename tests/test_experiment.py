@@ -566,10 +566,10 @@ def test_changing_the_evaluation_reruns_evaluation_and_learning_curve_not_traini
     run_experiment(TINY, tiny_run.out_dir, progress=False)  # restore for the other tests
 
 
-def test_a_stage_that_fails_is_not_reused_and_the_error_names_the_stage(tmp_path, monkeypatch):
-    out = tmp_path / "fail"
-    cfg = _with(learning_curve={"sessions": []})
-    run_experiment(cfg, out, progress=False)
+def test_a_stage_that_fails_is_not_reused_and_the_error_names_the_stage(
+    tiny_run, tmp_path, monkeypatch
+):
+    out = _copy_of(tiny_run, tmp_path / "fail")  # every stage computed and in the manifest
     from clickrank import evaluation
 
     def broken(*args, **kwargs):
