@@ -246,9 +246,20 @@ def tiny_run(tmp_path_factory):
     return result
 
 
-def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tmp_path):
+def _copy_of(run, dest: Path) -> Path:
+    """A copy of a run's results folder (modification times kept: still clickrank's files),
+    the state of a folder that ``run_experiment`` wrote there, without running it again."""
+    import shutil
+
+    shutil.copytree(run.out_dir, dest, symlinks=True)
+    return dest
+
+
+def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tiny_run, tmp_path):
     cfg = _with(report={"figures": True})
-    run = run_experiment(cfg, tmp_path / "tiny", progress=False)
+    # from a copy of the tiny run (the same config without figures): the figures are drawn
+    # from the stages' files, the report and summary rewritten
+    run = run_experiment(cfg, _copy_of(tiny_run, tmp_path / "tiny"), progress=False)
     out = run.out_dir
     assert run.report_path == out / "report.md"
     summary = json.loads(run.summary_path.read_text())
@@ -429,15 +440,6 @@ def test_a_folder_that_is_not_a_results_folder_is_refused_even_with_force(tmp_pa
     with pytest.raises(InputError, match="not a clickrank results folder"):
         run_experiment(TINY, tmp_path, progress=False, force=force)
     assert snapshot(tmp_path) == before
-
-
-def _copy_of(run, dest: Path) -> Path:
-    """A copy of a run's results folder (modification times kept: still clickrank's files),
-    the state of a folder that ``run_experiment`` wrote there, without running it again."""
-    import shutil
-
-    shutil.copytree(run.out_dir, dest, symlinks=True)
-    return dest
 
 
 def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tiny_run, tmp_path):
