@@ -50,9 +50,28 @@ FIRST = (
 )
 
 
+def _xdist_group(item) -> str | None:
+    """The xdist group of a test (pytest-xdist's rule: its xdist_group names joined by _)."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+             for m in item.iter_markers("xdist_group")}  # fmt: skip
+    return "_".join(sorted(names)) or None
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
+    if config.getvalue("loadgroup"):
+        # --dist loadgroup finds a test's group in the "@group" end of its node id, which
+        # pytest-xdist 3.8 writes to item._nodeid, an attribute pytest 9 no longer reads: the
+        # groups were ignored and their tests spread over both workers, each starting its own
+        # Spark sessions and cluster. Written here where xdist's did not take.
+        from _pytest.nodeid import coerce_node_id
+
+        for item in items:
+            group = _xdist_group(item)
+            if group and not item.nodeid.endswith(f"@{group}"):
+                item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
     def rank(item) -> int:
         return next(
