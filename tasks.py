@@ -81,8 +81,9 @@ def test() -> None:
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
         with tempfile.TemporaryDirectory() as site:  # fails on a broken link, anchor or docstring
             run(PY, "-m", "mkdocs", "build", "--strict", "-d", site, env=env)
-    # loadgroup: the tests of an xdist_group (Spark's, one session and one cluster at a
-    # time) share one worker; the others are spread as usual
+    # loadgroup: the tests of an xdist_group share one worker (Spark's: the local session's
+    # tests on one, the standalone cluster's on the other, one session per process at a
+    # time); the largest groups start first and the other tests are spread as usual
     parallel = (
         []
         if any(a == "-n" or a.startswith("-n") for a in args)

@@ -46,6 +46,17 @@ def fitted(setup):
     return ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta, logging_model=prod)
 
 
+THREE = ("naive", "ips-shown", "unbiased-lambdamart")
+
+
+@pytest.fixture(scope="module")
+def three(setup):
+    """The three members fitted here on one thread with the defaults (refit below
+    BAGGING_FROM documents): the reference that bagging and n_jobs=2 are compared with."""
+    train, _, log, theta, _ = setup
+    return ClickRanker(family=THREE, seed=0, **SMALL).fit(train, log, theta)
+
+
 def test_comparison_is_a_paired_t_bound():
     """gain = mean difference per session, SE over queries, lower = gain - t_{0.95, n-1} SE."""
     a = np.array([3.0, 5.0, 4.0, 6.0])
@@ -144,14 +155,22 @@ def test_debiased_members_beat_the_logger_and_are_offered(setup, fitted):
     assert chosen > ndcg(prod.predict(test.X), test.y, test.qptr, k=10).mean
 
 
-def test_a_perfect_logger_is_kept(setup):
-    """With the true labels as the logging ranker and a small log, no member can be shown to
-    beat it: the logging ranker is offered and saved."""
-    train, test, _, theta, _ = setup
+@pytest.fixture(scope="module")
+def perfect(setup):
+    """A logger trained on the true labels, and a small log of its rankings (600 sessions)."""
+    train = setup[0]
     oracle = LambdaMART(n_estimators=60, seed=0).fit(train)
     cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
     log = simulate(train, policy=DeterministicPolicy(oracle), click_model=cm, n_sessions=600,
                    interventions=[Swap(0.1)], top_k=10, seed=3)  # fmt: skip
+    return oracle, log
+
+
+def test_a_perfect_logger_is_kept(setup, perfect):
+    """With the true labels as the logging ranker and a small log, no member can be shown to
+    beat it: the logging ranker is offered and saved."""
+    train, test, _, theta, _ = setup
+    oracle, log = perfect
     r = ClickRanker(family=("naive", "ips-shown"), seed=0, fallback="safe", **SMALL).fit(
         train, log, theta, logging_model=oracle
     )
@@ -187,14 +206,11 @@ def test_a_perfect_logger_is_kept(setup):
     assert c.safety_["vs_safe"].a == c.choice_
 
 
-def test_the_crm_fallback_keeps_each_members_tree_shape(setup):
+def test_the_crm_fallback_keeps_each_members_tree_shape(setup, perfect):
     """The fallback retrains every averaged member with the tree shape its own selection
     chose: only the number of trees is cross-validated again (one shape, not the grid)."""
     train, _, _, theta, _ = setup
-    oracle = LambdaMART(n_estimators=60, seed=0).fit(train)
-    cm = make_click_model("pbm", eta=1.0, attractiveness="graded")
-    log = simulate(train, policy=DeterministicPolicy(oracle), click_model=cm, n_sessions=600,
-                   interventions=[Swap(0.1)], top_k=10, seed=3)  # fmt: skip
+    oracle, log = perfect
     grid = ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 16, "max_depth": -1})
     c = ClickRanker(family=("naive", "ips-shown"), seed=0, **{**SMALL, "grid": grid}).fit(
         train, log, theta, logging_model=oracle
@@ -319,16 +335,16 @@ def test_bad_arguments_are_refused(setup):
         ClickRanker(refit="yes").fit(train, log, theta)
 
 
-def test_large_data_averages_each_members_fold_models(setup, monkeypatch):
+def test_large_data_averages_each_members_fold_models(setup, three, monkeypatch):
     """refit="auto" from BAGGING_FROM documents: every member keeps its fold models'
     mean instead of a refit, with the same folds, choice and out-of-fold scores as refit=True,
     one fit fewer per member, and the same models from member processes."""
     import clickrank.training.thresholds as C
 
     train, test, log, theta, prod = setup
-    family = ("naive", "ips-shown", "unbiased-lambdamart")
+    family = THREE
     assert train.n_docs < C.BAGGING_FROM
-    refit = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
+    refit = three  # ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
     assert all(cv.refit for cv in refit.members_.values())  # below BAGGING_FROM: "auto" refits
     monkeypatch.setattr(C, "BAGGING_FROM", train.n_docs)
     bag = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
@@ -477,16 +493,16 @@ def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup, mon
     np.testing.assert_array_equal(one.predict(test), own.predict(test))
 
 
-def test_small_data_fits_its_members_here_on_every_thread(setup):
+def test_small_data_fits_its_members_here_on_every_thread(setup, three):
     """Below PROCESSES_FROM documents n_jobs=2 starts no process: the members fit one after
     the other here, each on two threads, with the models of one thread."""
     import clickrank.training.thresholds as C
 
     train, test, log, theta, prod = setup
     assert train.n_docs < C.PROCESSES_FROM
-    family = ("naive", "ips-shown", "unbiased-lambdamart")
+    family = THREE
     said = []
-    one = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
+    one = three  # ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
     two = ClickRanker(family=family, seed=0, n_jobs=2, **SMALL)
     two.fit(train, log, theta, progress=said.append)
     assert not any("processes)" in line for line in said)

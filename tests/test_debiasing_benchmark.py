@@ -36,10 +36,20 @@ def test_suite_runs_the_cells_it_is_asked_for(mq2008, tmp_path):
     ]
 
 
-def test_a_cut_below_two_documents_is_refused(tmp_path):
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), "--suite", "--cut", "1"]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2 and "--cut must be at least 2" in res.stderr
+def _refusal(bench, argv, monkeypatch, capsys) -> tuple[object, str]:
+    """``debiasing_real.py *argv`` run in this process (its main(), as the script runs it):
+    the exit code and what it wrote to stderr. A refusal is argparse's, before any work."""
+    module = bench[0]
+    monkeypatch.setattr(sys, "argv", ["debiasing_real.py", *argv])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        module.main()
+    return info.value.code, capsys.readouterr().err
+
+
+def test_a_cut_below_two_documents_is_refused(bench, monkeypatch, capsys):
+    code, err = _refusal(bench, ["--suite", "--cut", "1"], monkeypatch, capsys)
+    assert code == 2 and "--cut must be at least 2" in err
 
 
 @pytest.mark.parametrize(
@@ -47,10 +57,9 @@ def test_a_cut_below_two_documents_is_refused(tmp_path):
     [(["--bias", "--suite"], "does not combine with --suite"),
      (["--synthetic", "20", "--features", "0"], "--features must be at least 1")],
 )  # fmt: skip
-def test_bias_and_features_misuse_is_refused(argv, message):
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), *argv]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2 and message in res.stderr
+def test_bias_and_features_misuse_is_refused(bench, argv, message, monkeypatch, capsys):
+    code, err = _refusal(bench, argv, monkeypatch, capsys)
+    assert code == 2 and message in err
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +202,6 @@ def test_suite_runs_on_a_data_folder_split_into_folds(tmp_path):
      (["--data", ".", "--folds", "1"], "at least 2 folds"),
      (["--suite", "--data", ".", "--cut", "14"], "drop --cut and --synthetic")],
 )  # fmt: skip
-def test_folds_misuse_is_refused(argv, message):
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "debiasing_real.py"), *argv]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2 and message in res.stderr
+def test_folds_misuse_is_refused(bench, argv, message, monkeypatch, capsys):
+    code, err = _refusal(bench, argv, monkeypatch, capsys)
+    assert code == 2 and message in err

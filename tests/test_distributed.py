@@ -47,6 +47,8 @@ from clickrank.lambdamart import load_model  # noqa: E402
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
     pytest.mark.slow,  # a local Spark session and XGBoost fits on it
+    # one pytest-xdist worker: one session start and one build of each module fixture
+    pytest.mark.xdist_group("distributed"),
 ]
 
 ETA = 1.0

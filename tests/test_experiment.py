@@ -246,9 +246,20 @@ def tiny_run(tmp_path_factory):
     return result
 
 
-def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tmp_path):
+def _copy_of(run, dest: Path) -> Path:
+    """A copy of a run's results folder (modification times kept: still clickrank's files),
+    the state of a folder that ``run_experiment`` wrote there, without running it again."""
+    import shutil
+
+    shutil.copytree(run.out_dir, dest, symlinks=True)
+    return dest
+
+
+def test_a_tiny_run_writes_the_report_summary_figures_and_artefacts(tiny_run, tmp_path):
     cfg = _with(report={"figures": True})
-    run = run_experiment(cfg, tmp_path / "tiny", progress=False)
+    # from a copy of the tiny run (the same config without figures): the figures are drawn
+    # from the stages' files, the report and summary rewritten
+    run = run_experiment(cfg, _copy_of(tiny_run, tmp_path / "tiny"), progress=False)
     out = run.out_dir
     assert run.report_path == out / "report.md"
     summary = json.loads(run.summary_path.read_text())
@@ -431,9 +442,8 @@ def test_a_folder_that_is_not_a_results_folder_is_refused_even_with_force(tmp_pa
     assert snapshot(tmp_path) == before
 
 
-def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tmp_path):
-    out = tmp_path / "run"
-    run_experiment(TINY, out, progress=False)
+def test_a_forced_rerun_keeps_the_files_the_user_added_to_a_results_folder(tiny_run, tmp_path):
+    out = _copy_of(tiny_run, tmp_path / "run")  # a folder that run_experiment(TINY) wrote
     mine = [
         out / "notes.txt",
         out / "models" / "mine.txt",
@@ -558,10 +568,10 @@ def test_changing_the_evaluation_reruns_evaluation_and_learning_curve_not_traini
     run_experiment(TINY, tiny_run.out_dir, progress=False)  # restore for the other tests
 
 
-def test_a_stage_that_fails_is_not_reused_and_the_error_names_the_stage(tmp_path, monkeypatch):
-    out = tmp_path / "fail"
-    cfg = _with(learning_curve={"sessions": []})
-    run_experiment(cfg, out, progress=False)
+def test_a_stage_that_fails_is_not_reused_and_the_error_names_the_stage(
+    tiny_run, tmp_path, monkeypatch
+):
+    out = _copy_of(tiny_run, tmp_path / "fail")  # every stage computed and in the manifest
     from clickrank import evaluation
 
     def broken(*args, **kwargs):
@@ -680,38 +690,40 @@ def test_full_is_one_flag_away_and_a_config_keeps_its_own_keys():
     assert "--full" in CliRunner().invoke(cli, ["run", "--help"]).output
 
 
-def test_the_default_target_is_the_click_ranker_with_its_choice_and_safety_record(tmp_path):
-    """``default`` in [targets] names fits ClickRanker's family; the summary records what it
-    chose, why, and every click model's counterfactual gain over the production ranker."""
+@pytest.fixture(scope="module")
+def default_target_run(tmp_path_factory):
+    """A tiny run of the default target beside naive (read, never changed, by its tests)."""
     cfg = _with(
         targets={"names": ["default", "naive"], "clip": 0.02},
         evaluation={"compare": [["default", "naive"]]},
         interleaving={"pairs": [], "ab": False},
         learning_curve={"sessions": [], "targets": []},
     )
-    res = run_experiment(cfg, tmp_path / "default", progress=False)
+    return run_experiment(cfg, tmp_path_factory.mktemp("exp") / "default", progress=False)
+
+
+def test_the_default_target_is_the_click_ranker_with_its_choice_and_safety_record(
+    default_target_run,
+):
+    """``default`` in [targets] names fits ClickRanker's family; the summary records what it
+    chose, why, and every click model's counterfactual gain over the production ranker."""
+    res = default_target_run
     models = res.results["models"]
     d = models["default"]
     assert d["choice"] in ("naive", "ips-shown", "ips-hybrid", "ips-all", "dr",
                            "unbiased-lambdamart") and d["reason"]  # fmt: skip
     assert d["vs_logged"]["b"] == "logged ranking"
     assert models["naive"]["vs_safe"]["b"] == "logging"  # the production ranker's scores
-    sel = json.loads((tmp_path / "default" / "models" / "default" / "selection.json").read_text())
+    sel = json.loads((res.out_dir / "models" / "default" / "selection.json").read_text())
     assert sel["choice"] == d["choice"] and len(sel["table"]) >= 5
     assert "default" in res.results["evaluation"]["rankers"]
 
 
-def test_the_report_shows_the_safety_check_of_every_click_model(tmp_path):
+def test_the_report_shows_the_safety_check_of_every_click_model(default_target_run):
     from clickrank.report import render_report
 
-    cfg = _with(
-        targets={"names": ["default", "naive"], "clip": 0.02},
-        evaluation={"compare": [["default", "naive"]]},
-        interleaving={"pairs": [], "ab": False},
-        learning_curve={"sessions": [], "targets": []},
-    )
-    res = run_experiment(cfg, tmp_path / "r", progress=False)
-    text = (tmp_path / "r" / "report.md").read_text()
+    res = default_target_run
+    text = (res.out_dir / "report.md").read_text()
     assert "### Safety check before deployment" in text
     safety = text.split("### Safety check before deployment", 1)[1]
     line = next(x for x in safety.splitlines() if x.startswith("| naive |"))

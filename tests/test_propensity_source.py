@@ -44,6 +44,13 @@ def world():
     }
 
 
+@pytest.fixture(scope="module")
+def reg_em(world):
+    """Regression EM on the deterministic log with its defaults (seed 0, no bootstrap: the
+    sandwich intervals spanning the second smoothing), fitted once for the tests that read it."""
+    return regression_em(world["deterministic"], world["data"], seed=0)
+
+
 def _ctr_ratio(log) -> np.ndarray:
     ctr = log.group_by("position").agg(c=log["click"].mean()).sort("position")["c"].to_numpy()
     return ctr / ctr[0]
@@ -109,11 +116,11 @@ def test_auto_on_a_stochastic_log_recovers_theta_within_its_intervals(world):
 # -- regression EM ------------------------------------------------------------------------------
 
 
-def test_regression_em_removes_most_of_the_bias_of_click_rates(world):
+def test_regression_em_removes_most_of_the_bias_of_click_rates(world, reg_em):
     """A deterministic logger puts the relevant documents on top, so raw click-through
     rates fall faster than θ; regression EM must be much closer to the truth."""
     log = world["deterministic"]
-    est = regression_em(log, world["data"], n_boot=0)
+    est = reg_em  # regression_em(log, data, n_boot=0): the defaults
     err = np.abs(np.log(est.theta[1:]) - np.log(TRUTH[1:]))
     naive = np.abs(np.log(_ctr_ratio(log)[1:]) - np.log(TRUTH[1:]))
     assert err.mean() < 0.5 * naive.mean()
@@ -175,8 +182,8 @@ def test_the_orthogonal_moments_ignore_an_error_in_the_relevance_model():
     assert np.all(np.abs(np.log(plain[2:] / theta[2:])) > 10 * se[2:])
 
 
-def test_regression_em_gives_sandwich_intervals_without_a_bootstrap(world):
-    est = regression_em(world["deterministic"], world["data"], seed=0)
+def test_regression_em_gives_sandwich_intervals_without_a_bootstrap(reg_em):
+    est = reg_em  # regression_em(world["deterministic"], world["data"], seed=0)
     assert est.info["correction"] == "orthogonal" and est.ci_method == "t"
     assert np.all(np.isfinite(est.se[1:])) and np.all(est.se[1:] > 0)
     assert "cluster SE" in est.summary()
@@ -184,14 +191,14 @@ def test_regression_em_gives_sandwich_intervals_without_a_bootstrap(world):
     assert np.all(ci[1:, 0] < est.theta[1:]) and np.all(est.theta[1:] < ci[1:, 1])
 
 
-def test_regression_em_intervals_span_the_relevance_model_at_a_second_smoothing(world):
+def test_regression_em_intervals_span_the_relevance_model_at_a_second_smoothing(world, reg_em):
     """The interval is the hull of the sandwich intervals around θ̂ (relevance model at its
     best round) and around θ from the same moments at 3x that round: θ̂ is unchanged, the
     interval holds both, and without the second smoothing it is the sandwich's alone."""
     from dataclasses import replace
 
     log, data = world["deterministic"], world["data"]
-    wide = regression_em(log, data, seed=0)
+    wide = reg_em  # regression_em(log, data, seed=0)
     plain = regression_em(log, data, seed=0, sensitivity=0)
     np.testing.assert_array_equal(wide.theta, plain.theta)
     np.testing.assert_array_equal(wide.se, plain.se)
@@ -242,7 +249,7 @@ _SMALL = {"grid": [{"num_leaves": 8, "max_depth": 3}], "folds": 3, "repeats": 1,
           "n_estimators": 60}  # fmt: skip
 
 
-def test_the_default_learner_trains_on_a_log_without_interventions(world):
+def test_the_default_learner_trains_on_a_log_without_interventions(world, reg_em):
     r = cr.ClickRanker(seed=0, **_SMALL).fit(world["data"], world["deterministic"],
                                               logging_model=world["ranker"])  # fmt: skip
     assert r.propensity_source_.kind == "model"
@@ -252,8 +259,7 @@ def test_the_default_learner_trains_on_a_log_without_interventions(world):
     assert record["method"] == "regression-em" and len(record["theta"]) == 10
     # it uses θ̂ alone: no trees for the intervals' second smoothing, the same θ̂
     assert r.propensities_.sensitivity is None
-    np.testing.assert_array_equal(r.propensities_.theta, regression_em(
-        world["deterministic"], world["data"], seed=0).theta)  # fmt: skip
+    np.testing.assert_array_equal(r.propensities_.theta, reg_em.theta)  # regression_em(seed=0)
 
 
 def test_without_a_source_the_default_learner_trains_what_needs_none(world):
@@ -388,7 +394,10 @@ def test_the_no_interventions_scenario_runs_and_reports_the_defaults_source(tmp_
     cfg["data"].update(n_queries=240)
     cfg["simulation"]["sessions"] = 20_000
     cfg["evaluation"]["bootstrap"] = 100
-    cfg["lambdamart"] = {"grid": [{"num_leaves": 8, "max_depth": 3}], "n_estimators": 60}
+    # three folds of 20 trees: the source and its lines do not depend on the selection's
+    # folds or on the size of its models
+    cfg["lambdamart"] = {"grid": [{"num_leaves": 8, "max_depth": 3}], "n_estimators": 20,
+                         "folds": 3}  # fmt: skip
     run_experiment(cfg, tmp_path, progress=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
     source = summary["models"]["default"]["propensities"]

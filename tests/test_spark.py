@@ -36,10 +36,13 @@ from clickrank.engine.simulate import simulate_spark  # noqa: E402
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
     pytest.mark.slow,  # a Spark session: 10-20 s to start, seconds per test
-    # one pytest-xdist worker runs this module: one SparkSession per process at a time,
-    # and one cluster on the machine
+    # two pytest-xdist workers share this module, each with one SparkSession at a time: the
+    # local session's tests in group "spark"; the standalone cluster's (marked STANDALONE
+    # too: group "spark_standalone") in the other, so that the two halves run side by side
     pytest.mark.xdist_group("spark"),
 ]
+#: The tests that run on the module's standalone cluster: one pytest-xdist worker for them.
+STANDALONE = pytest.mark.xdist_group("standalone")
 from clickrank.propensity import (  # noqa: E402
     bootstrap,
     em,
@@ -69,7 +72,7 @@ def cluster(tmp_path_factory):
         stop_active_session()
 
 
-@pytest.fixture(scope="module", params=["local", "standalone"])
+@pytest.fixture(scope="module", params=["local", pytest.param("standalone", marks=STANDALONE)])
 def spark(request):
     stop_active_session()
     conf = {"spark_sql_shuffle_partitions": "2", "spark_default_parallelism": "2",
@@ -447,7 +450,7 @@ def test_the_member_race_as_spark_tasks_equals_a_local_one(data, sdf, monkeypatc
 # -- the standalone cluster ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spark", ["standalone"], indirect=True)
+@pytest.mark.parametrize("spark", [pytest.param("standalone", marks=STANDALONE)], indirect=True)
 def test_standalone_tasks_run_in_executors_of_both_workers(cluster, spark, data):
     """On the cluster, clickrank's numpy code runs in Python workers of executor JVMs started
     by each worker (not in this process), and the simulation gives the polars rows."""
@@ -471,6 +474,7 @@ def test_standalone_tasks_run_in_executors_of_both_workers(cluster, spark, data)
 DRIVER = "from clickrank.cli import main\nmain()\n"  # docs/scale.md's spark-submit driver
 
 
+@STANDALONE
 def test_spark_submit_with_py_files(cluster, logged, tmp_path):
     """docs/scale.md's spark-submit line, with clickrank shipped as a zip by --py-files (the
     executors compute the bootstrap buckets with it): the estimate equals the polars one."""

@@ -38,30 +38,33 @@ def ratio_score_interval(
     ok = (n1 > 0) & (n0 > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         p1, p0 = c1 / n1, c0 / n0
+        est = np.log(np.where((c1 > 0) & (c0 > 0), p1 / p0, np.where(c0 > 0, 1.0 / n0, n1)))
+        # both sides at once: the counts repeated along a last axis of (lower, upper)
+        c1, n1, c0, n0, p1, p0 = (
+            np.repeat(x[..., None], 2, axis=-1) for x in (c1, n1, c0, n0, p1, p0)
+        )
+        n10, c10 = n1 + n0, c1 + c0  # the same sums at every step
 
         def excess(log_phi: np.ndarray) -> np.ndarray:
             """Z(phi)^2 - z^2 (decreasing towards the estimate on each side)."""
             phi = np.exp(log_phi)
-            a = phi * (n1 + n0)
+            a = phi * n10
             b = -(phi * n1 + c1 + n0 + phi * c0)
-            disc = np.sqrt(np.maximum(b * b - 4.0 * a * (c1 + c0), 0.0))
+            disc = np.sqrt(np.maximum(b * b - 4.0 * a * c10, 0.0))
             q0 = np.clip((-b - disc) / (2.0 * a), 0.0, 1.0)
             q1 = np.clip(phi * q0, 0.0, 1.0)
             var = q1 * (1 - q1) / n1 + phi * phi * q0 * (1 - q0) / n0
             return (p1 - phi * p0) ** 2 / var - z2
 
-        est = np.log(np.where((c1 > 0) & (c0 > 0), p1 / p0, np.where(c0 > 0, 1.0 / n0, n1)))
-        out = np.full(c1.shape + (2,), np.nan)
-        for side, far in ((0, -40.0), (1, 40.0)):
-            inner = est.copy()  # Z^2 <= z^2 here
-            outer = est + far  # and > z^2 here (where a bound exists)
-            for _ in range(80):  # a loop over bisection steps, vectorized over positions
-                mid = 0.5 * (inner + outer)
-                inside = excess(mid) <= 0
-                inner = np.where(inside, mid, inner)
-                outer = np.where(inside, outer, mid)
-            out[..., side] = np.exp(0.5 * (inner + outer))
-        out[..., 0] = np.where(c1 == 0, 0.0, out[..., 0])
-        out[..., 1] = np.where(c0 == 0, np.inf, out[..., 1])
+        inner = np.repeat(est[..., None], 2, axis=-1)  # Z^2 <= z^2 here
+        outer = inner + np.array([-40.0, 40.0])  # and > z^2 here (where a bound exists)
+        for _ in range(80):  # a loop over bisection steps, vectorized over positions and sides
+            mid = 0.5 * (inner + outer)
+            inside = excess(mid) <= 0
+            inner = np.where(inside, mid, inner)
+            outer = np.where(inside, outer, mid)
+        out = np.exp(0.5 * (inner + outer))
+        out[..., 0] = np.where(c1[..., 0] == 0, 0.0, out[..., 0])
+        out[..., 1] = np.where(c0[..., 1] == 0, np.inf, out[..., 1])
     out[~ok] = np.nan
     return out
