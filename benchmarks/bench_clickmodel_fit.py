@@ -38,7 +38,7 @@ from clickrank.clickmodels import DBN, binarized, err_satisfaction, fit_click_mo
 from clickrank.clickmodels.fitting import sessions_from_log
 from clickrank.datasets import split_queries, synthetic
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import Randomize, Swap, simulate
 
 K = 10

@@ -40,7 +40,7 @@ from clickrank import ClickRanker
 from clickrank.clickmodels import make_click_model, relevance_for_labels
 from clickrank.datasets import load_letor, synthetic
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 

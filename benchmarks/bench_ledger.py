@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clickrank._io import LEDGER, atomic_write_text
+from clickrank._core._io import LEDGER, atomic_write_text
 
 
 def build(folder: Path, n: int) -> int:

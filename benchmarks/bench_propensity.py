@@ -421,7 +421,7 @@ def bench_coverage(
             report("em", em_hits, n_em, harvest_sessions)
     rem = [c for c in ("regression-em", "regression-em-redrawn") if c in cells]
     if rem:
-        from clickrank.production import production_ranker
+        from clickrank.policies.production import production_ranker
         from clickrank.propensity import regression_em
 
         pbm = make_click_model("pbm", eta=1.0)
@@ -489,7 +489,7 @@ def bench_cost(repeats: int = 3) -> dict:
     lambdarank (100 trees, 8 leaves) on the same training documents, and their ratios (best
     of ``repeats``)."""
     from clickrank.datasets import load_letor
-    from clickrank.production import production_ranker
+    from clickrank.policies.production import production_ranker
     from clickrank.propensity import regression_em
 
     sets = {"synthetic(1000, 20)": synthetic(1000, 20, seed=0)}
@@ -540,7 +540,7 @@ def bench_rem_bias(n_synthetic: int = 12, n_mq: int = 6, sessions: int = 20_000)
     is there."""
     from clickrank.clickmodels import relevance_for_labels
     from clickrank.datasets import load_letor
-    from clickrank.production import production_ranker
+    from clickrank.policies.production import production_ranker
     from clickrank.propensity import regression_em
 
     truth = np.log(power_law(K, 1.0))

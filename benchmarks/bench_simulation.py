@@ -29,11 +29,11 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from clickrank._random import STREAM_CLICK, session_uniforms
+from clickrank._core._random import STREAM_CLICK, session_uniforms
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import (
     _apply_interventions,
     _Cells,

@@ -123,7 +123,7 @@ from clickrank.datasets import RankingData, load_letor, split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.propensity import estimate_propensities
 from clickrank.selection import ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
@@ -442,7 +442,7 @@ _REFERENCES = ("default", "default-nosafe", "default-prpo", "default-safe", "sel
 def cut_lists(data: RankingData, n: int) -> RankingData:
     """Each query's first ``n`` documents in file order: a short-list stand-in (on MQ2008,
     14 documents: 82 % shown by a top-10 logger, like the held-out LETOR sample of issue 18)."""
-    from clickrank._segments import within_index
+    from clickrank._core._segments import within_index
 
     keep = within_index(data.qptr) < n
     qptr = np.concatenate([[0], np.cumsum(np.minimum(np.diff(data.qptr), n))])

@@ -29,7 +29,7 @@ from clickrank import ClickRanker
 from clickrank.clickmodels import make_click_model, relevance_for_labels
 from clickrank.datasets import RankingData, load_letor, synthetic
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 #: Where the large-log thresholds live, and the values the synthetic cell lowers them to.

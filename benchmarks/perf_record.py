@@ -50,7 +50,7 @@ from clickrank.clickmodels import make_click_model, relevance_for_labels  # noqa
 from clickrank.datasets import load_letor, synthetic  # noqa: E402
 from clickrank.lambdamart import LambdaMART  # noqa: E402
 from clickrank.policies import DeterministicPolicy  # noqa: E402
-from clickrank.production import production_ranker  # noqa: E402
+from clickrank.policies.production import production_ranker  # noqa: E402
 from clickrank.propensity import estimate_propensities  # noqa: E402
 from clickrank.simulation import Swap, simulate  # noqa: E402
 

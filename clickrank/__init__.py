@@ -18,7 +18,7 @@ first use.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._validation import (
+from ._core._validation import (
     ClickRankError,
     ConfigError,
     DataFormatError,
@@ -44,7 +44,7 @@ _LAZY = {
     "make_click_model": "clickmodels",
     "fit_click_model": "clickmodels",
     "compare_click_models": "clickmodels",
-    "production_ranker": "production",
+    "production_ranker": "policies.production",
     "simulate": "simulation",
     "Swap": "simulation",
     "RandPair": "simulation",
@@ -92,6 +92,8 @@ _SUBMODULES = (
     "targets",
     "training",
 )
+#: Old paths kept for their users (they warn); dir() leaves them out.
+_DEPRECATED = ("production",)
 
 
 def __getattr__(name: str) -> Any:
@@ -106,7 +108,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+    return sorted((set(globals()) | set(_LAZY) | set(_SUBMODULES)) - set(_DEPRECATED))
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
@@ -123,7 +125,6 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         metrics,
         online,
         policies,
-        production,
         propensity,
         publiclogs,
         ranking,
@@ -153,7 +154,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .experiment import load_config, run_experiment  # noqa: F401
     from .lambdamart import LambdaMART  # noqa: F401
     from .metrics import get_metric  # noqa: F401
-    from .production import production_ranker  # noqa: F401
+    from .policies import production  # noqa: F401
+    from .policies.production import production_ranker  # noqa: F401
     from .propensity import Propensities, estimate_propensities  # noqa: F401
     from .simulation import FairPairs, Randomize, RandPair, Swap, simulate  # noqa: F401
 

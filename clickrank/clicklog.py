@@ -49,9 +49,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write, check_input, check_output, json_default, parquet_parts
-from ._result import Result
-from ._validation import (
+from ._core._io import atomic_write, check_input, check_output, json_default, parquet_parts
+from ._core._result import Result
+from ._core._validation import (
     ClickRankError,
     ClickRankWarning,
     InputError,

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._io import atomic_write, check_input, check_output
-from ._segments import gather, segment_ids
-from ._segments import lengths as _lengths
-from ._validation import DataFormatError, InputError, check_qptr
+from ._core._io import atomic_write, check_input, check_output
+from ._core._segments import gather, segment_ids
+from ._core._segments import lengths as _lengths
+from ._core._validation import DataFormatError, InputError, check_qptr
 
 __all__ = [
     "RankingData",

@@ -42,9 +42,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._segments import rank_order, ranks, segment_ids
-from ._threads import numba_threads
-from ._validation import InputError, check_positive, check_qptr
+from ._core._segments import rank_order, ranks, segment_ids
+from ._core._threads import numba_threads
+from ._core._validation import InputError, check_positive, check_qptr
 from .lambdas import query_blocks, truncation_depth
 
 __all__ = ["exposure", "proximal_mask", "exposure_divergence", "risk_weight", "RiskPenalty"]

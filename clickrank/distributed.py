@@ -27,7 +27,7 @@ module trains where the features live:
    :class:`~clickrank.selection.LambdaMARTCV` refits after its selection.
 
 The fitted model is an XGBoost booster, saved as a folder ``model.json`` +
-``meta.json`` (format ``clickrank-xgboost``, :mod:`clickrank._modelfile`) that
+``meta.json`` (format ``clickrank-xgboost``, :mod:`clickrank._core._modelfile`) that
 :func:`clickrank.lambdamart.load_model` (``clickrank evaluate``) reads and
 predicts with on this machine. XGBoost and pyspark are imported only when
 used.
@@ -46,10 +46,10 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from . import _modelfile
-from ._io import atomic_write, atomic_write_text
-from ._params import Params
-from ._validation import DataFormatError, InputError, check_is_fitted, check_positive
+from ._core import _modelfile
+from ._core._io import atomic_write, atomic_write_text
+from ._core._params import Params
+from ._core._validation import DataFormatError, InputError, check_is_fitted, check_positive
 from .datasets import RankingData, feature_matrix
 from .targets import ClickStats, Target, make_target
 

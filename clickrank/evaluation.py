@@ -28,9 +28,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from ._result import Result
-from ._segments import ranks as _ranks
-from ._validation import (
+from ._core._result import Result
+from ._core._segments import ranks as _ranks
+from ._core._validation import (
     EstimationError,
     InputError,
     LogSchemaError,
@@ -810,8 +810,8 @@ def load_scores(path: str | os.PathLike, data: RankingData) -> np.ndarray:
     DataFormatError
         Naming the file and the first bad line.
     """
-    from ._io import read_text
-    from ._validation import DataFormatError
+    from ._core._io import read_text
+    from ._core._validation import DataFormatError
 
     lines = read_text(path, what="scores").splitlines()
     try:  # fast path: every line is one number

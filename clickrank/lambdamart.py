@@ -22,11 +22,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import _modelfile
-from ._io import atomic_write, atomic_write_text
-from ._params import Params
-from ._threads import fit_threads, sharing_cores
-from ._validation import InputError, check_is_fitted, check_jobs, check_positive, check_qptr
+from ._core import _modelfile
+from ._core._io import atomic_write, atomic_write_text
+from ._core._params import Params
+from ._core._threads import fit_threads, sharing_cores
+from ._core._validation import InputError, check_is_fitted, check_jobs, check_positive, check_qptr
 from .datasets import RankingData, feature_matrix
 from .objectives import lambdamart_objective
 from .targets import Target, oracle
@@ -276,7 +276,7 @@ class LambdaMART(Params):
 
     # -- parameters -------------------------------------------------------------
 
-    # get_params / set_params: clickrank._params.Params (scikit-learn's contract)
+    # get_params / set_params: clickrank._core._params.Params (scikit-learn's contract)
 
     def _validate(self) -> None:
         _check_params(self)
@@ -322,7 +322,7 @@ class LambdaMART(Params):
 
     def _follow_share(self, threads: int):
         """A LightGBM callback giving the next rounds this member process's share of the
-        cores whenever it changes (:func:`~clickrank._threads.fit_threads`): a training
+        cores whenever it changes (:func:`~clickrank._core._threads.fit_threads`): a training
         otherwise keeps the threads it started with, and the last member, started on one
         thread, would wait for its next fit to take the cores the others left."""
         state = {"threads": int(threads)}
@@ -416,9 +416,9 @@ class LambdaMART(Params):
         params["objective"] = lambdamart_objective(self, qptr, gains, pairs, pw, dw, ref)
         sets = {} if sets is None else sets
         dtrain, rows = _train_set(sets, key, binning, X, _rows)
-        from ._signals import lightgbm_callback
+        from ._core._signals import lightgbm_callback
 
-        callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._signals)
+        callbacks = [lightgbm_callback]  # SIGTERM stops between trees (clickrank._core._signals)
         if sharing_cores():
             callbacks.append(self._follow_share(params["num_threads"]))
         valid_sets = []
@@ -496,7 +496,7 @@ class LambdaMART(Params):
         """Read a model written by :meth:`save`.
 
         ``meta.json`` and ``model.txt`` are checked before LightGBM parses the
-        model (:mod:`clickrank._modelfile`): known keys only, the recorded
+        model (:mod:`clickrank._core._modelfile`): known keys only, the recorded
         digest of ``model.txt``, and its structure. Any problem is one
         :class:`~clickrank.DataFormatError` naming the file.
         """
@@ -510,7 +510,7 @@ class LambdaMART(Params):
 
         Every model's trees (up to its ``best_iteration_``, or its first ``trees``) in one
         LightGBM booster, leaf values scaled by the weights
-        (:func:`clickrank._modelfile.merge_trees`): it predicts, saves, loads and explains
+        (:func:`clickrank._core._modelfile.merge_trees`): it predicts, saves, loads and explains
         like any LambdaMART. Its
         parameters are the first model's, with ``n_estimators``, ``num_leaves`` and
         ``max_depth`` the total trees and the largest shape; its target names the
@@ -712,7 +712,7 @@ def _load(cls: type[LambdaMART], path: str | os.PathLike) -> LambdaMART:
     """:meth:`LambdaMART.load`: the folder checked, then the booster and the fitted state."""
     import lightgbm as lgb
 
-    from ._validation import DataFormatError
+    from ._core._validation import DataFormatError
 
     folder = Path(path)
     meta_path, model_path = folder / "meta.json", folder / "model.txt"

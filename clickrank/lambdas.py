@@ -42,10 +42,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._segments import ranks as _ranks
-from ._segments import segment_ids
-from ._threads import numba_threads
-from ._validation import InputError, check_positive, check_qptr
+from ._core._segments import ranks as _ranks
+from ._core._segments import segment_ids
+from ._core._threads import numba_threads
+from ._core._validation import InputError, check_positive, check_qptr
 
 __all__ = [
     "Lambdas",

@@ -34,9 +34,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._segments import is_dense as _dense  # the padded route pays off (also patched in tests)
-from ._segments import rank_order, to_padded
-from ._validation import InputError, check_choice, check_positive, check_probability, check_qptr
+from ._core._segments import is_dense as _dense  # the padded route pays off (also patched in tests)
+from ._core._segments import rank_order, to_padded
+from ._core._validation import (
+    InputError,
+    check_choice,
+    check_positive,
+    check_probability,
+    check_qptr,
+)
 
 __all__ = [
     "MetricResult",
@@ -251,7 +257,7 @@ class _Ranked:
     ``j + 1`` of query ``q``; ``valid[q, j]`` is False beyond the query's length.
     Dense data (all lists of similar length) is sorted row-wise in a padded
     matrix with a stable argsort; very ragged data falls back to the segment
-    lexsort of :func:`clickrank._segments.rank_order`. Both give the same order:
+    lexsort of :func:`clickrank._core._segments.rank_order`. Both give the same order:
     descending score, ties by row order, NaN last.
     """
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._threads import fit_threads
-from ._validation import InputError
+from ._core._threads import fit_threads
+from ._core._validation import InputError
 from .deployment import RiskPenalty, exposure, proximal_mask
 from .lambdas import SessionStep, lambda_objective, pair_lambdas, position_bias_update
 from .targets import SessionLists

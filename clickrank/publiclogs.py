@@ -20,8 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ._io import check_input, special_kind
-from ._validation import DataFormatError
+from ._core._io import check_input, special_kind
+from ._core._validation import DataFormatError
 
 __all__ = ["load_yandex_sample", "load_trec_session"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import InputError
+from ._core._validation import InputError
 from .datasets import RankingData
 
 __all__ = ["ranker_scores"]

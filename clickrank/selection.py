@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._params import Params
-from ._segments import top_rows
-from ._validation import InputError, check_is_fitted, check_jobs, check_positive
+from ._core._params import Params
+from ._core._segments import top_rows
+from ._core._validation import InputError, check_is_fitted, check_jobs, check_positive
 from .datasets import RankingData
 from .lambdamart import LambdaMART
 from .metrics import by_block, discounts
@@ -146,7 +146,7 @@ class ClickValidation:
         """Each query's summed DCG@k contribution (divide by ``n_sessions`` for the mean).
 
         :func:`clickrank.metrics.dcg` with linear gains, the same numbers: the top ``k``
-        of each list by one insertion pass (:func:`clickrank._segments.top_rows`, the
+        of each list by one insertion pass (:func:`clickrank._core._segments.top_rows`, the
         ranking order of the metrics) instead of a sort of every list, since early
         stopping scores every boosting round.
         """
@@ -682,7 +682,7 @@ class LambdaMARTCV(Params):
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Save the final model (:meth:`LambdaMART.save`) plus ``selection.json``."""
-        from ._io import atomic_write_json
+        from ._core._io import atomic_write_json
 
         check_is_fitted(self, "model_")
         out = self.model_.save(path, overwrite=overwrite)

@@ -22,7 +22,7 @@ import polars as pl
 from scipy.stats import t as student_t
 
 import clickrank as cr
-from clickrank._io import atomic_write, atomic_write_json, atomic_write_text
+from clickrank._core._io import atomic_write, atomic_write_json, atomic_write_text
 from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy
 from clickrank.specs import make_click_model, make_lambdamart

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clickrank._io import LEDGER, is_temp_name
+from clickrank._core._io import LEDGER, is_temp_name
 
 #: The CLI run as a child process (signals, read-only and full file systems).
 CLI = [sys.executable, "-c", "from clickrank.cli import main; main()"]

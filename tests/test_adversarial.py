@@ -13,8 +13,8 @@ from _safety import no_temp_files, one_line_error, snapshot
 from click.testing import CliRunner
 
 import clickrank as cr
-from clickrank._io import LEDGER, LEDGER_LIMIT, atomic_write_text, check_output
-from clickrank._validation import InputError
+from clickrank._core._io import LEDGER, LEDGER_LIMIT, atomic_write_text, check_output
+from clickrank._core._validation import InputError
 from clickrank.cli import cli
 from clickrank.simulation import Swap
 
@@ -203,7 +203,7 @@ def test_train_into_an_empty_folder_works(tmp_path, inputs):
 def test_a_second_writer_of_the_same_output_is_refused(tmp_path):
     from _safety import run_cli
 
-    from clickrank._io import locking
+    from clickrank._core._io import locking
 
     out = tmp_path / "log.parquet"
     with locking():
@@ -225,7 +225,7 @@ def test_the_lock_of_a_killed_writer_is_released(tmp_path):
     out = tmp_path / "x.json"
     code = (
         "import os, signal\n"
-        "from clickrank._io import check_output, locking\n"
+        "from clickrank._core._io import check_output, locking\n"
         "with locking():\n"
         f"    check_output({str(out)!r})\n"
         "    print('locked', flush=True)\n"
@@ -234,7 +234,7 @@ def test_the_lock_of_a_killed_writer_is_released(tmp_path):
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "locked"
-        from clickrank._io import locking
+        from clickrank._core._io import locking
 
         with locking(), pytest.raises(InputError, match=f"PID {child.pid}"):
             check_output(out)
@@ -330,7 +330,7 @@ def test_a_size_beyond_the_memory_is_refused_before_the_work(tmp_path, inputs, c
 
 
 def test_check_budget_notes_long_work_and_refuses_big_work():
-    from clickrank._budget import check_budget
+    from clickrank._core._budget import check_budget
 
     assert check_budget("--x", 5, memory=10, seconds=1, available=100) is None
     note = check_budget("--sessions", 10**12, memory=10, seconds=10**6, available=100)
@@ -468,7 +468,7 @@ def test_fit_clicks_refuses_a_shrinkage_that_is_not_a_finite_non_negative_number
 def test_a_second_run_into_the_same_results_folder_is_refused(tmp_path):
     from _safety import run_cli
 
-    from clickrank._io import locking
+    from clickrank._core._io import locking
 
     out = tmp_path / "results"
     with locking():
@@ -509,7 +509,7 @@ def test_a_parts_folder_with_a_part_missing_a_column_names_the_part(tmp_path, in
 @pytest.mark.parametrize("command", ["train", "simulate", "run"])
 def test_jobs_beyond_the_cpus_is_one_line_before_the_work(tmp_path, inputs, command):
     """Item 2: --jobs 100000 segfaulted after the target summary; now refused first."""
-    from clickrank._validation import available_cpus
+    from clickrank._core._validation import available_cpus
 
     jobs = str(available_cpus() + 1)
     if command == "train":
@@ -531,7 +531,7 @@ def test_jobs_beyond_the_cpus_is_one_line_before_the_work(tmp_path, inputs, comm
 
 
 def test_n_jobs_beyond_the_cpus_is_refused_by_every_estimator(inputs):
-    from clickrank._validation import available_cpus
+    from clickrank._core._validation import available_cpus
     from clickrank.selection import LambdaMARTCV
 
     data = cr.load_letor(inputs["data"])
@@ -749,7 +749,7 @@ def test_a_metric_cut_off_beyond_any_list_is_refused(inputs, models):
 
 def _estimators():
     from clickrank.distributed import SparkRanker
-    from clickrank.production import ProductionRanker
+    from clickrank.policies.production import ProductionRanker
     from clickrank.selection import LambdaMARTCV
 
     return [cr.LambdaMART, LambdaMARTCV, cr.ClickRanker, SparkRanker, ProductionRanker]
@@ -759,7 +759,8 @@ def test_every_public_estimator_is_listed():
     """Anything public with fit and predict is in the list the constructor-contract test takes."""
     import inspect
 
-    from clickrank import distributed, production
+    from clickrank import distributed
+    from clickrank.policies import production
 
     public = {getattr(cr, n) for n in dir(cr) if not n.startswith("_")}
     public |= {getattr(m, n) for m in (distributed, production) for n in m.__all__}

@@ -8,7 +8,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from clickrank import InputError, LogSchemaError
-from clickrank._io import LEDGER
+from clickrank._core._io import LEDGER
 from clickrank.clicklog import (
     METADATA_KEY,
     LogStats,
@@ -31,7 +31,7 @@ from clickrank.clicklog import (
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy, MixturePolicy, UniformRandom
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import Swap, simulate
 
 

@@ -18,7 +18,7 @@ from clickrank.deployment import proximal_mask
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.selection import ClickValidation, LambdaMARTCV, query_folds
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import click_stats, ips
@@ -520,7 +520,7 @@ def test_a_member_process_shares_the_cores_among_the_members_left():
     while the members left fill the cores, then the cores split among those left."""
     import multiprocessing
 
-    from clickrank import _threads
+    from clickrank._core import _threads
 
     assert _threads.fit_threads(3) == 3
     left = multiprocessing.get_context("spawn").Value("i", 6)

@@ -35,8 +35,8 @@ def test_private_imports_across_packages_are_counted(tmp_path):
 
 def test_own_package_and_the_shared_core_are_allowed(tmp_path):
     source = (
-        "from clickrank._validation import InputError\n"  # the shared core
-        "from clickrank._io import _atomic\n"  # the shared core, private name too
+        "from clickrank._core._validation import InputError\n"  # the shared core
+        "from clickrank._core._io import _atomic\n"  # the shared core, private name too
         "from ._gains import ips\n"  # the package's own private module
         "from .._validation import check_choice\n"
         "from clickrank.targets._target import Target\n"

@@ -15,7 +15,7 @@ from clickrank.datasets import split_queries, synthetic
 from clickrank.deployment import RiskPenalty, exposure, exposure_divergence, risk_weight
 from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import ips
 

@@ -33,7 +33,7 @@ if shutil.which("java") is None:
 from click.testing import CliRunner  # noqa: E402
 
 from clickrank import engine  # noqa: E402
-from clickrank._validation import DataFormatError, InputError  # noqa: E402
+from clickrank._core._validation import DataFormatError, InputError  # noqa: E402
 from clickrank.cli import cli  # noqa: E402
 from clickrank.distributed import (  # noqa: E402
     SparkRanker,

@@ -19,7 +19,7 @@ DELIBERATE = {
     ("clickrank/cli/run.py", "\b"),
     ("clickrank/cli/simulate.py", "\b"),
     ("clickrank/clickmodels/_factory.py", "continuation"),
-    ("clickrank/production.py", "continuation"),
+    ("clickrank/policies/production.py", "continuation"),
 }
 
 
@@ -58,6 +58,6 @@ def test_docstrings_with_backslashes_are_raw():
 
 
 def test_the_random_module_docstring_renders_its_latex():
-    import clickrank._random as r
+    import clickrank._core._random as r
 
     assert r"\left\lfloor" in r.__doc__ and r"\text{seed}" in r.__doc__ and "\t" not in r.__doc__

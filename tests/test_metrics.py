@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clickrank import metrics as M
-from clickrank._validation import InputError
+from clickrank._core._validation import InputError
 from clickrank.metrics import (
     METRICS,
     MetricResult,
@@ -505,7 +505,7 @@ def call(func, queries, k, empty, options):
 def test_every_metric_matches_the_plain_loop_reference(
     name, func, options, path, queries, k, empty
 ):
-    # "lexsort" forces the ragged-data route through clickrank._segments.rank_order;
+    # "lexsort" forces the ragged-data route through clickrank._core._segments.rank_order;
     # "blocks" cuts the queries into blocks of about 5 rows (as 2**18 rows are cut at scale)
     with (
         mock.patch.object(M, "_dense", (lambda q: False) if path == "lexsort" else M._dense),

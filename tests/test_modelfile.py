@@ -15,7 +15,7 @@ from _safety import one_line_error
 from click.testing import CliRunner
 
 import clickrank as cr
-from clickrank._modelfile import check_model_text, digest
+from clickrank._core._modelfile import check_model_text, digest
 from clickrank.cli import cli
 from clickrank.lambdamart import LambdaMART
 

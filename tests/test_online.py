@@ -16,7 +16,7 @@ from clickrank.datasets import synthetic
 from clickrank.online import (
     ABResult,
     InterleavingResult,
-    _sign_test,
+    sign_test,
     ab_experiment,
     expected_clicks,
     fidelity_study,
@@ -63,7 +63,7 @@ def test_results_do_not_depend_on_chunk_size(data):
 def test_sign_test_matches_scipy_binomtest():
     for w, l in [(0, 0), (5, 5), (30, 12), (3, 17), (500, 440)]:
         expected = 1.0 if w + l == 0 else stats.binomtest(w, w + l, 0.5).pvalue
-        assert float(_sign_test(w, l)) == pytest.approx(expected, rel=1e-9)
+        assert float(sign_test(w, l)) == pytest.approx(expected, rel=1e-9)
 
 
 def test_interleaving_result_interval_and_json(tmp_path):
@@ -254,7 +254,7 @@ def test_user_heterogeneity_inflates_ab_click_variance_not_the_mean(data):
         assert abs(m - mean_exact) <= 4 * se / 2 + 1e-12
     # exact variance of clicks per impression (law of total variance over queries and types)
     from clickrank import interleaving as il
-    from clickrank._segments import to_padded
+    from clickrank._core._segments import to_padded
 
     lab, _ = to_padded(data.y, data.qptr, fill=np.nan)
     top = il.rankings_from_scores(a, data.qptr)[:, :5]
@@ -280,7 +280,7 @@ def test_user_heterogeneity_inflates_ab_click_variance_not_the_mean(data):
 
 def test_sessions_of_one_user_share_her_type(data):
     from clickrank.clickmodels import Table
-    from clickrank.online import _setup
+    from clickrank.online import setup_traffic
 
     always = Table((0, 1, 2, 3, 4), (1.0,) * 5)
     clicker = PBM([1.0] + [0.0] * 9, always)  # clicks position 1, always
@@ -288,14 +288,14 @@ def test_sessions_of_one_user_share_her_type(data):
     mix = UserMixture([clicker, idle], [0.3, 0.7])
     a = noisy(data, 1.0, 15)
     m, n = 8, 4000
-    st = _setup(data, a, a, mix, 10, m)
+    st = setup_traffic(data, a, a, mix, 10, m)
     sess = np.arange(n, dtype=np.int64)
     q = sess % data.n_queries
     c = st.clicks(st.ra[q, :10], q, sess, seed=3)[:, 0].reshape(n // m, m)
     assert np.all(c == c[:, :1])  # the type, hence the click, is constant within a user
     share = c[:, 0].mean()
     assert abs(share - 0.3) <= 4 * math.sqrt(0.3 * 0.7 / (n // m))
-    free = _setup(data, a, a, mix, 10, 1).clicks(st.ra[q, :10], q, sess, seed=3)[:, 0]
+    free = setup_traffic(data, a, a, mix, 10, 1).clicks(st.ra[q, :10], q, sess, seed=3)[:, 0]
     assert not np.all(free.reshape(n // m, m) == free.reshape(n // m, m)[:, :1])
 
 

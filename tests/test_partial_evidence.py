@@ -17,12 +17,12 @@ import pytest
 from _safety import one_line_error
 from click.testing import CliRunner
 
-from clickrank._validation import EstimationError, InputError
+from clickrank._core._validation import EstimationError, InputError
 from clickrank.cli import cli
 from clickrank.clickmodels import make_click_model, relevance_for_labels
 from clickrank.datasets import save_letor, synthetic
 from clickrank.policies import DeterministicPolicy, PlackettLuce, UniformRandom
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.propensity import estimate_propensities, identified
 from clickrank.simulation import RandPair, Swap, simulate
 from clickrank.targets import make_target

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from polars.testing import assert_frame_equal
 
 from clickrank import plots
-from clickrank._io import LEDGER
-from clickrank._validation import InputError
+from clickrank._core._io import LEDGER
+from clickrank._core._validation import InputError
 from clickrank.clicklog import ctr_by_position as ctr_table
 from clickrank.clickmodels import PBM, Graded, PowerLaw
 from clickrank.datasets import synthetic

@@ -11,7 +11,7 @@ from scipy import stats
 from clickrank import InputError, RankingData
 from clickrank.datasets import split_queries, synthetic
 from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce, UniformRandom
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.specs import make_policy
 
 
@@ -225,7 +225,7 @@ def test_the_production_ranker_trains_on_at_least_min_queries(
 
 def test_quality_is_ndcg_on_the_held_out_queries_and_on_all():
     from clickrank.metrics import ndcg
-    from clickrank.production import describe_quality
+    from clickrank.policies.production import describe_quality
 
     data = synthetic(120, 15, seed=5)
     r = production_ranker(data, 0.1, seed=0)
@@ -340,7 +340,7 @@ def test_ranker_scores_gives_lambdamart_the_data_and_others_the_features():
 def test_policies_no_longer_hold_the_production_ranker():
     import clickrank
     import clickrank.policies as policies
-    from clickrank.production import ProductionRanker
+    from clickrank.policies.production import ProductionRanker
     from clickrank.ranking import ranker_scores
 
     assert not hasattr(policies, "ProductionRanker")

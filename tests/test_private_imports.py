@@ -1,9 +1,10 @@
 """No package of clickrank imports another package's private module or name.
 
 What several packages use is public inside the project: a module may import the
-private modules and names (``_x``) of its own top-level package and those of the
-top-level private modules (``clickrank._validation``, ``clickrank._io``, ...), the
-shared core. The rule and its check are ``benchmarks/code_health.py``'s
+private modules and names (``_x``) of its own top-level package and those of the shared
+private core, ``clickrank._core`` (``clickrank._core._validation``,
+``clickrank._core._io``, ...), which every package may import.
+The rule and its check are ``benchmarks/code_health.py``'s
 :func:`private_imports` (loaded from its path, as ``tests/test_layers.py`` does).
 """
 
@@ -44,3 +45,26 @@ def test_no_package_imports_another_packages_private_module_or_name():
     )
     stale = sorted(KNOWN - found)
     assert stale == [], f"fixed: remove from KNOWN: {stale}"
+
+
+def _edges(tmp_path, source: str, name: str) -> list[str]:
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    return HEALTH.private_imports(path, name)
+
+
+def test_the_shared_core_is_open_to_every_package(tmp_path):
+    source = (
+        "from .._core._io import _ledger\n"
+        "from .._core._budget import check_budget\n"
+        "from clickrank._core._random import session_uniforms\n"
+        "from .._version import __version__\n"
+    )
+    assert _edges(tmp_path, source, "clickrank.targets.m") == []
+
+
+def test_another_packages_private_module_is_counted(tmp_path):
+    source = "from ..engine._join import x\nfrom ..targets._stats import y\n"
+    assert _edges(tmp_path, source, "clickrank.targets.m") == [
+        "clickrank.targets.m -> clickrank.engine._join"
+    ]

@@ -1,10 +1,10 @@
-"""clickrank._progress: the library's progress bar (no CLI package needed)."""
+"""clickrank._core._progress: the library's progress bar (no CLI package needed)."""
 
 from __future__ import annotations
 
 import io
 
-from clickrank._progress import progress
+from clickrank._core._progress import progress
 
 
 class _Tty(io.StringIO):

@@ -472,7 +472,7 @@ def test_json_roundtrip_keeps_everything(one_log, tmp_path):
 
 
 def test_propensities_follow_the_result_contract(one_log, tmp_path):
-    from clickrank._result import Result
+    from clickrank._core._result import Result
 
     result = bootstrap("randomized", one_log.head(200_000), n=5, seed=1)
     assert isinstance(result, Result)
@@ -724,7 +724,7 @@ def test_propensities_off_the_theta_1_scale_are_refused_or_flagged(tmp_path):
 
 def test_read_theta_checks_the_scale_of_propensity_files(tmp_path):
     from clickrank import ClickRankError
-    from clickrank._validation import ClickRankWarning
+    from clickrank._core._validation import ClickRankWarning
     from clickrank.targets import read_theta
 
     f = tmp_path / "t.json"

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from scipy.stats import t as t_dist
 
 import clickrank as cr
-from clickrank._validation import EstimationError, InputError
+from clickrank._core._validation import EstimationError, InputError
 from clickrank.cli import cli
 from clickrank.clickmodels import power_law
 from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce

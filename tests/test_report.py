@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from clickrank._io import LEDGER
+from clickrank._core._io import LEDGER
 from clickrank.clicklog import LogStats, PositionCTR, SkipAboveCounts
 from clickrank.evaluation import ComparisonResult
 from clickrank.experiment import load_config

@@ -25,7 +25,7 @@ from _safety import (
 from click.testing import CliRunner
 
 import clickrank as cr
-from clickrank._io import atomic_write_json, check_output, clean_stale, is_owned
+from clickrank._core._io import atomic_write_json, check_output, clean_stale, is_owned
 from clickrank.cli import cli
 from clickrank.lambdamart import LambdaMART
 from clickrank.simulation import Swap

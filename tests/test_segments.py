@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clickrank._segments import (
+from clickrank._core._segments import (
     _dense_order,
     _lexsort_order,
     is_dense,

@@ -14,7 +14,7 @@ from clickrank.datasets import split_queries, synthetic
 from clickrank.evaluation import counterfactual
 from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.selection import DEFAULT_GRID, ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import Target, ips, oracle, skip_above

@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 from scipy import stats
 
 from clickrank import InputError, RankingData
-from clickrank._random import (
+from clickrank._core._random import (
     STREAM_QUERY,
     session_bernoulli,
     session_integers,
@@ -922,7 +922,7 @@ def test_cli_binarizes_by_the_label_range_and_says_so(cli, tmp_path, top, thresh
 def test_cli_prints_the_production_ranker_quality_and_stores_it_in_the_log(cli, tmp_path):
     from clickrank.clicklog import read_log_metadata
     from clickrank.datasets import load_letor
-    from clickrank.production import describe_quality, production_ranker
+    from clickrank.policies.production import describe_quality, production_ranker
 
     path, _ = _letor(tmp_path, 2)
     out = tmp_path / "logdir"

@@ -244,7 +244,7 @@ def test_simulate_spark_rows_equal(spark, data, tmp_path, partitions):
 
 
 def test_simulate_spark_refuses_existing(spark, data, tmp_path):
-    from clickrank._validation import InputError
+    from clickrank._core._validation import InputError
 
     kw = {"policy": DeterministicPolicy(data.X[:, 0]), "click_model": "pbm", "top_k": 3}
     with pytest.raises(InputError, match="exists"):
@@ -356,7 +356,7 @@ def test_base_package_never_imports_pyspark():
 
 
 def test_missing_java_is_a_clear_error(monkeypatch):
-    from clickrank._validation import InputError
+    from clickrank._core._validation import InputError
     from clickrank.engine import _detect
 
     monkeypatch.setattr(_detect.shutil, "which", lambda name: None)
@@ -402,7 +402,7 @@ def test_click_ranker_members_as_spark_tasks_equal_a_local_fit(data, log, sdf):
     """On a Spark log the members are fitted as Spark tasks (on the standalone cluster, in its
     executors): the same choice, cost, out-of-fold scores and trees as fitted here, to the bit;
     engine='spark' refuses a polars log in one line."""
-    from clickrank._validation import InputError
+    from clickrank._core._validation import InputError
     from clickrank.clickranker import ClickRanker
 
     kw = {"family": ("naive", "ips-shown", "unbiased-lambdamart"), "folds": 3, "repeats": 1,
@@ -460,7 +460,7 @@ def test_standalone_tasks_run_in_executors_of_both_workers(cluster, spark, data)
 
     where = (
         spark.sparkContext.parallelize(range(8), 8)
-        .map(lambda _: (os.getpid(), __import__("clickrank._random").__file__))
+        .map(lambda _: (os.getpid(), __import__("clickrank._core._random").__file__))
         .collect()
     )
     assert os.getpid() not in {pid for pid, _ in where}
@@ -583,7 +583,7 @@ def test_dead_master_is_one_line(logged, tmp_path):
 def test_cluster_that_cannot_start_is_one_line(tmp_path):
     """A worker that exits at start (an invalid --memory) stops the cluster and says why in
     one line, with the end of that worker's log; no process is left behind."""
-    from clickrank._validation import InputError
+    from clickrank._core._validation import InputError
 
     cluster = StandaloneCluster(workers=1, memory="lots", folder=tmp_path / "c", timeout=60)
     with pytest.raises(InputError, match="did not start") as err:

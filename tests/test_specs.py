@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from clickrank import InputError, specs
-from clickrank._validation import available_cpus
+from clickrank._core._validation import available_cpus
 from clickrank.clickmodels import make_click_model as by_name
 from clickrank.clickmodels import relevance_for_labels
 from clickrank.datasets import synthetic

@@ -12,7 +12,7 @@ from clickrank.datasets import split_queries, synthetic
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy, UniformRandom
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.simulation import FairPairs, simulate
 from clickrank.targets import (
     Target,

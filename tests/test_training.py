@@ -13,7 +13,7 @@ from clickrank import InputError
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import split_queries, synthetic
 from clickrank.policies import DeterministicPolicy
-from clickrank.production import production_ranker
+from clickrank.policies.production import production_ranker
 from clickrank.selection import ClickValidation, LambdaMARTCV
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import ips

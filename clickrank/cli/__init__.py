@@ -10,8 +10,8 @@ from . import evaluate, fit_clicks, interleave, propensity, run, simulate, tour,
 
 def main() -> None:
     """Console-script entry point: SIGTERM, like SIGINT, cleans up unfinished writes and is
-    honoured within seconds even inside native code (:mod:`clickrank._signals`)."""
-    from .._signals import install, leave
+    honoured within seconds even inside native code (:mod:`clickrank._core._signals`)."""
+    from .._core._signals import install, leave
 
     install()
     try:

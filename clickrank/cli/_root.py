@@ -13,7 +13,7 @@ import warnings
 
 import click
 
-from .._validation import ClickRankError, ClickRankWarning
+from .._core._validation import ClickRankError, ClickRankWarning
 from .._version import __version__
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "show_default": True}
@@ -109,13 +109,13 @@ class _Group(click.Group):
     """Group that turns a bad input or an OS error into one line and exit code 1."""
 
     def invoke(self, ctx: click.Context):  # noqa: D401 - click API
-        from .._io import locking
+        from .._core._io import locking
 
         try:
             with locking():  # the outputs a command checks are locked until it ends
                 return super().invoke(ctx)
         except Exception as err:
-            from .._signals import TERMINATED, requested
+            from .._core._signals import TERMINATED, requested
 
             if requested():  # an error raised by a check() inside a library: exit 143
                 raise SystemExit(TERMINATED) from None

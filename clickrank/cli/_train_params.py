@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ..specs.names import (
     CANDIDATE_SETS,
     CLICK_MODELS,

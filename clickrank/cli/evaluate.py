@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from .._io import check_output
-from .._validation import InputError, check_alpha
+from .._core._io import check_output
+from .._core._validation import InputError, check_alpha
 from ..specs.names import EMPTY_CONVENTIONS
 from ._root import cli, out_option
 
@@ -53,7 +53,7 @@ _REPLICATE_SECONDS = 1e-6
 
 def _check_bootstrap(n: int, rankers: int, metrics: int) -> None:
     """--bootstrap: memory and time of the resamples, before the work (one line)."""
-    from .._budget import check_budget
+    from .._core._budget import check_budget
 
     if n < 1:
         raise InputError(f"--bootstrap must be >= 1, got {n}")

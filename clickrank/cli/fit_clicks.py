@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ._root import cli, out_option
 
 _DEFAULT = "pbm,ubm,cascade,dcm,sdbn,dbn"
@@ -71,7 +71,7 @@ def fit_clicks(log, models, test_fraction, seed, shrinkage, fmt, out, plot_path,
     perplexity, conditional perplexity, CTR error, fit time) and the correction
     the best model calls for (see docs/clickmodels.md).
     """
-    from .._io import atomic_write_json, check_output
+    from .._core._io import atomic_write_json, check_output
     from ..clickmodels.fitting import FIT_MODELS, compare_click_models
     from ..publiclogs import FORMATS
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from .._io import check_output
-from .._validation import InputError, check_alpha
+from .._core._io import check_output
+from .._core._validation import InputError, check_alpha
 from ..specs.names import CLICK_MODELS, INTERLEAVING_METHODS, POPULATION_MODELS
 from ._root import cli, out_option, top_k_option
 from .evaluate import load_data, load_rankers
@@ -171,7 +171,7 @@ def interleave(
         results["power"] = _power(data, a, b, model, impressions, k, alpha, seed, experiments,
                                   sessions_per_user, plot)  # fmt: skip
     if output:
-        from .._io import atomic_write_json
+        from .._core._io import atomic_write_json
 
         atomic_write_json(output, results)
         click.echo(f"wrote {output} (the results as JSON)", err=True)
@@ -194,7 +194,7 @@ _SLOT_SECONDS = 5e-8
 
 def _check_sizes(impressions: int, k: int, ab: bool) -> None:
     """--impressions and --top-k: memory and time, before the work (one line each)."""
-    from .._budget import check_budget
+    from .._core._budget import check_budget
 
     for name, value in (("--impressions", impressions), ("--top-k", k)):
         if value < 1:

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from .._io import check_output
-from .._validation import check_alpha
+from .._core._io import check_output
+from .._core._validation import check_alpha
 from ..engine.cli import check_log_source, engine_options, is_table, open_log
 from ..specs.names import PROPENSITY_METHODS
 from ._root import cli, out_option, top_k_option
@@ -18,7 +18,7 @@ _METHODS = PROPENSITY_METHODS
 def describe_log(log: str) -> list[str]:
     """What a simulated log's metadata says about it (none for other logs), for stderr."""
     from ..clicklog import read_log_metadata
-    from ..production import describe_quality
+    from ..policies.production import describe_quality
 
     meta = read_log_metadata(log)
     if not meta or meta.get("format") != "clickrank.log":
@@ -60,8 +60,8 @@ _REPLICATE_SECONDS = 2e-4
 
 def _check_bootstrap(method: str, n_boot: int | None, K: int | None) -> None:
     """--bootstrap: memory and time of the replicates, before the work (one line)."""
-    from .._budget import check_budget
-    from .._validation import InputError
+    from .._core._budget import check_budget
+    from .._core._validation import InputError
 
     if n_boot is not None and n_boot < 0:
         raise InputError(f"--bootstrap must be >= 0, got {n_boot}")
@@ -109,7 +109,7 @@ def _auto(lf, log, data, n_boot, seed, kw):
     which, and why)."""
     from dataclasses import replace
 
-    from .._validation import EstimationError
+    from .._core._validation import EstimationError
     from ..propensity import estimate_propensities, source_and_cells
 
     source, cells = source_and_cells(lf, data, kw.get("K"))

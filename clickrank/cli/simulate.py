@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from .._budget import check_budget
-from .._io import check_output, read_text
-from .._validation import (
+from .._core._budget import check_budget
+from .._core._io import check_output, read_text
+from .._core._validation import (
     ConfigError,
     DataFormatError,
     InputError,
@@ -219,7 +219,7 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
       clickrank simulate --synthetic 1300 --click-model dbn --swap-fraction 0.1 \\
           --out log.parquet --force
     """
-    from ..production import ProductionRanker, describe_quality
+    from ..policies.production import ProductionRanker, describe_quality
     from ..simulation import estimate_log_bytes
     from ..simulation import simulate as run
     from ..specs import make_click_model, make_interventions, make_policy

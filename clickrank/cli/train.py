@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ..engine.cli import check_log_source, engine_options, local_path, open_log
 from ..specs.names import (
     LAMBDAMART_SELECTION,
@@ -460,7 +460,7 @@ _TREE_SECONDS = 1e-3
 def _check_trees(learner: Any) -> None:
     """n_estimators: memory of the model and time of the boosting, before the work (one
     line); a selection fits every fold, then refits."""
-    from .._budget import check_budget
+    from .._core._budget import check_budget
 
     trees = learner.n_estimators
     if isinstance(trees, bool) or not isinstance(trees, int):
@@ -478,7 +478,7 @@ def _check_trees(learner: Any) -> None:
 
 def _check_model_folder(out_dir, force: bool, inputs: list) -> None:
     """``--out`` is a folder whose model files clickrank may replace (with ``--force``)."""
-    from .._io import check_folder_output, check_output
+    from .._core._io import check_folder_output, check_output
 
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir} is a file; expected a folder for the model")

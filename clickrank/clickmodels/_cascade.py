@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_probability
+from .._core._validation import check_probability
 from ._curves import Constant, as_curve, evaluate_curve
 from ._relevance import ERRSatisfaction, Graded, as_relevance_map, evaluate_map
 from .base import _NO_SESSIONS, cell, check_labels, check_uniforms, draw, state_of

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import InputError, check_non_negative, check_positive, check_probability
+from .._core._validation import InputError, check_non_negative, check_positive, check_probability
 from .base import check_probability_array
 
 __all__ = [

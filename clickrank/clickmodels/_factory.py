@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validation import InputError, check_choice
+from .._core._validation import InputError, check_choice
 from ._cascade import DBN, DCM, SDBN, Cascade
 from ._curves import EyeTracking, PowerLaw
 from ._mixture import UserMixture, pbm_population, web_search_population

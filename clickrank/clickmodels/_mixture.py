@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .._validation import InputError, check_non_negative, check_positive, check_probability
+from .._core._validation import InputError, check_non_negative, check_positive, check_probability
 from ._cascade import DCM, Cascade
 from ._curves import EyeTracking, PowerLaw
 from ._position import PBM

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._io import read_json
-from .._validation import DataFormatError, InputError
+from .._core._io import read_json
+from .._core._validation import DataFormatError, InputError
 from ._curves import Linear, PowerLaw, as_curve, evaluate_curve
 from ._relevance import Graded, as_relevance_map, evaluate_map
 from .base import check_labels, check_probability_array, check_uniforms

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import (
+from .._core._validation import (
     InputError,
     check_choice,
     check_non_negative,

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from .._random import session_state, uniform_at
-from .._validation import InputError, check_non_negative
+from .._core._random import session_state, uniform_at
+from .._core._validation import InputError, check_non_negative
 from ._relevance import Graded, as_relevance_map, evaluate_map
 from .base import check_labels, check_uniforms
 

@@ -7,8 +7,8 @@ from typing import Protocol, runtime_checkable
 import numba as nb
 import numpy as np
 
-from .._random import session_state, uniform_at
-from .._validation import InputError
+from .._core._random import session_state, uniform_at
+from .._core._validation import InputError
 
 __all__ = ["ClickModel", "cell"]
 
@@ -133,7 +133,7 @@ def cell(values: np.ndarray, grades, s: int, k: int) -> float:
 @nb.njit(cache=True)
 def draw(u, state: np.uint64, n_u: int, s: int, k: int, m: int) -> float:
     """Uniform ``m`` of cell ``(s, k)``: ``u[s, k, m]``, or with ``u`` None draw
-    ``k * n_u + m`` of the session with ``state`` (:mod:`clickrank._random`),
+    ``k * n_u + m`` of the session with ``state`` (:mod:`clickrank._core._random`),
     the same number ``session_uniforms(...).reshape(S, K, n_u)`` would hold."""
     if u is None:
         return uniform_at(state, k * n_u + m)

@@ -6,7 +6,7 @@ import os
 import shutil
 from typing import Any
 
-from .._validation import InputError
+from .._core._validation import InputError
 
 __all__ = ["is_spark", "engine_of", "require_spark"]
 

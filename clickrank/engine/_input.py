@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from .._validation import InputError, LogSchemaError
+from .._core._validation import InputError, LogSchemaError
 from ._detect import is_spark
 from ._queries import log_schema
 

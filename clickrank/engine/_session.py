@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from .._validation import DataFormatError, InputError, LogSchemaError
+from .._core._validation import DataFormatError, InputError, LogSchemaError
 from ._detect import require_spark
 from ._spark import normalize, spark_schema
 

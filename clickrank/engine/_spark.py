@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, LogSchemaError
+from .._core._validation import InputError, LogSchemaError
 from .polars import BUCKET
 
 __all__ = [
@@ -93,7 +93,7 @@ def _where(df: Any, where: Mapping[str, Any] | None) -> Any:
 
 
 def with_buckets(df: Any, buckets: int, seed: int) -> Any:
-    """``df`` with the session-bucket column of :func:`clickrank._random.session_buckets`,
+    """``df`` with the session-bucket column of :func:`clickrank._core._random.session_buckets`,
     computed by the same numpy code on the executors (``mapInArrow``)."""
     if not buckets:
         return df
@@ -105,7 +105,7 @@ def with_buckets(df: Any, buckets: int, seed: int) -> Any:
     def add(batches):  # runs on the executors
         import pyarrow as pa
 
-        from clickrank._random import STREAM_BOOTSTRAP, session_buckets
+        from clickrank._core._random import STREAM_BOOTSTRAP, session_buckets
 
         for batch in batches:
             ids = batch.column("session").to_numpy(zero_copy_only=False).astype(np.uint64)

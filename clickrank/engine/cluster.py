@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ._detect import require_spark
 from ._session import spark_session
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, LogSchemaError, check_choice
+from .._core._validation import InputError, LogSchemaError, check_choice
 from ..datasets import RankingData
 from . import _spark
 from ._detect import is_spark

@@ -14,13 +14,14 @@ BUCKET = "_b"
 
 
 def bucket_expr(buckets: int, seed: int) -> pl.Expr:
-    """Bucket ``0..buckets-1`` of each row's session (:func:`clickrank._random.session_buckets`).
+    """Bucket ``0..buckets-1`` of each row's session
+    (:func:`clickrank._core._random.session_buckets`).
 
     Every row of a session gets the same bucket, and sessions fall into
     buckets independently and uniformly. An elementwise expression, so it
     runs inside polars' streaming engine, batch by batch.
     """
-    from .._random import STREAM_BOOTSTRAP, session_buckets
+    from .._core._random import STREAM_BOOTSTRAP, session_buckets
 
     def apply(s: pl.Series) -> pl.Series:
         ids = s.cast(pl.UInt64).to_numpy()

@@ -1,7 +1,7 @@
 """Simulation on Spark executors: session ranges per partition, the same rows as one machine.
 
 :func:`clickrank.simulation.simulate` draws everything about session ``s``
-from counter-based streams keyed by ``(seed, s)`` (:mod:`clickrank._random`),
+from counter-based streams keyed by ``(seed, s)`` (:mod:`clickrank._core._random`),
 so the sessions ``lo..hi-1`` simulated alone (``first_session=lo``) are the
 rows of those sessions in the whole log. :func:`simulate_spark` hands one
 such range to each Spark partition (``mapInArrow``) and writes the parts as
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import InputError, check_positive
+from .._core._validation import InputError, check_positive
 from ._session import spark_ready, spark_session
 
 __all__ = ["simulate_spark"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import special_kind
-from .._validation import ClickRankError, ConfigError, InputError, check_jobs
+from .._core._io import special_kind
+from .._core._validation import ClickRankError, ConfigError, InputError, check_jobs
 from ..specs.names import (
     CANDIDATE_SETS,
     CLICK_MODELS,

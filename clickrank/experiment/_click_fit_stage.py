@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from .._io import atomic_write_json
+from .._core._io import atomic_write_json
 from ._files import _clean, _read_json
 
 

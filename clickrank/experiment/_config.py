@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .._io import read_text, special_kind
-from .._validation import ConfigError, DataFormatError
+from .._core._io import read_text, special_kind
+from .._core._validation import ConfigError, DataFormatError
 from ..specs import dumps_toml
 from ._checks import _check_values, _Checker
 from ._schema import _SEED_KEYS, _check_keys, _merge

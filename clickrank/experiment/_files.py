@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write
+from .._core._io import atomic_write
 
 
 def _fingerprint(path: str | None) -> dict | None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json, clear_owned
-from .._validation import InputError
+from .._core._io import atomic_write_json, clear_owned
+from .._core._validation import InputError
 from ._config import _derive
 from ._files import _clean, _fingerprint, _read_json, _save_npy
 
@@ -86,7 +86,7 @@ class _LogStages:
 
     @staticmethod
     def _production_detail(meta: dict) -> str:
-        from ..production import describe_quality
+        from ..policies.production import describe_quality
 
         q = meta.get("quality")
         return f"{meta['policy']} policy" + (f"; {describe_quality(q)}" if q else "")
@@ -98,7 +98,7 @@ class _LogStages:
 
     # -- production ranker ----------------------------------------------------------------
     def _production(self) -> tuple[dict, list[str]]:
-        from ..production import production_ranker
+        from ..policies.production import production_ranker
 
         pc, seed = self.cfg["production"], self.cfg.seed("production")
         train, test = self.parts["train"], self.parts["test"]

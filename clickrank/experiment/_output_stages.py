@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json, clear_owned
+from .._core._io import atomic_write_json, clear_owned
 from .._version import __version__
 from ._files import _clean
 
@@ -104,7 +104,7 @@ class _OutputStages:
 
     def _forces_example(self) -> tuple[np.ndarray, np.ndarray, dict] | None:
         """The top 10 of a test query as ranked by the naive (else first) model."""
-        from .._segments import rank_order
+        from .._core._segments import rank_order
 
         rankers = self.rankers()
         name = "naive" if "naive" in rankers else next(iter(rankers))

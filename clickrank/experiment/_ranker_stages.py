@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._io import atomic_write_json, clear_owned
-from .._validation import ClickRankError
+from .._core._io import atomic_write_json, clear_owned
+from .._core._validation import ClickRankError
 from ..specs.names import NEEDS_THETA
 from ._files import _clean, _folder
 from ._schema import PRODUCTION

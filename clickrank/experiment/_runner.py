@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import (
+from .._core._io import (
     LEDGER,
     atomic_write_json,
     atomic_write_text,
@@ -20,7 +20,7 @@ from .._io import (
     is_owned,
     lock_output,
 )
-from .._validation import ClickRankError, InputError
+from .._core._validation import ClickRankError, InputError
 from .._version import __version__
 from ._click_fit_stage import _ClickFitStage
 from ._config import ExperimentConfig, _digest, load_config

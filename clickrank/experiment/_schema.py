@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .._validation import ConfigError
+from .._core._validation import ConfigError
 from ..specs.names import RUN_TARGETS
 
 #: Allowed keys per section ("" = top level) and their kinds. Defaults live in

@@ -9,7 +9,9 @@ a per-impression outcome, +1 A wins / -1 B wins / 0 tie):
 - :func:`optimized` (Radlinski & Craswell (2013)), an LP per query solved with ``linprog``;
 - :func:`team_draft_multileave` (Schuth et al. (2014)) for more than two rankers.
 
-Experiments (impressions, clicks, statistics) live in :mod:`clickrank.online`.
+Simulated interleaving experiments (impressions, clicks, statistics) are in
+:mod:`clickrank.interleaving.experiment`; A/B tests, power and fidelity in
+:mod:`clickrank.online`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ METHODS = {
 
 def interleave(method: str, ranking_a, ranking_b, **kwargs) -> Interleaved:
     """Dispatch to one of :data:`METHODS` by name."""
-    from .._validation import check_choice
+    from .._core._validation import check_choice
 
     check_choice(method, METHODS, name="method")
     return METHODS[method](ranking_a, ranking_b, **kwargs)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from .._segments import rank_order, to_padded, within_index
-from .._validation import InputError, check_positive, check_qptr
+from .._core._segments import rank_order, to_padded, within_index
+from .._core._validation import InputError, check_positive, check_qptr
 
 __all__ = ["rankings_from_scores", "Interleaved", "prepare", "slot_ranks"]
 
@@ -110,11 +110,11 @@ def prepare(ranking_a, ranking_b, query, k):
 def check_uniforms(u, n_impressions: int, n_needed: int, seed, rng_stream: int) -> np.ndarray:
     """Uniforms ``[S, n_needed]``: the given ``u`` (validated) or counter-based ones from ``seed``.
 
-    Impression ``i`` draws from ``clickrank._random.session_uniforms(seed, [i], ...)``,
+    Impression ``i`` draws from ``clickrank._core._random.session_uniforms(seed, [i], ...)``,
     so the same seed gives the same lists whatever the batch size.
     """
     if u is None:
-        from .._random import session_uniforms
+        from .._core._random import session_uniforms
 
         return session_uniforms(
             0 if seed is None else seed, np.arange(n_impressions), n_needed, rng_stream

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from .._validation import InputError, check_positive
+from .._core._validation import InputError, check_positive
 from ._base import _as_rankings, check_uniforms
 
 __all__ = ["team_draft_multileave", "Multileaved"]

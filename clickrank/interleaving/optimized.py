@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 from scipy.optimize import linprog
 
-from .._validation import EstimationError, InputError
+from .._core._validation import EstimationError, InputError
 from ._base import Interleaved, _inverse, check_uniforms, prepare, slot_ranks
 
 __all__ = ["optimized", "OptimizedInterleaved", "OptimizedDistribution", "solve_optimized"]

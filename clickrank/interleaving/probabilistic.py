@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from .._validation import InputError, check_positive
+from .._core._validation import InputError, check_positive
 from ._base import Interleaved, _inverse, check_uniforms, prepare, slot_ranks
 
 __all__ = ["probabilistic", "ProbabilisticInterleaved", "probabilistic_list_probability"]

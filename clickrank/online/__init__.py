@@ -1,16 +1,17 @@
 r"""Simulated online experiments: interleaving, A/B tests, power curves and fidelity.
 
-Modules: ``interleave`` (:func:`interleaving_experiment`), ``ab``
-(:func:`ab_experiment`), ``power`` (:func:`power_analysis`), ``fidelity``
-(:func:`fidelity_study`, :func:`expected_clicks`); the simulated traffic they
-share (queries and clicks per impression, through
-:func:`clickrank.simulation.sample_clicks`) is in ``_traffic``.
+Modules: ``ab`` (:func:`ab_experiment`), ``power`` (:func:`power_analysis`),
+``fidelity`` (:func:`fidelity_study`, :func:`expected_clicks`); the simulated
+traffic they share (queries and clicks per impression, through
+:func:`clickrank.simulation.sample_clicks`) is in ``traffic``. The interleaving
+experiment (:func:`interleaving_experiment`, re-exported here) is
+:mod:`clickrank.interleaving.experiment`.
 
 Impressions are simulated on a labelled test set: each impression samples a
 query uniformly, shows a top-``k`` list (interleaved, or one ranker's list in
 an A/B test) and draws clicks from a click model given the *true* labels of
 the shown documents. Every random draw is counter-based
-(:mod:`clickrank._random`): impression ``i`` uses streams keyed by
+(:mod:`clickrank._core._random`): impression ``i`` uses streams keyed by
 ``(seed, i)`` only, so results do not depend on ``chunk_size``.
 
 Statistics
@@ -30,19 +31,19 @@ and abandonment (no click) a pooled two-proportion z-test.
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ..simulation import STREAM_USER
-from ._traffic import (  # noqa: F401  (private names: tests)
+from .ab import AB_METRICS, ABResult, ab_experiment
+from .traffic import (  # noqa: F401  (private names: tests)
     STREAM_ARM,
     STREAM_CLICK_B,
     STREAM_INTERLEAVE,
-    _setup,
-    _sign_test,
     expected_clicks,
+    setup_traffic,
+    sign_test,
 )
-from .ab import AB_METRICS, ABResult, ab_experiment
-from .fidelity import FidelityResult, fidelity_study
-from .interleave import InterleavingResult, interleaving_experiment
-from .power import PowerCurve, power_analysis
 
 __all__ = [
     "AB_METRICS",
@@ -57,3 +58,34 @@ __all__ = [
     "interleaving_experiment",
     "power_analysis",
 ]
+
+
+# Imported on first use (PEP 562): the interleaving experiment
+# (clickrank.interleaving.experiment) uses this package's traffic, so importing it
+# here eagerly would make the two import each other.
+_LAZY = {
+    "FidelityResult": ".fidelity",
+    "InterleavingResult": "..interleaving.experiment",
+    "PowerCurve": ".power",
+    "fidelity_study": ".fidelity",
+    "interleaving_experiment": "..interleaving.experiment",
+    "power_analysis": ".power",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:
+    from ..interleaving.experiment import InterleavingResult, interleaving_experiment  # noqa: F401
+    from .fidelity import FidelityResult, fidelity_study  # noqa: F401
+    from .power import PowerCurve, power_analysis  # noqa: F401

@@ -10,19 +10,19 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from .._random import STREAM_CLICK, session_uniforms
-from .._result import Result
-from .._validation import check_alpha, check_positive
+from .._core._random import STREAM_CLICK, session_uniforms
+from .._core._result import Result
+from .._core._validation import check_alpha, check_positive
 from ..datasets import RankingData
-from ._traffic import (
+from .traffic import (
     STREAM_ARM,
     STREAM_CLICK_B,
-    _chunks,
-    _impression_queries,
-    _Setup,
-    _setup,
+    TrafficSetup,
     _top_lists,
-    _z,
+    impression_queries,
+    setup_traffic,
+    traffic_chunks,
+    z_quantile,
 )
 
 AB_METRICS = ("clicks", "ctr@1", "abandonment")
@@ -31,15 +31,15 @@ _AB_DIRECTION = {"clicks": 1, "ctr@1": 1, "abandonment": -1}
 # --------------------------------------------------------------------------- A/B
 
 
-def _ab_pool(st: _Setup, n: int, seed: int, chunk_size: int, progress=None):
+def _ab_pool(st: TrafficSetup, n: int, seed: int, chunk_size: int, progress=None):
     """Per-impression click metrics if the impression were shown A's list and B's list.
 
     The two arms use independent click draws (streams ``STREAM_CLICK`` and
     ``STREAM_CLICK_B``); returns dict metric -> (values_A [n], values_B [n]).
     """
     out = {m: (np.empty(n), np.empty(n)) for m in AB_METRICS}
-    for sess in _chunks(n, chunk_size):
-        q = _impression_queries(seed, sess, st.n_queries)
+    for sess in traffic_chunks(n, chunk_size):
+        q = impression_queries(seed, sess, st.n_queries)
         for arm, (r, stream) in enumerate(((st.ra, STREAM_CLICK), (st.rb, STREAM_CLICK_B))):
             c = st.clicks(_top_lists(r, st.k)[q], q, sess, seed, stream)
             out["clicks"][arm][sess] = c.sum(axis=1)
@@ -91,7 +91,7 @@ class ABResult(Result):
         ``metric``, ``estimate`` (A − B), ``lower``, ``upper``, ``alpha``.
         """
         a = self.alpha if alpha is None else check_alpha(alpha)
-        z0, z = _z(self.alpha), _z(a)
+        z0, z = z_quantile(self.alpha), z_quantile(a)
         rows = []
         for m, v in self.table.items():
             se = (v["ci_high"] - v["ci_low"]) / (2 * z0)
@@ -149,7 +149,7 @@ def ab_experiment(
     """
     n = check_positive(n_impressions, name="n_impressions", integer=True)
     alpha = check_alpha(alpha)
-    st = _setup(data, a, b, click_model, k)
+    st = setup_traffic(data, a, b, click_model, k)
     pool = _ab_pool(st, n, seed, int(chunk_size))
     arm_a = session_uniforms(seed, np.arange(n), 1, STREAM_ARM)[:, 0] < 0.5
     n_a, n_b = int(arm_a.sum()), int((~arm_a).sum())

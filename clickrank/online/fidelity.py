@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._result import Result
-from .._validation import InputError, check_alpha, check_positive
+from .._core._result import Result
+from .._core._validation import InputError, check_alpha, check_positive
 from ..datasets import RankingData
-from ._traffic import _click_model, _scores, _wilson, expected_clicks
-from .interleave import InterleavingResult, interleaving_experiment
+from ..interleaving.experiment import InterleavingResult, interleaving_experiment
+from .traffic import _click_model, _scores, _wilson, expected_clicks
 
 # --------------------------------------------------------------------------- fidelity
 

@@ -13,12 +13,12 @@ import polars as pl
 from scipy import stats
 
 from .. import interleaving as il
-from .._result import Result
-from .._validation import InputError, check_alpha, check_choice, check_positive
+from .._core._result import Result
+from .._core._validation import InputError, check_alpha, check_choice, check_positive
 from ..datasets import RankingData
-from ._traffic import _model_name, _scores, _setup, _sign_test, _wilson
+from ..interleaving.experiment import interleaving_outcomes
 from .ab import _AB_DIRECTION, AB_METRICS, _ab_pool, _ab_test
-from .interleave import _interleaving_outcomes
+from .traffic import _model_name, _scores, _wilson, setup_traffic, sign_test
 
 # --------------------------------------------------------------------------- power
 
@@ -163,9 +163,9 @@ class PowerCurve(Result):
     def plot(self, path: str | os.PathLike | None = None, *, ax=None):
         """Power vs impressions (log x) per method; returns the Figure, saves a PNG if ``path``.
 
-        A pyplot-free figure (:mod:`clickrank._figures`); the PNG is written atomically.
+        A pyplot-free figure (:mod:`clickrank._core._figures`); the PNG is written atomically.
         """
-        from .._figures import finish, new_axes
+        from .._core._figures import finish, new_axes
 
         fig, ax, own = new_axes(ax, (6.4, 4.2))
         for lab, p in self.power.items():
@@ -242,7 +242,7 @@ def power_analysis(
     spu = check_positive(sessions_per_user, name="sessions_per_user", integer=True)
     if pool_size // spu < 2:
         raise InputError(f"pool_size {pool_size} holds fewer than 2 users of {spu} sessions")
-    st = _setup(data, a, b, click_model, k, spu)
+    st = setup_traffic(data, a, b, click_model, k, spu)
     sa, sb = _scores(a, data, "a"), _scores(b, data, "b")
     nd_a = float(ndcg(sa, data.y, data.qptr, k=st.k))
     nd_b = float(ndcg(sb, data.y, data.qptr, k=st.k))
@@ -252,7 +252,7 @@ def power_analysis(
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
     power: dict[str, np.ndarray] = {}
     for m in methods:  # one rng, drawn in this order: methods, then A/B metrics
-        o = _interleaving_outcomes(st, m, pool_size, seed, chunk_size)
+        o = interleaving_outcomes(st, m, pool_size, seed, chunk_size)
         power[m] = _interleaving_power(o, design, rng)
     if ab_metrics:
         pool = _ab_pool(st, pool_size, seed, chunk_size)
@@ -292,7 +292,7 @@ def _interleaving_power(o: np.ndarray, d: _Design, rng: np.random.Generator) -> 
         p = np.array([(o > 0).mean(), (o < 0).mean(), (o == 0).mean()])
         for g, n in enumerate(d.grid):  # loop over grid points only
             cnt = rng.multinomial(int(n), p, size=d.n_experiments)
-            sig = _sign_test(cnt[:, 0], cnt[:, 1]) < d.alpha
+            sig = sign_test(cnt[:, 0], cnt[:, 1]) < d.alpha
             pw[g] = np.mean(sig & (np.sign(cnt[:, 0] - cnt[:, 1]) == d.better))
         return pw
     levels = np.arange(-d.spu, d.spu + 1, dtype=np.float64)

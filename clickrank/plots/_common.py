@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError
+from .._core._validation import InputError
 
 #: Columns of the frame read by :func:`learning_curves` (with ``sessions``) and
 #: :func:`severity_curves` (with ``eta``).

@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from scipy.stats import norm
 
 from .. import clicklog
-from .._figures import finish, new_axes
-from .._validation import InputError, check_alpha, check_positive
+from .._core._figures import finish, new_axes
+from .._core._validation import InputError, check_alpha, check_positive
 from ._common import _empty_check, _propensity_arrays, _relevance_function
 
 

@@ -11,8 +11,8 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figures import finish, new_axes
-from .._validation import InputError
+from .._core._figures import finish, new_axes
+from .._core._validation import InputError
 from ._common import _REFERENCE_METHODS, _as_polars, _color, _empty_check
 
 

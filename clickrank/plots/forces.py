@@ -9,9 +9,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figures import finish, new_axes
-from .._segments import rank_order
-from .._validation import InputError
+from .._core._figures import finish, new_axes
+from .._core._segments import rank_order
+from .._core._validation import InputError
 
 
 def forces(

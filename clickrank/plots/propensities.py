@@ -10,8 +10,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figures import finish, new_axes
-from .._validation import InputError, check_alpha
+from .._core._figures import finish, new_axes
+from .._core._validation import InputError, check_alpha
 from ._common import _empty_check
 
 

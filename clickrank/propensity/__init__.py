@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validation import check_choice
+from .._core._validation import check_choice
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._em import em, em_from_cells
@@ -119,7 +119,7 @@ def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensi
         return auto(log, **kw)
     if method == "regression-em":
         if kw.get("data") is None:
-            from .._validation import InputError
+            from .._core._validation import InputError
 
             raise InputError("method 'regression-em' needs the documents' features: pass data=")
         return regression_em(log, **kw)

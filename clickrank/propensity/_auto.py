@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import EstimationError, InputError
+from .._core._validation import EstimationError, InputError
 from ..engine import is_spark, log_schema
 from ._registry import ESTIMATORS
 from ._result import Propensities

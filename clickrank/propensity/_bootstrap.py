@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import (
+from .._core._validation import (
     EstimationError,
     InputError,
     check_choice,

@@ -79,7 +79,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from .._validation import EstimationError, InputError, check_choice, check_non_negative
+from .._core._validation import EstimationError, InputError, check_choice, check_non_negative
 from ._harvest import cell_statistics
 from ._result import Propensities
 from ._stats import as_lazy, finish, resolve_K

@@ -90,7 +90,7 @@ import polars as pl
 from scipy import optimize, sparse
 from scipy.sparse.csgraph import connected_components
 
-from .._validation import EstimationError, InputError, check_choice
+from .._core._validation import EstimationError, InputError, check_choice
 from ..engine import counts, is_spark
 from ._result import Propensities
 from ._stats import (
@@ -169,7 +169,7 @@ def _cells_by_bucket(
     a streaming group-by over (query, doc, position, bucket) holds several
     times more and is slower.
     """
-    from .._random import STREAM_BOOTSTRAP, session_buckets
+    from .._core._random import STREAM_BOOTSTRAP, session_buckets
 
     size = cells.height * buckets
     n, c = np.zeros(size), np.zeros(size)

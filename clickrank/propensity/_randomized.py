@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import EstimationError, InputError
+from .._core._validation import EstimationError, InputError
 from ..engine import co_clicks, counts, is_spark
 from ._result import Propensities
 from ._stats import (

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import EstimationError, InputError, check_non_negative
+from .._core._validation import EstimationError, InputError, check_non_negative
 from ..datasets import RankingData
 from ..engine.join import per_doc, prepare_log
 from ._result import Propensities

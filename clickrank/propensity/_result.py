@@ -13,9 +13,9 @@ import polars as pl
 from scipy.stats import norm
 from scipy.stats import t as t_dist
 
-from .._io import atomic_write_text, check_output, read_json
-from .._result import Result, check_format
-from .._validation import (
+from .._core._io import atomic_write_text, check_output, read_json
+from .._core._result import Result, check_format
+from .._core._validation import (
     DataFormatError,
     InputError,
     check_alpha,
@@ -91,7 +91,7 @@ class Propensities(Result):
 
     Notes
     -----
-    The first user of the result contract (:class:`clickrank._result.Result`):
+    The first user of the result contract (:class:`clickrank._core._result.Result`):
     :meth:`conf_int` is a frame like every result's (the ``[K, 2]`` array of earlier
     versions is ``conf_int(a).select("lower", "upper").to_numpy()``).
     """
@@ -193,7 +193,7 @@ class Propensities(Result):
         r"""Confidence intervals at level ``1 - alpha``, one row per position.
 
         Columns ``position``, ``estimate`` (θ̂), ``lower``, ``upper``, ``alpha``
-        (the contract of every result, :class:`clickrank._result.Result`);
+        (the contract of every result, :class:`clickrank._core._result.Result`);
         ``.select("lower", "upper").to_numpy()`` gives the ``[K, 2]`` array.
         Unidentified positions have NaN bounds.
 
@@ -448,7 +448,7 @@ def _from_dict(cls: type[Propensities], obj: dict) -> Propensities:
 
 def _plot(p: Propensities, true_theta: Any, ax: Any, path: Any, alpha: float):
     """:meth:`Propensities.plot`: the estimate and its band on a log axis, the truth dashed."""
-    from .._figures import finish, new_axes
+    from .._core._figures import finish, new_axes
 
     fig, ax, own = new_axes(ax, (6, 4))
     pos = p.positions

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ..engine import as_lazy, require_columns
 from ..engine.polars import BUCKET, bucket_expr, grouped_counts, with_buckets
 
@@ -210,7 +210,7 @@ def finish(
     design's sessions) a zero gets the interval ``[0, inf)`` and a warning. Raises
     :class:`EstimationError` if no position other than the reference is identified.
     """
-    from .._validation import EstimationError
+    from .._core._validation import EstimationError
     from ._result import Propensities
 
     theta = np.asarray(theta, dtype=float).copy()

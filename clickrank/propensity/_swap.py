@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import EstimationError, InputError, LogSchemaError, check_choice
+from .._core._validation import EstimationError, InputError, LogSchemaError, check_choice
 from ..engine import counts
 from ._result import Propensities
 from ._stats import (

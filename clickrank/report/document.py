@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._io import atomic_write_json, atomic_write_text
+from .._core._io import atomic_write_json, atomic_write_text
 from ._format import _pct, _table
 from .clicks import _log, _reading_clicks, _section_ctr, _section_data
 from .curves import _reading_curve, _section_curve

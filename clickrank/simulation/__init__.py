@@ -11,7 +11,7 @@ click-log table (:mod:`clickrank.clicklog`) in one vectorized conversion.
 Reproducibility
 ---------------
 Every random draw is a counter-based function of ``(seed, session index,
-stream)`` (:mod:`clickrank._random`), so the log does not depend on
+stream)`` (:mod:`clickrank._core._random`), so the log does not depend on
 ``chunk_size``: the same seed gives the same bytes for any chunking, and
 session ``i`` of a run is the same in a longer run.
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from .._random import (
+from .._core._random import (
     STREAM_INTERVENTION,
     STREAM_INTERVENTION_DETAIL,
     session_uniforms,
 )
-from .._validation import InputError, check_fraction, check_positive
+from .._core._validation import InputError, check_fraction, check_positive
 
 INTERVENTION_CATEGORIES = ("none", "swap", "randpair", "randomized", "fairpairs")
 

@@ -1,4 +1,4 @@
-"""The draws of a session: its query and its clicks (counter-based, :mod:`clickrank._random`).
+"""The draws of a session: its query and its clicks (counter-based, :mod:`clickrank._core._random`).
 
 :func:`sample_clicks` is the one click sampler of clickrank: :func:`~clickrank.simulation.simulate`
 and the online experiments (:mod:`clickrank.online`) both draw clicks through it.
@@ -12,7 +12,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .._random import (
+from .._core._random import (
     STREAM_CLICK,
     STREAM_QUERY,
     _as_sessions,
@@ -22,7 +22,7 @@ from .._random import (
     stream_key,
     uniform_at,
 )
-from .._validation import InputError
+from .._core._validation import InputError
 from ..clickmodels.base import cell
 from ..datasets import RankingData
 
@@ -65,7 +65,7 @@ def _grade_bernoulli(
     """Clicks ``out = u < table[g, k]`` for cells with whole label ``g`` (NaN: the last row).
 
     ``u`` is draw ``k * step`` of the session, as in
-    :func:`clickrank._random.session_bernoulli`.
+    :func:`clickrank._core._random.session_bernoulli`.
     """
     S, K = labels.shape
     for i in nb.prange(S):
@@ -154,7 +154,7 @@ def _click_sampler(
     whole-grade labels read the model's parameters from tables evaluated once
     on a ``[grades + 1, K]`` grid (:func:`_grade_clicks`). A model with
     ``independent_clicks`` clicks cell by cell iff ``u[..., 0] <
-    click_probabilities(labels)`` (:func:`clickrank._random.session_bernoulli`
+    click_probabilities(labels)`` (:func:`clickrank._core._random.session_bernoulli`
     for other labels). Same draws, same arithmetic: the clicks are the same bits.
     """
     n_u = int(model.n_uniforms)
@@ -195,7 +195,7 @@ def sample_clicks(
 
     Session ``sessions[i]`` sees the true labels ``labels[i]`` (NaN: empty
     slot) at positions ``1..K``; its clicks use the counter-based uniforms of
-    ``(seed, stream, sessions[i])`` only (:mod:`clickrank._random`), so the
+    ``(seed, stream, sessions[i])`` only (:mod:`clickrank._core._random`), so the
     same session gets the same clicks in any batch, here, in :func:`simulate`
     (``stream`` = ``STREAM_CLICK``) and in :mod:`clickrank.online`, which
     draws its A/B arms from two streams.

@@ -11,12 +11,12 @@ import numba
 import numpy as np
 import polars as pl
 
-from .._random import (
+from .._core._random import (
     STREAM_POLICY,
     _check_seed,
 )
-from .._threads import numba_threads
-from .._validation import InputError, check_jobs, check_positive
+from .._core._threads import numba_threads
+from .._core._validation import InputError, check_jobs, check_positive
 from .._version import __version__
 from ..clicklog import parquet_metadata
 from ..datasets import RankingData
@@ -173,8 +173,8 @@ def simulate(
         they override the entries simulate records itself: the data, the
         number of sessions, ``top_k``, the seed, the click model, the
         interventions, the policy's ranker names and, when the policy shows a
-        fitted :class:`~clickrank.production.ProductionRanker`, its quality
-        (``logger_quality``, :meth:`~clickrank.production.ProductionRanker.quality`
+        fitted :class:`~clickrank.policies.production.ProductionRanker`, its quality
+        (``logger_quality``, :meth:`~clickrank.policies.production.ProductionRanker.quality`
         on ``data``).
     n_jobs : int
         Threads of the compiled kernels (numba's, at most ``NUMBA_NUM_THREADS``):
@@ -379,7 +379,7 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
     bar = None
     report = options.progress if callable(options.progress) else None
     if options.progress is True:
-        from .._progress import progress as progress_bar
+        from .._core._progress import progress as progress_bar
 
         bar = progress_bar(plan.n_sessions, label="simulating", enabled=True)
         bar.__enter__()
@@ -399,7 +399,7 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
 def _logger_quality(policy: LoggingPolicy, data: RankingData) -> dict[str, Any]:
     """``{"logger_quality": {name: quality}}`` for the fitted production rankers a policy shows.
 
-    The quality (:meth:`~clickrank.production.ProductionRanker.quality`) is the
+    The quality (:meth:`~clickrank.policies.production.ProductionRanker.quality`) is the
     ranker's NDCG@10 on ``data``, on the queries it was not trained on and on all.
     """
     parts = policy.policies if isinstance(policy, MixturePolicy) else [policy]

@@ -11,8 +11,8 @@ import numba as nb
 import numpy as np
 import polars as pl
 
-from .._budget import available_memory
-from .._io import (
+from .._core._budget import available_memory
+from .._core._io import (
     check_output,
     clean_stale,
     discard,
@@ -23,7 +23,7 @@ from .._io import (
     remove_owned,
     temp_path,
 )
-from .._validation import InputError
+from .._core._validation import InputError
 from .interventions import INTERVENTION_CATEGORIES
 
 # -- the click-log table ---------------------------------------------------------------
@@ -403,7 +403,7 @@ class _Writer:
     rows, so the bytes do not depend on ``chunk_size``. Both go to a temporary
     name in the destination folder and are renamed into place at the end; on
     any error nothing is left behind. An existing ``out`` is replaced only with
-    ``overwrite`` and only if clickrank wrote it (:func:`clickrank._io.check_output`).
+    ``overwrite`` and only if clickrank wrote it (:func:`clickrank._core._io.check_output`).
     """
 
     def __init__(self, out: str | os.PathLike, overwrite: bool, need_bytes: int = 0) -> None:

@@ -12,13 +12,13 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from .._validation import InputError, available_cpus, check_choice
+from .._core._validation import InputError, available_cpus, check_choice
 from ..clickmodels import make_click_model as _click_model_by_name
 from ..clickmodels import relevance_for_labels
 from ..datasets import RankingData
 from ..lambdamart import LambdaMART
 from ..policies import DeterministicPolicy, LoggingPolicy, PlackettLuce, UniformRandom
-from ..production import production_ranker
+from ..policies.production import production_ranker
 from ..simulation import FairPairs, Intervention, Randomize, RandPair, Swap
 from ..targets import make_target
 from .names import CURVE_MODELS, ETA_MODELS, LAMBDAMART_SELECTION, POLICY_KINDS
@@ -156,7 +156,8 @@ def make_policy(
 ) -> LoggingPolicy:
     """A named logging policy for ``data`` (used by the CLI and run configs).
 
-    ``production``: deterministic ranking by :func:`~clickrank.production.production_ranker`
+    ``production``: deterministic ranking by
+    :func:`~clickrank.policies.production.production_ranker`
     (trained on ``fraction`` of the queries, at least ``min_queries``);
     ``plackett-luce``: Plackett–Luce over the production ranker's scores with
     ``temperature``; ``oracle``: deterministic ranking by the true labels;

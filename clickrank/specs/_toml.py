@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .._validation import InputError
+from .._core._validation import InputError
 
 __all__ = ["dumps_toml"]
 

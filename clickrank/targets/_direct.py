@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, check_choice, check_positive
+from .._core._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
 from ._stats import ClickStats, auto_clip, click_stats
 from ._target import Target

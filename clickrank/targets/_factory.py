@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ..datasets import RankingData
 from ..engine import n_unique
 from ..specs.names import MODEL_AWARE, NEEDS_THETA, TARGET_NAMES

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, check_choice
+from .._core._validation import InputError, check_choice
 from ..datasets import RankingData
 from ._stats import ClickStats, click_stats
 from ._target import Target

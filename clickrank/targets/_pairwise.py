@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, check_choice, check_positive
+from .._core._validation import InputError, check_choice, check_positive
 from ..datasets import RankingData
 from ..engine import is_spark, preference_counts, session_patterns
 from ..engine.join import candidate_mask, per_doc, prepare_log

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError, LogSchemaError
+from .._core._validation import InputError, LogSchemaError
 from ..datasets import RankingData
 from ..engine import fairpairs_sessions, is_spark, preference_counts
 from ..engine.join import candidate_mask, per_doc, prepare_log

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from .._random import _mix
+from .._core._random import _mix
 from ..clickmodels.fitting import group_hashes
 from ..engine.join import per_doc
 

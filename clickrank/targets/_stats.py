@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .._validation import InputError
+from .._core._validation import InputError
 from ..datasets import RankingData
 from ..engine import n_unique, n_unique_by
 from ..engine.join import per_doc, prepare_log

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._segments import gather, segment_ids
-from .._validation import InputError, check_choice
+from .._core._segments import gather, segment_ids
+from .._core._validation import InputError, check_choice
 from ..datasets import RankingData
 
 __all__ = ["Target", "SessionLists"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .._io import read_json
-from .._validation import ClickRankWarning, DataFormatError, InputError, check_theta_scale
+from .._core._io import read_json
+from .._core._validation import ClickRankWarning, DataFormatError, InputError, check_theta_scale
 
 __all__ = ["as_theta", "read_theta"]
 
@@ -56,11 +56,11 @@ def read_theta(path: str | os.PathLike) -> np.ndarray:
 
     The object form is what :meth:`clickrank.propensity.Propensities.save`
     writes. Errors name the file; values are checked by :func:`as_theta` and
-    :func:`clickrank._validation.check_theta_scale` (theta_1 = 1 unless the
+    :func:`clickrank._core._validation.check_theta_scale` (theta_1 = 1 unless the
     object says ``"absolute": true``). A relative theta_p > 1 is refused
     unless the file's own interval (``"lower"``, as ``Propensities.save``
     writes it) reaches 1 at p, which is estimation noise and gives a
-    :class:`~clickrank._validation.ClickRankWarning`; booleans are refused.
+    :class:`~clickrank._core._validation.ClickRankWarning`; booleans are refused.
     """
     p = Path(path)
     obj = read_json(p)

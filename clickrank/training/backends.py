@@ -9,7 +9,7 @@ gives the models of one thread to the bit; :func:`open_backend` picks one.
   threads: LightGBM keeps its thread count in a process-wide variable, and two fits on
   threads of one process crashed it (a segfault in ``lib_lightgbm.so``, once in eight
   fits of MQ2008 with the CRM fallback). Each fit takes its share of the cores when it
-  starts (:func:`~clickrank._threads.fit_threads`): one thread while the members left keep
+  starts (:func:`~clickrank._core._threads.fit_threads`): one thread while the members left keep
   every core busy, all of them for the last one, whose trees and lambdas then run on every
   core with the bits of one. The members with session lists (Unbiased LambdaMART, whose
   session pass adds to every round) are sent first. The processes are started by
@@ -32,8 +32,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._threads import share_cores
-from .._validation import InputError
+from .._core._threads import share_cores
+from .._core._validation import InputError
 from ..selection import LambdaMARTCV
 from . import thresholds
 

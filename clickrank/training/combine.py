@@ -27,7 +27,7 @@ def spread(scores: np.ndarray, qptr: np.ndarray) -> float:
     float
         The spread; 1 for constant scores, which rank nothing whatever their weight.
     """
-    from .._segments import lengths, segment_ids
+    from .._core._segments import lengths, segment_ids
 
     q = segment_ids(qptr)
     mean = np.bincount(q, weights=scores, minlength=qptr.size - 1) / np.maximum(lengths(qptr), 1)

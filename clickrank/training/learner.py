@@ -55,8 +55,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._params import Params
-from .._validation import InputError, check_is_fitted, check_jobs
+from .._core._params import Params
+from .._core._validation import InputError, check_is_fitted, check_jobs
 from ..datasets import RankingData
 from ..selection import DEFAULT_GRID, ClickValidation
 from ..specs.names import CLICK_RANKER_SELECTION
@@ -359,7 +359,7 @@ class ClickRanker(Params):
             The ranker that logged the clicks (anything
             :func:`clickrank.ranking.ranker_scores` takes). It becomes the safe
             ranker: kept when no member is shown to beat it. If it has a
-            ``train_qid_`` attribute (as :class:`~clickrank.production.ProductionRanker`),
+            ``train_qid_`` attribute (as :class:`~clickrank.policies.production.ProductionRanker`),
             those queries are left out of the comparison with it: a ranker
             scored on its own training queries looks better than it is.
         targets : dict, optional
@@ -479,7 +479,7 @@ class ClickRanker(Params):
 
 
 def _check(est: ClickRanker, data: RankingData) -> None:
-    """Raise :class:`~clickrank._validation.InputError` for a parameter out of range."""
+    """Raise :class:`~clickrank._core._validation.InputError` for a parameter out of range."""
     check_family(est.family)
     for name, value, allowed in (
         ("validation", est.validation, ("ips", "dr", "clicks")),

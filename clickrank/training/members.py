@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._validation import InputError
+from .._core._validation import InputError
 
 __all__ = ["AVERAGE", "DEFAULT_FAMILY", "FAMILY", "Member", "member_target", "trainable"]
 
@@ -44,7 +44,7 @@ NEEDS_PROPENSITIES = ("ips", "dr")
 
 
 def check_family(names: Any) -> None:
-    """Raise :class:`~clickrank._validation.InputError` unless ``names`` are members."""
+    """Raise :class:`~clickrank._core._validation.InputError` unless ``names`` are members."""
     unknown = [m for m in names if m not in FAMILY]
     if unknown or not names:
         raise InputError(f"family must name members of {list(FAMILY)}, got {list(names)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validation import EstimationError
+from .._core._validation import EstimationError
 
 __all__ = ["resolve_propensities"]
 

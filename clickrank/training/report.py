@@ -197,7 +197,7 @@ def save_selection(model: Any, record: dict[str, Any], path: str | os.PathLike, 
     :class:`~clickrank.lambdamart.LambdaMART` can), so the folder always holds the ranker
     to deploy; ``selection.json`` says which. Returns the folder.
     """
-    from .._io import atomic_write_json
+    from .._core._io import atomic_write_json
 
     out = Path(path)
     if hasattr(model, "save"):  # a member, or a logging LambdaMART that was kept

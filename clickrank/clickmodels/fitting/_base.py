@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import norm
 
-from ..._validation import InputError, check_probability
+from ..._core._validation import InputError, check_probability
 from ._sessions import Sessions, sessions_from_log
 
 __all__ = ["FittedClickModel", "ClickModelEvaluation", "PairLookup", "STREAM_SAMPLE"]
@@ -346,7 +346,7 @@ class FittedClickModel:
         gets new clicks drawn by :meth:`click_model` (the simulation model of
         :mod:`clickrank.clickmodels` with the fitted parameters). A session's
         clicks depend only on ``seed`` and its session id
-        (:mod:`clickrank._random`), so the result does not depend on
+        (:mod:`clickrank._core._random`), so the result does not depend on
         ``chunk_size``.
 
         Returns
@@ -354,7 +354,7 @@ class FittedClickModel:
         polars.DataFrame
             The log sorted by (session, position) with ``click`` replaced.
         """
-        from ..._random import session_uniforms
+        from ..._core._random import session_uniforms
         from ...engine import as_lazy
 
         df = as_lazy(log).collect().sort("session", "position", maintain_order=True)

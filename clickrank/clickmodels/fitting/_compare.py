@@ -39,8 +39,8 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from ..._result import Result
-from ..._validation import EstimationError, InputError, check_alpha, check_choice
+from ..._core._result import Result
+from ..._core._validation import EstimationError, InputError, check_alpha, check_choice
 from ._base import ClickModelEvaluation, FittedClickModel
 from ._sessions import Sessions, sessions_from_log
 
@@ -439,8 +439,8 @@ class ClickModelComparison(Result):
         pattern and is drawn slightly shifted along the rank axis; the best
         model is drawn thicker, on top.
         """
-        from ..._figures import finish as _finish
-        from ..._figures import new_axes as _new_axes
+        from ..._core._figures import finish as _finish
+        from ..._core._figures import new_axes as _new_axes
 
         fig, ax, own = _new_axes(ax, (6.4, 4.0))
         key = "conditional_perplexity_by_rank" if conditional else "perplexity_by_rank"

@@ -60,7 +60,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit, logsumexp
 
-from ..._validation import EstimationError
+from ..._core._validation import EstimationError
 from .._position import PBM, TrustBias
 from .._ubm import UBM, _ubm_marginals
 from ._base import FittedClickModel, PairLookup

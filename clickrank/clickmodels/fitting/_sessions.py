@@ -18,7 +18,7 @@ about :math:`S^2/2^{129}`).
 
 Train/test split
     By session: a session is a test session iff its counter-based uniform
-    ``u(seed, session id)`` (:mod:`clickrank._random`, stream
+    ``u(seed, session id)`` (:mod:`clickrank._core._random`, stream
     :data:`STREAM_SPLIT`) is below ``test_fraction``. The split depends only on
     the seed and the session ids, not on the order or chunking of the log.
 """
@@ -32,12 +32,12 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from ..._random import _mix, session_uniforms
-from ..._validation import InputError, LogSchemaError, check_fraction
+from ..._core._random import _mix, session_uniforms
+from ..._core._validation import InputError, LogSchemaError, check_fraction
 
 __all__ = ["Sessions", "sessions_from_log", "group_hashes", "STREAM_SPLIT"]
 
-#: Stream of the train/test assignment of sessions (see :mod:`clickrank._random`).
+#: Stream of the train/test assignment of sessions (see :mod:`clickrank._core._random`).
 STREAM_SPLIT = 201
 
 _COLUMNS = ("session", "query", "position", "doc", "click")

@@ -85,7 +85,7 @@ def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     After the rename, ``path`` is entered in the ledger of its folder (see
     :func:`record`), which is what lets a later ``--force`` replace it.
     """
-    from .._signals import publishing
+    from .._signals import complete, publishing
 
     mode = 0o777 if Path(tmp).is_dir() else 0o666
     os.chmod(tmp, mode & ~umask())  # mkstemp creates 0600, mkdtemp 0700
@@ -93,7 +93,8 @@ def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
         os.replace(tmp, path)
         release(tmp)
         record(path)
-        published(path)
+        if published(path):  # every output the command locked is out: it has completed
+            complete()
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ Input
     problem in its errors.
 """
 
+from .. import _signals
 from ._checks import check_folder_output, check_output, check_writable
 from ._ledger import (
     LEDGER,
@@ -41,7 +42,7 @@ from ._ledger import (
 )
 from ._lock import lock_output, locking, release_locks
 from ._read import check_input, parquet_parts, read_json, read_text, special_kind
-from ._temp import clean_stale, discard, is_temp_name, temp_path
+from ._temp import _discard_live, clean_stale, discard, is_temp_name, temp_path
 from ._write import (
     atomic_write,
     atomic_write_json,
@@ -49,6 +50,11 @@ from ._write import (
     json_default,
     output_errors,
 )
+
+# a signal that ends the process removes its temporary files, then its locks (the kernel
+# would release them; this also removes the lock files)
+_signals.at_finish(_discard_live)
+_signals.at_finish(release_locks)
 
 __all__ = [
     "check_input",

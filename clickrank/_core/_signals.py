@@ -36,13 +36,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 __all__ = [
     "GRACE",
     "TERMINATED",
     "Terminated",
+    "at_finish",
     "check",
     "complete",
     "completed",
@@ -67,6 +68,7 @@ _DONE = threading.Event()  # every output of the command is published: it has co
 _GATE = threading.Lock()  # held while an output is published: the watchdog waits for it
 _PUBLISHING = [0]  # > 0 while the main thread renames and records an output
 _PENDING: list[BaseException | None] = [None]  # what a signal raised while publishing
+_CLEANUP: list[Callable[[], None]] = []  # run by _finish before the process exits
 
 
 class Terminated(SystemExit):
@@ -148,14 +150,19 @@ def _interrupt(signum: int, frame: object) -> None:
     _raise(KeyboardInterrupt())
 
 
-def _finish(code: int = TERMINATED) -> None:
-    """End the process now: remove this process's temporary files, exit ``code``."""
-    from ._io._lock import release_locks
-    from ._io._temp import _discard_live
+def at_finish(cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup`` when a signal ends the process (:mod:`clickrank._core._io` removes
+    its temporary files and releases its locks so), in the order registered."""
+    if cleanup not in _CLEANUP:
+        _CLEANUP.append(cleanup)
 
+
+def _finish(code: int = TERMINATED) -> None:
+    """End the process now: run the cleanups (this process's temporary files, its output
+    locks), exit ``code``."""
     try:
-        _discard_live()
-        release_locks()  # the kernel would release them; this also removes the lock files
+        for cleanup in _CLEANUP:
+            cleanup()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
     finally:

@@ -26,7 +26,7 @@ its ``meta.json`` is checked the same way (:func:`read_xgb_meta`) and
 reads the format name for the one loader that dispatches on it,
 :func:`clickrank.lambdamart.load_model`.
 
-Every problem is a :class:`~clickrank._validation.DataFormatError` naming the
+Every problem is a :class:`~clickrank._core._validation.DataFormatError` naming the
 file (and line, for the model text).
 """
 

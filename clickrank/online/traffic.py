@@ -12,9 +12,9 @@ import numpy as np
 from scipy import stats
 
 from .. import interleaving as il
-from .._random import STREAM_CLICK, STREAM_QUERY, session_integers
-from .._segments import to_padded
-from .._validation import InputError, check_alpha, check_positive
+from .._core._random import STREAM_CLICK, STREAM_QUERY, session_integers
+from .._core._segments import to_padded
+from .._core._validation import InputError, check_alpha, check_positive
 from ..clickmodels import UserMixture
 from ..datasets import RankingData
 from ..simulation import sample_clicks
@@ -46,7 +46,7 @@ def _click_model(model: Any):
 
 
 @dataclass(frozen=True, eq=False)
-class _Setup:
+class TrafficSetup:
     ra: np.ndarray
     rb: np.ndarray
     labels: np.ndarray  # [Q, W] true labels by within-query index, NaN padded
@@ -76,7 +76,9 @@ class _Setup:
         )
 
 
-def _setup(data: RankingData, a, b, click_model, k, sessions_per_user: int = 1) -> _Setup:
+def setup_traffic(
+    data: RankingData, a, b, click_model, k, sessions_per_user: int = 1
+) -> TrafficSetup:
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
     if data.y is None:
@@ -84,7 +86,7 @@ def _setup(data: RankingData, a, b, click_model, k, sessions_per_user: int = 1) 
     k = check_positive(k, name="k", integer=True)
     sa, sb = _scores(a, data, "a"), _scores(b, data, "b")
     labels, _ = to_padded(data.y, data.qptr, fill=np.nan)
-    return _Setup(
+    return TrafficSetup(
         il.rankings_from_scores(sa, data.qptr),
         il.rankings_from_scores(sb, data.qptr),
         labels.astype(np.float64),
@@ -124,16 +126,16 @@ def expected_clicks(
     return float(_click_model(click_model).click_probabilities(shown).sum(axis=1).mean())
 
 
-def _chunks(n: int, chunk_size: int):
+def traffic_chunks(n: int, chunk_size: int):
     for start in range(0, n, chunk_size):
         yield np.arange(start, min(n, start + chunk_size), dtype=np.int64)
 
 
-def _impression_queries(seed: int, sessions: np.ndarray, n_queries: int) -> np.ndarray:
+def impression_queries(seed: int, sessions: np.ndarray, n_queries: int) -> np.ndarray:
     return session_integers(seed, sessions, n_queries, STREAM_QUERY)[:, 0]
 
 
-_N_UNIFORMS: dict[str, Callable[[int], int]] = {
+N_UNIFORMS: dict[str, Callable[[int], int]] = {
     "balanced": lambda k: 1,
     "team-draft": lambda k: k,
     "probabilistic": lambda k: 2 * k,
@@ -144,7 +146,7 @@ _N_UNIFORMS: dict[str, Callable[[int], int]] = {
 # --------------------------------------------------------------------------- results
 
 
-def _sign_test(wins, losses) -> np.ndarray:
+def sign_test(wins, losses) -> np.ndarray:
     """Two-sided exact binomial sign test on non-ties, vectorized (p = 1 if no non-ties)."""
     w = np.asarray(wins)
     m = w + np.asarray(losses)
@@ -153,13 +155,13 @@ def _sign_test(wins, losses) -> np.ndarray:
     return np.where(m > 0, np.minimum(p, 1.0), 1.0)
 
 
-def _z(alpha: float) -> float:
+def z_quantile(alpha: float) -> float:
     return float(stats.norm.isf(check_alpha(alpha) / 2))
 
 
 def _wilson(successes: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of a proportion (Wilson (1927)), vectorized; NaN where ``n = 0``."""
-    z = _z(alpha)
+    z = z_quantile(alpha)
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.asarray(successes, dtype=np.float64) / n

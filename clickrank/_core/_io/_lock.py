@@ -1,6 +1,6 @@
 """Advisory locks on outputs: two clickrank processes never write the same output at once.
 
-While a command runs, every output it checked (:func:`clickrank._io.check_output`)
+While a command runs, every output it checked (:func:`clickrank._core._io.check_output`)
 is locked with POSIX ``flock`` on a small lock file in a private folder of the
 user (``$TMPDIR/clickrank-locks-UID``, named by a digest of the output's
 absolute path), never next to the output. A second process that checks the
@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._signals import reopen
 from .._validation import InputError
 
 __all__ = ["lock_output", "release_locks", "locking", "published"]
@@ -76,22 +77,17 @@ def lock_output(path: str | os.PathLike, *, what: str = "output") -> None:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()} {key}\n".encode())
     _HELD[key] = (fd, lock)
-    from .._signals import reopen
-
-    reopen()
+    reopen()  # an output checked after the others were published: not completed yet
 
 
-def published(path: str | os.PathLike) -> None:
-    """Note that the output ``path`` is published; once every output the command locked
-    is, the command has completed (:func:`clickrank._signals.complete`)."""
+def published(path: str | os.PathLike) -> bool:
+    """Note that the output ``path`` is published; True once every output the command
+    locked is (the command has completed)."""
     key = str(Path(path).resolve())
     if key not in _HELD:
-        return
+        return False
     _PUBLISHED.add(key)
-    if _PUBLISHED >= set(_HELD):
-        from .._signals import complete
-
-        complete()
+    return _PUBLISHED >= set(_HELD)
 
 
 def release_locks() -> None:

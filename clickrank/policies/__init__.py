@@ -21,9 +21,9 @@ Policies
     rankers, the setting of intervention harvesting, Agarwal et al. (2019a)).
 
 The production ranker that usually drives these policies (a small LambdaMART
-trained on a few labelled queries) is in :mod:`clickrank.production`.
+trained on a few labelled queries) is in :mod:`clickrank.policies.production`.
 
-All randomness goes through :mod:`clickrank._random`, so a session's list
+All randomness goes through :mod:`clickrank._core._random`, so a session's list
 depends only on the seed and the session index, never on the batch size.
 """
 
@@ -36,11 +36,11 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ._random import STREAM_POLICY, session_state, session_uniforms, stream_key, uniform_at
-from ._segments import top_rows
-from ._validation import InputError, check_positive
-from .datasets import RankingData
-from .ranking import ranker_scores
+from .._core._random import STREAM_POLICY, session_state, session_uniforms, stream_key, uniform_at
+from .._core._segments import top_rows
+from .._core._validation import InputError, check_positive
+from ..datasets import RankingData
+from ..ranking import ranker_scores
 
 __all__ = [
     "LoggingPolicy",

@@ -13,7 +13,7 @@ object that
   (:meth:`~Result.save`, :meth:`~Result.load`), and
 * draws itself, where it has a figure, into a pyplot-free
   :class:`matplotlib.figure.Figure` (:meth:`~Result.plot`, saved atomically
-  through :mod:`clickrank._figures`).
+  through :mod:`clickrank._core._figures`).
 
 Two results are equal when they are of the same class and their dicts are
 equal (NaN equals NaN).
