@@ -22,25 +22,11 @@ import code_health  # noqa: E402
 README_WORDS = 1_200
 PAGE_WORDS = 6_000
 
-#: Files other engineers are rewriting, which still hold history markers. The lead
-#: removes this set once they are clean; until then each file in it must still hold a
-#: marker (a clean file fails below), so the set cannot go stale.
-ALLOWED_FOR_NOW: set[str] = set()
-
 
 def test_no_history_markers():
     found = code_health.history_markers()
-    unexpected = {f: m for f, m in found.items() if f not in ALLOWED_FOR_NOW}
-    assert not unexpected, "history belongs in CHANGELOG.md: " + "; ".join(
-        f"{f}: " + ", ".join(f"line {i} {text!r}" for i, text in m) for f, m in unexpected.items()
-    )
-
-
-@pytest.mark.parametrize("path", sorted(ALLOWED_FOR_NOW))
-def test_an_allowed_file_still_has_markers(path):
-    assert (ROOT / path).is_file(), f"{path} is gone: remove it from ALLOWED_FOR_NOW"
-    assert code_health.markers_in((ROOT / path).read_text(encoding="utf-8")), (
-        f"{path} has no history marker left: remove it from ALLOWED_FOR_NOW"
+    assert not found, "history belongs in CHANGELOG.md: " + "; ".join(
+        f"{f}: " + ", ".join(f"line {i} {text!r}" for i, text in m) for f, m in found.items()
     )
 
 
