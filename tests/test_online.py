@@ -16,12 +16,12 @@ from clickrank.datasets import synthetic
 from clickrank.online import (
     ABResult,
     InterleavingResult,
-    sign_test,
     ab_experiment,
     expected_clicks,
     fidelity_study,
     interleaving_experiment,
     power_analysis,
+    sign_test,
 )
 
 
