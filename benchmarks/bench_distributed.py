@@ -42,7 +42,6 @@ import numpy as np
 
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import RankingData, load_letor, save_parquet, synthetic
-from clickrank.distributed import SparkRanker, read_spark_data, spark_target, validation_queries
 from clickrank.engine import read_spark_log, spark_session
 from clickrank.engine.cluster import StandaloneCluster
 from clickrank.lambdamart import LambdaMART
@@ -50,6 +49,12 @@ from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy
 from clickrank.simulation import simulate
 from clickrank.targets import make_target
+from clickrank.training.distributed import (
+    SparkRanker,
+    read_spark_data,
+    spark_target,
+    validation_queries,
+)
 
 TOP_K = 10
 THETA = 1.0 / np.arange(1, TOP_K + 1)

@@ -15,13 +15,13 @@ What it does
    in for clickrank's IPS gains) to ``--tmp``.
 2. **local**: in a child process, reads both with polars and trains
    ``xgboost.XGBRanker`` with the parameters of
-   :class:`clickrank.distributed.SparkRanker` (``rank:ndcg`` on float gains,
+   :class:`clickrank.training.distributed.SparkRanker` (``rank:ndcg`` on float gains,
    hist, depth 6, ``--trees`` trees, no early stopping) on ``--threads``
    threads: the single-machine way, which needs the whole table in memory.
 3. **cluster**: in a child process, starts a
    :class:`clickrank.engine.cluster.StandaloneCluster` (a master and two
    workers of one core each, separate processes), reads the feature table with
-   Spark and trains :class:`~clickrank.distributed.SparkRanker` on it with two
+   Spark and trains :class:`~clickrank.training.distributed.SparkRanker` on it with two
    XGBoost workers (one Spark task per worker): the features never reach the
    driver.
 4. Reports wall time (data reading included, cluster start-up apart) and the
@@ -103,7 +103,7 @@ def run_local(folder: Path, trees: int, threads: int) -> dict:
     import polars as pl
     import xgboost as xgb
 
-    from clickrank.distributed import SparkRanker
+    from clickrank.training.distributed import SparkRanker
 
     t0 = time.perf_counter()
     feats = pl.read_parquet(folder / "features")
@@ -130,8 +130,8 @@ def run_local(folder: Path, trees: int, threads: int) -> dict:
 def run_cluster(folder: Path, trees: int, executor_memory: str) -> dict:
     import polars as pl
 
-    from clickrank.distributed import SparkRanker, read_spark_data
     from clickrank.engine.cluster import StandaloneCluster
+    from clickrank.training.distributed import SparkRanker, read_spark_data
 
     with StandaloneCluster(workers=2, cores=1, memory="16g", folder=folder / "cluster") as c:
         t0 = time.perf_counter()

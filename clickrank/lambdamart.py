@@ -527,7 +527,7 @@ class LambdaMART(Params):
 def load_model(path: str | os.PathLike) -> Any:
     """A saved ranker of any clickrank model format, by the ``format`` of its ``meta.json``.
 
-    ``clickrank-xgboost`` folders (:class:`clickrank.distributed.SparkRanker`,
+    ``clickrank-xgboost`` folders (:class:`clickrank.training.distributed.SparkRanker`,
     trained on Spark) load with XGBoost; everything else is read as a
     :class:`LambdaMART` folder, whose loader reports what is wrong with it.
     Both have ``predict(data)``: this is the loader of every user-given model
@@ -539,7 +539,7 @@ def load_model(path: str | os.PathLike) -> Any:
         If the folder is not a model clickrank wrote, or was changed since.
     """
     if _modelfile.model_format(Path(path)) == _modelfile.XGB_FORMAT:
-        from .distributed import SparkRanker
+        from .training.distributed import SparkRanker
 
         return SparkRanker.load(path)
     return LambdaMART.load(path)

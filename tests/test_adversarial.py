@@ -748,9 +748,9 @@ def test_a_metric_cut_off_beyond_any_list_is_refused(inputs, models):
 
 
 def _estimators():
-    from clickrank.distributed import SparkRanker
     from clickrank.policies.production import ProductionRanker
     from clickrank.selection import LambdaMARTCV
+    from clickrank.training.distributed import SparkRanker
 
     return [cr.LambdaMART, LambdaMARTCV, cr.ClickRanker, SparkRanker, ProductionRanker]
 
@@ -759,8 +759,8 @@ def test_every_public_estimator_is_listed():
     """Anything public with fit and predict is in the list the constructor-contract test takes."""
     import inspect
 
-    from clickrank import distributed
     from clickrank.policies import production
+    from clickrank.training import distributed
 
     public = {getattr(cr, n) for n in dir(cr) if not n.startswith("_")}
     public |= {getattr(m, n) for m in (distributed, production) for n in m.__all__}

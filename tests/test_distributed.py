@@ -1,6 +1,6 @@
 """Distributed training: XGBoost's SparkXGBRanker on clickrank's gains, features kept on Spark.
 
-A local SparkSession (``local[2]``) trains :class:`clickrank.distributed.SparkRanker`
+A local SparkSession (``local[2]``) trains :class:`clickrank.training.distributed.SparkRanker`
 and the tests compare it with a local ``xgboost.XGBRanker`` fitted on the
 same gains (:func:`clickrank.targets.make_target` on the whole local data).
 Skipped, with the reason, where pyspark, xgboost or a Java runtime is missing.
@@ -35,14 +35,14 @@ from click.testing import CliRunner  # noqa: E402
 from clickrank import engine  # noqa: E402
 from clickrank._core._validation import DataFormatError, InputError  # noqa: E402
 from clickrank.cli import cli  # noqa: E402
-from clickrank.distributed import (  # noqa: E402
+from clickrank.lambdamart import load_model  # noqa: E402
+from clickrank.training.distributed import (  # noqa: E402
     SparkRanker,
     key_data,
     read_spark_data,
     spark_target,
     validation_queries,
 )
-from clickrank.lambdamart import load_model  # noqa: E402
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
@@ -322,8 +322,8 @@ def test_dr_direct_model_on_the_cluster(synth):
     """DR on the cluster: the direct-method model is clickrank's (a cross-fitted Poisson
     regression of C/E with weight E), grown by XGBoost on the executors; the gains are
     clickrank's DR formula with that relevance, row for row."""
-    from clickrank.distributed import spark_relevance
     from clickrank.targets import click_stats, dr, relevance_model
+    from clickrank.training.distributed import spark_relevance
 
     train, log = synth["train"], synth["log"]
     keys = key_data(synth["features"])

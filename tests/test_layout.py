@@ -1,7 +1,5 @@
 """The layout: moved public modules keep working from their old paths, and warn once."""
 
-# reorg-keep: the layout script writes this file whole.
-
 from __future__ import annotations
 
 import subprocess
@@ -15,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MOVED = [
     ("clickrank.production", "clickrank.policies.production", "production_ranker"),
     ("clickrank.online.interleave", "clickrank.interleaving.experiment", "interleaving_experiment"),
+    ("clickrank.distributed", "clickrank.training.distributed", "SparkRanker"),
 ]
 
 

@@ -18,7 +18,7 @@ in Python, before LightGBM sees it:
   categorical or linear trees, which clickrank never writes). What follows
   ``end of trees`` (importances, training parameters) is not passed on.
 
-A folder of :class:`~clickrank.distributed.SparkRanker` (format
+A folder of :class:`~clickrank.training.distributed.SparkRanker` (format
 ``clickrank-xgboost``) holds XGBoost's JSON model ``model.json`` instead:
 its ``meta.json`` is checked the same way (:func:`read_xgb_meta`) and
 ``model.json`` must have the recorded size and SHA-256 digest
@@ -371,7 +371,7 @@ def check_model_text(text: str, n_features: int, path: Path) -> str:
     return model
 
 
-# -- the XGBoost model folder (clickrank.distributed.SparkRanker) --------------------
+# -- the XGBoost model folder (clickrank.training.distributed.SparkRanker) --------------------
 
 XGB_FORMAT = "clickrank-xgboost"
 XGB_FORMAT_VERSION = 1

@@ -10,7 +10,7 @@ FILE``; :mod:`._train_params`), passed on unchanged and checked by the estimator
   selected as one ClickRanker member (:data:`~clickrank.specs.ONE_TARGET_SELECTION`);
   ``oracle`` by :class:`~clickrank.selection.LambdaMARTCV`;
 * ``--no-select`` or ``--valid``: one :class:`~clickrank.lambdamart.LambdaMART`;
-* ``--distributed``: :class:`clickrank.distributed.SparkRanker` on a Spark cluster.
+* ``--distributed``: :class:`clickrank.training.distributed.SparkRanker` on a Spark cluster.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def _mode(target: str, select: bool, valid_path: Any, distributed: bool) -> str:
 def _check_inputs(mode, target, engine, log_path, theta_path, logging_path, valid_path) -> None:
     """The option combinations no estimator sees (one line each), before anything is read."""
     if mode == "distributed":
-        from ..distributed import DISTRIBUTED_TARGETS
+        from ..training.distributed import DISTRIBUTED_TARGETS
 
         if engine != "spark":
             raise click.UsageError("--distributed trains on a Spark cluster: add --engine spark")
@@ -286,7 +286,7 @@ def _learner(mode: str, target: str, given: dict[str, Any], sources: dict[str, s
 
     lambdamart = constructor_keys(LambdaMART)
     if mode == "distributed":
-        from ..distributed import SparkRanker, spark_target
+        from ..training.distributed import SparkRanker, spark_target
 
         learner_keys = constructor_keys(SparkRanker)
         target_keys = constructor_keys(spark_target, leave=("seed", "num_workers", "folds",
@@ -403,8 +403,8 @@ def _distributed(data_path, log_path, theta_path, target, model, target_kw, out_
     import logging
 
     from .. import targets as T
-    from ..distributed import read_spark_data, spark_target
     from ..engine import spark_session
+    from ..training.distributed import read_spark_data, spark_target
 
     logging.getLogger("XGBoost-PySpark").setLevel(logging.WARNING)
     spark = spark_session(master)

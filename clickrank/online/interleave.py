@@ -3,7 +3,7 @@
 This module re-exports it and warns once (a DeprecationWarning naming the new place).
 """
 
-# reorg-shim: kept for the users of the old path; remove it with the deprecation.
+# kept for the users of the old path; remove it with the deprecation
 
 from __future__ import annotations
 

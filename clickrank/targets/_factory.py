@@ -74,7 +74,7 @@ def make_target(
     ``clickrank fit-clicks`` found that UBM describes the users best.
     ``relevance(data, stats)`` gives ``"dr"`` its direct-method predictions
     instead of :func:`~clickrank.targets.relevance_model` (e.g. a model fitted
-    on a Spark cluster, :func:`clickrank.distributed.spark_relevance`).
+    on a Spark cluster, :func:`clickrank.training.distributed.spark_relevance`).
     """
     if name == "oracle":
         return oracle(data)

@@ -268,25 +268,23 @@ def _spark_task(job: bytes, task: bytes) -> bytes:
 
 
 class SparkBackend:
-    """The members as Spark tasks of ``spark``'s session, the job broadcast once until
+    """The members as Spark tasks of ``spark``'s session
+    (:class:`clickrank.engine.tasks.SparkTasks`), the job broadcast once until
     :meth:`close`."""
 
     def __init__(self, job: MemberJob, spark: Any) -> None:
-        self.sc = spark.sparkContext
-        self.payload = self.sc.broadcast(pickle.dumps(job))
+        from ..engine.tasks import SparkTasks
+
+        self.tasks = SparkTasks(spark, pickle.dumps(job))
 
     def run(self, tasks: list[MemberTask]) -> dict[str, MemberFit]:
         """Each task's fit, by member, one Spark task each."""
-        sent = [pickle.dumps(t) for t in tasks]
-        payload = self.payload
-        out = (self.sc.parallelize(sent, len(sent))
-               .map(lambda blob: _spark_task(payload.value, blob))
-               .collect())  # fmt: skip
+        out = self.tasks.map(_spark_task, [pickle.dumps(t) for t in tasks])
         return {t.name: pickle.loads(b) for t, b in zip(tasks, out, strict=True)}
 
     def close(self) -> None:
         """Drop the broadcast job."""
-        self.payload.destroy()
+        self.tasks.close()
 
 
 @contextmanager
