@@ -132,7 +132,7 @@ def _position_clicks(lf: Any) -> np.ndarray:
     if is_spark(lf):
         from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-        rows = lf.groupBy("position").agg(F.sum("click").alias("c")).collect()
+        rows = lf.groupBy("position").agg(F.sum(F.col("click").cast("double")).alias("c")).collect()
         pos = np.array([int(r[0]) for r in rows], dtype=np.int64)
         c = np.array([float(r[1] or 0) for r in rows])
     else:
