@@ -188,10 +188,10 @@ class LambdaMART(Params):
         de Rijke (2023)) around the safe ranker of ``fit(..., reference=scores)``:
         the weight :math:`\alpha` of :math:`\sqrt{\hat d_2}`, the divergence of the
         learned exposures from the safe ones, subtracted from the target
-        (:class:`clickrank.deployment.RiskPenalty`; :func:`clickrank.deployment.risk_weight`
-        gives :math:`\alpha` for a number of sessions and a confidence). The pull
-        towards the safe ranking weakens as the rankings agree and as :math:`\alpha`
-        shrinks with more data. None: no penalty.
+        (:class:`~clickrank.training.deployment.RiskPenalty`;
+        :func:`~clickrank.training.deployment.risk_weight` gives :math:`\alpha` for a number
+        of sessions and a confidence). The pull towards the safe ranking weakens as the
+        rankings agree and as :math:`\alpha` shrinks with more data. None: no penalty.
     seed : int
         Seed of LightGBM's randomness (bagging, feature fraction); training
         runs with ``deterministic=True`` and ``force_col_wise=True``, so a seed

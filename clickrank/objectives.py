@@ -5,7 +5,7 @@ r"""The objectives LambdaMART hands LightGBM: clickrank's lambdas as gradients a
 preferences, or Unbiased LambdaMART's session lists with the position biases re-estimated
 every round; Burges (2010), Hu et al. (2019)), and around them PRPO's clipping and the
 exposure-based CRM penalty when the fit is bounded by a safe ranker
-(:mod:`clickrank.deployment`; Gupta, Oosterhuis & de Rijke (2024, 2023)). The model's
+(:mod:`clickrank.training.deployment`; Gupta, Oosterhuis & de Rijke (2024, 2023)). The model's
 ``position_bias_`` (session lists) and ``divergence_`` (CRM) are updated as the rounds run.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 
 from ._core._threads import fit_threads
 from ._core._validation import InputError
-from .deployment import RiskPenalty, exposure, proximal_mask
 from .lambdas import SessionStep, lambda_objective, pair_lambdas, position_bias_update
 from .targets import SessionLists
+from .training.deployment import RiskPenalty, exposure, proximal_mask
 
 __all__ = ["lambdamart_objective"]
 

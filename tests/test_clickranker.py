@@ -13,8 +13,6 @@ from clickrank import InputError
 from clickrank.clickmodels import make_click_model
 from clickrank.clickranker import DEFAULT_FAMILY, ClickRanker, Comparison, logged_ranking
 from clickrank.datasets import split_queries, synthetic
-from clickrank.deployment import exposure as _exposure
-from clickrank.deployment import proximal_mask
 from clickrank.lambdamart import LambdaMART
 from clickrank.metrics import ndcg
 from clickrank.policies import DeterministicPolicy
@@ -22,6 +20,8 @@ from clickrank.policies.production import production_ranker
 from clickrank.selection import ClickValidation, LambdaMARTCV, query_folds
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import click_stats, ips
+from clickrank.training.deployment import exposure as _exposure
+from clickrank.training.deployment import proximal_mask
 from clickrank.training.safety import guard_race
 
 SMALL = {"grid": ({"num_leaves": 4, "max_depth": 2},), "n_estimators": 60, "repeats": 1,

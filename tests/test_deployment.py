@@ -1,5 +1,6 @@
-"""Exposure-based counterfactual risk minimisation (clickrank.deployment): the divergence, the
-penalty's forces against a brute-force reference, and LambdaMART's ``risk`` option."""
+"""Exposure-based counterfactual risk minimisation (clickrank.training.deployment): the
+divergence, the penalty's forces against a brute-force reference, and LambdaMART's ``risk``
+option."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import pytest
 from clickrank import InputError
 from clickrank.clickmodels import make_click_model
 from clickrank.datasets import split_queries, synthetic
-from clickrank.deployment import RiskPenalty, exposure, exposure_divergence, risk_weight
 from clickrank.lambdamart import LambdaMART
 from clickrank.policies import DeterministicPolicy
 from clickrank.policies.production import production_ranker
 from clickrank.simulation import Swap, simulate
 from clickrank.targets import ips
+from clickrank.training.deployment import RiskPenalty, exposure, exposure_divergence, risk_weight
 
 
 def _d2(scores, ref):

@@ -14,6 +14,7 @@ MOVED = [
     ("clickrank.production", "clickrank.policies.production", "production_ranker"),
     ("clickrank.online.interleave", "clickrank.interleaving.experiment", "interleaving_experiment"),
     ("clickrank.distributed", "clickrank.training.distributed", "SparkRanker"),
+    ("clickrank.deployment", "clickrank.training.deployment", "risk_weight"),
 ]
 
 

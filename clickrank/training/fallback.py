@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..deployment import risk_weight
 from .bounds import Comparison
 from .combine import average, member_terms
+from .deployment import risk_weight
 from .members import AVERAGE
 
 __all__ = ["Fallback", "fallback_training", "retrained_fallback"]
@@ -30,7 +30,7 @@ def fallback_training(kind: str, eps: float, n_sessions: float,
     Parameters
     ----------
     kind : {"crm", "proximal"}
-        CRM's exposure penalty (:func:`~clickrank.deployment.risk_weight` of the sessions
+        CRM's exposure penalty (:func:`~clickrank.training.deployment.risk_weight` of the sessions
         at ``confidence``) or PRPO's clipping ``eps``.
     eps, n_sessions, confidence : float
     """

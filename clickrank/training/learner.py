@@ -154,7 +154,7 @@ class ClickRanker(Params):
         averaged member, then their average) retrained with exposure-based
         counterfactual risk minimisation around the logging ranker's rankings
         (:class:`~clickrank.lambdamart.LambdaMART` ``risk`` =
-        :func:`~clickrank.deployment.risk_weight` of the log's sessions at
+        :func:`~clickrank.training.deployment.risk_weight` of the log's sessions at
         ``confidence``: a pull towards the logger's exposures that fades with more
         data); ``"proximal"`` retrained with PRPO's clipping ``fallback_eps``
         around them (``proximal``: each document's exposure stays within a factor
