@@ -112,34 +112,32 @@ class PropensitySource:
         return cls(KIND.get(method, "given"), method, reason)
 
 
-def _interventions(lf: Any) -> dict[str, int]:
-    """Rows per intervention label (empty without the column)."""
-    if "intervention" not in log_schema(lf).names():
-        return {}
-    if is_spark(lf):
-        rows = lf.groupBy("intervention").count().collect()
-        return {str(r[0]): int(r[1]) for r in rows}
-    got = (
-        lf.group_by(pl.col("intervention").cast(pl.String))
-        .agg(pl.len())
-        .collect(engine="streaming")
-    )
-    return dict(zip(got["intervention"].to_list(), got["len"].to_list(), strict=True))
-
-
-def _position_clicks(lf: Any) -> np.ndarray:
-    """The log's clicks at positions ``1..deepest shown`` (one aggregation)."""
+def _log_summary(lf: Any) -> tuple[dict[str, int], np.ndarray]:
+    """Rows per intervention label and the log's clicks by position ``1..deepest shown``,
+    in one aggregation of the log."""
+    has = "intervention" in log_schema(lf).names()
     if is_spark(lf):
         from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-        rows = lf.groupBy("position").agg(F.sum(F.col("click").cast("double")).alias("c")).collect()
-        pos = np.array([int(r[0]) for r in rows], dtype=np.int64)
-        c = np.array([float(r[1] or 0) for r in rows])
+        keys = ["intervention", "position"] if has else ["position"]
+        rows = (lf.groupBy(*keys).agg(F.count(F.lit(1)).alias("n"),
+                                      F.sum(F.col("click").cast("double")).alias("c"))
+                .collect())  # fmt: skip
+        label = [str(r["intervention"]) for r in rows] if has else []
+        pos = np.array([int(r["position"]) for r in rows], dtype=np.int64)
+        n = np.array([int(r["n"]) for r in rows], dtype=np.int64)
+        c = np.array([float(r["c"] or 0) for r in rows])
     else:
-        got = (lf.group_by("position").agg(pl.col("click").cast(pl.Float64).sum().alias("c"))
+        keys = [pl.col("intervention").cast(pl.String), "position"] if has else ["position"]
+        got = (lf.group_by(keys).agg(pl.len().alias("n"),
+                                     pl.col("click").cast(pl.Float64).sum().alias("c"))
                .collect(engine="streaming"))  # fmt: skip
-        pos, c = got["position"].to_numpy().astype(np.int64), got["c"].to_numpy()
-    return _by_position(pos, c)
+        label = got["intervention"].to_list() if has else []
+        pos, n, c = got["position"].to_numpy(), got["n"].to_numpy(), got["c"].to_numpy()
+    labels: dict[str, int] = {}
+    for lab, k in zip(label, n.tolist(), strict=False):  # no labels without the column
+        labels[lab] = labels.get(lab, 0) + k
+    return labels, _by_position(pos, c)
 
 
 def _by_position(pos: np.ndarray, clicks: np.ndarray) -> np.ndarray:
@@ -213,7 +211,7 @@ def source_and_cells(lf: Any, data: Any, K: int | None) -> tuple[PropensitySourc
     the log is aggregated once."""
     from ._harvest import cell_statistics
 
-    randomized = _randomized(_interventions(lf))
+    randomized = _randomized(_log_summary(lf)[0])
     if randomized:
         return randomized[0], None
     cells = cell_statistics(lf)
@@ -245,9 +243,9 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
 
     lf = as_lazy(log)
     failed: list[str] = []
-    randomized = _randomized(_interventions(lf))
-    clicks = _position_clicks(lf) if randomized else np.zeros(0)
-    need = (K if K is not None else clicks.size) if randomized else 0
+    labels, clicks = _log_summary(lf)
+    randomized = _randomized(labels)
+    need = K if K is not None else clicks.size
     for src in randomized:
         try:  # a design the log holds too little of (swaps at a few ranks) gives way
             result = ESTIMATORS[src.method].function(lf, K=K)
@@ -260,7 +258,6 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
         failed.append(f"{src.method} left {gap}")
     boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
     cells = cell_statistics(lf) if cells is None else cells
-    clicks = _by_position(cells["position"], cells["c"])
     none = "the randomized interventions do not identify every position" if failed else (
         "no randomized interventions")  # fmt: skip
     src = _passive(cells, data, K, none=none)

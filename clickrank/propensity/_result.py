@@ -180,7 +180,9 @@ class Propensities(Result):
 
     @property
     def identified(self) -> np.ndarray:
-        """Bool ``[K]``: True where ``theta`` is a finite estimate."""
+        """Bool ``[K]``: True where ``theta`` is a finite estimate (what the estimate alone
+        tells; :func:`clickrank.propensity.identified` also needs a click at the position
+        somewhere in the log, as ``auto`` and the learner do)."""
         return np.isfinite(self.theta)
 
     def __len__(self) -> int:
