@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import clickrank  # noqa: F401  (OpenMP's passive wait, set before any test loads LightGBM)
+
 
 def shared_data_dir() -> Path:
     """``../shared/data`` next to the checkout, or ``$CLICKRANK_SHARED_DATA``."""

@@ -8,6 +8,7 @@ file, line, column or argument at fault and what was expected.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "check_theta_scale",
     "check_jobs",
     "available_cpus",
+    "free_cpus",
     "ClickRankWarning",
 ]
 
@@ -213,6 +215,54 @@ def available_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+#: How long a measure of :func:`free_cpus` holds (seconds): one run resolves ``"auto"`` for
+#: several learners, and the load changes slower than that.
+FREE_CPUS_HOLD = 10.0
+_free_cpus: tuple[float, int] | None = None  # (when measured, CPUs free)
+
+
+def free_cpus(window: float = 0.1) -> int:
+    """The available CPUs (:func:`available_cpus`) not kept busy by other processes.
+
+    On Linux the busy time of this process's CPUs in ``/proc/stat`` over ``window``
+    seconds, less this process's own CPU time, is the number of cores others use (one
+    CPU-bound process elsewhere: one); what is left, at least one, is what ``"auto"``
+    threads take. More threads than free cores would only wait for each other (an OpenMP
+    barrier waits for its slowest thread). A measure holds for :data:`FREE_CPUS_HOLD`
+    seconds; elsewhere, or when ``/proc/stat`` cannot be read, every available CPU.
+    """
+    global _free_cpus
+    now = time.monotonic()
+    if _free_cpus is not None and now - _free_cpus[0] < FREE_CPUS_HOLD:
+        return _free_cpus[1]
+    cpus = available_cpus()
+    try:
+        ids = os.sched_getaffinity(0)
+        busy0, own0, t0 = _busy_seconds(ids), sum(os.times()[:2]), time.monotonic()
+        time.sleep(window)
+        busy1, own1, t1 = _busy_seconds(ids), sum(os.times()[:2]), time.monotonic()
+    except (AttributeError, OSError, ValueError):
+        return cpus
+    others = max(0.0, (busy1 - busy0) - (own1 - own0)) / max(t1 - t0, 1e-9)
+    out = min(cpus, max(1, cpus - int(others + 0.5)))
+    _free_cpus = (t1, out)
+    return out
+
+
+def _busy_seconds(ids: Iterable[int]) -> float:
+    """CPU seconds the CPUs ``ids`` spent busy since boot (``/proc/stat``: every field but
+    idle and iowait)."""
+    want = {f"cpu{i}" for i in ids}
+    ticks = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *fields = line.split()
+            if name in want:
+                values = [int(v) for v in fields[:8]]
+                ticks += sum(values) - values[3] - values[4]
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def check_jobs(value: Any, *, name: str = "n_jobs") -> int:

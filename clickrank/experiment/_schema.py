@@ -155,7 +155,7 @@ _KIND_NAMES = {
     "table": "a table",
     "tables": "a list of tables such as [{num_leaves = 8, max_depth = 3}]",
     "clip": 'a number in (0, 1], "auto" or "none"',
-    "jobs": 'a positive integer or "auto" (every CPU available)',
+    "jobs": 'a positive integer or "auto" (the CPUs other processes leave free)',
 }
 
 

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from .._core._validation import InputError, available_cpus, check_choice
+from .._core._validation import InputError, check_choice, free_cpus
 from ..clickmodels import make_click_model as _click_model_by_name
 from ..clickmodels import relevance_for_labels
 from ..datasets import RankingData
@@ -229,7 +229,7 @@ def _common(spec: Mapping[str, Any]) -> dict[str, Any]:
     if common.get("truncation_level") == 0:
         common["truncation_level"] = None
     if common.get("n_jobs") == "auto":
-        common["n_jobs"] = available_cpus()
+        common["n_jobs"] = free_cpus()
     return common
 
 
