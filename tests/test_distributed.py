@@ -57,6 +57,11 @@ THETA = (1.0 / np.arange(1, TOP_K + 1)) ** ETA
 TREES = 20
 
 
+#: The session's JVM compiles with C1 only (as tests/test_spark.py's: a JVM that lives for
+#: seconds spends much of its CPU in the C2 compiler). Test-only: the same plans run.
+JVM = "-XX:TieredStopAtLevel=1"
+
+
 @pytest.fixture(scope="module")
 def spark():
     return engine.spark_session(
@@ -65,6 +70,7 @@ def spark():
         spark_default_parallelism="2",
         spark_ui_enabled="false",
         spark_driver_memory="1g",
+        spark_driver_extraJavaOptions=JVM,
     )
 
 

@@ -54,6 +54,31 @@ from clickrank.propensity import (  # noqa: E402
 )
 from clickrank.propensity._harvest import cell_statistics  # noqa: E402
 
+#: The JVMs these tests start (drivers, executors, the cluster's master and workers) compile
+#: with C1 only: a JVM that lives for seconds spends much of its CPU in the C2 compiler (a
+#: cluster's start takes half the CPU with this flag, a local session's module a quarter less
+#: time). Test-only: the same Spark runs the same plans; only how its Java code is compiled.
+JVM = "-XX:TieredStopAtLevel=1"
+#: Passed to every session these tests start (the driver's flag reaches its JVM only at the
+#: first session of a process, which launches it; the executors' at every session).
+JVM_CONF = {"spark_driver_extraJavaOptions": JVM, "spark_executor_extraJavaOptions": JVM}
+
+
+class Cluster(StandaloneCluster):
+    """:class:`StandaloneCluster` with :data:`JVM` for every JVM of its own: the master and
+    the workers (``SPARK_DAEMON_JAVA_OPTS``), the executors of its sessions and of
+    spark-submit, and spark-submit's driver. Nothing else differs."""
+
+    def _env(self) -> dict[str, str]:
+        return {**super()._env(), "SPARK_DAEMON_JAVA_OPTS": JVM}
+
+    def session(self, **conf: str):
+        return super().session(**{**JVM_CONF, **conf})
+
+    def submit(self, script, *args: str, conf: dict[str, str] | None = None, **kw):
+        jvm = {key.replace("_", "."): value for key, value in JVM_CONF.items()}
+        return super().submit(script, *args, conf={**jvm, **(conf or {})}, **kw)
+
 
 def stop_active_session() -> None:
     from pyspark.sql import SparkSession
@@ -67,7 +92,7 @@ def stop_active_session() -> None:
 def cluster(tmp_path_factory):
     """A standalone cluster: a master and two workers of two task slots each (this
     process's session takes two slots, one per worker; spark-submit jobs the others)."""
-    with StandaloneCluster(workers=2, cores=2, folder=tmp_path_factory.mktemp("cluster")) as c:
+    with Cluster(workers=2, cores=2, folder=tmp_path_factory.mktemp("cluster")) as c:
         yield c
         stop_active_session()
 
@@ -78,7 +103,7 @@ def spark(request):
     conf = {"spark_sql_shuffle_partitions": "2", "spark_default_parallelism": "2",
             "spark_ui_enabled": "false"}  # fmt: skip
     if request.param == "local":
-        s = engine.spark_session("local[2]", spark_driver_memory="1g", **conf)
+        s = engine.spark_session("local[2]", spark_driver_memory="1g", **JVM_CONF, **conf)
     else:
         c = request.getfixturevalue("cluster")
         s = c.session(spark_cores_max="2", spark_executor_cores="1", **conf)
@@ -541,13 +566,16 @@ def test_worker_killed_mid_job_same_result(logged, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     code = code_zip(tmp_path / "clickrank.zip")
-    with StandaloneCluster(workers=2, cores=1, folder=tmp_path / "cluster") as c:
+    with Cluster(workers=2, cores=1, folder=tmp_path / "cluster") as c:
         job = c.submit(script, str(logged / "log"), str(marks), str(tmp_path / "out.json"),
                        py_files=[code], wait=False)  # fmt: skip
         deadline = time.monotonic() + 120
         while len(list(marks.iterdir())) < 2 and job.poll() is None:  # a task on each worker
             assert time.monotonic() < deadline, "the job's tasks never started"
             time.sleep(0.1)
+        # the driver hears of the loss at once (the executor's connection drops: "worker
+        # lost: ... disassociated"), not after a heartbeat timeout: the retries start within
+        # seconds (measured: the job ends 3-5 s after the kill), no timeout to shorten here
         c.kill_worker(1)
         (marks / "go").touch()
         stdout, stderr = job.communicate(timeout=240)
@@ -585,7 +613,7 @@ def test_cluster_that_cannot_start_is_one_line(tmp_path):
     one line, with the end of that worker's log; no process is left behind."""
     from clickrank._core._validation import InputError
 
-    cluster = StandaloneCluster(workers=1, memory="lots", folder=tmp_path / "c", timeout=60)
+    cluster = Cluster(workers=1, memory="lots", folder=tmp_path / "c", timeout=60)
     with pytest.raises(InputError, match="did not start") as err:
         cluster.start()
     assert "\n" not in str(err.value) and "worker-0.log: Spark printed its usage" in str(err.value)
