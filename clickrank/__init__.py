@@ -15,14 +15,7 @@ Submodules hold the families (``metrics``, ``clickmodels``, ``policies``,
 first use.
 """
 
-import os as _os
 from importlib import import_module
-
-# OpenMP threads (LightGBM's and numba's) wait for work asleep instead of spinning: where
-# another process shares the cores, a spinning thread burns the time the thread it waits
-# for needs (docs/benchmarks.md, "Under load"). Set before either library loads; a value
-# the user set wins.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from typing import TYPE_CHECKING, Any
 
 from ._core._validation import (

@@ -1,6 +1,6 @@
-"""Threads under load: ``"auto"`` takes the cores other processes leave free, and OpenMP
-waits asleep, so a run next to another CPU-bound process shares the cores instead of
-spinning on them."""
+"""Threads under load: ``"auto"`` takes the cores other processes leave free, so a run
+next to another CPU-bound process shares the cores instead of spinning OpenMP threads that
+wait for a thread the other process holds off its core."""
 
 from __future__ import annotations
 
@@ -25,8 +25,25 @@ def _spin(until: float) -> None:
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """free_cpus measured anew (no measure held from another test)."""
+    """free_cpus measured anew (no measure held from another test), following the load
+    (tests/conftest.py turns that off for the other tests)."""
     monkeypatch.setattr(_validation, "_free_cpus", None)
+    monkeypatch.setenv("CLICKRANK_FOLLOW_LOAD", "1")
+
+
+def _busy_processes(n: int) -> list:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_spin, args=(time.monotonic() + 20,)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # the spawned processes start spinning
+    return procs
+
+
+def _stop(procs: list) -> None:
+    for p in procs:
+        p.terminate()
+        p.join()
 
 
 @LINUX
@@ -35,20 +52,34 @@ def test_free_cpus_leaves_out_the_cores_other_processes_keep_busy(fresh):
     """One busy process per CPU but one: at most one CPU is free; busy processes on every
     CPU: one thread still (never zero)."""
     cpus = available_cpus()
-    ctx = multiprocessing.get_context("spawn")
     for busy, most in ((cpus - 1, 1), (cpus, 1)):
-        procs = [ctx.Process(target=_spin, args=(time.monotonic() + 20,)) for _ in range(busy)]
-        for p in procs:
-            p.start()
+        procs = _busy_processes(busy)
         try:
-            time.sleep(1.0)  # the spawned processes start spinning
             _validation._free_cpus = None
             got = free_cpus(window=0.3)
         finally:
-            for p in procs:
-                p.terminate()
-                p.join()
+            _stop(procs)
         assert 1 <= got <= most, (busy, got)
+
+
+@LINUX
+@pytest.mark.skipif(available_cpus() < 2, reason="needs two CPUs to leave one free")
+def test_a_fits_threads_are_at_most_the_free_cores_unless_told_to_ignore_the_load(
+    fresh, monkeypatch
+):
+    """``n_jobs=2`` next to a busy process on every CPU but one: its fits take one thread
+    (the models are those of any thread count); with CLICKRANK_FOLLOW_LOAD=0, two."""
+    from clickrank._core._threads import fit_threads
+
+    procs = _busy_processes(available_cpus() - 1)
+    try:
+        _validation._free_cpus = None
+        assert fit_threads(2) == 1
+        assert fit_threads(1) == 1
+        monkeypatch.setenv("CLICKRANK_FOLLOW_LOAD", "0")
+        assert fit_threads(2) == 2
+    finally:
+        _stop(procs)
 
 
 @LINUX
@@ -82,16 +113,3 @@ def test_a_measure_is_held_so_auto_costs_one_window_per_run(fresh):
     again = [free_cpus(window=0.2) for _ in range(5)]
     assert again == [first] * 5
     assert time.monotonic() - t < 0.2 * 3  # one window, not six
-
-
-def test_openmp_waits_asleep_unless_the_user_said_otherwise():
-    """Importing clickrank sets OMP_WAIT_POLICY=PASSIVE before LightGBM loads OpenMP; a
-    value already set is kept."""
-    code = "import os, clickrank, lightgbm; print(os.environ['OMP_WAIT_POLICY'])"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True).stdout.strip()  # fmt: skip
-    assert out == "PASSIVE"
-    out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
-                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    assert out == "ACTIVE"

@@ -8,6 +8,8 @@ from typing import Any
 
 import numba
 
+from ._validation import free_cpus
+
 #: In a member process of ``ClickRanker(n_jobs=k)`` (:func:`share_cores`): the k cores and
 #: the shared count of members not yet fitted; None elsewhere.
 _SHARE: tuple[int, Any] | None = None
@@ -41,12 +43,15 @@ def sharing_cores() -> bool:
 
 
 def fit_threads(given: int) -> int:
-    """The threads of a fit starting now: ``given``, or in a member process its share of
-    the cores -- one while the members left keep every core busy, more once fewer are
-    left than cores (the last member alone gets them all). The threads never change a
-    model (LightGBM's column-wise histograms and the lambda kernels sum in an order of
-    their own), only how soon it is done."""
+    """The threads of a fit starting now: ``given``, at most the cores other processes
+    leave free (:func:`~clickrank._core._validation.free_cpus`), or in a member process
+    its share of the cores -- one while the members left keep every core busy, more once
+    fewer are left than cores (the last member alone gets them all). The threads never
+    change a model (LightGBM's column-wise histograms and the lambda kernels sum in an
+    order of their own), only how soon it is done."""
     if _SHARE is None:
-        return int(given)
-    cores, left = _SHARE
-    return max(1, cores // max(1, min(int(left.value), cores)))
+        threads = int(given)
+    else:
+        cores, left = _SHARE
+        threads = max(1, cores // max(1, min(int(left.value), cores)))
+    return min(threads, free_cpus()) if threads > 1 else threads

@@ -229,15 +229,20 @@ def free_cpus(window: float = 0.1) -> int:
     On Linux the busy time of this process's CPUs in ``/proc/stat`` over ``window``
     seconds, less this process's own CPU time, is the number of cores others use (one
     CPU-bound process elsewhere: one); what is left, at least one, is what ``"auto"``
-    threads take. More threads than free cores would only wait for each other (an OpenMP
-    barrier waits for its slowest thread). A measure holds for :data:`FREE_CPUS_HOLD`
-    seconds; elsewhere, or when ``/proc/stat`` cannot be read, every available CPU.
+    threads take, and the most a fit's threads take
+    (:func:`~clickrank._core._threads.fit_threads`). More threads than free cores only
+    wait for each other: an OpenMP barrier waits for its slowest thread, and the threads
+    waiting spin on the cores the others need. A measure holds for
+    :data:`FREE_CPUS_HOLD` seconds. Elsewhere, where ``/proc/stat`` cannot be read, or
+    with the environment variable ``CLICKRANK_FOLLOW_LOAD=0``: every available CPU.
     """
     global _free_cpus
+    cpus = available_cpus()
+    if os.environ.get("CLICKRANK_FOLLOW_LOAD", "1") == "0":
+        return cpus
     now = time.monotonic()
     if _free_cpus is not None and now - _free_cpus[0] < FREE_CPUS_HOLD:
         return _free_cpus[1]
-    cpus = available_cpus()
     try:
         ids = os.sched_getaffinity(0)
         busy0, own0, t0 = _busy_seconds(ids), sum(os.times()[:2]), time.monotonic()
