@@ -215,6 +215,8 @@ class ClickRanker(Params):
         :data:`~clickrank.training.thresholds.PROCESSES_FROM` documents, or with one
         member, each member's threads; from there, members fitted at once, each in its
         own process, a fit taking more threads once fewer members are left than cores.
+        A fit never takes more threads than other processes leave cores free
+        (:func:`~clickrank._core._validation.free_cpus`).
     engine : {"auto", "local", "spark"}
         Where the members are fitted: ``"auto"`` as Spark tasks when the log is a Spark
         DataFrame (one task per member on the session's executors, the data broadcast
