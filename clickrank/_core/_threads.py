@@ -8,7 +8,7 @@ from typing import Any
 
 import numba
 
-from ._validation import free_cpus
+from ._validation import follows_load, free_cpus
 
 #: In a member process of ``ClickRanker(n_jobs=k)`` (:func:`share_cores`): the k cores and
 #: the shared count of members not yet fitted; None elsewhere.
@@ -44,7 +44,8 @@ def sharing_cores() -> bool:
 
 def fit_threads(given: int) -> int:
     """The threads of a fit starting now: ``given``, at most the cores other processes
-    leave free (:func:`~clickrank._core._validation.free_cpus`), or in a member process
+    leave free (:func:`~clickrank._core._validation.free_cpus`; every thread asked for with
+    ``CLICKRANK_FOLLOW_LOAD=0``), or in a member process
     its share of the cores -- one while the members left keep every core busy, more once
     fewer are left than cores (the last member alone gets them all). The threads never
     change a model (LightGBM's column-wise histograms and the lambda kernels sum in an
@@ -54,4 +55,4 @@ def fit_threads(given: int) -> int:
     else:
         cores, left = _SHARE
         threads = max(1, cores // max(1, min(int(left.value), cores)))
-    return min(threads, free_cpus()) if threads > 1 else threads
+    return min(threads, free_cpus()) if threads > 1 and follows_load() else threads

@@ -35,6 +35,7 @@ __all__ = [
     "check_theta_scale",
     "check_jobs",
     "available_cpus",
+    "follows_load",
     "free_cpus",
     "ClickRankWarning",
 ]
@@ -238,7 +239,7 @@ def free_cpus(window: float = 0.1) -> int:
     """
     global _free_cpus
     cpus = available_cpus()
-    if os.environ.get("CLICKRANK_FOLLOW_LOAD", "1") == "0":
+    if not follows_load():
         return cpus
     now = time.monotonic()
     if _free_cpus is not None and now - _free_cpus[0] < FREE_CPUS_HOLD:
@@ -254,6 +255,12 @@ def free_cpus(window: float = 0.1) -> int:
     out = min(cpus, max(1, cpus - int(others + 0.5)))
     _free_cpus = (t1, out)
     return out
+
+
+def follows_load() -> bool:
+    """Whether threads follow the load (:func:`free_cpus`): unless the environment sets
+    ``CLICKRANK_FOLLOW_LOAD=0``."""
+    return os.environ.get("CLICKRANK_FOLLOW_LOAD", "1") != "0"
 
 
 def _busy_seconds(ids: Iterable[int]) -> float:
