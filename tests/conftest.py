@@ -9,8 +9,16 @@ import pytest
 
 # Threads as asked, whatever the machine's load: the tests that compare n_jobs=2 with
 # n_jobs=1 must run two threads while the other pytest worker keeps a core busy
-# (tests/test_load.py checks the load-following threads themselves).
+# (tests/test_load.py checks the load-following threads themselves; the end-to-end runs
+# follow the load, as a user's do: the fixture follow_load).
 os.environ["CLICKRANK_FOLLOW_LOAD"] = "0"
+
+
+@pytest.fixture
+def follow_load(monkeypatch):
+    """Threads that follow the load, as outside the tests (the commands a test starts
+    inherit it): the end-to-end runs, whose numbers must not depend on the threads."""
+    monkeypatch.setenv("CLICKRANK_FOLLOW_LOAD", "1")
 
 
 def shared_data_dir() -> Path:

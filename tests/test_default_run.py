@@ -22,6 +22,10 @@ import pytest
 
 from clickrank.experiment import run_experiment
 
+#: The run follows the machine's load, as a user's does (its numbers do not depend on the
+#: threads; tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("follow_load")
+
 GOLDEN = Path(__file__).parent / "data" / "default_run_summary.json"
 
 #: Relative tolerance of a float: a few units in the last place of a double, no more.

@@ -33,6 +33,10 @@ from pathlib import Path
 
 import pytest
 
+#: The run follows the machine's load, as a user's does (its numbers do not depend on the
+#: threads; tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("follow_load")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -26,6 +26,10 @@ from clickrank.experiment import (
     run_experiment,
 )
 
+#: The run follows the machine's load, as a user's does (its numbers do not depend on the
+#: threads; tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("follow_load")
+
 # A run that takes a few seconds: 60 queries of 15 documents, 5k sessions, 10 trees.
 TINY = {
     "data": {"n_queries": 60, "docs_per_query": 15, "train": 30, "test": 30},
