@@ -19,12 +19,12 @@ come from regression EM). Then, in this process and on the same thread count:
   with ``--data`` the production ranker is the logging model, so a failed check runs
   the CRM fallback, as in the robustness suite).
 
-The figure is the ratio of the two times (issue 34: at most 20x, goal 10x), with the
-default's LightGBM fits and boosting rounds (``ClickRanker.cost_``: the time follows the
-rounds) and how many of them racing saved (the same fit with ``racing=None`` when
-``--no-race-too``), or the refits (``refit=True`` when ``--refit-too``; from 2·10⁵
-documents the default averages each member's fold models instead). A shared machine is
-noisy: both times are taken in one run, and the ratio is what to compare.
+The figure is the ratio of the two times (the target: at most 10x), with the default's
+LightGBM fits and boosting rounds (``ClickRanker.cost_``: the time follows the rounds) and
+how many of them racing saved (the same fit with ``racing=None`` when ``--no-race-too``),
+or what refits would cost (``refit=True`` when ``--refit-too``; the default keeps each
+member's fold models instead). A shared machine is noisy: both times are taken in one
+run, and the ratio is what to compare.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def main() -> None:
                          "a fixed patience of 50, racing at 0.99)")  # fmt: skip
     ap.add_argument("--refit-too", action="store_true",
                     help="also time the default with refit=True (every member refitted on all "
-                         "rows, what refit='auto' does below 2e5 documents)")  # fmt: skip
+                         "rows instead of its fold models' average)")  # fmt: skip
     ap.add_argument("--spark", action="store_true",
                     help="also fit on a Spark log on a standalone cluster of two one-core "
                          "workers (members as Spark tasks; the time includes the log's "

@@ -4,8 +4,8 @@
 with its defaults on MQ2008 Fold1 (20,000 sessions from the deterministic production
 ranker, PBM clicks, with and without 10 % swaps, seeds 0-2; the propensities resolved by
 the learner itself) and on a small synthetic set where the thresholds of the large-log
-path (processes, the first-fold race, fold models instead of refits, the average's weights
-on a sample of queries) are lowered so that it runs; it writes every cell's test
+path (member processes, the average's weights on a sample of queries) are lowered so that
+it runs; it writes every cell's test
 predictions and selection record. ``--check FILE`` fits the same cells and fails, naming
 the cell and what differs, unless the predictions are equal to the bit and the records
 equal. A refactoring of the learner must pass ``--check`` against a recording made before
@@ -34,7 +34,7 @@ from clickrank.simulation import Swap, simulate
 
 #: Where the large-log thresholds live, and the values the synthetic cell lowers them to.
 THRESHOLDS_MODULE = "clickrank.training.thresholds"
-LOWERED = {"PROCESSES_FROM": 0, "RACE_FROM": 0, "BAGGING_FROM": 0, "SPREAD_DOCS": 4_000}
+LOWERED = {"PROCESSES_FROM": 0, "SPREAD_DOCS": 4_000}
 
 
 def _shared_data() -> Path:

@@ -11,15 +11,13 @@ from __future__ import annotations
 from .training.bounds import Comparison
 from .training.learner import ClickRanker, logged_ranking
 from .training.members import AVERAGE, DEFAULT_FAMILY, FAMILY
-from .training.thresholds import BAGGING_FROM, PROCESSES_FROM, RACE_FROM, SPREAD_DOCS
+from .training.thresholds import PROCESSES_FROM, SPREAD_DOCS
 
 __all__ = [
     "AVERAGE",
-    "BAGGING_FROM",
     "DEFAULT_FAMILY",
     "FAMILY",
     "PROCESSES_FROM",
-    "RACE_FROM",
     "SPREAD_DOCS",
     "ClickRanker",
     "Comparison",

@@ -51,8 +51,8 @@ THREE = ("naive", "ips-shown", "unbiased-lambdamart")
 
 @pytest.fixture(scope="module")
 def three(setup):
-    """The three members fitted here on one thread with the defaults (refit below
-    BAGGING_FROM documents): the reference that bagging and n_jobs=2 are compared with."""
+    """The three members fitted here on one thread with the defaults (each member its fold
+    models' average): the reference that refits and n_jobs=2 are compared with."""
     train, _, log, theta, _ = setup
     return ClickRanker(family=THREE, seed=0, **SMALL).fit(train, log, theta)
 
@@ -335,26 +335,27 @@ def test_bad_arguments_are_refused(setup):
         ClickRanker(refit="yes").fit(train, log, theta)
 
 
-def test_large_data_averages_each_members_fold_models(setup, three, monkeypatch):
-    """refit="auto" from BAGGING_FROM documents: every member keeps its fold models'
-    mean instead of a refit, with the same folds, choice and out-of-fold scores as refit=True,
-    one fit fewer per member, and the same models from member processes."""
+def test_each_member_is_its_fold_models_average_unless_refitted(setup, three, monkeypatch):
+    """By default every member keeps its fold models' mean; refit=True fits it again on all
+    queries instead, with the same folds, choice and out-of-fold scores, one fit more per
+    member; member processes give the same models."""
     import clickrank.training.thresholds as C
 
     train, test, log, theta, prod = setup
     family = THREE
-    assert train.n_docs < C.BAGGING_FROM
-    refit = three  # ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
-    assert all(cv.refit for cv in refit.members_.values())  # below BAGGING_FROM: "auto" refits
-    monkeypatch.setattr(C, "BAGGING_FROM", train.n_docs)
-    bag = ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
+    bag = three  # ClickRanker(family=family, seed=0, **SMALL).fit(train, log, theta)
     assert not any(cv.refit for cv in bag.members_.values())
+    refit = ClickRanker(family=family, seed=0, refit=True, **SMALL).fit(train, log, theta)
+    assert all(cv.refit for cv in refit.members_.values())
     assert bag.choice_ == refit.choice_ and bag.averaged_ == refit.averaged_
     assert bag.cost_["fits"] == refit.cost_["fits"] - len(family)
     for m in family:
         np.testing.assert_array_equal(bag.members_[m].oof_, refit.members_[m].oof_)
         assert bag.members_[m].model_.n_train_queries_ == train.n_queries
     assert "fold models averaged" in bag.summary()
+    assert "fold models averaged" not in refit.summary()
+    auto = ClickRanker(family=family, seed=0, refit="auto", **SMALL).fit(train, log, theta)
+    np.testing.assert_array_equal(auto.predict(test), bag.predict(test))
     monkeypatch.setattr(C, "PROCESSES_FROM", 0)
     two = ClickRanker(family=family, seed=0, n_jobs=2, **SMALL).fit(train, log, theta)
     np.testing.assert_array_equal(two.predict(test), bag.predict(test))
@@ -712,21 +713,21 @@ def test_the_race_drops_a_member_its_first_fold_shows_beyond_the_guard():
     assert guard_race(held, 0.1, 0.5).keys() == {"dr", "ips-shown"}
 
 
-def test_above_race_from_members_raced_out_on_their_first_fold_change_nothing_else(
-    setup, monkeypatch
-):
-    """From RACE_FROM documents the members fit their first fold, and those the race drops
-    fit no more: the members the guard would exclude at the end anyway, so the choice, the
-    average and its trees are those of the full fit, to the bit, for fewer fits. Fitted in
-    processes (both stages in the same ones), the same."""
+def test_members_raced_out_on_their_first_fold_change_nothing_else(setup, monkeypatch):
+    """The members fit their first fold, and those the race drops fit no more: the members
+    the guard would exclude at the end anyway, so the choice, the average and its trees are
+    those of a fit without the race (every member to the end), to the bit, for fewer fits.
+    Fitted in processes (both stages in the same ones), the same."""
+    import clickrank.training.learner as learner
     import clickrank.training.thresholds as C
+    from clickrank.training.search import MemberSearch
 
     train, test, log, theta, prod = setup
     kw = {**SMALL, "family": DEFAULT_FAMILY, "unseen_guard": 0.01, "seed": 0}
-    assert train.n_docs < C.RACE_FROM
-    full = ClickRanker(**kw).fit(train, log, theta)
+    with monkeypatch.context() as m:  # no race: every member to the end
+        m.setattr(learner, "RacedMemberSearch", lambda names, _g, _c, say: MemberSearch(names, say))
+        full = ClickRanker(**kw).fit(train, log, theta)
     assert not full.raced_
-    monkeypatch.setattr(C, "RACE_FROM", train.n_docs)
     said = []
     race = ClickRanker(**kw).fit(train, log, theta, progress=said.append)
     assert race.raced_ and set(race.raced_) <= set(full.excluded_)
@@ -734,8 +735,8 @@ def test_above_race_from_members_raced_out_on_their_first_fold_change_nothing_el
     assert not set(race.raced_) & set(race.members_)
     assert race.choice_ == full.choice_ and race.averaged_ == full.averaged_
     np.testing.assert_array_equal(race.predict(test), full.predict(test))
-    # a raced member fits 1 fold of 5 and no refit: 5 fits fewer (one tree shape)
-    assert race.cost_["fits"] == full.cost_["fits"] - 5 * len(race.raced_)
+    # a raced member fits 1 fold of 5: 4 fits fewer (one tree shape after the first fold)
+    assert race.cost_["fits"] == full.cost_["fits"] - 4 * len(race.raced_)
     for m in race.raced_:
         assert any(line.startswith(f"  {m}: raced out after its first fold") for line in said)
         assert f"{m:<20} raced out after its first fold" in race.summary()

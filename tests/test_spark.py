@@ -452,14 +452,12 @@ def test_click_ranker_members_as_spark_tasks_equal_a_local_fit(data, log, sdf):
 
 
 def test_the_member_race_as_spark_tasks_equals_a_local_one(data, sdf, monkeypatch):
-    """From RACE_FROM documents the members race on their first fold: as Spark tasks, two
-    jobs (the first folds, then the rest of the selections sent back to the executors),
-    the same members raced out, cost and trees as here (a guard of 0 at a confidence of
-    0.5: every member below the first fold's best is raced out)."""
-    import clickrank.training.thresholds as C
+    """The members race on their first fold: as Spark tasks, two jobs (the first folds,
+    then the rest of the selections sent back to the executors), the same members raced
+    out, cost and trees as here (a guard of 0 at a confidence of 0.5: every member below
+    the first fold's best is raced out)."""
     from clickrank.clickranker import ClickRanker
 
-    monkeypatch.setattr(C, "RACE_FROM", 0)
     kw = {"family": ("naive", "ips-shown", "ips-all", "unbiased-lambdamart"), "folds": 3,
           "repeats": 1, "n_estimators": 20, "unseen_guard": 0.0, "confidence": 0.5, "refit": False,
           "grid": ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 8, "max_depth": 3}),

@@ -142,9 +142,8 @@ class ClickRanker(Params):
         estimate) such a member falls far below the others (there: -30 %; on
         MQ2008 Fold1 every member is within 4 % of the best). Members more than
         ``unseen_guard`` (relative) below the best all-documents score are not
-        chosen. From :data:`~clickrank.training.thresholds.RACE_FROM` documents a member
-        whose first fold already shows it beyond that line (a paired ``confidence``
-        bound) fits no more folds (``raced_``). None: no guard.
+        chosen. A member whose first fold already shows it beyond that line (a paired
+        ``confidence`` bound) fits no more folds (``raced_``). None: no guard.
     safe : bool
         Offer a member only if its one-sided ``confidence`` lower bound of gain
         over the safe ranker is above zero; else keep the safe ranker.
@@ -172,13 +171,13 @@ class ClickRanker(Params):
     repeats : int or "auto"
         Repetitions of that cross-validation with fresh splits (``"auto"``: 1 from 400
         queries on, 2 from 150, else 3).
-    refit : bool or "auto"
+    refit : bool
         Whether each member's chosen tree shape and number of trees are fitted again on all
-        queries (:class:`~clickrank.selection.LambdaMARTCV` ``refit``), or its fold models,
-        averaged, are the member's model (cross-validation bagging). ``"auto"``: refit below
-        :data:`~clickrank.training.thresholds.BAGGING_FROM` documents, average from there
-        (docs/lambdamart.md, "Fold models instead of refits"); it holds ``folds x repeats``
-        times the trees to score.
+        queries (:class:`~clickrank.selection.LambdaMARTCV` ``refit``), or (False, the
+        default; ``"auto"`` is the same) its fold models, averaged, are the member's model
+        (cross-validation bagging): one fit fewer per member, and as good on the robustness
+        suite (docs/lambdamart.md, "Fold models instead of refits"). The average holds
+        ``folds x repeats`` times the trees to score.
     grid, n_estimators, learning_rate, early_stopping_rounds, eval_at, racing
         :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
         a tree shape shown worse than the member's best after a fold is not fitted on the
@@ -190,10 +189,10 @@ class ClickRanker(Params):
         Five defaults differ from LambdaMARTCV's
         (:data:`~clickrank.specs.CLICK_RANKER_SELECTION`): patience 20 rather than 50,
         growing to a quarter of the best round, racing at 0.5 rather than 0.99 (only
-        the first fold's best tree shape runs the other folds), a learning rate of 0.3
-        rather than 0.1 and 3 folds rather than 5: the members are averaged, so a member
-        stopped a little early or with a shape within noise of the best costs the average
-        little (docs/default-learner.md, "What keeps the fit affordable"; measured in
+        the first fold's best tree shape runs the other folds), a learning rate of 0.5
+        rather than 0.1 and 3 folds rather than 5: the members are averaged, and each
+        member is the average of its fold models, so a member stopped a little early, with
+        a shape within noise of the best or grown at a fast rate costs the average little (docs/default-learner.md, "What keeps the fit affordable"; measured in
         docs/lambdamart.md, "What the default learner's fit costs").
     clip : float, "auto" or None
         Propensity clipping of the IPS targets and the validation.
@@ -248,9 +247,8 @@ class ClickRanker(Params):
         Fitted :class:`~clickrank.selection.LambdaMARTCV` of each member (but those raced
         out).
     raced_ : dict
-        Members raced out after their first fold (from
-        :data:`~clickrank.training.thresholds.RACE_FROM` documents) ->
-        their relative loss to the best member over all documents on that fold.
+        Members raced out after their first fold -> their relative loss to the best member
+        over all documents on that fold.
     excluded_ : dict
         Members the unseen guard excluded (the raced ones too) -> their relative loss.
     members_engine_ : str
@@ -290,7 +288,7 @@ class ClickRanker(Params):
         confidence: float = 0.95,
         folds: int = CLICK_RANKER_SELECTION["folds"],
         repeats: int | str = "auto",
-        refit: bool | str = "auto",
+        refit: bool | str = CLICK_RANKER_SELECTION["refit"],
         grid: tuple[dict[str, Any], ...] | list[dict[str, Any]] = DEFAULT_GRID,
         n_estimators: int = 500,
         learning_rate: float = CLICK_RANKER_SELECTION["learning_rate"],
@@ -498,7 +496,7 @@ def _check(est: ClickRanker, data: RankingData) -> None:
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
     if est.refit not in ("auto", True, False):
-        raise InputError(f"refit must be 'auto', True or False, got {est.refit!r}")
+        raise InputError(f"refit must be True, False or 'auto', got {est.refit!r}")
     if est.engine not in ("auto", "local", "spark"):
         raise InputError(f"engine must be 'auto', 'local' or 'spark', got {est.engine!r}")
     check_jobs(est.n_jobs)
@@ -514,8 +512,7 @@ def repeats_for(repeats: int | str, n_queries: int) -> int:
 
 def _plan(est: ClickRanker, data: RankingData) -> dict[str, Any]:
     """The members' ``repeats`` and ``refit`` for ``data`` (``"auto"`` resolved)."""
-    refit = est.refit if est.refit != "auto" else data.n_docs < thresholds.BAGGING_FROM
-    return {"repeats": repeats_for(est.repeats, data.n_queries), "refit": bool(refit)}
+    return {"repeats": repeats_for(est.repeats, data.n_queries), "refit": est.refit is True}
 
 
 def _validations(est: ClickRanker, data, log, theta, stats, say):
@@ -568,12 +565,10 @@ def _fit_members(est: ClickRanker, targets: dict[str, Any], run: _Fit,
 
 def _search(est: ClickRanker, family: list[str],
             run: _Fit) -> tuple[list[str], tuple[int, int]]:  # fmt: skip
-    """Fit the members (raced on their first fold from
-    :data:`~clickrank.training.thresholds.RACE_FROM` documents) and their average;
-    their out-of-fold terms. Returns the candidates and the raced members' cost."""
+    """Fit the members (raced on their first fold) and their average; their out-of-fold
+    terms. Returns the candidates and the raced members' cost."""
     k, val, cmp_val = int(est.eval_at), run.val, run.cmp_val
-    race = (est.unseen_guard is not None and len(est.targets_) > 1
-            and run.data.n_docs >= thresholds.RACE_FROM)  # fmt: skip
+    race = est.unseen_guard is not None and len(est.targets_) > 1
     result = _fit_members(est, est.targets_, run, race=race)
     est.raced_ = result.raced
     est.members_, est.terms_, est.terms_all_ = {}, {}, {}
