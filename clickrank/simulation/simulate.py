@@ -226,7 +226,9 @@ def simulate(
         context=context,
     )
     if spec is None:
-        needed = ("policy", "n_sessions") + (() if _models_everywhere(context) else ("click_model",))
+        needed = ("policy", "n_sessions") + (
+            () if _models_everywhere(context) else ("click_model",)
+        )
         missing = [k for k in needed if given[k] is None]
         if missing:
             raise InputError(f"simulate needs {', '.join(missing)} (or a SimulationSpec)")
