@@ -245,6 +245,18 @@ def test_randpair_and_auto_give_per_context_curves(data):
     assert np.array_equal(auto.contexts.theta, rp.contexts.theta, equal_nan=True)
 
 
+def test_several_context_columns_give_one_curve_per_combination(data):
+    layout = Context("layout", {"list": 0.6, "grid": 0.4})
+    log = _log(data, [_device(), layout], n=30_000)
+    ctx = estimate_propensities(log, method="swap", context=["device", "layout"]).contexts
+    assert ctx.columns == ("device", "layout")
+    assert sorted(ctx.values) == [(d, v) for d in ("desktop", "phone") for v in ("grid", "list")]
+    assert "device=phone, layout=grid" in ctx.labels
+    assert ctx.homogeneity["df"] == (4 - 1) * (K - 1) and ctx.homogeneity["p_value"] < 1e-10
+    frame = estimate_propensities(log, method="swap", context=["device", "layout"]).to_frame()
+    assert frame.columns[:3] == ["device", "layout", "position"] and frame.height == 5 * K
+
+
 # -- bad input ---------------------------------------------------------------------------
 
 
