@@ -18,6 +18,8 @@ column         type                     meaning
                                         first paired rank, 1 or 2), else 0
 ``swap_k``     UInt16, optional         swapped sessions: the lower swapped rank (FairPairs: the
                                         lower rank of the last pair), else 0
+*context*      Categorical, optional    columns named by the user (``device``): one value per
+                                        session (:class:`clickrank.simulation.Context`)
 ============== ======================== ==========================================
 
 Each session shows positions ``1..n`` exactly once, for a single query.

@@ -730,9 +730,24 @@ def test_streamed_log_equals_the_in_memory_log(data, tmp_path):
         simulate(data, out=tmp_path / "log.parquet", **kw)
 
 
-def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkeypatch):
+def _device_context():
+    """Phones that read the top (η = 2) and desktops that read far (η = 0.5), 30 % phones."""
+    from clickrank.clickmodels import PBM, PowerLaw
+    from clickrank.simulation import Context
+
+    return Context(
+        "device",
+        {"phone": 0.3, "desktop": 0.7},
+        {"phone": PBM(PowerLaw(2.0)), "desktop": PBM(PowerLaw(0.5))},
+    )
+
+
+@pytest.mark.parametrize("with_context", [False, True], ids=["no-context", "context"])
+def test_log_files_have_the_same_bytes_for_any_chunk_size(
+    data, tmp_path, monkeypatch, with_context
+):
     """What the docs promise: same seed, same bytes, whatever ``chunk_size`` or ``n_jobs``
-    (the parquet sink pulls the chunks on polars' threads)."""
+    (the parquet sink pulls the chunks on polars' threads), with or without a context."""
     from clickrank.simulation import writer
 
     monkeypatch.setattr(writer, "PART_SESSIONS", 1000)  # several part files
@@ -744,6 +759,7 @@ def test_log_files_have_the_same_bytes_for_any_chunk_size(data, tmp_path, monkey
         top_k=6,
         interventions=[Swap(0.2)],
         seed=3,
+        **({"context": _device_context()} if with_context else {}),
     )
     files = {}
     for chunk, jobs in ((333, 1), (1000, 2), (5000, 2)):

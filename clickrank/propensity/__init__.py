@@ -29,6 +29,8 @@ from typing import Any
 from .._core._validation import check_choice
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
+from ._context import CONTEXT_METHODS, by_context
+from ._context_result import ContextCurves
 from ._em import em, em_from_cells
 from ._harvest import (
     cell_statistics,
@@ -47,6 +49,8 @@ from ._swap import pair_from_counts, pair_statistics, randpair, swap
 
 __all__ = [
     "Propensities",
+    "ContextCurves",
+    "CONTEXT_METHODS",
     "estimate_propensities",
     "bootstrap",
     "swap",
@@ -91,7 +95,9 @@ ESTIMATORS.update(
 METHODS = (*ESTIMATORS, "regression-em", "auto")
 
 
-def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensities:
+def estimate_propensities(
+    log: Any, method: str = "swap", *, context: Any = None, **kw: Any
+) -> Propensities:
     """Estimate position bias from a click log with the named ``method``.
 
     ``method="auto"`` picks the estimator from what the log holds (randomized
@@ -106,6 +112,16 @@ def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensi
         (:mod:`clickrank.engine`), the fit runs here.
     method : str
         One of :data:`METHODS`.
+    context : str or list of str, optional
+        Context columns of the log (``"device"``, ``["device", "layout"]``): the
+        result also holds the curve of every context (each combination of values),
+        shrunk toward the common curve by an empirical-Bayes prior, and a Wald test
+        of whether one curve is enough (``result.contexts``, a :class:`ContextCurves`;
+        the prior, the shrinkage and the test are stated in
+        :mod:`clickrank.propensity._context`). For the methods of
+        :data:`CONTEXT_METHODS` (``route`` and ``K`` as they take them), and ``auto``
+        when it chooses one of them. ``theta`` stays the pooled curve, the same
+        numbers as without ``context``.
     **kw
         Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...;
         ``data``, a RankingData, for ``regression-em`` and ``auto``).
@@ -115,8 +131,17 @@ def estimate_propensities(log: Any, method: str = "swap", **kw: Any) -> Propensi
     Propensities
     """
     check_choice(method, METHODS, name="method")
+    if context is not None and method not in (*CONTEXT_METHODS, "auto"):
+        from .._core._validation import InputError
+
+        raise InputError(
+            f"context=... is estimated by {', '.join(CONTEXT_METHODS)} (or auto when it "
+            f"chooses one of them), not by method {method!r}"
+        )
     if method == "auto":
-        return auto(log, **kw)
+        return auto(log, context=context, **kw)
+    if context is not None:
+        return by_context(as_lazy(log), context, design=method, **kw)
     if method == "regression-em":
         if kw.get("data") is None:
             from .._core._validation import InputError

@@ -220,7 +220,7 @@ def source_and_cells(lf: Any, data: Any, K: int | None) -> tuple[PropensitySourc
 
 def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None = None,
          seed: int = 0, progress: Any = None, cells: Any = None,
-         sensitivity: int | None = None) -> Propensities:  # fmt: skip
+         sensitivity: int | None = None, context: Any = None) -> Propensities:  # fmt: skip
     """Propensities from the strongest source the log supports (:func:`choose_source`).
 
     A source whose estimator fails (e.g. swaps at too few ranks) gives way to the
@@ -231,6 +231,10 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
     (:func:`source_and_cells`), so that the log is not aggregated again. ``sensitivity``:
     regression EM's (:func:`~clickrank.propensity.regression_em`; None: its default).
     The result's ``info["source"]`` holds :meth:`PropensitySource.to_dict`.
+    ``context``: context columns; when the source is ``swap`` or ``randpair`` the result
+    also holds each context's curve (:func:`~clickrank.propensity.estimate_propensities`);
+    other sources estimate one pooled curve, and asking for contexts there is an
+    :class:`~clickrank.InputError`.
 
     Raises
     ------
@@ -242,6 +246,10 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
     from ._regression_em import regression_em
 
     lf = as_lazy(log)
+    if context is not None:
+        from ._context import CONTEXT_METHODS, by_context, check_context
+
+        check_context(lf, context)  # a missing column is one line before any estimate
     failed: list[str] = []
     labels, clicks = _log_summary(lf)
     randomized = _randomized(labels)
@@ -254,8 +262,14 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
             continue
         gap = _unidentified(result, need, clicks)
         if gap is None:
+            if context is not None and src.method in CONTEXT_METHODS:
+                result = by_context(lf, context, design=src.method, K=K)
+            elif context is not None:
+                raise InputError(_no_context(src.method))
             return _with_source(result, src, failed)
         failed.append(f"{src.method} left {gap}")
+    if context is not None:
+        raise InputError(_no_context(None, failed))
     boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
     cells = cell_statistics(lf) if cells is None else cells
     none = "the randomized interventions do not identify every position" if failed else (
@@ -282,6 +296,15 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
         except EstimationError as err:
             failed.append(f"regression-em failed: {err}")
     raise EstimationError("auto: no propensity source: " + "; ".join([*failed, src.reason]))
+
+
+def _no_context(method: str | None, failed: list[str] = ()) -> str:
+    """Why ``auto`` gives no per-context curves: the source it found is not a pair swap."""
+    found = f"auto chose {method}" if method else (
+        "auto found no usable swap or randpair interventions"
+        + (f" ({'; '.join(failed)})" if failed else ""))  # fmt: skip
+    return (f"{found}; per-context curves (context=...) are estimated from swap or randpair "
+            "interventions only: estimate one pooled curve without context")  # fmt: skip
 
 
 def _unidentified(result: Propensities, need: int, clicks: np.ndarray) -> str | None:

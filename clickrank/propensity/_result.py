@@ -21,6 +21,7 @@ from .._core._validation import (
     check_alpha,
     check_theta_scale,
 )
+from ._context_result import ContextCurves
 from ._intervals import ratio_score_interval
 
 __all__ = ["Propensities"]
@@ -88,6 +89,11 @@ class Propensities(Result):
         :func:`~clickrank.propensity.regression_em`). NaN rows add nothing.
     info : dict
         Method-specific details (JSON-serializable), e.g. ``{"route": "top"}``.
+    contexts : ContextCurves, optional
+        With ``estimate_propensities(..., context=...)``: the curve of every context
+        value (raw and empirical-Bayes), the prior they are shrunk toward, and the
+        test of one curve for all (:class:`~clickrank.propensity.ContextCurves`);
+        ``theta`` is then the pooled curve of all sessions.
 
     Notes
     -----
@@ -112,6 +118,7 @@ class Propensities(Result):
     df: np.ndarray | None = None
     ci_counts: np.ndarray | None = None
     sensitivity: np.ndarray | None = None
+    contexts: ContextCurves | None = None
 
     def __post_init__(self) -> None:
         theta = _as_float_array(self.theta, "theta")
@@ -251,7 +258,23 @@ class Propensities(Result):
 
     # ------------------------------------------------------------------ views
     def to_frame(self, alpha: float = 0.05) -> pl.DataFrame:
-        """One row per position: position, theta, se (log scale), lower, upper, n."""
+        """One row per position: position, theta, se (log scale), lower, upper, n.
+
+        With :attr:`contexts`, the rows of every context follow those of the pooled
+        curve (:meth:`ContextCurves.to_frame`): the context columns lead (null in the
+        pooled rows), and ``theta_raw``, ``se_log_raw``, ``lower_raw``, ``upper_raw``
+        and ``shrinkage`` are added (the pooled rows' raw values are their own).
+        """
+        pooled = self._pooled_frame(alpha)
+        if self.contexts is None:
+            return pooled
+        per = self.contexts.to_frame(alpha)
+        lead = [pl.lit(None, dtype=pl.String).alias(c) for c in self.contexts.columns]
+        raw = [pl.col(a).alias(f"{a}_raw") for a in ("theta", "se_log", "lower", "upper")]
+        pooled = pooled.select(*lead, pl.all(), *raw, shrinkage=pl.lit(np.nan))
+        return pl.concat([pooled, per.select(pooled.columns)], how="vertical_relaxed")
+
+    def _pooled_frame(self, alpha: float) -> pl.DataFrame:
         ci = self._bounds(check_alpha(alpha))
         return pl.DataFrame(
             {
@@ -266,7 +289,9 @@ class Propensities(Result):
         )
 
     def summary(self, alpha: float = 0.05) -> str:
-        """A readable table (position, θ, CI, SE of log θ, n) then numbered warnings."""
+        """A readable table (position, θ, CI, SE of log θ, n); with :attr:`contexts`, the
+        homogeneity test and each context's curve (shrunk, its interval, raw, shrinkage,
+        prior); then numbered warnings."""
         ci = self._bounds(check_alpha(alpha))
         level = f"{100 * (1 - alpha):g}%"
         scale = "absolute" if self.absolute else "relative to position 1"
@@ -295,6 +320,8 @@ class Propensities(Result):
                 f"{i + 1:>4} {fmt(self.theta[i])} {fmt(ci[i, 0])} {fmt(ci[i, 1])} "
                 f"{fmt(self.se[i])} {self.n[i]:>12,.0f}"
             )
+        if self.contexts is not None:
+            lines += self.contexts.summary_lines(alpha)
         if self.warnings:
             lines += ["", "Warnings:"]
             lines += [f"[{j}] {w}" for j, w in enumerate(self.warnings, 1)]
@@ -347,6 +374,8 @@ class Propensities(Result):
             out["ci_counts"] = [clean(r) for r in self.ci_counts]
         if self.sensitivity is not None:
             out["sensitivity"] = [clean(r) for r in self.sensitivity]
+        if self.contexts is not None:
+            out["contexts"] = self.contexts.to_dict(alpha)
         return out
 
     def save(self, path: str | os.PathLike, *, alpha: float = 0.05, overwrite: bool = True) -> Path:
@@ -425,6 +454,7 @@ def _from_dict(cls: type[Propensities], obj: dict) -> Propensities:
     rep = obj.get("replicates")
     cc = obj.get("ci_counts")
     sens = obj.get("sensitivity")
+    ctx = obj.get("contexts")
     return cls(
         theta=theta,
         se=se,
@@ -445,6 +475,7 @@ def _from_dict(cls: type[Propensities], obj: dict) -> Propensities:
         sensitivity=None
         if sens is None
         else np.array([[np.nan if v is None else v for v in r] for r in sens], dtype=float),
+        contexts=None if ctx is None else ContextCurves.from_dict(ctx, cls),
     )
 
 

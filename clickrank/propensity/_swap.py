@@ -66,13 +66,16 @@ __all__ = ["swap", "randpair", "pair_statistics", "pair_from_counts"]
 _KINDS = {"none": 0, "swap": 1, "randpair": 2}
 
 
-def pair_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
+def pair_statistics(
+    lf: Any, *, buckets: int = 0, seed: int = 0, by: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Clicks and impressions per (arm, swapped pair a<b, position), in one streaming pass.
 
     Uses sessions with intervention ``none`` (or null), ``swap`` and
     ``randpair``. Returns arrays ``kind`` (0 none, 1 swap, 2 randpair), ``a``,
     ``b`` (0 when nothing was swapped), ``position``, ``n``, ``c`` (and, with
-    ``buckets``, their per-bucket sums; see :func:`._stats.to_stats`).
+    ``buckets``, their per-bucket sums; see :func:`._stats.to_stats`). ``by``:
+    further columns to group on (the context columns), returned as String arrays.
     """
     schema = require_columns(lf, ("session", "position", "click"), what="pair-swap estimators")
     if "intervention" not in schema:
@@ -86,6 +89,7 @@ def pair_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, An
         + (["swap_pivot"] if has_pivot else [])
         + (["swap_k"] if has_k else [])
         + ["position"]
+        + list(by)
     )
     # group on the raw (categorical) columns over the whole log, map labels on the small result
     iv = pl.col("intervention").cast(pl.String).fill_null("none").replace("", "none")
@@ -93,13 +97,14 @@ def pair_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, An
     swapped = pl.col("kind") > 0
     b = pl.col("swap_k").cast(pl.Int64).fill_null(0) if has_k else pl.lit(0, dtype=pl.Int64)
     a = pl.col("swap_pivot").cast(pl.Int64).fill_null(0) if has_pivot else pl.lit(1)
-    out_keys = ["kind", "a", "b", "position"] + ([BUCKET] if buckets else [])
+    out_keys = ["kind", "a", "b", "position", *by] + ([BUCKET] if buckets else [])
     agg = (
         counts(lf, keys, buckets=buckets, seed=seed)  # the pass over the log, on its engine
         .lazy()
         .with_columns(kind=kind)
         .filter(pl.col("kind") >= 0)
         .with_columns(
+            *(pl.col(c).cast(pl.String) for c in by),
             a=pl.when(swapped).then(a).otherwise(0),
             b=pl.when(swapped).then(b).otherwise(0),
             position=pl.col("position").cast(pl.Int64),
@@ -114,7 +119,7 @@ def pair_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, An
             "(and the other rank in 'swap_pivot', default 1)",
             column="swap_k",
         )
-    return to_stats(agg, ["kind", "a", "b", "position"], ["n", "c"], buckets)
+    return to_stats(agg, ["kind", "a", "b", "position", *by], ["n", "c"], buckets)
 
 
 def _route(

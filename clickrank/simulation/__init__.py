@@ -38,6 +38,13 @@ Interventions
     a preference free of presentation bias under the paper's assumptions
     (:func:`clickrank.targets.fair_pairs`).
 
+Context
+-------
+``Context(name, shares, click_models)`` draws one value per session from
+``shares`` (e.g. ``device``: 30 % ``phone``, 70 % ``desktop``), logs it in a
+Categorical column ``name``, and clicks each session by its value's click
+model, so the examination curve of every context is known.
+
 Swapped sessions record the two exchanged positions in ``swap_pivot`` and
 ``swap_k`` (0 in other sessions), so estimators need not guess them.
 FairPairs sessions record the first paired rank (1 or 2) in ``swap_pivot``
@@ -48,6 +55,7 @@ and the lower rank of the last complete pair in ``swap_k``: the pairs are
 from __future__ import annotations
 
 # private names re-exported for tests and benchmarks (the module was flat before)
+from .context import STREAM_CONTEXT, Context
 from .interventions import (  # noqa: F401
     INTERVENTION_CATEGORIES,
     FairPairs,
@@ -85,6 +93,8 @@ __all__ = [
     "RandPair",
     "Randomize",
     "FairPairs",
+    "Context",
+    "STREAM_CONTEXT",
     "simulate",
     "SimulationSpec",
     "OutputOptions",

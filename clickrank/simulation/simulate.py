@@ -21,6 +21,7 @@ from .._version import __version__
 from ..clicklog import parquet_metadata
 from ..datasets import RankingData
 from ..policies import DeterministicPolicy, LoggingPolicy, MixturePolicy
+from .context import Context, as_contexts, context_clicks
 from .interventions import Intervention, _apply_interventions, _as_interventions
 from .sampler import _click_sampler, _query_sampler, _sample_queries
 from .writer import (
@@ -60,7 +61,7 @@ class SimulationSpec:
 
     The fields are those of :func:`simulate` (see there): ``policy``,
     ``click_model``, ``n_sessions``, ``interventions``, ``top_k``,
-    ``query_frequency``, ``seed`` and ``first_session``.
+    ``query_frequency``, ``seed``, ``first_session`` and ``context``.
     """
 
     policy: Any
@@ -71,6 +72,7 @@ class SimulationSpec:
     query_frequency: np.ndarray | None = None
     seed: int = 0
     first_session: int = 0
+    context: Context | Sequence[Context] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def simulate(
     check_space: bool = True,
     metadata: Mapping[str, Any] | None = None,
     n_jobs: int = 1,
+    context: Context | Sequence[Context] | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
     r"""Simulate a click log.
 
@@ -136,6 +139,7 @@ def simulate(
     click_model : click model or str
         An object following the :class:`clickrank.clickmodels.ClickModel`
         protocol, or a name for ``clickrank.clickmodels.make_click_model``.
+        May be None when a ``context`` gives every value its own model.
     n_sessions : int
         Number of impressions, >= 1.
     interventions : Swap, RandPair, Randomize, FairPairs or a sequence of them
@@ -180,6 +184,12 @@ def simulate(
         Threads of the compiled kernels (numba's, at most ``NUMBA_NUM_THREADS``):
         each session's draws are hashed from its index, so the log is the same
         for any value.
+    context : Context or sequence of Context, optional
+        Categorical columns drawn per session from their shares
+        (:class:`~clickrank.simulation.Context`), appended to the log after
+        ``swap_k`` as Categorical columns, constant within a session. The context
+        with ``click_models`` clicks each session by its value's model. Without a
+        context no column is added and no draw changes.
 
     Returns
     -------
@@ -213,9 +223,13 @@ def simulate(
         query_frequency=query_frequency,
         seed=seed,
         first_session=first_session,
+        context=context,
     )
     if spec is None:
-        missing = [k for k in ("policy", "click_model", "n_sessions") if given[k] is None]
+        needed = ("policy", "n_sessions") + (
+            () if _models_everywhere(context) else ("click_model",)
+        )
+        missing = [k for k in needed if given[k] is None]
         if missing:
             raise InputError(f"simulate needs {', '.join(missing)} (or a SimulationSpec)")
         spec = SimulationSpec(**given)
@@ -244,6 +258,16 @@ class _Plan:
     seed: int
     first_session: int
     query_frequency: Any
+    contexts: tuple[Context, ...] = ()
+
+
+def _models_everywhere(context: Any) -> bool:
+    """True when a context gives every one of its values a click model."""
+    items = (context,) if isinstance(context, Context) else (context or ())
+    return any(
+        isinstance(c, Context) and c.click_models and len(c.click_models) == len(c.values)
+        for c in items
+    )
 
 
 def _check_spec(data: RankingData, spec: SimulationSpec) -> _Plan:
@@ -275,6 +299,9 @@ def _check_spec(data: RankingData, spec: SimulationSpec) -> _Plan:
     if top_k > 65535:
         raise InputError(f"top_k must fit a UInt16 position, got {top_k}")
     items = _as_interventions(spec.interventions, top_k)
+    contexts = as_contexts(spec.context)
+    if spec.click_model is None and not _models_everywhere(contexts):
+        raise InputError("simulate needs click_model (or a context with a model for every value)")
     return _Plan(
         policy,
         spec.click_model,
@@ -284,6 +311,7 @@ def _check_spec(data: RankingData, spec: SimulationSpec) -> _Plan:
         seed,
         first_session,
         spec.query_frequency,
+        contexts,
     )
 
 
@@ -313,6 +341,7 @@ def _description(data: RankingData, plan: _Plan, model: Any, metadata) -> dict[s
         "policy": list(plan.policy.names),
         "click_model": repr(model),
         "interventions": [repr(i) for i in plan.items],
+        **({"context": [c.describe() for c in plan.contexts]} if plan.contexts else {}),
         **({} if "logger_quality" in (metadata or {}) else _logger_quality(plan.policy, data)),
         **dict(metadata or {}),
     }
@@ -331,7 +360,12 @@ def _chunks(
     qids, docs = _id_source(data.qid), _id_source(data.doc)
     table = _RowTable(data.y, docs)  # each row's label and id, for one gather per cell
     lists = table.of_lists(prepared.lists)  # fixed lists (per query and ranker): their cells
-    clicks_of = _click_sampler(model, data.y, plan.top_k)
+    clicks_of = _click_sampler(model, data.y, plan.top_k) if model is not None else None
+    by_context = context_clicks(
+        plan.contexts,
+        model,
+        lambda m: _click_sampler(_resolve_click_model(m), data.y, plan.top_k),
+    )
     positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
     for start in range(plan.first_session, end, chunk_size):
@@ -349,7 +383,11 @@ def _chunks(
             icode, pivot, swap_k = _apply_interventions(
                 plan.items, cells.labels, cells.rows, seed, sessions
             )
-            clicks = clicks_of(seed, sessions, cells.labels)
+            codes = [c.codes(seed, sessions, i) for i, c in enumerate(plan.contexts)]
+            if by_context is None:
+                clicks = clicks_of(seed, sessions, cells.labels)
+            else:
+                clicks = by_context(seed, sessions, cells.labels, codes)
         yield _to_table(
             cells=cells,
             queries=queries,
@@ -362,6 +400,7 @@ def _chunks(
             docs=docs,
             ranker_names=names,
             positions=positions,
+            contexts=[(c.name, c.values, k) for c, k in zip(plan.contexts, codes, strict=True)],
         )
         if report is not None:
             report(stop - start)
@@ -373,7 +412,7 @@ def _run(data: RankingData, spec: SimulationSpec, options: OutputOptions):
     chunk_size = check_positive(options.chunk_size, name="chunk_size", integer=True)
     threads = min(check_jobs(options.n_jobs), numba.config.NUMBA_NUM_THREADS)
     writer = _writer(plan, options)
-    model = _resolve_click_model(plan.model)
+    model = None if plan.model is None else _resolve_click_model(plan.model)
     if writer is not None:
         writer.metadata = parquet_metadata(_description(data, plan, model, options.metadata))
     bar = None

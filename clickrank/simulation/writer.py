@@ -280,6 +280,7 @@ def _to_table(
     docs: np.ndarray | pl.Series,
     ranker_names: Sequence[str],
     positions: np.ndarray | None = None,
+    contexts: Sequence[tuple[str, Sequence[str], np.ndarray]] = (),
 ) -> pl.DataFrame:
     """Dense ``[S, K]`` arrays -> the long click-log table, one vectorized pass.
 
@@ -290,7 +291,9 @@ def _to_table(
     ``positions`` (from :func:`_positions`, at least ``S`` sessions long) is
     shared by the chunks of one run. The labels, doc, session and numeric query
     ids come from ``cells`` (:meth:`_Cells.fill`, which the simulator calls
-    before drawing the clicks).
+    before drawing the clicks). ``contexts`` holds ``(name, values, codes)`` per context
+    column: its values and each session's index into them, appended as Categorical
+    columns after ``swap_k``.
     """
     S, K = cells.rows.shape
     flat = cells.rows.reshape(-1)
@@ -327,6 +330,7 @@ def _to_table(
         pl.Series("label", cell(cells.labels), dtype=pl.Float64),
         _session_column(pivot, "swap_pivot", pl.UInt16, K, sess_of_row),
         _session_column(swap_k, "swap_k", pl.UInt16, K, sess_of_row),
+        *(_categorical(values, codes, name, K, sess_of_row) for name, values, codes in contexts),
     ]
     # constant columns stay literals: polars keeps them as one scalar, not n copies
     table = pl.DataFrame([c for c in cols if isinstance(c, pl.Series)])

@@ -1,0 +1,224 @@
+"""The per-context part of a :class:`~clickrank.propensity.Propensities` result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy.stats import norm
+
+from .._core._validation import InputError, check_alpha
+
+__all__ = ["ContextCurves"]
+
+
+def _matrix(values: Any, shape: tuple[int, int], name: str) -> np.ndarray:
+    arr = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+    if arr.shape != shape:
+        raise InputError(f"contexts.{name} must have shape {list(shape)}, got {list(arr.shape)}")
+    arr.setflags(write=False)
+    return arr
+
+
+def _vector(values: Any, size: int, name: str) -> np.ndarray:
+    arr = np.array([np.nan if v is None else v for v in values], dtype=float)
+    if arr.shape != (size,):
+        raise InputError(f"contexts.{name} must have {size} entries, got {arr.size}")
+    arr.setflags(write=False)
+    return arr
+
+
+def _clean(a: Any) -> list:
+    """A float array as a JSON list, NaN and infinities as null."""
+    a = np.asarray(a, dtype=float)
+    if a.ndim > 1:
+        return [_clean(r) for r in a]
+    return [float(x) if np.isfinite(x) else None for x in a]
+
+
+@dataclass(frozen=True, eq=False)
+class ContextCurves:
+    r"""Examination curves per context value, shrunk toward a common curve, and a test of
+    whether one curve is enough (:func:`~clickrank.propensity.estimate_propensities` with
+    ``context=``).
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The context columns (e.g. ``("device",)``).
+    values : tuple of tuple of str
+        One tuple per context: its value in each column (the combinations the log holds).
+    curves : tuple of Propensities
+        Each context's own estimate from its sessions alone (its raw curve, with the
+        estimator's intervals).
+    theta : array ``[C, K]``
+        The empirical-Bayes (shrunk) curve of each context; ``theta[:, 0] == 1``.
+    se : array ``[C, K]``
+        Standard error of :math:`\log\tilde\theta` (posterior, log scale).
+    shrinkage : array ``[C, K]``
+        The weight :math:`B_{ck}` of the prior mean: 0 leaves the raw estimate, 1 replaces
+        it by the common curve; NaN where the raw estimate is not usable (not identified,
+        or no clicks) and the raw value is kept.
+    prior : array ``[K]``
+        The prior mean curve :math:`\exp\mu_k`.
+    tau : array ``[K]``
+        The prior's standard deviation :math:`\tau_k` of :math:`\log\theta` across
+        contexts (NaN where fewer than two contexts identify the position).
+    homogeneity : dict
+        The test of one curve for all contexts: ``test``, ``statistic``, ``df``,
+        ``p_value``, ``positions`` (those tested).
+    """
+
+    columns: tuple[str, ...]
+    values: tuple[tuple[str, ...], ...]
+    curves: tuple[Any, ...]
+    theta: np.ndarray
+    se: np.ndarray
+    shrinkage: np.ndarray
+    prior: np.ndarray
+    tau: np.ndarray
+    homogeneity: dict
+
+    @property
+    def labels(self) -> list[str]:
+        """``"device=phone"`` (columns joined by ``", "``), one per context."""
+        return [
+            ", ".join(f"{c}={v}" for c, v in zip(self.columns, vals, strict=True))
+            for vals in self.values
+        ]
+
+    @property
+    def n_sessions(self) -> np.ndarray:
+        """Sessions that entered each context's estimate."""
+        return np.array([c.n_sessions for c in self.curves], dtype=np.int64)
+
+    def bounds(self, alpha: float = 0.05) -> np.ndarray:
+        r"""``[C, K, 2]`` intervals of the contexts' curves: the hull of the posterior
+        interval :math:`\tilde\theta \exp(\pm z_{1-\alpha/2}\,\mathrm{se})` (normal on
+        the log scale) and the context's own interval (its raw curve's).
+
+        The posterior interval covers on average over contexts drawn from the normal
+        prior; with a few contexts whose curves differ a lot, the plug-in prior is poor
+        and it alone covered a 5 % context's θ in 74 % of simulated logs (two devices,
+        η 2 and 0.5). The hull covers at least as often as the raw interval.
+        """
+        alpha = check_alpha(alpha)
+        half = norm.isf(alpha / 2) * self.se
+        raw = np.stack([c._bounds(alpha) for c in self.curves])
+        with np.errstate(all="ignore"):
+            lo = np.fmin(self.theta * np.exp(-half), raw[..., 0])
+            hi = np.fmax(self.theta * np.exp(half), raw[..., 1])
+        out = np.stack([lo, hi], axis=-1)
+        out[~np.isfinite(self.theta)] = np.nan
+        return out
+
+    def to_frame(self, alpha: float = 0.05) -> pl.DataFrame:
+        """One row per (context, position): the context columns, ``position``, the shrunk
+        ``theta``, ``se_log``, ``lower``, ``upper``, ``n``, ``identified``, the raw
+        ``theta_raw``, ``se_log_raw``, ``lower_raw``, ``upper_raw`` and ``shrinkage``."""
+        C, K = self.theta.shape
+        ci = self.bounds(alpha)
+        raw = [c._bounds(check_alpha(alpha)) for c in self.curves]
+        cols: dict[str, Any] = {
+            name: pl.Series(name, [v[j] for v in self.values for _ in range(K)], pl.String)
+            for j, name in enumerate(self.columns)
+        }
+        return pl.DataFrame(
+            {
+                **cols,
+                "position": pl.Series(np.tile(np.arange(1, K + 1), C), dtype=pl.UInt16),
+                "theta": self.theta.ravel(),
+                "se_log": self.se.ravel(),
+                "lower": ci[..., 0].ravel(),
+                "upper": ci[..., 1].ravel(),
+                "n": np.concatenate([c.n for c in self.curves]),
+                "identified": np.isfinite(self.theta).ravel(),
+                "theta_raw": np.concatenate([c.theta for c in self.curves]),
+                "se_log_raw": np.concatenate([c.se for c in self.curves]),
+                "lower_raw": np.concatenate([r[:, 0] for r in raw]),
+                "upper_raw": np.concatenate([r[:, 1] for r in raw]),
+                "shrinkage": self.shrinkage.ravel(),
+            }
+        )
+
+    def summary_lines(self, alpha: float = 0.05) -> list[str]:
+        """The per-context block of :meth:`Propensities.summary`."""
+        ci = self.bounds(alpha)
+        h = self.homogeneity
+        level = f"{100 * (1 - alpha):g}%"
+        p = h.get("p_value")
+        verdict = (
+            "not tested (fewer than two contexts identify a position)"
+            if p is None or not np.isfinite(p)
+            else f"chi2 = {h['statistic']:.2f}, df = {h['df']}, p = {p:.3g} ("
+            + ("the curves differ" if p < alpha else "one curve is consistent with the data")
+            + f" at {100 * alpha:g}%)"
+        )
+        lines = [
+            "",
+            f"By context ({', '.join(self.columns)}; empirical-Bayes curves; {level} CI: "
+            "hull of the posterior's and the context's own; raw = its own estimate)",
+            f"homogeneity ({h.get('test', 'Wald')}): {verdict}",
+        ]
+
+        def fmt(x: float) -> str:
+            return f"{x:8.4f}" if np.isfinite(x) else f"{'nan':>8}"
+
+        for i, label in enumerate(self.labels):
+            lines += [
+                "",
+                f"{label}: {self.curves[i].n_sessions:,} sessions",
+                f"{'pos':>4} {'theta':>8} {'lower':>8} {'upper':>8} {'raw':>8} "
+                f"{'shrink':>8} {'prior':>8}",
+            ]
+            for k in range(self.theta.shape[1]):
+                lines.append(
+                    f"{k + 1:>4} {fmt(self.theta[i, k])} {fmt(ci[i, k, 0])} {fmt(ci[i, k, 1])} "
+                    f"{fmt(self.curves[i].theta[k])} {fmt(self.shrinkage[i, k])} "
+                    f"{fmt(self.prior[k])}"
+                )
+        return lines
+
+    def to_dict(self, alpha: float = 0.05) -> dict:
+        """JSON-ready dict (null for NaN); the raw curves as :meth:`Propensities.to_dict`."""
+        ci = self.bounds(alpha)
+        h = dict(self.homogeneity)
+        for key in ("statistic", "p_value"):
+            h[key] = _clean([h.get(key, np.nan)])[0]
+        return {
+            "columns": list(self.columns),
+            "values": [list(v) for v in self.values],
+            "theta": _clean(self.theta),
+            "lower": _clean(ci[..., 0]),
+            "upper": _clean(ci[..., 1]),
+            "se": _clean(self.se),
+            "shrinkage": _clean(self.shrinkage),
+            "prior": _clean(self.prior),
+            "tau": _clean(self.tau),
+            "homogeneity": h,
+            "curves": [c.to_dict(alpha) for c in self.curves],
+        }
+
+    @classmethod
+    def from_dict(cls, obj: dict, propensities: type) -> ContextCurves:
+        """Rebuild from :meth:`to_dict`; ``propensities`` rebuilds the raw curves."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("curves"), list):
+            raise InputError("contexts must be a dict with a 'curves' list")
+        curves = tuple(propensities.from_dict(c) for c in obj["curves"])
+        C, K = len(curves), (curves[0].K if curves else 0)
+        h = dict(obj.get("homogeneity", {}))
+        for key in ("statistic", "p_value"):
+            h[key] = np.nan if h.get(key) is None else float(h[key])
+        return cls(
+            columns=tuple(str(c) for c in obj.get("columns", ())),
+            values=tuple(tuple(str(x) for x in v) for v in obj.get("values", ())),
+            curves=curves,
+            theta=_matrix(obj.get("theta", []), (C, K), "theta"),
+            se=_matrix(obj.get("se", []), (C, K), "se"),
+            shrinkage=_matrix(obj.get("shrinkage", []), (C, K), "shrinkage"),
+            prior=_vector(obj.get("prior", []), K, "prior"),
+            tau=_vector(obj.get("tau", []), K, "tau"),
+            homogeneity=h,
+        )

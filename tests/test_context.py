@@ -1,0 +1,312 @@
+"""Context-dependent position bias: simulated context columns, θ per context, shrinkage
+and the homogeneity test."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from clickrank import InputError
+from clickrank.clicklog import read_log, read_log_metadata
+from clickrank.clickmodels import PBM, PowerLaw, TrustBias
+from clickrank.datasets import synthetic
+from clickrank.policies import DeterministicPolicy, PlackettLuce
+from clickrank.propensity import Propensities, estimate_propensities
+from clickrank.propensity._context import shrink
+from clickrank.simulation import Context, RandPair, Swap, simulate
+
+K = 6
+ETA = {"phone": 2.0, "desktop": 0.5}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic(80, 12, seed=0)
+
+
+def _device(etas=ETA, shares=None):
+    shares = shares or {"phone": 0.3, "desktop": 0.7}
+    return Context("device", shares, {v: PBM(PowerLaw(etas[v])) for v in shares})
+
+
+def _log(data, context, n=60_000, seed=3, interventions=None, **kw):
+    return simulate(
+        data,
+        policy=DeterministicPolicy(data.X[:, 0]),
+        n_sessions=n,
+        top_k=K,
+        interventions=[Swap(0.5)] if interventions is None else interventions,
+        seed=seed,
+        context=context,
+        **kw,
+    )
+
+
+def _truth(eta):
+    return 1.0 / np.arange(1, K + 1) ** eta
+
+
+@pytest.fixture(scope="module")
+def two_devices(data):
+    return _log(data, _device())
+
+
+# -- the simulated column ----------------------------------------------------------------
+
+
+def test_the_context_is_one_value_per_session_drawn_from_the_shares(two_devices):
+    log = two_devices
+    assert log.schema["device"] == pl.Categorical
+    assert log.columns[-1] == "device"  # appended after the log's own columns
+    per = log.group_by("session").agg(pl.col("device").n_unique().alias("k"), pl.first("device"))
+    assert per["k"].max() == 1
+    n = per.height
+    phones = int((per["device"].cast(pl.String) == "phone").sum())
+    assert abs(phones / n - 0.3) < 4 * np.sqrt(0.3 * 0.7 / n)
+
+
+def test_each_context_clicks_by_its_own_model(data, two_devices):
+    """The phone sessions of the context log are, click for click, those of a log whose
+    only model is the phone's: same draws, the context only picks the model."""
+    alone = _log(data, None, click_model=PBM(PowerLaw(ETA["phone"])))
+    phones = two_devices.filter(pl.col("device") == "phone").drop("device")
+    assert_frame_equal(alone.join(phones.select("session"), on="session", how="semi"), phones)
+
+
+def test_a_context_that_changes_no_model_leaves_the_log_as_without_it(data):
+    """No context, a context of shares only and one whose models all equal click_model
+    give the same log (less the column): the code path without context is unchanged."""
+    pbm = PBM(PowerLaw(1.0))
+    kw = dict(n=3000, click_model=pbm, interventions=[Swap(0.3), RandPair(0.1)])
+    plain = _log(data, None, **kw)
+    shares_only = _log(data, Context("device", {"phone": 0.3, "desktop": 0.7}), **kw)
+    same = _log(data, Context("device", {"a": 0.5, "b": 0.5}, {"a": pbm, "b": pbm}), **kw)
+    assert_frame_equal(shares_only.drop("device"), plain)
+    assert_frame_equal(same.drop("device"), plain)
+    assert "device" not in plain.columns
+
+
+def test_trust_bias_context_and_several_context_columns(data):
+    trust = {v: TrustBias(PowerLaw(eta)) for v, eta in ETA.items()}
+    device = Context("device", {"phone": 0.3, "desktop": 0.7}, trust)
+    layout = Context("layout", {"list": 0.8, "grid": 0.2})
+    log = _log(data, [device, layout], n=2000)
+    assert log.columns[-2:] == ["device", "layout"]
+    again = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), n_sessions=2000, top_k=K,
+                     interventions=[Swap(0.5)], seed=3, context=[device, layout],
+                     chunk_size=333, n_jobs=2)  # fmt: skip
+    assert_frame_equal(again, log)
+    # the two columns are independent draws
+    per = log.filter(pl.col("position") == 1)
+    assert per.select(pl.col("device").cast(pl.String) == "phone").to_series().mean() != (
+        per.select(pl.col("layout").cast(pl.String) == "grid").to_series().mean())  # fmt: skip
+
+
+def test_the_context_is_in_the_files_and_their_description(data, tmp_path):
+    out = tmp_path / "log.parquet"
+    simulate(data, policy=PlackettLuce(data.X[:, 0]), n_sessions=500, top_k=K,
+             context=_device(), out=out)  # fmt: skip
+    log = read_log(out, lazy=False)
+    assert log.schema["device"] == pl.Categorical
+    meta = read_log_metadata(out)
+    assert meta["context"][0]["name"] == "device"
+    assert meta["context"][0]["shares"] == {"phone": 0.3, "desktop": 0.7}
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Context("position", {"a": 1.0}), "column of the log"),
+        (lambda: Context("device", {}), "non-empty mapping"),
+        (lambda: Context("device", {"a": -1.0, "b": 2.0}), "shares must be finite, >= 0"),
+        (lambda: Context("device", {"a": 1.0}, {"b": PBM()}), "'b', which has no share"),
+    ],
+)
+def test_bad_contexts_are_one_line(make, match):
+    with pytest.raises(InputError, match=match):
+        make()
+
+
+def test_bad_context_arguments_of_simulate(data):
+    kw = dict(policy=DeterministicPolicy(data.X[:, 0]), n_sessions=10, top_k=K)
+    with pytest.raises(InputError, match="only one context may carry click models"):
+        simulate(data, context=[_device(), Context("layout", {"a": 1.0}, {"a": PBM()})], **kw)
+    with pytest.raises(InputError, match="needs click_model"):
+        simulate(data, context=Context("device", {"a": 0.5, "b": 0.5}, {"a": PBM()}), **kw)
+    with pytest.raises(InputError, match="must be a Context"):
+        simulate(data, click_model="pbm", context="device", **kw)
+    with pytest.raises(InputError, match="distinct"):
+        simulate(data, click_model="pbm", context=[_device(), _device()], **kw)
+
+
+# -- θ per context -----------------------------------------------------------------------
+
+
+def test_per_context_swap_estimates_are_within_their_standard_errors(two_devices):
+    """Each context's raw and shrunk curves sit within 4 of their own reported SEs (on the
+    log scale) of the true curve: phones η = 2, desktops η = 0.5."""
+    p = estimate_propensities(two_devices, method="swap", context="device")
+    ctx = p.contexts
+    assert ctx.columns == ("device",) and ctx.labels == ["device=desktop", "device=phone"]
+    for i, (value,) in enumerate(ctx.values):
+        truth = np.log(_truth(ETA[value]))[1:]
+        raw = ctx.curves[i]
+        assert np.all(np.abs(np.log(raw.theta[1:]) - truth) <= 4 * raw.se[1:])
+        assert np.all(np.abs(np.log(ctx.theta[i, 1:]) - truth) <= 4 * ctx.se[i, 1:])
+    # the two curves are far apart, so the prior hardly moves either
+    assert np.all(ctx.shrinkage[:, 1:] < 0.05)
+
+
+def test_the_homogeneity_test_rejects_two_curves_and_accepts_one(data, two_devices):
+    differ = estimate_propensities(two_devices, method="swap", context="device").contexts
+    h = differ.homogeneity
+    assert h["df"] == (2 - 1) * (K - 1) and h["positions"] == list(range(2, K + 1))
+    assert h["p_value"] < 1e-10
+    one = _log(data, _device({"phone": 1.0, "desktop": 1.0}), seed=5)
+    same = estimate_propensities(one, method="swap", context="device").contexts
+    assert same.homogeneity["p_value"] > 0.01
+
+
+def test_shrinkage_pulls_a_small_context_and_leaves_a_large_one(data):
+    """Three devices whose curves are close (η 0.8, 1, 1.2); the tablet has 3 % of the
+    sessions: its curve moves toward the prior, the desktop's (67 %) hardly."""
+    shares = {"desktop": 0.67, "phone": 0.30, "tablet": 0.03}
+    log = _log(data, _device({"desktop": 0.8, "phone": 1.2, "tablet": 1.0}, shares), seed=7)
+    ctx = estimate_propensities(log, method="swap", context="device").contexts
+    by = {v[0]: i for i, v in enumerate(ctx.values)}
+    big, small = by["desktop"], by["tablet"]
+    b = ctx.shrinkage[:, 1:]
+    assert np.all(b[small] > 0.2) and np.all(b[big] < 0.05) and np.all(b[small] > 5 * b[big])
+    prior = np.log(ctx.prior[1:])
+    raw_gap = np.abs(np.log(ctx.curves[small].theta[1:]) - prior)
+    shrunk_gap = np.abs(np.log(ctx.theta[small, 1:]) - prior)
+    assert np.all(shrunk_gap <= (1 - b[small]) * raw_gap + 1e-12)
+    # the posterior SE of the small context is smaller than its raw SE
+    assert np.all(ctx.se[small, 1:] < ctx.curves[small].se[1:])
+
+
+def test_shrink_follows_its_formulas():
+    """DerSimonian-Laird τ², the random-effects mean and B = s²/(s² + τ²), by hand."""
+    y = np.log(np.array([[1.0, 0.5], [1.0, 0.3], [1.0, 0.45]]))
+    s = np.array([[0.0, 0.1], [0.0, 0.2], [0.0, 0.4]])
+    got = shrink(y, s)
+    v = s[:, 1] ** 2
+    w = 1 / v
+    fixed = (w * y[:, 1]).sum() / w.sum()
+    q = (w * (y[:, 1] - fixed) ** 2).sum()
+    tau2 = max(0.0, (q - 2) / (w.sum() - (w**2).sum() / w.sum()))
+    wr = 1 / (v + tau2)
+    mu = (wr * y[:, 1]).sum() / wr.sum()
+    b = v / (v + tau2)
+    assert got["tau"][1] == pytest.approx(np.sqrt(tau2))
+    assert got["prior"][1] == pytest.approx(np.exp(mu))
+    assert got["shrinkage"][:, 1] == pytest.approx(b)
+    assert np.log(got["theta"][:, 1]) == pytest.approx(y[:, 1] + b * (mu - y[:, 1]))
+    assert got["se"][:, 1] ** 2 == pytest.approx((1 - b) * v + b**2 / wr.sum())
+    assert np.all(got["theta"][:, 0] == 1) and np.all(got["shrinkage"][:, 0] == 0)
+    # contexts that agree within their noise pool completely (τ = 0, B = 1)
+    flat = shrink(np.log([[1.0, 0.5], [1.0, 0.5]]), np.array([[0.0, 0.1], [0.0, 0.3]]))
+    assert flat["tau"][1] == 0 and np.all(flat["shrinkage"][:, 1] == 1)
+
+
+def test_without_context_the_result_is_the_pooled_one(two_devices):
+    plain = estimate_propensities(two_devices, method="swap")
+    both = estimate_propensities(two_devices, method="swap", context=["device"])
+    assert plain.contexts is None and "contexts" not in plain.to_dict()
+    assert_frame_equal(both.to_frame().filter(pl.col("device").is_null()).select(
+        plain.to_frame().columns), plain.to_frame())  # fmt: skip
+    assert np.array_equal(both.theta, plain.theta) and np.array_equal(both.se, plain.se)
+    assert both.info["context"] == ["device"]
+
+
+def test_the_result_shows_and_keeps_the_contexts(two_devices, tmp_path):
+    p = estimate_propensities(two_devices, method="swap", context="device")
+    frame = p.to_frame()
+    assert frame.height == 3 * K
+    assert frame.columns[:2] == ["device", "position"]
+    assert {"theta_raw", "lower_raw", "upper_raw", "shrinkage"} <= set(frame.columns)
+    text = p.summary()
+    assert "homogeneity" in text and "device=phone" in text and "shrink" in text
+    path = p.save(tmp_path / "theta.json")
+    back = Propensities.load(path)
+    assert back == p
+    assert back.contexts.homogeneity["df"] == K - 1
+    assert_frame_equal(back.to_frame(), frame)
+
+
+def test_randpair_and_auto_give_per_context_curves(data):
+    log = _log(data, _device(), n=20_000, interventions=[RandPair(0.5)])
+    rp = estimate_propensities(log, method="randpair", context="device")
+    assert rp.method == "randpair" and len(rp.contexts.curves) == 2
+    auto = estimate_propensities(log, method="auto", context="device")
+    assert auto.info["source"]["method"] == "randpair"
+    assert np.array_equal(auto.contexts.theta, rp.contexts.theta, equal_nan=True)
+
+
+def test_several_context_columns_give_one_curve_per_combination(data):
+    layout = Context("layout", {"list": 0.6, "grid": 0.4})
+    log = _log(data, [_device(), layout], n=30_000)
+    ctx = estimate_propensities(log, method="swap", context=["device", "layout"]).contexts
+    assert ctx.columns == ("device", "layout")
+    assert sorted(ctx.values) == [(d, v) for d in ("desktop", "phone") for v in ("grid", "list")]
+    assert "device=phone, layout=grid" in ctx.labels
+    assert ctx.homogeneity["df"] == (4 - 1) * (K - 1) and ctx.homogeneity["p_value"] < 1e-10
+    frame = estimate_propensities(log, method="swap", context=["device", "layout"]).to_frame()
+    assert frame.columns[:3] == ["device", "layout", "position"] and frame.height == 5 * K
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+def test_bad_context_input_is_one_line(data, two_devices):
+    log = two_devices
+    with pytest.raises(InputError, match="context column 'layout' is not in the log"):
+        estimate_propensities(log, method="swap", context="layout")
+    nulls = log.with_columns(
+        device=pl.when(pl.col("session") == 7).then(None).otherwise(pl.col("device"))
+    )
+    with pytest.raises(InputError, match="'device' has null values"):
+        estimate_propensities(nulls, method="swap", context="device")
+    no_swaps = log.with_columns(
+        device=pl.when(pl.col("intervention").cast(pl.String) == "swap")
+        .then(pl.lit("desktop"))
+        .otherwise(pl.col("device").cast(pl.String))
+    )
+    with pytest.raises(InputError, match="device='phone' has no swap sessions"):
+        estimate_propensities(no_swaps, method="swap", context="device")
+    many = log.with_columns(user=(pl.col("session") % 5000).cast(pl.String))
+    with pytest.raises(InputError, match="'user' gives 5,000 distinct contexts.*group the"):
+        estimate_propensities(many, method="swap", context="user")
+    with pytest.raises(InputError, match="expected a category"):
+        estimate_propensities(log.with_columns(x=pl.lit(0.5)), method="swap", context="x")
+    with pytest.raises(InputError, match="not by method 'em'"):
+        estimate_propensities(log, method="em", context="device")
+    plain = _log(data, _device(), n=2000, interventions=[])
+    with pytest.raises(InputError, match="auto found no usable swap"):
+        estimate_propensities(plain, method="auto", context="device", n_boot=0)
+
+
+# -- coverage ----------------------------------------------------------------------------
+
+
+def test_per_context_intervals_cover_and_the_test_keeps_its_level(data):
+    """A small coverage check: 30 logs with one shared curve (η = 1 in both contexts, so
+    the homogeneity test's rejections are false) and 30 with η 2 vs 0.5. The 95 % raw
+    intervals cover the true θ at about their level, and the test rejects one shared curve
+    about 5 % of the time (at most 5 of 30: P(Bin(30, 0.05) >= 6) < 0.01)."""
+    hits, total, rejections = 0, 0, 0
+    for seed in range(30):
+        for etas in ({"phone": 1.0, "desktop": 1.0}, ETA):
+            log = _log(data, _device(etas), n=6000, seed=100 + seed)
+            ctx = estimate_propensities(log, method="swap", context="device").contexts
+            for i, (value,) in enumerate(ctx.values):
+                lo, hi = ctx.curves[i].conf_int(0.05).select("lower", "upper").to_numpy()[1:].T
+                t = _truth(etas[value])[1:]
+                hits += int(((lo <= t) & (t <= hi)).sum())
+                total += K - 1
+            if etas["phone"] == etas["desktop"]:
+                rejections += ctx.homogeneity["p_value"] < 0.05
+    assert 0.9 <= hits / total <= 0.99, hits / total
+    assert rejections <= 5
