@@ -243,8 +243,9 @@ def record_cost(path: str) -> dict:
         two = "" if row["threads"] == 1 else f"/{row['threads']}threads"
         none = row.get("swap", 0.1) == 0
         tag = f"{_size(row['docs'])}{'-no-interventions' if none else ''}"
+        swap = " --swap 0" if none else ""
         command = (f"python benchmarks/bench_default_cost.py --sizes {round(row['docs'], -4)} "
-                   f"--threads {row['threads']}{' --swap 0' if none else ''} --json FILE")  # fmt: skip
+                   f"--threads {row['threads']}{swap} --json FILE")  # fmt: skip
         out[f"default/fit-cost-{tag}{two}"] = {
             "ratio": row["default_s"] / row["lightgbm_s"], "target": 10.0,
             "rounds": row["rounds"], "seconds": row["default_s"], "command": command,

@@ -60,7 +60,6 @@ from .._core._validation import InputError, check_is_fitted, check_jobs
 from ..datasets import RankingData
 from ..selection import DEFAULT_GRID, ClickValidation
 from ..specs.names import CLICK_RANKER_SELECTION
-from . import thresholds
 from .backends import MemberJob, open_backend, spark_session
 from .combine import average, member_terms, select, selection_reason
 from .fallback import retrained_fallback
@@ -186,14 +185,16 @@ class ClickRanker(Params):
         The members' patience grows to this fraction of their best round where that is
         longer than ``early_stopping_rounds`` (:class:`~clickrank.lambdamart.LambdaMART`).
 
-        Five defaults differ from LambdaMARTCV's
+        Six defaults differ from LambdaMARTCV's
         (:data:`~clickrank.specs.CLICK_RANKER_SELECTION`): patience 20 rather than 50,
         growing to a quarter of the best round, racing at 0.5 rather than 0.99 (only
         the first fold's best tree shape runs the other folds), a learning rate of 0.5
-        rather than 0.1 and 3 folds rather than 5: the members are averaged, and each
-        member is the average of its fold models, so a member stopped a little early, with
-        a shape within noise of the best or grown at a fast rate costs the average little (docs/default-learner.md, "What keeps the fit affordable"; measured in
-        docs/lambdamart.md, "What the default learner's fit costs").
+        rather than 0.1, 3 folds rather than 5, and the fold models' average rather than
+        a refit: the members are averaged, and each member is the average of its fold
+        models, so a member stopped a little early, with a shape within noise of the best
+        or grown at a fast rate costs the average little (docs/default-learner.md, "What
+        keeps the fit affordable"; measured in docs/benchmarks.md, "The default learner's
+        fit").
     clip : float, "auto" or None
         Propensity clipping of the IPS targets and the validation.
     propensity_method : str or None

@@ -5,9 +5,9 @@ hands :meth:`MemberSearch._run_search` an ``evaluate`` function that runs tasks 
 backend (:mod:`~clickrank.training.backends`) and keeps what they return;
 ``_run_search`` calls it once per stage. :class:`MemberSearch` fits every member to the
 end in one call (one member, or no unseen guard); :class:`RacedMemberSearch`, the
-default learner's, fits every member's first fold, drops the members its paired bound shows beyond the unseen guard
-(:func:`~clickrank.training.safety.guard_race`) and fits the others on from there, as
-successive halving is repeated calls.
+default learner's, fits every member's first fold, drops the members its paired bound
+shows beyond the unseen guard (:func:`~clickrank.training.safety.guard_race`) and fits
+the others on from there, as successive halving is repeated calls.
 """
 
 from __future__ import annotations
