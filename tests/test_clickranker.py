@@ -194,8 +194,9 @@ def test_a_perfect_logger_is_kept(setup, perfect):
     assert p.safety_["vs_safe"].a == p.choice_
     # the default fallback: every member retrained with exposure-based CRM around the logger
     # (alpha from the log's 600 sessions; at that alpha the pull is within the noise of the
-    # members' refits, so it is checked on fixed trees in test_deployment, not here)
-    c = ClickRanker(family=("naive", "ips-shown"), seed=0, **SMALL).fit(
+    # members' refits, so it is checked on fixed trees in test_deployment, not here);
+    # refitted, so that each member's model keeps its CRM record (divergence_)
+    c = ClickRanker(family=("naive", "ips-shown"), seed=0, refit=True, **SMALL).fit(
         train, log, theta, logging_model=oracle
     )
     assert c.choice_ == "average+crm" and "CRM" in c.reason_ and "600 sessions" in c.reason_
@@ -486,8 +487,9 @@ def test_the_last_member_takes_every_core_with_the_bits_of_one_thread(setup, mon
     np.testing.assert_array_equal(one.predict(test), two.predict(test))
     for m in family:
         np.testing.assert_array_equal(one.members_[m].oof_, two.members_[m].oof_)
+    # two calls of the processes: every member's first fold (the race), then the rest
     fitted = [line for line in said_two if "members, 2 processes)" in line]
-    assert sorted(line.split(":")[0].strip() for line in fitted) == sorted(family)
+    assert sorted(line.split(":")[0].strip() for line in fitted) == sorted(family * 2)
     # LightGBM parameters of the user's are kept beside the shared threads
     own = ClickRanker(family=family, seed=0, n_jobs=2, lightgbm_params={"verbosity": -1},
                       **SMALL).fit(train, log, theta)  # fmt: skip
@@ -508,7 +510,8 @@ def test_small_data_fits_its_members_here_on_every_thread(setup, three):
     two.fit(train, log, theta, progress=said.append)
     assert not any("processes)" in line for line in said)
     folds = [line.split(":")[0].strip() for line in said if ": fold " in line]
-    assert folds == [m for m in family for _ in range(5)]
+    # every member's first fold (the race), then each member's other four
+    assert folds == [*family, *(m for m in family for _ in range(4))]
     assert one.choice_ == two.choice_ and one.cost_ == two.cost_
     np.testing.assert_array_equal(one.predict(test), two.predict(test))
     for m in family:
@@ -627,12 +630,14 @@ def test_members_fit_in_processes_give_the_models_of_one_thread(setup, monkeypat
         train, log, theta, logging_model=prod, progress=said_two.append
     )
     assert one.choice_ == two.choice_ and one.cost_ == two.cost_
-    # progress while the members fit: each fold of each member here, each member in processes
+    # progress while the members fit: each fold of each member here (every first fold for
+    # the race, then the others), each member in processes (once per stage)
     folds = [line for line in said_one if ": fold " in line]
-    assert [line.split(":")[0].strip() for line in folds] == [m for m in family for _ in range(5)]
+    assert [line.split(":")[0].strip() for line in folds] == [
+        *family, *(m for m in family for _ in range(4))]  # fmt: skip
     assert folds[-1].strip().startswith("ips-all: fold 5 of 5")
     fitted = [line for line in said_two if "members, 2 processes)" in line]
-    assert sorted(line.split(":")[0].strip() for line in fitted) == sorted(family)
+    assert sorted(line.split(":")[0].strip() for line in fitted) == sorted(family * 2)
     assert fitted[-1].endswith("(3 of 3 members, 2 processes)")
     np.testing.assert_array_equal(one.predict(test), two.predict(test))
     for m in one.members_:

@@ -440,13 +440,14 @@ def test_click_ranker_members_as_spark_tasks_equal_a_local_fit(data, log, sdf):
     np.testing.assert_array_equal(here.predict(data), tasks.predict(data))
     for m in here.members_:
         np.testing.assert_array_equal(here.members_[m].oof_, tasks.members_[m].oof_)
-    # the fold models averaged instead of a refit (the default from 2e5 documents): the
-    # driver's plan goes to the tasks, whose averaged models equal the local ones
-    here_bag = ClickRanker(engine="local", refit=False, **kw).fit(data, sdf)
-    tasks_bag = ClickRanker(refit=False, **kw).fit(data, sdf)
-    assert not any(cv.refit for cv in tasks_bag.members_.values())
-    assert tasks_bag.cost_["fits"] == tasks.cost_["fits"] - len(kw["family"])
-    np.testing.assert_array_equal(here_bag.predict(data), tasks_bag.predict(data))
+    # a refit instead of the fold models' average (the default): the driver's plan goes
+    # to the tasks, whose refitted models equal the local ones
+    here_refit = ClickRanker(engine="local", refit=True, **kw).fit(data, sdf)
+    tasks_refit = ClickRanker(refit=True, **kw).fit(data, sdf)
+    assert not any(cv.refit for cv in tasks.members_.values())
+    assert all(cv.refit for cv in tasks_refit.members_.values())
+    assert tasks_refit.cost_["fits"] == tasks.cost_["fits"] + len(kw["family"])
+    np.testing.assert_array_equal(here_refit.predict(data), tasks_refit.predict(data))
     with pytest.raises(InputError, match="Spark DataFrame"):
         ClickRanker(engine="spark", **kw).fit(data, log)
 
