@@ -3,6 +3,9 @@ and the homogeneity test."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -286,6 +289,108 @@ def test_bad_context_input_is_one_line(data, two_devices):
     plain = _log(data, _device(), n=2000, interventions=[])
     with pytest.raises(InputError, match="auto found no usable swap"):
         estimate_propensities(plain, method="auto", context="device", n_boot=0)
+
+
+# -- the words, the plot and the command line ---------------------------------------------
+
+
+def test_the_homogeneity_verdict_says_whether_one_curve_is_enough(two_devices):
+    ctx = estimate_propensities(two_devices, method="swap", context="device").contexts
+    h = ctx.homogeneity
+    assert ctx.verdict() == (
+        "one curve is not enough: the contexts' curves differ (Wald chi2 = "
+        f"{h['statistic']:.2f}, df = {h['df']}, p = {h['p_value']:.3g} < 0.05)"
+    )
+    same = replace(ctx, homogeneity={**h, "statistic": 3.5, "p_value": 0.62})
+    assert same.verdict(0.1) == (
+        "one curve is enough for these contexts: their curves do not differ detectably "
+        f"(Wald chi2 = 3.50, df = {h['df']}, p = 0.62 >= 0.1)"
+    )
+    untested = replace(ctx, homogeneity={**h, "p_value": np.nan})
+    assert "not tested" in untested.verdict()
+    assert f"homogeneity: {ctx.verdict()}" in estimate_propensities(
+        two_devices, method="swap", context="device").summary()  # fmt: skip
+
+
+def test_the_plot_draws_each_context_with_its_band_and_the_pooled_curve(two_devices, tmp_path):
+    p = estimate_propensities(two_devices, method="swap", context="device")
+    fig = p.plot(true_theta=[_truth(ETA[v]) for (v,) in p.contexts.values], path=tmp_path / "t.png")
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    n = p.contexts.n_sessions
+    assert legend == [
+        f"device=desktop ({n[0]:,} sessions)",
+        f"device=phone ({n[1]:,} sessions)",
+        f"pooled ({p.n_sessions:,} sessions)",
+    ]
+    assert len(ax.collections) == 2  # one band per context
+    band = ax.collections[1].get_paths()[0].vertices[:, 1]
+    lo, hi = p.contexts.bounds()[1, :, 0], p.contexts.bounds()[1, :, 1]
+    assert band.min() == pytest.approx(lo.min()) and band.max() == pytest.approx(hi.max())
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(InputError, match="one curve or one per context"):
+        p.plot(true_theta=np.ones((3, K)))
+
+
+def _cli(args):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    return CliRunner().invoke(cli, ["propensity", *map(str, args)])
+
+
+def test_the_command_line_prints_writes_and_draws_the_contexts(two_devices, tmp_path):
+    log = tmp_path / "log.parquet"
+    two_devices.with_columns(layout=(pl.col("session") % 2).cast(pl.String)).write_parquet(log)
+    want = estimate_propensities(log, method="swap", context="device")
+    out, png = tmp_path / "t.json", tmp_path / "t.png"
+    res = _cli([log, "--method", "swap", "--context", "device", "-o", out, "--plot", png])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == want.summary() + "\n"
+    assert "one curve is not enough: the contexts' curves differ (Wald chi2 = " in res.stdout
+    assert "device=phone" in res.stdout
+    back = Propensities.load(out)
+    assert back == want and back.contexts.labels == ["device=desktop", "device=phone"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png} (θ by position and context, PNG)" in res.stderr
+    # several columns: repeated or comma-separated, the same; auto chooses swap here
+    two = estimate_propensities(log, method="swap", context=["device", "layout"])
+    for i, spelling in enumerate((["--context", "device", "--context", "layout"],
+                                  ["--context", "device, layout"])):  # fmt: skip
+        res = _cli([log, *spelling, "-o", tmp_path / f"two{i}.json"])
+        assert res.exit_code == 0, res.output
+        got = Propensities.load(tmp_path / f"two{i}.json").contexts
+        assert_frame_equal(got.to_frame(), two.contexts.to_frame())
+    # without --context: the pooled result, as before
+    res = _cli([log, "--method", "swap", "-o", tmp_path / "plain.json"])
+    assert res.exit_code == 0 and "By context" not in res.stdout
+    assert "contexts" not in json.loads((tmp_path / "plain.json").read_text())
+    assert res.stdout == estimate_propensities(log, method="swap").summary() + "\n"
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--context", "layout"], 1,
+         "Error: context column 'layout' is not in the log; its other columns: device"),
+        (["--context", "device", "--method", "em"], 1, "Error: context=... is estimated by "
+         "swap, randpair (or auto when it chooses one of them), not by method 'em'"),
+        (["--context", "device,device"], 1, "Error: context names a column twice"),
+        (["--context", "device", "--bootstrap", "10"], 2,
+         "Error: --bootstrap does not apply with --context"),
+    ],
+)  # fmt: skip
+def test_a_bad_context_option_is_one_line_and_writes_nothing(two_devices, tmp_path, args,
+                                                             code, message):  # fmt: skip
+    log = tmp_path / "log.parquet"
+    two_devices.write_parquet(log)
+    res = _cli([log, *args, "-o", tmp_path / "t.json", "--plot", tmp_path / "t.png"])
+    assert res.exit_code == code, res.output
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+    assert len(errors) == 1 and errors[0].startswith(message), res.output
+    assert "Traceback" not in res.output
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["log.parquet"]
 
 
 # -- coverage ----------------------------------------------------------------------------

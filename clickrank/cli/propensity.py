@@ -38,13 +38,17 @@ def describe_log(log: str) -> list[str]:
     return lines
 
 
-def _read(log: str):
-    """Scan and check the log, with a progress bar over its rows (the check streams)."""
+def _read(log: str, context: tuple[str, ...] | None = None):
+    """Scan and check the log, with a progress bar over its rows (the check streams);
+    the ``context`` columns first, from the schema alone."""
     import polars as pl
 
     from ..clicklog import read_log
+    from ..propensity._context import check_context
 
     lf = read_log(log, validate=False)
+    if context is not None:
+        check_context(lf, context)
     rows = lf.select(pl.len()).collect().item()
     with click.progressbar(length=rows, label=f"checking {rows:,} rows", file=sys.stderr) as bar:
         return read_log(log, progress=bar.update)
@@ -101,6 +105,23 @@ def _bootstrapped(lf, method, n_boot, seed, kw):
             return estimate_propensities(lf, method="em", n_boot=n, seed=seed,
                                          progress=bar.update, **kw)  # fmt: skip
         return bootstrap(method, lf, n=n, seed=seed, progress=bar.update, **kw)
+
+
+def _context_columns(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``--context`` (repeated, each comma-separated) as column names; None when not given."""
+    return tuple(c.strip() for v in values for c in v.split(",")) if values else None
+
+
+def _by_context(lf, method, context, data, seed, kw):
+    """``--context``: the pooled curve and each context's, from one pass over the log
+    (swap, randpair, or auto when it chooses one of them; other methods: one line)."""
+    from ..propensity import CONTEXT_METHODS, estimate_propensities
+
+    if method in CONTEXT_METHODS:  # the others get the library's one-line refusal
+        click.echo(f"{method}: sufficient statistics per context ({', '.join(context)}; one "
+                   "pass over the log)", err=True)  # fmt: skip
+    extra = {"data": data, "seed": seed, "n_boot": 0} if method == "auto" else {}
+    return estimate_propensities(lf, method=method, context=context, **extra, **kw)
 
 
 def _auto(lf, log, data, n_boot, seed, kw):
@@ -189,19 +210,33 @@ def _auto(lf, log, data, n_boot, seed, kw):
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the bootstrap.")
 @click.option(
+    "--context",
+    "context_values",
+    metavar="COLUMN",
+    multiple=True,
+    help="Context column of the log (device, layout, ...; repeat it or separate names "
+    "by commas): also estimate one curve per context (each combination of values), shrunk "
+    "toward the common one, and test whether one curve is enough. For swap, randpair, and "
+    "auto when it chooses one of them.",
+)
+@click.option(
     "-f",
     "--force",
     is_flag=True,
     help="Replace OUT (and the plot) if clickrank wrote them (never anything else).",
 )
 @engine_options
-def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_path, engine,
-               spark_master):  # fmt: skip
+def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_values, force,
+               data_path, engine, spark_master):  # fmt: skip
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV;
     with --engine spark, what Spark reads: a parquet folder, a URI or table:db.name)."""
     from ..propensity import estimate_propensities
 
     check_alpha(alpha, name="--alpha")
+    context = _context_columns(context_values)
+    if context is not None and n_boot:
+        raise click.UsageError("--bootstrap does not apply with --context (each context's "
+                               "interval is its design's score interval)")  # fmt: skip
     _check_bootstrap(method, n_boot, K)
     if method == "regression-em" and data_path is None:
         raise click.UsageError("--method regression-em needs --data (the documents' features)")
@@ -212,7 +247,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
     if plot_path is not None:
         check_output(plot_path, force=force, what="--plot", inputs=[*inputs, out])
     kw = {} if K is None else {"K": K}
-    lf = open_log(log, spark_master) if engine == "spark" else _read(log)
+    lf = open_log(log, spark_master) if engine == "spark" else _read(log, context)
     for line in [] if is_table(log) else describe_log(log):
         click.echo(line, err=True)
     data = None
@@ -220,7 +255,9 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
         from ..datasets import load_letor
 
         data = load_letor(data_path)
-    if method == "auto":
+    if context is not None:
+        result = _by_context(lf, method, context, data, seed, kw)
+    elif method == "auto":
         result = _auto(lf, log, data, n_boot, seed, kw)
     elif method == "regression-em":
         result = _passive(lf, method, method, data, n_boot, seed, kw)
@@ -241,4 +278,5 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, force, data_
     click.echo(result.summary(alpha))
     click.echo(f"wrote {out} (θ with its {100 * (1 - alpha):g}% intervals, JSON)", err=True)
     if plot_path is not None:
-        click.echo(f"wrote {plot_path} (θ by position, PNG)", err=True)
+        by = "" if result.contexts is None else " and context"
+        click.echo(f"wrote {plot_path} (θ by position{by}, PNG)", err=True)

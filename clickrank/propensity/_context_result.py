@@ -143,24 +143,43 @@ class ContextCurves:
             }
         )
 
+    def verdict(self, alpha: float = 0.05) -> str:
+        """The homogeneity test in words: is one curve enough for these contexts?
+
+        Parameters
+        ----------
+        alpha : float
+            Level of the test: one curve is rejected when its p-value is below ``alpha``.
+
+        Returns
+        -------
+        str
+            One sentence with the Wald statistic, its degrees of freedom and p-value.
+            A p-value at or above ``alpha`` says the data do not show the curves to
+            differ, not that they are equal.
+        """
+        alpha = check_alpha(alpha)
+        h = self.homogeneity
+        p = h.get("p_value")
+        if p is None or not np.isfinite(p):
+            return "one curve or several: not tested (fewer than two contexts identify a position)"
+        test = f"Wald chi2 = {h['statistic']:.2f}, df = {h['df']}, p = {p:.3g}"
+        if p < alpha:
+            return f"one curve is not enough: the contexts' curves differ ({test} < {alpha:g})"
+        return (
+            "one curve is enough for these contexts: their curves do not differ detectably "
+            f"({test} >= {alpha:g})"
+        )
+
     def summary_lines(self, alpha: float = 0.05) -> list[str]:
         """The per-context block of :meth:`Propensities.summary`."""
         ci = self.bounds(alpha)
-        h = self.homogeneity
         level = f"{100 * (1 - alpha):g}%"
-        p = h.get("p_value")
-        verdict = (
-            "not tested (fewer than two contexts identify a position)"
-            if p is None or not np.isfinite(p)
-            else f"chi2 = {h['statistic']:.2f}, df = {h['df']}, p = {p:.3g} ("
-            + ("the curves differ" if p < alpha else "one curve is consistent with the data")
-            + f" at {100 * alpha:g}%)"
-        )
         lines = [
             "",
             f"By context ({', '.join(self.columns)}; empirical-Bayes curves; {level} CI: "
             "hull of the posterior's and the context's own; raw = its own estimate)",
-            f"homogeneity ({h.get('test', 'Wald')}): {verdict}",
+            f"homogeneity: {self.verdict(alpha)}",
         ]
 
         def fmt(x: float) -> str:

@@ -419,10 +419,16 @@ class Propensities(Result):
     ):
         """Estimate with its confidence band against position (log-scale y).
 
+        With :attr:`contexts`, each context's empirical-Bayes curve with its band
+        (:meth:`ContextCurves.bounds`), the pooled curve dashed and the homogeneity
+        test's p-value in the title.
+
         Parameters
         ----------
-        true_theta : array ``[>= K]``, optional
-            The true curve (simulations), drawn normalized like the estimate.
+        true_theta : array ``[>= K]`` or ``[C, >= K]``, optional
+            The true curve (simulations), drawn normalized like the estimate; with
+            :attr:`contexts`, one curve per context in the order of
+            ``contexts.labels`` may be given instead.
         ax : matplotlib Axes, optional
             Draw into this axes; otherwise a new figure is created.
         path : path, optional
@@ -483,6 +489,9 @@ def _plot(p: Propensities, true_theta: Any, ax: Any, path: Any, alpha: float):
     """:meth:`Propensities.plot`: the estimate and its band on a log axis, the truth dashed."""
     from .._core._figures import finish, new_axes
 
+    if p.contexts is not None:
+        fig, ax, own = new_axes(ax, (6.6, 4.3))
+        return finish(_plot_contexts(p, true_theta, ax, alpha), path, own=own)
     fig, ax, own = new_axes(ax, (6, 4))
     pos = p.positions
     ci = p._bounds(check_alpha(alpha))
@@ -497,17 +506,66 @@ def _plot(p: Propensities, true_theta: Any, ax: Any, path: Any, alpha: float):
     )
     ax.plot(pos[ok], p.theta[ok], "o-", color="C0", label=f"estimate ({p.method})")
     if true_theta is not None:
-        t = np.asarray(true_theta, dtype=float)[: p.K]
-        if not p.absolute:
-            t = t / t[0]
+        t = _scaled_truth(true_theta, p)
         ax.plot(np.arange(1, t.size + 1), t, "k--", label="true θ")
     if (~ok).any():
         ax.plot([], [], " ", label=f"not identified: {pos[~ok].tolist()}")
+    _theta_axes(ax, p, f"Position bias: {p.method}, {p.n_sessions:,} sessions")
+    ax.legend()
+    return finish(fig, path, own=own)
+
+
+def _scaled_truth(true_theta: Any, p: Propensities) -> np.ndarray:
+    """A true curve's first ``K`` positions on the estimate's scale (θ₁ = 1 if relative)."""
+    t = np.asarray(true_theta, dtype=float)[: p.K]
+    return t if p.absolute else t / t[0]
+
+
+def _theta_axes(ax: Any, p: Propensities, title: str, **title_kw: Any) -> None:
+    """Log-scale θ against position, labelled, ticked at every position and gridded."""
     ax.set_yscale("log")
     ax.set_xlabel("position (rank)")
     ax.set_ylabel("examination propensity θ" + ("" if p.absolute else " (θ₁ = 1)"))
-    ax.set_xticks(pos)
-    ax.set_title(f"Position bias: {p.method}, {p.n_sessions:,} sessions")
+    ax.set_xticks(p.positions)
+    ax.set_title(title, **title_kw)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    return finish(fig, path, own=own)
+
+
+def _plot_contexts(p: Propensities, true_theta: Any, ax: Any, alpha: float) -> Any:
+    """:meth:`Propensities.plot` with :attr:`~Propensities.contexts`: each context's
+    empirical-Bayes curve with its band (:meth:`ContextCurves.bounds`), the pooled curve
+    dashed, the truth (one curve, or one per context: a ``[C, >= K]`` array) dotted.
+    Returns the figure."""
+    ctx = p.contexts
+    assert ctx is not None
+    bounds = ctx.bounds(alpha)
+    truth = None if true_theta is None else np.atleast_2d(np.asarray(true_theta, dtype=float))
+    per_context = truth is not None and np.ndim(true_theta) == 2
+    if truth is not None and (truth.ndim != 2 or truth.shape[0] not in (1, len(ctx.labels))):
+        raise InputError(
+            f"true_theta must be one curve or one per context ({len(ctx.labels)} rows), "
+            f"got shape {list(np.shape(true_theta))}"
+        )
+    for i, label in enumerate(ctx.labels):
+        col = f"C{i % 10}"
+        ok = np.isfinite(ctx.theta[i])
+        x = p.positions[ok]
+        ax.fill_between(x, bounds[i, ok, 0], bounds[i, ok, 1], color=col, alpha=0.15, lw=0)
+        ax.plot(x, ctx.theta[i, ok], "o-", ms=3.5, lw=1.2, color=col,
+                label=f"{label} ({ctx.curves[i].n_sessions:,} sessions)")  # fmt: skip
+        if per_context:
+            t = _scaled_truth(truth[i], p)
+            ax.plot(np.arange(1, t.size + 1), t, ":", lw=1.2, color=col)
+    ok = p.identified
+    ax.plot(
+        p.positions[ok], p.theta[ok], "k--", lw=1.5, label=f"pooled ({p.n_sessions:,} sessions)"
+    )
+    if truth is not None and not per_context:
+        t = _scaled_truth(truth[0], p)
+        ax.plot(np.arange(1, t.size + 1), t, "k:", lw=1.2, label="true θ")
+    h = ctx.homogeneity.get("p_value", np.nan)
+    test = f"test of one curve: p = {h:.2g}" if h is not None and np.isfinite(h) else "not tested"
+    title = f"Position bias by {', '.join(ctx.columns)} ({p.method}; {test})"
+    _theta_axes(ax, p, title, fontsize=10)
+    ax.legend(fontsize=8, title=f"{100 * (1 - alpha):g}% CI bands", title_fontsize=8)
+    return ax.figure
