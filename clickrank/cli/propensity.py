@@ -44,7 +44,7 @@ def _read(log: str, context: tuple[str, ...] | None = None):
     import polars as pl
 
     from ..clicklog import read_log
-    from ..propensity._context import check_context
+    from ..propensity import check_context
 
     lf = read_log(log, validate=False)
     if context is not None:

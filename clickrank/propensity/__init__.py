@@ -29,7 +29,7 @@ from typing import Any
 from .._core._validation import check_choice
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
-from ._context import CONTEXT_METHODS, by_context
+from ._context import CONTEXT_METHODS, by_context, check_context
 from ._context_result import ContextCurves
 from ._em import em, em_from_cells
 from ._harvest import (
@@ -51,6 +51,7 @@ __all__ = [
     "Propensities",
     "ContextCurves",
     "CONTEXT_METHODS",
+    "check_context",
     "estimate_propensities",
     "bootstrap",
     "swap",
