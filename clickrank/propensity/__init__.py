@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core._validation import check_choice
+from .._core._validation import InputError, check_choice
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._context import CONTEXT_METHODS, by_context, check_context
@@ -133,8 +133,6 @@ def estimate_propensities(
     """
     check_choice(method, METHODS, name="method")
     if context is not None and method not in (*CONTEXT_METHODS, "auto"):
-        from .._core._validation import InputError
-
         raise InputError(
             f"context=... is estimated by {', '.join(CONTEXT_METHODS)} (or auto when it "
             f"chooses one of them), not by method {method!r}"
@@ -145,8 +143,6 @@ def estimate_propensities(
         return by_context(as_lazy(log), context, design=method, **kw)
     if method == "regression-em":
         if kw.get("data") is None:
-            from .._core._validation import InputError
-
             raise InputError("method 'regression-em' needs the documents' features: pass data=")
         return regression_em(log, **kw)
     return ESTIMATORS[method].function(as_lazy(log), **kw)

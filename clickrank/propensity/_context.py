@@ -55,6 +55,7 @@ import polars as pl
 from scipy.stats import chi2
 
 from .._core._validation import EstimationError, InputError
+from ..clicklog import LOG_SCHEMA
 from ..engine import log_schema
 from ._context_result import ContextCurves
 from ._result import Propensities
@@ -96,7 +97,7 @@ def _check_columns(lf: Any, cols: tuple[str, ...]) -> None:
     schema = log_schema(lf)
     for c in cols:
         if c not in schema:
-            others = [n for n in schema.names() if n not in _LOG_COLUMNS]
+            others = [n for n in schema.names() if n not in LOG_SCHEMA]
             hint = f"; its other columns: {', '.join(others)}" if others else ""
             raise InputError(f"context column {c!r} is not in the log{hint}")
         dt = schema[c]
@@ -109,10 +110,6 @@ def _check_columns(lf: Any, cols: tuple[str, ...]) -> None:
                 f"context column {c!r} has dtype {dt}; expected a category "
                 "(Categorical, Enum, String, integer or Boolean)"
             )
-
-
-_LOG_COLUMNS = ("session", "query", "position", "doc", "click", "intervention", "ranker",
-                "label", "swap_pivot", "swap_k")  # fmt: skip
 
 
 def _contexts_of(stats: dict[str, Any], cols: tuple[str, ...]) -> tuple[np.ndarray, list]:

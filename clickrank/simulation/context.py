@@ -24,17 +24,16 @@ import numpy as np
 
 from .._core._random import session_uniforms
 from .._core._validation import InputError
+from ..clicklog import LOG_SCHEMA
 
 __all__ = ["Context", "STREAM_CONTEXT", "RESERVED_COLUMNS"]
 
 #: Draw stream of the context values (draw ``i`` of a session: the ``i``-th context).
 STREAM_CONTEXT = 224
 
-#: Columns a simulated log already has: a context cannot take their names.
-RESERVED_COLUMNS = (
-    "session", "query", "position", "doc", "click", "intervention", "ranker", "label",
-    "swap_pivot", "swap_k",
-)  # fmt: skip
+#: Columns a simulated log already has (the log's own, :data:`~clickrank.clicklog.LOG_SCHEMA`):
+#: a context cannot take their names.
+RESERVED_COLUMNS = tuple(LOG_SCHEMA)
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,13 +170,7 @@ def context_clicks(
     at = next((i for i, c in enumerate(contexts) if c.click_models), None)
     if at is None:
         return None
-    ctx = contexts[at]
-    if model is None and len(ctx.click_models) < len(ctx.values):
-        missing = [v for v in ctx.values if v not in ctx.click_models]
-        raise InputError(
-            f"Context {ctx.name!r} has no click model for {', '.join(missing)}: "
-            "give them one, or a click_model for the others"
-        )
+    ctx = contexts[at]  # without ``model`` every value has one (simulate checked it)
     per_value = [sampler(ctx.click_models.get(v, model)) for v in ctx.values]
 
     def clicks(seed: int, sessions: np.ndarray, labels: np.ndarray, codes: list) -> np.ndarray:

@@ -175,7 +175,7 @@ class ClickRanker(Params):
         queries (:class:`~clickrank.selection.LambdaMARTCV` ``refit``), or (False, the
         default; ``"auto"`` is the same) its fold models, averaged, are the member's model
         (cross-validation bagging): one fit fewer per member, and as good on the robustness
-        suite (docs/lambdamart.md, "Fold models instead of refits"). The average holds
+        suite (docs/robustness.md, "The current settings against those of the tables"). It holds
         ``folds x repeats`` times the trees to score.
     grid, n_estimators, learning_rate, early_stopping_rounds, eval_at, racing
         :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
