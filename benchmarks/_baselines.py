@@ -23,8 +23,10 @@ import polars as pl
 from clickrank.datasets import RankingData
 
 
-def session_rows(train: RankingData, log: pl.DataFrame):
-    """Rows, clicks, group sizes, 0-based positions and session ids of every clicked session."""
+def session_rows(train: RankingData, log: pl.DataFrame, context: str | None = None):
+    """Rows, clicks, group sizes, 0-based positions and session ids of every clicked session;
+    with a ``context`` column the positions are ``context index * K + rank - 1`` (K the
+    deepest rank), one id per (context value, rank)."""
     keys = pl.DataFrame(
         {"query": train.qid[train.query_index], "doc": train.doc, "row": np.arange(train.n_docs)}
     )
@@ -38,11 +40,15 @@ def session_rows(train: RankingData, log: pl.DataFrame):
         .sort("session", "position")
     )
     groups = s.group_by("session", maintain_order=True).len()["len"].to_numpy()
+    pos = s["position"].cast(pl.Int32).to_numpy() - 1
+    if context is not None:
+        index = s[context].cast(pl.String).rank("dense").cast(pl.Int32).to_numpy() - 1
+        pos = index * (int(pos.max()) + 1) + pos
     return (
         s["row"].to_numpy(),
         s["click"].cast(pl.Int32).to_numpy(),
         groups,
-        s["position"].cast(pl.Int32).to_numpy() - 1,
+        pos,
         s["session"].to_numpy(),
     )
 
@@ -55,11 +61,14 @@ def lightgbm_position(
     seed: int = 0,
     threads: int = 1,
     reg: float = 0.0,
+    context: str | None = None,
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """LightGBM lambdarank with position-bias factors; returns ``predict(X)``."""
+    """LightGBM lambdarank with position-bias factors; returns ``predict(X)``. With a
+    ``context`` column each (context value, rank) is its own position id, so LightGBM
+    learns one bias per device and rank."""
     import lightgbm as lgb
 
-    rows, y, groups, pos, _ = session_rows(train, log)
+    rows, y, groups, pos, _ = session_rows(train, log, context)
     params = {
         "objective": "lambdarank", "learning_rate": trees["learning_rate"],
         "num_leaves": trees["num_leaves"], "min_data_in_leaf": trees["min_data_in_leaf"],

@@ -126,7 +126,7 @@ from clickrank.policies import DeterministicPolicy, MixturePolicy, PlackettLuce
 from clickrank.policies.production import production_ranker
 from clickrank.propensity import estimate_propensities
 from clickrank.selection import ClickValidation, LambdaMARTCV
-from clickrank.simulation import Swap, simulate
+from clickrank.simulation import Context, Swap, simulate
 
 
 def _shared_data() -> Path:
@@ -137,6 +137,9 @@ def _shared_data() -> Path:
 #: Loggers of ``--logger``: a deterministic production ranker, Plackett-Luce over its scores,
 #: a history of production rankers (``--history``, one per session).
 LOGGERS = ("production", "plackett-luce", "history")
+
+#: The devices of ``--context`` (their curves' η: ``--context-etas``).
+DEVICES = ("phone", "desktop")
 
 #: Click models of ``--click-model`` (the relevance maps from the labels' range, binarized);
 #: ``--eta`` sets the examination curve of the position-based ones.
@@ -163,18 +166,34 @@ class Setup:
         cm = make_click_model(model, **params)
         self.true_theta = (power_law(10, args.eta) if model in ("pbm", "trust")
                            else None)  # fmt: skip
+        context = None
+        if getattr(args, "context", False):  # --context: phones and desktops, each with its own curve
+            etas = dict(zip(DEVICES, args.context_etas, strict=True))
+            shares = {"phone": args.context_share, "desktop": 1 - args.context_share}
+            context = Context("device", shares, {v: make_click_model(model, **{**params, "eta": e})
+                                                 for v, e in etas.items()},
+                              query_concentration=args.context_concentration)  # fmt: skip
+            self.true_theta = None  # one curve per device: no single true θ
         self.log = simulate(
             train, policy=self.policy(args, seed), click_model=cm, n_sessions=args.sessions,
             interventions=[Swap(args.swap)] if args.swap > 0 else [], top_k=10, seed=seed,
+            context=context,
         )  # fmt: skip
         # swaps: the swap estimate, as before; a log without them: what the default does
-        self.theta = (estimate_propensities(self.log, method="swap") if args.swap > 0 else
-                      estimate_propensities(self.log, method="auto", data=train, n_boot=0,
-                                            seed=seed))  # fmt: skip
+        self.theta = self.estimate(None)
+        self.theta_context = self.estimate("device") if context is not None else None
         self.stats = T.click_stats(train, self.log, self.theta, clip="auto")
         self.trees = {"n_estimators": args.trees, "learning_rate": 0.1,
                       "num_leaves": args.leaves, "max_depth": args.max_depth,
                       "min_data_in_leaf": 20}  # fmt: skip
+
+    def estimate(self, context: str | None) -> Any:
+        """The propensities the rows use: the swap estimate, or what the log holds
+        (``auto``) without swaps; per device with ``context``."""
+        if self.args.swap > 0:
+            return estimate_propensities(self.log, method="swap", context=context)
+        return estimate_propensities(self.log, method="auto", data=self.train, n_boot=0,
+                                     seed=self.seed, context=context)  # fmt: skip
 
     def policy(self, args: Any, seed: int) -> Any:
         """The logger: the production ranker's top 10, Plackett-Luce over its scores, or a
@@ -206,10 +225,13 @@ class Setup:
         return LambdaMART(**self.trees, seed=self.seed).fit(self.train, target).predict(self.test)
 
     def click_ranker(self) -> ClickRanker:
-        """The default learner, fitted once per setup (its members are rows too)."""
+        """The default learner, fitted once per setup (its members are rows too); with
+        ``--context`` it corrects per device."""
         if getattr(self, "_ranker", None) is None:
-            self._ranker = ClickRanker(seed=self.seed).fit(
-                self.train, self.log, self.theta, logging_model=self.prod
+            context = None if self.theta_context is None else "device"
+            theta = self.theta if context is None else self.theta_context
+            self._ranker = ClickRanker(seed=self.seed, context=context).fit(
+                self.train, self.log, theta, logging_model=self.prod
             )
         return self._ranker
 
@@ -241,6 +263,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "default": lambda s: s.click_ranker().predict(s.test),
     "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
     "default-prpo": lambda s: s.with_fallback("proximal"),
+    "default-pooled": lambda s: ClickRanker(seed=s.seed).fit(
+        s.train, s.log, s.theta, logging_model=s.prod).predict(s.test),
     "default-notheta": lambda s: ClickRanker(seed=s.seed, propensity_method=None).fit(
         s.train, s.log, logging_model=s.prod).predict(s.test),
     "default-safe": lambda s: s.with_fallback("safe"),
@@ -269,7 +293,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "dr-valid": lambda s: s.cv(s.target("ips"), "dr"),
     "cascade-ips-ubm": lambda s: s.cv(T.cascade_ips(s.train, s.log, fit_click_model(s.log, "ubm"))),
     "lightgbm-position": lambda s: _baselines.lightgbm_position(
-        s.train, s.log, s.trees, seed=s.seed)(s.test.X),
+        s.train, s.log, s.trees, seed=s.seed,
+        context=None if s.theta_context is None else "device")(s.test.X),
     "xgboost-unbiased": lambda s: _baselines.xgboost_unbiased(
         s.train, s.log, s.trees, seed=s.seed)(s.test.X),
     "oracle": lambda s: s.fixed(T.oracle(s.train)),
@@ -561,6 +586,11 @@ def _users(args: Any) -> str:
     model = "" if args.click_model == "pbm" else f" {args.click_model}"
     eta = "" if args.eta == 1.0 else f" eta={args.eta:g}"
     swap = " no-interventions" if args.swap == 0 else ""
+    if getattr(args, "context", False):
+        kappa = args.context_concentration
+        swap = (f" context phone={args.context_share:g} eta={args.context_etas[0]:g}/"
+                f"{args.context_etas[1]:g}" + ("" if kappa is None else f" by-query={kappa:g}")
+                + swap)  # fmt: skip
     return model + ("" if args.relevance == "binarized" else f" {args.relevance}") + eta + swap
 
 
@@ -657,6 +687,18 @@ def main() -> None:
                     help="share of sessions with a rank-1 swap; 0: a log without interventions "
                     "(propensities from what it holds, method auto; runs named after "
                     "it)")  # fmt: skip
+    ap.add_argument("--context", action="store_true",
+                    help="a device column: phones (--context-share of the sessions) and "
+                    "desktops click by PBMs of their own η (--context-etas); the default "
+                    "corrects per device, default-pooled with one curve, lightgbm-position "
+                    "gets device x rank ids (runs named after it)")  # fmt: skip
+    ap.add_argument("--context-share", type=float, default=0.3, help="--context: phones' share")
+    ap.add_argument("--context-etas", default="2,0.5",
+                    help="--context: η of the phones' and the desktops' curves")  # fmt: skip
+    ap.add_argument("--context-concentration", type=float, default=None,
+                    help="--context: each query draws its phones' share from a Beta around "
+                    "--context-share with this concentration (simulation.Context's "
+                    "query_concentration; default: the same share for every query)")  # fmt: skip
     ap.add_argument("--trees", type=int, default=100, help="fixed budget: trees")
     ap.add_argument("--leaves", type=int, default=8, help="fixed budget: leaves")
     ap.add_argument("--max-depth", type=int, default=3, help="fixed budget: depth (-1: none)")
@@ -689,6 +731,12 @@ def main() -> None:
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "clickrank-mq2008"),
                     help="--suite: folder for the rebuilt MQ2008 folds")  # fmt: skip
     args = ap.parse_args()
+    args.context_etas = [float(x) for x in args.context_etas.split(",")]
+    if len(args.context_etas) != 2 or not 0 < args.context_share < 1:
+        ap.error("--context-etas takes two values (phone, desktop) and --context-share is in "
+                 f"(0, 1); got {args.context_etas}, {args.context_share}")  # fmt: skip
+    if args.context and args.click_model not in ("pbm", "trust"):
+        ap.error("--context gives each device a position-based curve: --click-model pbm or trust")
     default_methods = SUITE_METHODS if args.suite else list(METHODS)
     methods = [m.strip() for m in (args.methods or ",".join(default_methods)).split(",")
                if m.strip()]  # fmt: skip

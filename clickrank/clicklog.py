@@ -63,6 +63,7 @@ from ._core._validation import (
 
 __all__ = [
     "LOG_SCHEMA",
+    "context_columns",
     "REQUIRED_COLUMNS",
     "validate_log",
     "warn_thin_log",
@@ -91,6 +92,28 @@ __all__ = [
 ]
 
 REQUIRED_COLUMNS = ("session", "query", "position", "doc", "click")
+
+
+def context_columns(context: Any) -> tuple[str, ...]:
+    """``context`` (a column name or a list of them) as a tuple of distinct names.
+
+    Raises
+    ------
+    InputError
+        Not a name or names, an empty name, or a name given twice.
+    """
+    cols = (context,) if isinstance(context, str) else context
+    try:
+        cols = tuple(cols)
+    except TypeError:
+        raise InputError(
+            f"context must be a column name or a list of them, got {type(context).__name__}"
+        ) from None
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise InputError(f"context must name one or more log columns, got {context!r}")
+    if len(set(cols)) != len(cols):
+        raise InputError(f"context names a column twice: {list(cols)}")
+    return cols
 
 #: Key of the parquet key-value metadata entry that holds a log's description (JSON).
 METADATA_KEY = "clickrank"

@@ -691,8 +691,11 @@ def _check_theta(propensities: Any, clip: float | None) -> np.ndarray:
     return theta
 
 
-def _clicked_with_new_ranks(lf: pl.LazyFrame, data: RankingData, ranker: Any) -> pl.DataFrame:
-    """The clicked rows (session, query, doc, position) with ``_rank``, the new ranker's rank."""
+def _clicked_with_new_ranks(
+    lf: pl.LazyFrame, data: RankingData, ranker: Any, context: tuple[str, ...] = ()
+) -> pl.DataFrame:
+    """The clicked rows (session, query, doc, position, the ``context`` columns) with
+    ``_rank``, the new ranker's rank."""
     from .ranking import ranker_scores
 
     schema = lf.collect_schema()
@@ -706,7 +709,7 @@ def _clicked_with_new_ranks(lf: pl.LazyFrame, data: RankingData, ranker: Any) ->
     ).with_columns(pl.col("query").cast(schema["query"]), pl.col("doc").cast(schema["doc"]))
     clicked = (
         lf.filter(pl.col("click"))
-        .select("session", "query", "doc", "position")
+        .select("session", "query", "doc", "position", *context)
         .join(ref.lazy(), on=["query", "doc"], how="left")
         .collect()
     )
@@ -755,30 +758,38 @@ def counterfactual(
     data : RankingData whose ``qid``/``doc`` identify the logged (query, doc)
     ranker : the new ranker (``predict``) or scores ``[n_docs]``
     propensities : :class:`clickrank.propensity.Propensities` (``.theta``) or an
-        array, ``theta[p - 1]`` for position p
+        array, ``theta[p - 1]`` for position p; an estimate per context (``contexts``)
+        weighs each click by its session's context's curve (the log holds the columns)
     utility : "dcg" (:math:`\lambda(r) = 1/\log_2(1 + r)`, optionally cut at ``k``),
         "rank" (:math:`\lambda(r) = r`, the sum of ranks of relevant documents,
         Joachims et al. (2017), Eq. 6), or a callable on 1-based rank arrays
     clip : float, optional
         Use :math:`\max(\theta_p, \mathrm{clip})` (biased, lower variance).
     """
+    from .targets import context_theta
+
     theta = _check_theta(propensities, clip)
+    contexts = context_theta(propensities)
+    if contexts is not None and clip is not None:
+        contexts = contexts.clipped(check_probability(clip, name="clip"))
+    cols = () if contexts is None else contexts.columns
     lam = _utility_fn(utility, k)
     lf = log.lazy() if isinstance(log, pl.DataFrame) else log
-    need = {"session", "query", "position", "doc", "click"}
+    need = {"session", "query", "position", "doc", "click", *cols}
     missing = need - set(lf.collect_schema().names())
     if missing:
         raise LogSchemaError(f"click log lacks column(s) {sorted(missing)}")
     n = int(lf.select(pl.col("session").n_unique().alias("n")).collect()["n"][0])
     if n == 0:
         raise InputError("the click log has no sessions")
-    clicked = _clicked_with_new_ranks(lf, data, ranker)
+    clicked = _clicked_with_new_ranks(lf, data, ranker, cols)
     pos = clicked["position"].to_numpy().astype(np.int64)
     if pos.size and (pos.min() < 1 or pos.max() > theta.size):
         raise InputError(
             f"logged positions run to {pos.max()} but only {theta.size} propensities were given"
         )
-    contrib = lam(clicked["_rank"].to_numpy().astype(np.int64)) / theta[pos - 1]
+    th = theta[pos - 1] if contexts is None else contexts.table[contexts.index(clicked), pos - 1]
+    contrib = lam(clicked["_rank"].to_numpy().astype(np.int64)) / th
     per_session = (
         pl.DataFrame({"session": clicked["session"], "v": contrib})
         .group_by("session")

@@ -1533,7 +1533,9 @@ def _list_blocks(work: np.ndarray, row_min: np.ndarray, row_max: np.ndarray,
     return np.unique(np.concatenate([[0], chosen, [n]])).astype(np.int64)
 
 
-def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def position_bias_update(
+    li, lj, *, bias_norm: float = 1.0, block: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Position biases from the accumulated costs (Hu et al. (2019), Eq. 30-31).
 
     .. math::
@@ -1544,7 +1546,9 @@ def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray,
     biases; XGBoost's ``lambdarank_bias_norm``, default 1, exponent 1/2), and
     :math:`l^\pm` from :func:`session_lambdas`. Biases are relative to
     position 1 (:math:`t^\pm_1 = 1`). Where :math:`l_1 = 0` (no pair at the
-    first position) the biases of that side are ones.
+    first position) the biases of that side are ones. With ``block`` the positions are
+    contexts' blocks of ``block`` ranks (context :math:`c`, rank :math:`k` at
+    :math:`cK + k`), each context's biases relative to its own first rank.
 
     Returns
     -------
@@ -1556,7 +1560,15 @@ def position_bias_update(li, lj, *, bias_norm: float = 1.0) -> tuple[np.ndarray,
     reg = 1.0 / (1.0 + bias_norm)
     out = []
     for acc in (_vec(li, None, "li"), _vec(lj, None, "lj")):  # the two sides
-        out.append((acc / acc[0]) ** reg if acc.size and acc[0] > 0 else np.ones(acc.size))
+        if block is None:
+            out.append((acc / acc[0]) ** reg if acc.size and acc[0] > 0 else np.ones(acc.size))
+            continue
+        if acc.size % block:
+            raise InputError(f"{acc.size} bias sums are not blocks of {block} positions")
+        acc = acc.reshape(-1, block)
+        first = acc[:, :1]
+        ratio = np.divide(acc, first, out=np.ones_like(acc), where=first > 0)
+        out.append((ratio ** reg).ravel())
     return out[0], out[1]
 
 

@@ -118,7 +118,9 @@ def _session_objective(model, sessions: SessionLists):
                 normalize=norm, cost=sessions.cost, n_threads=fit_threads(int(model.n_jobs)),
             )  # fmt: skip
         lam = step(preds, t_plus, t_minus)
-        t_plus, t_minus = position_bias_update(lam.li, lam.lj, bias_norm=sessions.bias_norm)
+        t_plus, t_minus = position_bias_update(
+            lam.li, lam.lj, bias_norm=sessions.bias_norm, block=sessions.context_block
+        )
         model.position_bias_ = {"t_plus": t_plus, "t_minus": t_minus}  # the latest estimate
         return -lam.forces, lam.weights
 

@@ -10,6 +10,7 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -77,6 +78,23 @@ def bench():
                          click_model=model, relevance="binarized")  # fmt: skip
 
     return debiasing_real, args, synthetic(80, 20, seed=0)
+
+
+def test_context_option_gives_devices_their_curves_and_the_rows_their_ids(bench):
+    bench, args, data = bench
+    a = args("pbm", 6000)
+    a.context, a.context_share, a.context_etas = True, 0.3, [2.0, 0.5]
+    a.context_concentration = None
+    s = bench.Setup(data, data, a, seed=0)
+    assert set(s.log["device"].unique().to_list()) == {"phone", "desktop"}
+    curves = dict(zip(s.theta_context.contexts.labels, s.theta_context.contexts.theta,
+                      strict=True))  # fmt: skip
+    assert curves["device=phone"][3] < curves["device=desktop"][3]
+    np.testing.assert_array_equal(s.theta_context.theta, s.theta.theta)  # pooled unchanged
+    assert s.click_ranker().context == "device"
+    _, _, _, pos, _ = bench._baselines.session_rows(s.train, s.log, "device")
+    assert pos.max() >= 10  # desktop's ranks are ids 0..9, the phones' 10..19
+    assert bench._users(a).startswith(" context phone=0.3 eta=2/0.5")
 
 
 def test_click_model_option_draws_the_clicks_from_that_model(bench):

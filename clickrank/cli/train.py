@@ -365,12 +365,14 @@ def _fit(mode, target, learner, target_kw, data_path, log_path, theta_path, logg
     warn_thin_log(local_path(log_path))  # no clicks or a handful of sessions: say so
     data = load_letor(data_path)
     logging_model = _logging_model(logging_path, data)
-    theta = T.read_theta(theta_path) if theta_path is not None else None
+    theta = _read_propensities(theta_path) if theta_path is not None else None
     if log_path is None:
         log = None
     else:
         log = open_log(log_path, spark_master) if engine == "spark" else read_log(log_path)
     if mode == "default":
+        if learner.context is None and engine != "spark":
+            learner.context = _described_context(log_path)
         return learner.fit(data, log, theta, logging_model=logging_model, progress=_progress)
     tgt = _make_target(target, data, log, theta, target_kw, seed=learner.seed)
     if mode == "oracle":
@@ -379,6 +381,39 @@ def _fit(mode, target, learner, target_kw, data_path, log_path, theta_path, logg
         valid = load_letor(valid_path) if valid_path is not None else None
         return learner.fit(data, tgt, valid=valid)
     return learner.fit(data, log, theta, targets={target: tgt}, progress=_progress)
+
+
+def _read_propensities(path) -> Any:
+    """A propensity file's curve, and its curves per context when it holds them (as
+    ``clickrank propensity --context`` writes them)."""
+    from .. import targets as T
+    from .._core._io import read_json
+
+    theta = T.read_theta(path)  # the checks of a user's curve, for every file
+    obj = read_json(Path(path))
+    if isinstance(obj, dict) and obj.get("contexts"):
+        from ..propensity import Propensities
+
+        return Propensities.load(path)
+    return theta
+
+
+def _described_context(log_path) -> tuple[str, ...] | None:
+    """The context columns that change the clicks, as the log's description names them
+    (a log simulated with a context); None for other logs."""
+    from ..clicklog import read_log_metadata
+
+    try:
+        meta = read_log_metadata(local_path(log_path)) or {}
+    except (OSError, ValueError):
+        return None
+    cols = tuple(c["name"] for c in meta.get("context", [])
+                 if isinstance(c, dict) and c.get("click_models"))  # fmt: skip
+    if not cols:
+        return None
+    click.echo(f"context {', '.join(cols)}: from the log's description (set context=[] to "
+               "pool)", err=True)  # fmt: skip
+    return cols
 
 
 def _make_target(name, data, log, theta, target_kw, *, seed) -> Any:

@@ -336,6 +336,38 @@ def _trial_click_model(c: _Checker) -> None:
         c.fail("click_model", key, f"gives an invalid click model: {err}")
 
 
+def _context(c: _Checker, base_dir: Path) -> None:
+    """``[context]``: a column name, the values' shares (summing to 1) and their curves."""
+    from ..clicklog import LOG_SCHEMA
+
+    ctx = c.v.get("context") or {}
+    if ctx.get("column") is None:
+        for key in ("shares", "eta"):
+            if ctx.get(key) is not None:
+                c.fail("context", key, "needs [context] column (the context's name)")
+        return
+    if ctx["column"] in LOG_SCHEMA or not ctx["column"]:
+        c.fail("context", "column", f"must not be a log column of its own, got {ctx['column']!r}")
+    shares, eta = ctx.get("shares") or {}, ctx.get("eta") or {}
+    if len(shares) < 2:
+        c.fail("context", "shares", "must give at least two values their share of sessions")
+    bad = [v for v, x in shares.items() if isinstance(x, bool) or not isinstance(x, (int, float))
+           or not 0 < x <= 1]  # fmt: skip
+    if bad:
+        c.fail("context", "shares", f"must be numbers in (0, 1]; {bad[0]!r} is {shares[bad[0]]!r}")
+    if abs(sum(shares.values()) - 1) > 1e-9:
+        c.fail("context", "shares", f"must sum to 1, got {sum(shares.values()):g}")
+    if set(eta) != set(shares):
+        c.fail("context", "eta", f"must give each value of shares its η: {sorted(shares)}")
+    bad = [v for v, x in eta.items() if isinstance(x, bool) or not isinstance(x, (int, float))
+           or x < 0]  # fmt: skip
+    if bad:
+        c.fail("context", "eta", f"must be numbers >= 0; {bad[0]!r} is {eta[bad[0]]!r}")
+    if c.v["click_model"]["name"] not in ETA_MODELS:
+        c.fail("context", "eta", f"applies to [click_model] {', '.join(ETA_MODELS)}, not "
+               f"{c.v['click_model']['name']}")  # fmt: skip
+
+
 def _unique(c: _Checker, section: str, key: str) -> None:
     names = c.v[section][key]
     if len(set(names)) != len(names):
@@ -478,6 +510,7 @@ _CROSS: dict[str, Callable[[_Checker, Path], None]] = {
     "click_model": _click_model,
     "simulation": _simulation,
     "interventions": _interventions,
+    "context": _context,
     "propensity": _propensity,
     "targets": _targets,
     "lambdamart": _lambdamart,

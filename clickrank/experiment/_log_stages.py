@@ -158,11 +158,39 @@ class _LogStages:
             self.run.log(f"        {self.relevance_line}")
         return self._cm
 
+    def context(self):
+        """The ``[context]`` of the simulation (a :class:`~clickrank.simulation.Context` whose
+        values click by [click_model] at their own η), or None."""
+        from ..simulation import Context
+        from ..specs import make_click_model
+
+        ctx = self.cfg["context"]
+        if ctx.get("column") is None:
+            return None
+        labels = [f(p.y) for p in self.parts.values() for f in (np.min, np.max)]
+        models = {v: make_click_model({**self.cfg["click_model"], "eta": e}, labels)[0]
+                  for v, e in ctx["eta"].items()}  # fmt: skip
+        return Context(ctx["column"], dict(ctx["shares"]), models)
+
+    def context_column(self) -> str | None:
+        return self.cfg["context"].get("column")
+
     def true_theta(self) -> np.ndarray | None:
+        """The examination curve of the click model (None without one, or with a context:
+        each value has its own, :meth:`true_curves`)."""
         cm = self.click_model()
-        if not hasattr(cm, "propensities"):
+        if not hasattr(cm, "propensities") or self.context_column() is not None:
             return None
         return np.asarray(cm.propensities(self.cfg["simulation"]["top_k"]), dtype=np.float64)
+
+    def true_curves(self) -> dict[str, list[float]] | None:
+        """Each context value's true examination curve (None without a context)."""
+        ctx = self.context()
+        if ctx is None:
+            return None
+        k = self.cfg["simulation"]["top_k"]
+        return {v: np.asarray(m.propensities(k), dtype=float).tolist()
+                for v, m in ctx.click_models.items()}  # fmt: skip
 
     @property
     def log_path(self) -> Path:
@@ -196,6 +224,7 @@ class _LogStages:
             progress=self.run.progress and sys.stderr.isatty(),
             check_space=self.run.check_space,
             metadata=meta,
+            context=self.context(),
         )
         stats = _clean(self._log_stats())
         atomic_write_json(self.out / "log_stats.json", stats)
@@ -223,14 +252,16 @@ class _LogStages:
 
         p = self.cfg["propensity"]
         B, seed = p["bootstrap"], self.cfg.seed("propensity")
+        ctx = {"context": self.context_column()} if self.context_column() else {}
         if method == "em":
-            return estimate_propensities(log, method="em", n_boot=B or 100, seed=seed)
+            return estimate_propensities(log, method="em", n_boot=B or 100, seed=seed, **ctx)
         if method in ("regression-em", "auto"):  # they read the training documents' features
             return estimate_propensities(log, method=method, data=self.parts["train"],
-                                         seed=seed, **({"n_boot": B} if B else {}))  # fmt: skip
-        if B > 0:
+                                         seed=seed, **({"n_boot": B} if B else {}),
+                                         **ctx)  # fmt: skip
+        if B > 0 and not ctx:
             return bootstrap(method, log, n=B, seed=seed)
-        return estimate_propensities(log, method=method)
+        return estimate_propensities(log, method=method, **ctx)
 
     def _propensity(self) -> tuple[dict, list[str]]:
         p = self.cfg["propensity"]
@@ -242,16 +273,15 @@ class _LogStages:
             est.save(folder / f"{m}.json", alpha=p["alpha"])
             files.append(f"propensities/{m}.json")
             estimates[m] = est
-        theta = self.true_theta()
-        truth = (
-            None
-            if theta is None
-            else {
-                "theta": theta.tolist(),
+        theta, curves = self.true_theta(), self.true_curves()
+        truth = None
+        if theta is not None or curves is not None:
+            truth = {
+                "theta": None if theta is None else theta.tolist(),
                 "source": "click model",
                 "click_model": repr(self.click_model()),
+                **({} if curves is None else {"contexts": curves}),
             }
-        )
         atomic_write_json(folder / "truth.json", {"truth": truth})
         files.append("propensities/truth.json")
         self.estimates = estimates
@@ -275,6 +305,7 @@ class _LogStages:
                 "use": use,
                 "alpha": p["alpha"],
                 "truth": None if truth is None else truth["theta"],
+                "truth_contexts": None if truth is None else truth.get("contexts"),
                 "estimates": {m: e.to_dict(p["alpha"]) for m, e in self.estimates.items()},
             }
         )

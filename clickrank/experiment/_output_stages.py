@@ -66,6 +66,11 @@ class _OutputStages:
                     path=p,
                 ),
             )
+        if est is not None and est.contexts is not None:  # one curve per context, with bands
+            import matplotlib.pyplot as plt
+
+            fig("propensities_by_context", lambda p: plt.close(
+                est.plot(path=p, alpha=self.cfg["propensity"]["alpha"])))  # fmt: skip
         fig("click_heatmap", lambda p: plots.click_heatmap(log, path=p))
         if self.log_stats["skip_above"]["preferences"] > 0:
             fig("skip_above_bias", lambda p: plots.skip_above_bias(log, path=p))

@@ -88,6 +88,9 @@ class _RankerStages:
         return model
 
     def _skipped(self, name: str) -> str | None:
+        if name == "ips-true" and self.context_column() is not None:
+            return (f"ips-true skipped: each [context] {self.context_column()} value has its "
+                    "own true curve")  # fmt: skip
         if name == "ips-true" and self.true_theta() is None:
             return (
                 f"ips-true skipped: the {self.cfg['click_model']['name']} click model has "

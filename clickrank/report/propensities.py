@@ -53,8 +53,11 @@ def _reading_propensities(results: dict) -> list[str]:
     level = _level(prop["alpha"])
     for method, est in prop["estimates"].items():
         head = f"The {method} estimate of θ ({_sessions_used(results, method, est)})"
+        if est.get("contexts"):
+            out.append(_reading_contexts(method, est["contexts"], prop))
         if truth is None:
-            out.append(f"{head} cannot be checked: the click model has no true θ.")
+            if not prop.get("truth_contexts"):
+                out.append(f"{head} cannot be checked: the click model has no true θ.")
             continue
         cov = _coverage(est, truth)
         if cov is None:
@@ -72,6 +75,71 @@ def _reading_propensities(results: dict) -> list[str]:
         else:
             text += "."
         out.append(text)
+    return out
+
+
+def _reading_contexts(method: str, ctx: dict, prop: dict) -> str:
+    """The homogeneity test in words, and how often the contexts' intervals cover their
+    true curves (when the run knows them)."""
+    from ..propensity import ContextCurves, Propensities
+
+    curves = ContextCurves.from_dict(ctx, Propensities)
+    text = f"By {', '.join(curves.columns)}, the {method} estimate says: {curves.verdict()}."
+    truth = prop.get("truth_contexts") or {}
+    covered = n = 0
+    bounds = curves.bounds(prop["alpha"])
+    for i, values in enumerate(curves.values):
+        true = truth.get(values[0]) if len(values) == 1 else None
+        for k in range(1, min(len(true or []), curves.theta.shape[1])):
+            lo, hi = bounds[i, k]
+            if math.isfinite(lo) and math.isfinite(hi):
+                n += 1
+                covered += lo <= true[k] / true[0] <= hi
+    if n:
+        text += (f" Each context's {_level(prop['alpha'])} interval covers its true θ at "
+                 f"{covered} of {n} positions.")  # fmt: skip
+    return text
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _section_contexts(prop: dict) -> list[str]:
+    """θ by context: each context's curve with its interval (and truth), per estimate."""
+    from ..propensity import ContextCurves, Propensities
+
+    level = _level(prop["alpha"])
+    truth = prop.get("truth_contexts") or {}
+    out = []
+    for method, est in prop["estimates"].items():
+        if not est.get("contexts"):
+            continue
+        curves = ContextCurves.from_dict(est["contexts"], Propensities)
+        bounds = curves.bounds(prop["alpha"])
+        rows = []
+        for k in range(curves.theta.shape[1]):
+            row: list[Any] = [k + 1]
+            for i, values in enumerate(curves.values):
+                t, (lo, hi) = curves.theta[i, k], bounds[i, k]
+                if not math.isfinite(t):
+                    row.append("not identified")
+                    continue
+                cell = f"{_f(float(t))} [{_f(float(lo))}, {_f(float(hi))}]"
+                true = truth.get(values[0]) if len(values) == 1 else None
+                if true is not None and 0 < k < len(true):
+                    cell += f" (true {_f(true[k] / true[0])})"
+                row.append(cell)
+            rows.append(row)
+        out += [
+            f"### θ by {', '.join(curves.columns)} ({method})",
+            "",
+            f"Each context's curve, shrunk toward the common one, with its {level} interval. "
+            f"{_sentence(curves.verdict(prop['alpha']))}.",
+            "",
+            _table(["position", *(f"{lab} θ̂ [{level} CI]" for lab in curves.labels)], rows),
+            "",
+        ]
     return out
 
 
@@ -127,6 +195,9 @@ def _section_propensities(results: dict) -> list[str]:
     for m, p in ests.items():
         for w in p.warnings:
             out.append(f"- {m}: {w}")
+    out += _section_contexts(prop)
+    if "propensities_by_context" in results["figures"]:
+        out += [f"![θ by context]({results['figures']['propensities_by_context']})", ""]
     if "propensities" in results["figures"]:
         out += [
             "",

@@ -12,6 +12,14 @@ a simulation reads the session's draw ``i``), so the column does not depend on
 ``chunk_size`` or ``n_jobs``. Clicks keep the stream of a simulation without
 context: a context whose models all equal ``click_model`` gives the same clicks as
 no context at all.
+
+Real traffic mixes its contexts differently from query to query (navigational
+queries come from phones more often). With ``query_concentration`` :math:`\kappa`
+each query :math:`q` draws its own shares :math:`\pi_q \sim
+\mathrm{Dirichlet}(\kappa\,\pi)` around the given ones :math:`\pi` (gamma quantiles
+of uniforms that depend only on ``(seed, q)``, stream :data:`STREAM_CONTEXT_MIX`), and
+its sessions draw their value from :math:`\pi_q`: the smaller :math:`\kappa`, the
+more a query's sessions come from one context.
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ from .._core._random import session_uniforms
 from .._core._validation import InputError
 from ..clicklog import LOG_SCHEMA
 
-__all__ = ["Context", "STREAM_CONTEXT", "RESERVED_COLUMNS"]
+__all__ = ["Context", "STREAM_CONTEXT", "STREAM_CONTEXT_MIX", "RESERVED_COLUMNS"]
 
 #: Draw stream of the context values (draw ``i`` of a session: the ``i``-th context).
 STREAM_CONTEXT = 224
+#: Draw stream of the queries' own shares (``query_concentration``), keyed by query.
+STREAM_CONTEXT_MIX = 225
 
 #: Columns a simulated log already has (the log's own, :data:`~clickrank.clicklog.LOG_SCHEMA`):
 #: a context cannot take their names.
@@ -55,6 +65,9 @@ class Context:
         :func:`~clickrank.clickmodels.make_click_model`). Values left out click by
         ``simulate``'s ``click_model``. At most one context of a simulation has
         click models.
+    query_concentration : float, optional
+        κ of the queries' own shares (module docstring); None (default):
+        every query has ``shares``.
 
     Examples
     --------
@@ -68,6 +81,7 @@ class Context:
     name: str
     shares: Mapping[str, float]
     click_models: Mapping[str, Any] | None = None
+    query_concentration: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -101,6 +115,15 @@ class Context:
                 f"Context {self.name!r}: click_models names {unknown[0]!r}, which has no "
                 f"share; the values are {', '.join(values)}"
             )
+        kappa = self.query_concentration
+        if kappa is not None and (
+            isinstance(kappa, bool) or not isinstance(kappa, (int, float))
+            or not np.isfinite(kappa) or kappa <= 0
+        ):  # fmt: skip
+            raise InputError(
+                f"Context {self.name!r}: query_concentration must be a number > 0 (or None), "
+                f"got {kappa!r}"
+            )
         w = w / w.sum()
         w.flags.writeable = False
         object.__setattr__(self, "shares", dict(zip(values, w.tolist(), strict=True)))
@@ -112,11 +135,38 @@ class Context:
         """The context's values, in the order of ``shares``."""
         return tuple(self.shares)
 
-    def codes(self, seed: int, sessions: np.ndarray, draw: int = 0) -> np.ndarray:
+    def query_shares(self, seed: int, n_queries: int, draw: int = 0) -> np.ndarray | None:
+        """Each query's shares ``[n_queries, V]`` (None without ``query_concentration``)."""
+        if self.query_concentration is None:
+            return None
+        from scipy.stats import gamma
+
+        V = len(self.shares)
+        u = session_uniforms(seed, np.arange(n_queries), V, STREAM_CONTEXT_MIX, offset=draw * V)
+        shape = self.query_concentration * np.array(list(self.shares.values()))
+        g = gamma.ppf(u, np.maximum(shape, 1e-300))  # a share of 0 stays 0
+        g[:, shape == 0] = 0.0
+        total = g.sum(axis=1, keepdims=True)
+        return np.divide(g, total, out=np.tile(shape / shape.sum(), (n_queries, 1)),
+                         where=total > 0)  # fmt: skip
+
+    def codes(
+        self,
+        seed: int,
+        sessions: np.ndarray,
+        draw: int = 0,
+        queries: np.ndarray | None = None,
+        query_shares: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Index into :attr:`values` of each session, int64 ``[S]`` (draw ``draw`` of the
-        session on :data:`STREAM_CONTEXT`)."""
+        session on :data:`STREAM_CONTEXT`), by the shares of its query when
+        ``query_shares`` (:meth:`query_shares`) and the sessions' ``queries`` are given."""
         u = session_uniforms(seed, sessions, 1, STREAM_CONTEXT, offset=draw)[:, 0]
-        return np.minimum(np.searchsorted(self._cdf, u, side="right"), len(self.shares) - 1)
+        last = len(self.shares) - 1
+        if query_shares is None:
+            return np.minimum(np.searchsorted(self._cdf, u, side="right"), last)
+        cdf = np.cumsum(query_shares[np.asarray(queries, dtype=np.int64)], axis=1)
+        return np.minimum((u[:, None] >= cdf).sum(axis=1), last).astype(np.int64)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready description (the log's metadata)."""
@@ -124,7 +174,9 @@ class Context:
             "name": self.name,
             "shares": dict(self.shares),
             "click_models": {v: repr(m) for v, m in self.click_models.items()},
-        }
+            **({} if self.query_concentration is None
+               else {"query_concentration": self.query_concentration}),
+        }  # fmt: skip
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{v}={s:.3g}" for v, s in self.shares.items())

@@ -366,6 +366,7 @@ def _chunks(
         model,
         lambda m: _click_sampler(_resolve_click_model(m), data.y, plan.top_k),
     )
+    mixes = [c.query_shares(plan.seed, data.n_queries, i) for i, c in enumerate(plan.contexts)]
     positions = _positions(min(chunk_size, plan.n_sessions), plan.top_k)
     seed, end = plan.seed, plan.first_session + plan.n_sessions
     for start in range(plan.first_session, end, chunk_size):
@@ -383,7 +384,8 @@ def _chunks(
             icode, pivot, swap_k = _apply_interventions(
                 plan.items, cells.labels, cells.rows, seed, sessions
             )
-            codes = [c.codes(seed, sessions, i) for i, c in enumerate(plan.contexts)]
+            codes = [c.codes(seed, sessions, i, queries, mix)
+                     for i, (c, mix) in enumerate(zip(plan.contexts, mixes, strict=True))]
             if by_context is None:
                 clicks = clicks_of(seed, sessions, cells.labels)
             else:

@@ -55,7 +55,7 @@ from ._preferences import (
 )
 from ._stats import ClickStats, auto_clip, click_stats
 from ._target import SessionLists, Target
-from ._theta import as_theta, read_theta
+from ._theta import ContextTheta, as_theta, context_theta, read_theta
 
 __all__ = [
     "Target",
@@ -91,4 +91,6 @@ __all__ = [
     "STRATEGIES",
     "as_theta",
     "read_theta",
+    "ContextTheta",
+    "context_theta",
 ]

@@ -52,6 +52,7 @@ def make_target(
     stats: ClickStats | None = None,
     click_model: str | None = None,
     relevance: Callable[[RankingData, ClickStats], np.ndarray] | None = None,
+    context: Any = None,
 ) -> Target:
     """The target called ``name`` for ``data`` from ``log``.
 
@@ -75,6 +76,10 @@ def make_target(
     ``relevance(data, stats)`` gives ``"dr"`` its direct-method predictions
     instead of :func:`~clickrank.targets.relevance_model` (e.g. a model fitted
     on a Spark cluster, :func:`clickrank.training.distributed.spark_relevance`).
+    Propensities per context (``estimate_propensities(..., context=)``) weigh every
+    impression of ``"ips"``, ``"dr"`` and ``"ips-pairs"`` by its context's curve;
+    ``context`` (the log's context columns) gives ``"unbiased-lambdamart"`` biases per
+    context.
     """
     if name == "oracle":
         return oracle(data)
@@ -97,7 +102,7 @@ def make_target(
                   candidates="shown" if candidates == "shown" else "all")  # fmt: skip
     pair_candidates = "shown" if candidates in ("auto", "hybrid") else candidates
     if name == "unbiased-lambdamart":
-        return unbiased_lambdamart(data, log)
+        return unbiased_lambdamart(data, log, context=context)
     if name in ("ips-pairs", "prs-pairs"):
         build = ips_rank_pairs if name == "ips-pairs" else propensity_ratio_pairs
         return build(data, log, propensities, clip=_resolve(clip, log),

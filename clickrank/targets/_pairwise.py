@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from .._core._validation import InputError, check_choice, check_positive
+from ..clicklog import context_columns
 from ..datasets import RankingData
 from ..engine import is_spark, preference_counts, session_patterns
 from ..engine.join import candidate_mask, per_doc, prepare_log
@@ -39,7 +40,7 @@ from ._gains import ips
 from ._preferences import _ADJACENT, _preference_rows, aggregate_pairs
 from ._session_lists import distinct_sessions
 from ._target import SessionLists, Target
-from ._theta import as_theta
+from ._theta import ContextTheta, as_theta, context_theta
 
 __all__ = ["unbiased_lambdamart", "propensity_ratio_pairs", "ips_rank_pairs"]
 
@@ -47,14 +48,21 @@ _SESSION_COLUMNS = ("session", "query", "doc", "position", "click")
 
 
 def _session_log(
-    data: RankingData, log: pl.DataFrame | pl.LazyFrame, n_theta: int | None
+    data: RankingData, log: pl.DataFrame | pl.LazyFrame, n_theta: int | None,
+    contexts: ContextTheta | None = None,
 ) -> tuple[pl.LazyFrame, pl.DataFrame, np.ndarray, int, int]:
     """``(base, keys, shown rows, impressions, largest position)`` of a checked log.
 
     ``base`` holds ``session, query, doc, position (Int64), click (Boolean)``
     with the ids cast to the data's; every ``(query, doc)`` must be in ``data``.
+    With per-context propensities the positions are their (context, rank) slots
+    (:meth:`ContextTheta.slot_positions`).
     """
-    lf, keys = prepare_log(data, log, _SESSION_COLUMNS, n_theta)
+    by = () if contexts is None else contexts.columns
+    lf, keys = prepare_log(data, log, (*_SESSION_COLUMNS, *by), n_theta)
+    if contexts is not None and is_spark(lf):
+        raise InputError("per-context propensities read a polars log; aggregate the Spark "
+                         "log first or weigh by the pooled curve")  # fmt: skip
     shown = per_doc(
         lf, keys, [pl.len().alias("shown"), pl.col("position").max().alias("top")], "click log"
     )
@@ -67,8 +75,11 @@ def _session_log(
             "doc",
             pl.col("position").cast(pl.Int64),
             pl.col("click").cast(pl.Boolean),
+            *by,
         )
     )
+    if contexts is not None:
+        base = contexts.slot_positions(base)
     return (base, keys, shown["row"].to_numpy(), int(shown["shown"].sum()), int(shown["top"].max()))
 
 
@@ -82,10 +93,41 @@ def _theta(propensities: Any, clip: float | None) -> tuple[np.ndarray, float | N
     return theta, clip
 
 
+def _context_positions(lf: pl.LazyFrame, columns: tuple[str, ...]) -> tuple[pl.Expr, int, list]:
+    """The position of an entry as context block + rank, the block, and the contexts.
+
+    Context :math:`c` (the sorted distinct values of ``columns``) at rank :math:`k` gets
+    position :math:`cK + k`, :math:`K` the largest logged rank, so every context's ranks
+    have their own biases.
+    """
+    cols = list(columns)
+    known = (
+        lf.select(pl.col(c).cast(pl.String) for c in cols).unique().sort(cols).collect()
+    )
+    if any(known[c].null_count() for c in cols):
+        bad = next(c for c in cols if known[c].null_count())
+        raise InputError(
+            f"context column {bad!r} has null values; give those sessions a value "
+            "(e.g. 'unknown') or drop them"
+        )
+    block = int(lf.select(pl.col("position").max()).collect().item())
+    index = pl.struct(pl.col(c).cast(pl.String) for c in cols).rank("dense") - 1
+    expr = (pl.col("position").cast(pl.Int64) + block * index.cast(pl.Int64)).alias("position")
+    return expr, block, known.rows()
+
+
 def _distinct_sessions(
-    data: RankingData, log: Any
+    data: RankingData, log: Any, context: tuple[str, ...] = ()
 ) -> tuple[dict[str, np.ndarray], np.ndarray, int, int]:
-    """Distinct sessions, shown rows, impressions, positions: the reading step (Spark or local)."""
+    """Distinct sessions, shown rows, impressions, positions: the reading step (Spark or local).
+
+    With ``context`` columns the positions are context blocks + ranks
+    (:func:`_context_positions`)."""
+    if is_spark(log) and context:
+        raise InputError(
+            "per-context position biases read a polars log (a DataFrame, LazyFrame or "
+            "parquet file); aggregate the Spark log first or train without context"
+        )
     if is_spark(log):
         base, keys, shown, impressions, top = _session_log(data, log, None)
         lists = session_patterns(base, keys)
@@ -98,13 +140,12 @@ def _distinct_sessions(
             "counts": lists["count"].to_numpy().astype(np.float64),
         }
     else:  # one join in log order, the grouping compiled (._session_lists)
-        lf, keys = prepare_log(data, log, _SESSION_COLUMNS)
+        lf, keys = prepare_log(data, log, (*_SESSION_COLUMNS, *context))
+        position = pl.col("position").cast(pl.Int64)
+        if context:
+            position = _context_positions(lf, context)[0]
         base = lf.select(
-            "session",
-            "query",
-            "doc",
-            pl.col("position").cast(pl.Int64),
-            pl.col("click").cast(pl.Boolean),
+            "session", "query", "doc", position, pl.col("click").cast(pl.Boolean)
         )
         arrays, shown, top = distinct_sessions(base, keys)
         impressions = shown.size
@@ -148,6 +189,7 @@ def unbiased_lambdamart(
     *,
     bias_norm: float = 1.0,
     positions: int | None = None,
+    context: Any = None,
     _cost: str = "ranknet",
 ) -> Target:
     r"""Unbiased LambdaMART (Hu et al. (2019)): biases learned with the ranker.
@@ -195,6 +237,12 @@ def unbiased_lambdamart(
         Number of positions whose biases are estimated (default: the largest
         logged position). Pairs with a result below it get unscaled gradients
         and do not update the biases.
+    context : str or list of str, optional
+        Context columns of the log (``"device"``): each context (combination of their
+        values) gets its own biases, relative to its own first position, since
+        examination depends on the context (``LambdaMART.position_bias_`` then holds
+        the contexts' blocks of ``positions`` biases, in the sorted order of the
+        values).
 
     Returns
     -------
@@ -206,11 +254,24 @@ def unbiased_lambdamart(
     if not np.isfinite(bias_norm) or bias_norm < 0:
         raise InputError(f"bias_norm must be finite and >= 0, got {bias_norm!r}")
     check_choice(_cost, ("ranknet", "xgboost"), name="_cost")
-    arrays, shown, impressions, top = _distinct_sessions(data, log)
+    cols: tuple[str, ...] = () if context is None else context_columns(context)
+    if cols and positions is not None:
+        raise InputError("positions and context: the context blocks are the logged ranks")
+    arrays, shown, impressions, top = _distinct_sessions(data, log, cols)
+    block = None
+    if cols:  # blocks of the largest logged rank, one per context
+        lf = prepare_log(data, log, (*_SESSION_COLUMNS, *cols))[0]
+        _, block, values = _context_positions(lf, cols)
+        top = block * len(values)
     if positions is not None:
         top = int(check_positive(positions, name="positions", integer=True))
-    sessions = SessionLists(**arrays, n_positions=top, bias_norm=bias_norm, cost=_cost)
-    return _session_target(data, sessions, shown, impressions, top, bias_norm, _cost)
+    sessions = SessionLists(
+        **arrays, n_positions=top, bias_norm=bias_norm, cost=_cost, context_block=block
+    )
+    target = _session_target(data, sessions, shown, impressions, top, bias_norm, _cost)
+    if cols:
+        target.metadata.update(context=list(cols), contexts=[list(v) for v in values])
+    return target
 
 
 def propensity_ratio_pairs(
@@ -244,7 +305,8 @@ def propensity_ratio_pairs(
     log : polars DataFrame or LazyFrame
         Click log with ``session``, ``query``, ``doc``, ``position``, ``click``.
     propensities : array-like or object with ``.theta``
-        ``theta[p - 1]`` for positions ``1..K`` covering the log.
+        ``theta[p - 1]`` for positions ``1..K`` covering the log; an estimate per
+        context weighs each preference by its session's context's curve.
     clip : float, optional
         Minimum propensity :math:`\tau` on both sides of the ratio.
     candidates : {"shown", "all"}
@@ -257,7 +319,10 @@ def propensity_ratio_pairs(
     """
     theta, clip = _theta(propensities, clip)
     check_choice(candidates, ("shown", "all"), name="candidates")
-    base, keys, shown, impressions, _ = _session_log(data, log, len(theta))
+    contexts = context_theta(propensities)
+    base, keys, shown, impressions, _ = _session_log(data, log, len(theta), contexts)
+    if contexts is not None:  # θ of each (context, rank) slot
+        theta = contexts.table.ravel() if clip is None else np.maximum(contexts.table, clip).ravel()
     prefs = (
         preference_counts(base, ("all",), _ADJACENT)
         if is_spark(base)

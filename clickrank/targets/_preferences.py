@@ -19,7 +19,7 @@ from ..datasets import RankingData
 from ..engine import fairpairs_sessions, is_spark, preference_counts
 from ..engine.join import candidate_mask, per_doc, prepare_log
 from ._target import Target
-from ._theta import as_theta
+from ._theta import as_theta, context_theta
 
 __all__ = [
     "click_preferences",
@@ -254,6 +254,8 @@ def click_preferences(
         (propensity-weighted pairwise loss, Joachims et al. (2017), §4);
         requires ``propensities``. Not defined for ``"fairpairs"``.
     propensities : array-like or object with ``.theta``, optional
+        ``theta[p - 1]``; an estimate per context weighs each preference by its
+        session's context's curve (the log holds the context columns).
     candidates : {"shown", "all"}
         Documents that take part in the ranking (for ΔNDCG weighting).
 
@@ -281,10 +283,15 @@ def click_preferences(
             "ips_weighted is not defined for 'fairpairs': its preferences need no propensities"
         )
     theta = as_theta(propensities) if ips_weighted else None
+    contexts = context_theta(propensities) if ips_weighted else None
     needed = ("session", "query", "doc", "position", "click")
     if fair:
         needed += ("intervention", "swap_pivot", "swap_k")
-    lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
+    by = () if contexts is None else contexts.columns
+    lf, keys = prepare_log(data, log, (*needed, *by), None if theta is None else len(theta))
+    if contexts is not None and is_spark(lf):
+        raise InputError("per-context propensities read a polars log; aggregate the Spark "
+                         "log first or weigh by the pooled curve")  # fmt: skip
     shown = per_doc(lf, keys, [pl.len().alias("shown")], "click log")
     rows_shown = shown["row"].to_numpy()
     base = (
@@ -296,6 +303,7 @@ def click_preferences(
             "doc",
             pl.col("position").cast(pl.Int64),
             pl.col("click").cast(pl.Boolean),
+            *by,
             *(
                 [
                     pl.col("intervention").cast(pl.String),
@@ -331,6 +339,8 @@ def click_preferences(
                 column="swap_pivot",
             )
         metadata["fairpairs_sessions"] = int(n_fair)
+    if contexts is not None:  # positions become (context, rank) slots: θ per impression
+        base, theta = contexts.slot_positions(base), contexts.table.ravel()
     prefs = (
         preference_counts(base, rules, _ADJACENT)
         if is_spark(base)

@@ -26,7 +26,7 @@ from .._core._validation import InputError
 from ..datasets import RankingData
 from ..engine import n_unique, n_unique_by
 from ..engine.join import per_doc, prepare_log
-from ._theta import as_theta
+from ._theta import ContextTheta, as_theta, context_theta
 
 __all__ = ["ClickStats", "click_stats", "auto_clip"]
 
@@ -82,8 +82,14 @@ class ClickStats:
     n_sessions : int
         Sessions in the log.
     cells : tuple of numpy.ndarray
-        ``(row, position, clicks, impressions)`` per logged (document, position),
-        from which :meth:`clipped` recomputes the weighted sums.
+        ``(row, position, clicks, impressions)`` per logged (document, position) (and
+        context, with per-context propensities), from which :meth:`clipped` recomputes
+        the weighted sums.
+    contexts : ContextTheta or None
+        The per-context curves (clipped) when the propensities hold them; ``exposure`` and
+        ``ips`` then weigh each impression by its context's :math:`\theta_{c_s, p_s(d)}`.
+    cell_context : numpy.ndarray or None
+        The row of ``contexts.table`` of every cell.
     """
 
     clicks: np.ndarray
@@ -96,6 +102,15 @@ class ClickStats:
     clip: float | None
     n_sessions: int
     cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    contexts: ContextTheta | None = None
+    cell_context: np.ndarray | None = None
+
+    def cell_theta(self) -> np.ndarray:
+        """The propensity of every cell: its context's, else the pooled one at its position."""
+        pos = self.cells[1]
+        if self.contexts is None:
+            return self.theta[pos - 1]
+        return self.contexts.table[self.cell_context, pos - 1]
 
     def clipped(self, clip: float | str | None) -> ClickStats:
         """The statistics with the propensities clipped at ``clip`` (a level in
@@ -104,15 +119,22 @@ class ClickStats:
         if self.theta is None or clip is None:
             return self
         tau = _level(clip, self.n_sessions)
-        theta = np.maximum(self.theta, tau)
-        rows, pos, c, n = self.cells
-        th = theta[pos - 1]
+        out = replace(
+            self, theta=np.maximum(self.theta, tau), clip=tau,
+            contexts=None if self.contexts is None else self.contexts.clipped(tau),
+        )  # fmt: skip
+        return out._weighted()
+
+    def _weighted(self) -> ClickStats:
+        """The statistics with ``exposure`` and ``ips`` summed from the cells at ``theta``."""
+        rows, _, c, n = self.cells
+        th = self.cell_theta()
         size = self.clicks.shape[0]
         return replace(
-            self, theta=theta, clip=tau,
+            self,
             exposure=np.bincount(rows, weights=n * th, minlength=size),
             ips=np.bincount(rows, weights=c / th, minlength=size),
-        )  # fmt: skip
+        )
 
     @property
     def shown(self) -> np.ndarray:
@@ -165,7 +187,10 @@ def click_stats(
         (a Spark DataFrame is aggregated on Spark, :mod:`clickrank.engine`).
     propensities : array-like or object with ``.theta``, optional
         ``theta[p - 1]``; without them ``exposure`` and ``ips`` use
-        :math:`\theta = 1` (no correction).
+        :math:`\theta = 1` (no correction). An estimate per context
+        (:class:`clickrank.propensity.Propensities` with ``contexts``, from
+        ``estimate_propensities(..., context=...)``) weighs each impression by its
+        context's curve; the log must hold the context columns.
     clip : float, "auto" or None
         Clip the propensities at :math:`\tau` (weights at most
         :math:`1/\tau`); ``"auto"`` uses :func:`auto_clip` of the log's
@@ -173,38 +198,45 @@ def click_stats(
     """
     needed = ("session", "query", "doc", "position", "click")
     # a zero propensity (a swap estimate without clicks at a position) is usable once clipped
-    theta = None if propensities is None else as_theta(propensities, allow_zero=clip is not None)
-    lf, keys = prepare_log(data, log, needed, None if theta is None else len(theta))
+    allow_zero = clip is not None
+    theta = None if propensities is None else as_theta(propensities, allow_zero=allow_zero)
+    contexts = None if theta is None else context_theta(propensities, allow_zero=allow_zero)
+    by = ("position",) if contexts is None else ("position", *contexts.columns)
+    lf, keys = prepare_log(data, log, (*needed, *by[1:]), None if theta is None else len(theta))
     n_sessions = n_unique(lf, "session")
-    tau = None
-    if theta is not None and clip is not None:
-        tau = _level(clip, n_sessions)
-        theta = np.maximum(theta, tau)
-    # integer counts per (query, doc, position) in polars, then the theta sums in a fixed
-    # (row, position) order: the same bytes whatever polars' threading
+    # integer counts per (query, doc, position[, context]) in polars, then the theta sums in
+    # a fixed (row, position, context) order: the same bytes whatever polars' threading
     agg = per_doc(
         lf,
         keys,
         [pl.col("click").cast(pl.Int64).sum().alias("clicks"), pl.len().alias("shown")],
         "click log",
-        by=("position",),
-    ).sort("row", "position")
+        by=by,
+    )
+    cell_context = None if contexts is None else contexts.index(agg)
+    order = ["row", "position"] if contexts is None else ["row", "position", "_context"]
+    if cell_context is not None:
+        agg = agg.with_columns(_context=cell_context)
+    agg = agg.sort(order)
     rows = agg["row"].to_numpy()
     pos = agg["position"].to_numpy().astype(np.int64)
     c = agg["clicks"].to_numpy().astype(np.float64)
     n = agg["shown"].to_numpy().astype(np.float64)
-    th = np.ones(len(pos)) if theta is None else theta[pos - 1]
     size = data.n_docs
     stats = ClickStats(
         clicks=np.bincount(rows, weights=c, minlength=size),
         impressions=np.bincount(rows, weights=n, minlength=size),
-        exposure=np.bincount(rows, weights=n * th, minlength=size),
-        ips=np.bincount(rows, weights=c / th, minlength=size),
+        exposure=np.bincount(rows, weights=n, minlength=size),
+        ips=np.bincount(rows, weights=c, minlength=size),
         sessions=_sessions_per_row(data, lf, keys),
         query_index=data.query_index,
         theta=theta,
-        clip=tau,
+        clip=None,
         n_sessions=n_sessions,
         cells=(rows, pos, c, n),
+        contexts=contexts,
+        cell_context=None if contexts is None else agg["_context"].to_numpy(),
     )
-    return stats
+    if theta is None:  # theta = 1: exposure = impressions, ips = clicks
+        return stats
+    return stats.clipped(clip) if clip is not None else stats._weighted()

@@ -56,6 +56,10 @@ class SessionLists:
         Pair cost accumulated for the bias update: the paper's RankNet loss
         :math:`\log(1 + e^{-\sigma(s_i - s_j)})` (default) or XGBoost's
         :math:`\log(1 + e^{s_i - s_j})` (for comparison only).
+    context_block : int, optional
+        With biases per context: the ranks per context. An entry of context :math:`c`
+        at rank :math:`k` has position :math:`c \cdot` ``context_block`` :math:`+ k`,
+        and each context's biases are relative to its own first rank.
     """
 
     rows: np.ndarray
@@ -66,6 +70,7 @@ class SessionLists:
     n_positions: int
     bias_norm: float = 1.0
     cost: str = "ranknet"
+    context_block: int | None = None
 
     def __post_init__(self) -> None:
         rows = _array(self.rows, np.int64, "rows")
@@ -96,6 +101,14 @@ class SessionLists:
         if not np.isfinite(self.bias_norm) or float(self.bias_norm) < 0:
             raise InputError(f"bias_norm must be finite and >= 0, got {self.bias_norm!r}")
         check_choice(self.cost, ("ranknet", "xgboost"), name="cost")
+        block = self.context_block
+        if block is not None and (
+            isinstance(block, bool) or int(block) < 1 or int(self.n_positions) % int(block)
+        ):
+            raise InputError(
+                f"context_block must be a positive divisor of n_positions "
+                f"({self.n_positions}), got {block!r}"
+            )
         for name, value in (("rows", rows), ("sptr", sptr), ("positions", pos), ("counts", counts)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "n_positions", int(self.n_positions))

@@ -1,19 +1,22 @@
-"""Propensities as IPS weights: ``theta[p - 1]`` from arrays, result objects or JSON files."""
+"""Propensities as IPS weights: ``theta[p - 1]`` from arrays, result objects or JSON files,
+and per impression (``theta[context, p - 1]``) from an estimate per context."""
 
 from __future__ import annotations
 
 import json
 import os
 import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from .._core._io import read_json
 from .._core._validation import ClickRankWarning, DataFormatError, InputError, check_theta_scale
 
-__all__ = ["as_theta", "read_theta"]
+__all__ = ["as_theta", "read_theta", "ContextTheta", "context_theta"]
 
 
 def as_theta(propensities: Any, *, allow_zero: bool = False) -> np.ndarray:
@@ -140,3 +143,82 @@ def _check_above_one(theta: np.ndarray, lower: Any) -> None:
             "interval reaching 1 (a position examined more than the first): propensities "
             "are examination probabilities relative to position 1, at most 1"
         )
+
+
+@dataclass(frozen=True, eq=False)
+class ContextTheta:
+    """θ per impression: one curve per context of the log, the pooled curve for the rest.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The log's context columns.
+    values : tuple of tuple of str
+        Each context's values in ``columns`` (row ``i`` of ``table``).
+    table : numpy.ndarray
+        float64 ``[C + 1, K]``: row ``i`` the curve of context ``values[i]`` (its
+        empirical-Bayes estimate, :class:`clickrank.propensity.ContextCurves`), the last
+        row the pooled curve, used for a context the estimate has not seen and at a
+        position a context's curve does not identify.
+    """
+
+    columns: tuple[str, ...]
+    values: tuple[tuple[str, ...], ...]
+    table: np.ndarray
+
+    def index(self, frame: pl.DataFrame) -> np.ndarray:
+        """int64 row of ``table`` for every row of ``frame`` (which holds ``columns``)."""
+        cols = list(self.columns)
+        known = pl.DataFrame(
+            [pl.Series(c, [v[j] for v in self.values], pl.String) for j, c in enumerate(cols)]
+        ).with_row_index("_context")
+        keys = frame.select(pl.col(c).cast(pl.String) for c in cols)
+        joined = keys.join(known, on=cols, how="left", nulls_equal=False, maintain_order="left")
+        out = joined["_context"].fill_null(len(self.values)).to_numpy()
+        return out.astype(np.int64)
+
+    def slot_positions(self, lf: Any) -> Any:
+        """``lf`` (a LazyFrame with ``position`` and ``columns``) with ``position`` made the
+        impression's slot ``row * K + position``, so that ``table.ravel()[slot - 1]`` is its
+        propensity; the order of positions within a session is kept."""
+        cols = list(self.columns)
+        K = self.table.shape[1]
+        known = pl.DataFrame(
+            [pl.Series(c, [v[j] for v in self.values], pl.String) for j, c in enumerate(cols)]
+        ).with_row_index("_context")
+        return (
+            lf.with_columns(pl.col(c).cast(pl.String) for c in cols)
+            .join(known.lazy(), on=cols, how="left", nulls_equal=False, maintain_order="left")
+            .with_columns(
+                pl.col("position")
+                + K * pl.col("_context").fill_null(len(self.values)).cast(pl.Int64)
+            )
+            .drop("_context", *cols)
+        )
+
+    def clipped(self, tau: float) -> ContextTheta:
+        """The curves with every propensity at least ``tau``."""
+        return replace(self, table=np.maximum(self.table, tau))
+
+
+def context_theta(propensities: Any, *, allow_zero: bool = False) -> ContextTheta | None:
+    """The per-context curves of ``propensities`` (a result with ``.contexts``), or None.
+
+    A :class:`clickrank.propensity.Propensities` estimated with ``context=`` carries them;
+    anything else (an array, a pooled estimate, a file's curve) gives None and its pooled
+    ``theta`` applies to every impression. A context's position that its own estimate does
+    not identify (no clicks, not finite) takes the pooled value.
+    """
+    contexts = getattr(propensities, "contexts", None)
+    if contexts is None:
+        return None
+    pooled = as_theta(propensities, allow_zero=allow_zero)
+    curves = np.asarray(contexts.theta, dtype=np.float64)
+    if curves.ndim != 2 or curves.shape[1] != pooled.size:
+        raise InputError(
+            f"per-context propensities must have shape [contexts, {pooled.size}], "
+            f"got {list(curves.shape)}"
+        )
+    usable = np.isfinite(curves) & (curves > 0)
+    table = np.vstack([np.where(usable, curves, pooled), pooled])
+    return ContextTheta(tuple(contexts.columns), tuple(map(tuple, contexts.values)), table)

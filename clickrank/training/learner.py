@@ -64,7 +64,7 @@ from .backends import MemberJob, open_backend, spark_session
 from .combine import average, member_terms, select, selection_reason
 from .fallback import retrained_fallback
 from .members import AVERAGE, DEFAULT_FAMILY, check_family, member_target, trainable
-from .propensities import resolve_propensities
+from .propensities import check_log_context, context_line, resolve_propensities
 from .report import SelectionReport, save_selection, selection_table
 from .safety import check_safety, unseen_guard
 from .search import MemberSearch, RacedMemberSearch, SearchResult
@@ -204,6 +204,14 @@ class ClickRanker(Params):
         shown at several positions (EM), else regression EM on ``data``'s features,
         else none: :func:`clickrank.propensity.choose_source`), point estimates
         only; None: never estimate.
+    context : str or list of str, optional
+        Context columns of the log (``"device"``) where examination differs by context:
+        θ is estimated per context (``estimate_propensities(..., context=)``, each curve
+        shrunk toward the common one), every IPS and doubly robust target and the
+        validation weigh an impression by its context's curve, and Unbiased LambdaMART
+        learns biases per context. None (default): the contexts of propensities given
+        per context, else one curve for the whole log; ``[]``: one curve whatever the
+        propensities.
     proximal : float, optional
         Train every member with PRPO's clipping :math:`\epsilon` around the
         logging ranker's rankings (:class:`~clickrank.lambdamart.LambdaMART`
@@ -299,6 +307,7 @@ class ClickRanker(Params):
         racing: float | None = CLICK_RANKER_SELECTION["racing"],
         clip: float | str | None = "auto",
         propensity_method: str | None = "auto",
+        context: str | list[str] | None = None,
         proximal: float | None = None,
         seed: int = 0,
         n_jobs: int = 1,
@@ -327,6 +336,7 @@ class ClickRanker(Params):
         self.racing = racing
         self.clip = clip
         self.propensity_method = propensity_method
+        self.context = context
         self.proximal = proximal
         self.seed = seed
         self.n_jobs = n_jobs
@@ -380,9 +390,12 @@ class ClickRanker(Params):
         say = progress if progress is not None else (lambda _m: None)
         spark = spark_session(self.engine, log)
         self.members_engine_ = "local" if spark is None else "spark"
+        context, propensities = check_log_context(log, self.context, propensities)
         theta, self.propensity_source_ = resolve_propensities(
-            data, log, propensities, self.propensity_method, self.seed)  # fmt: skip
+            data, log, propensities, self.propensity_method, self.seed, context)  # fmt: skip
         say(self.propensity_source_.line())
+        if context is not None:
+            say(context_line(theta, context))
         family = trainable(self.family, theta) if targets is None else list(targets)
         self.propensities_ = theta
         clip = self.clip if theta is not None else None
@@ -393,8 +406,8 @@ class ClickRanker(Params):
             raise InputError("proximal (PRPO) needs the logging_model to stay close to")
         run = _Fit(data, val, cmp_val, reference, _plan(self, data), spark, say)
         self.targets_ = {name: targets[name] if targets is not None else member_target(
-            name, data, log, theta, stats, clip=self.clip, seed=self.seed, n_jobs=self.n_jobs)
-            for name in family}  # fmt: skip
+            name, data, log, theta, stats, clip=self.clip, seed=self.seed, n_jobs=self.n_jobs,
+            context=context) for name in family}  # fmt: skip
         candidates, raced_cost = _search(self, family, run)
         _check_against_safe(self, run, stats, logging_model, candidates)
         if self.choice_ == "logging" and self.fallback != "safe":

@@ -66,7 +66,7 @@ def trainable(names: Any, theta: Any) -> list[str]:
 
 
 def member_target(name: str, data: Any, log: Any, theta: Any, stats: Any, *, clip: Any,
-                  seed: int, n_jobs: int) -> Any:  # fmt: skip
+                  seed: int, n_jobs: int, context: Any = None) -> Any:  # fmt: skip
     """The :class:`~clickrank.targets.Target` of member ``name``.
 
     Parameters
@@ -80,6 +80,9 @@ def member_target(name: str, data: Any, log: Any, theta: Any, stats: Any, *, cli
         The propensity clipping and the seed of every target.
     n_jobs : int
         Threads of the doubly robust target's relevance model (the same model as on one).
+    context : tuple of str, optional
+        The log's context columns: Unbiased LambdaMART learns biases per context (the
+        other targets take θ per context from ``theta`` and ``stats``).
     """
     from .. import targets as T
 
@@ -92,4 +95,6 @@ def member_target(name: str, data: Any, log: Any, theta: Any, stats: Any, *, cli
             return T.relevance_model(d, s, seed=seed, params=threads)
 
         opts = {**opts, "relevance": relevance}
+    if tname == "unbiased-lambdamart" and context is not None:
+        opts = {**opts, "context": context}
     return T.make_target(tname, data, log, theta, clip=clip, seed=seed, stats=stats_arg, **opts)
