@@ -11,14 +11,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from clickrank import InputError
+from clickrank import EstimationError, InputError
 from clickrank.clicklog import read_log, read_log_metadata
 from clickrank.clickmodels import PBM, PowerLaw, TrustBias
 from clickrank.datasets import synthetic
 from clickrank.policies import DeterministicPolicy, PlackettLuce
 from clickrank.propensity import Propensities, estimate_propensities
 from clickrank.propensity._context import shrink
-from clickrank.simulation import Context, RandPair, Swap, simulate
+from clickrank.simulation import Context, Randomize, RandPair, Swap, simulate
 
 K = 6
 ETA = {"phone": 2.0, "desktop": 0.5}
@@ -34,10 +34,10 @@ def _device(etas=ETA, shares=None):
     return Context("device", shares, {v: PBM(PowerLaw(etas[v])) for v in shares})
 
 
-def _log(data, context, n=60_000, seed=3, interventions=None, **kw):
+def _log(data, context, n=60_000, seed=3, interventions=None, policy=None, **kw):
     return simulate(
         data,
-        policy=DeterministicPolicy(data.X[:, 0]),
+        policy=DeterministicPolicy(data.X[:, 0]) if policy is None else policy,
         n_sessions=n,
         top_k=K,
         interventions=[Swap(0.5)] if interventions is None else interventions,
@@ -248,6 +248,52 @@ def test_randpair_and_auto_give_per_context_curves(data):
     assert np.array_equal(auto.contexts.theta, rp.contexts.theta, equal_nan=True)
 
 
+@pytest.fixture(scope="module")
+def passive(data):
+    """A log without interventions whose Plackett-Luce logger moves documents between
+    positions (what harvesting and EM need), with the two devices."""
+    return _log(data, _device(), policy=PlackettLuce(data.X[:, 0] * 2.0), interventions=[])
+
+
+@pytest.mark.parametrize("method", ["randomized", "harvest-allpairs", "harvest-pivot", "em",
+                                    "regression-em", "auto"])  # fmt: skip
+def test_every_estimator_gives_per_context_curves_near_the_truth(data, passive, method):
+    """Each context's curve (its estimator on its own sessions) is within 4 of its SEs of
+    the true curve; the pooled curve is the one without ``context``."""
+    if method == "randomized":
+        log = _log(data, _device(), interventions=[Randomize(0.5)])
+    else:
+        log = passive
+    kw = {"data": data, "n_boot": 30} if method in ("regression-em", "auto") else {}
+    if method == "em":
+        kw = {"n_boot": 30}
+    p = estimate_propensities(log, method=method, context="device", **kw)
+    plain = estimate_propensities(log, method=method, **kw)
+    assert np.array_equal(p.theta, plain.theta) and np.array_equal(p.se, plain.se)
+    ctx = p.contexts
+    assert ctx.labels == ["device=desktop", "device=phone"]
+    for i, (value,) in enumerate(ctx.values):
+        curve = ctx.curves[i]
+        assert curve.K == p.K == K
+        err = np.abs(np.log(curve.theta[1:]) - np.log(_truth(ETA[value]))[1:])
+        assert np.all(err <= 4 * curve.se[1:]), (value, err, curve.se)
+    assert ctx.homogeneity["p_value"] < 1e-6
+    if method == "auto":
+        assert p.info["source"]["method"] == "em"
+
+
+def test_a_bootstrapped_context_curve_tests_homogeneity_with_its_replicates(data, passive):
+    """EM's contexts carry their bootstrap replicates; the test's covariance is theirs."""
+    from clickrank.propensity._context import _covariance
+
+    ctx = estimate_propensities(passive, method="em", context="device", n_boot=40).contexts
+    curve = ctx.curves[0]
+    keep = np.arange(K) > 0
+    want = np.cov(curve.replicates[:, keep], rowvar=False)
+    assert np.allclose(_covariance(curve, keep), want)
+    assert np.allclose(np.sqrt(np.diag(want)), curve.se[keep], rtol=1e-9)
+
+
 def test_several_context_columns_give_one_curve_per_combination(data):
     layout = Context("layout", {"list": 0.6, "grid": 0.4})
     log = _log(data, [_device(), layout], n=30_000)
@@ -280,15 +326,23 @@ def test_bad_context_input_is_one_line(data, two_devices):
     with pytest.raises(InputError, match="device='phone' has no swap sessions"):
         estimate_propensities(no_swaps, method="swap", context="device")
     many = log.with_columns(user=(pl.col("session") % 5000).cast(pl.String))
-    with pytest.raises(InputError, match="'user' gives 5,000 distinct contexts.*group the"):
-        estimate_propensities(many, method="swap", context="user")
+    for method in ("swap", "em"):  # refused before any estimate
+        with pytest.raises(InputError, match="'user' gives 5,000 distinct contexts.*group"):
+            estimate_propensities(many, method=method, context="user")
+        with pytest.raises(InputError, match="'device' has null values"):
+            estimate_propensities(nulls, method=method, context="device")
     with pytest.raises(InputError, match="expected a category"):
         estimate_propensities(log.with_columns(x=pl.lit(0.5)), method="swap", context="x")
-    with pytest.raises(InputError, match="not by method 'em'"):
-        estimate_propensities(log, method="em", context="device")
-    plain = _log(data, _device(), n=2000, interventions=[])
-    with pytest.raises(InputError, match="auto found no usable swap"):
-        estimate_propensities(plain, method="auto", context="device", n_boot=0)
+    shuffled = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), n_sessions=3000,
+                        top_k=K, interventions=[Randomize(0.5)], seed=1,
+                        context=_device())  # fmt: skip
+    one_phone = shuffled.with_columns(
+        device=pl.when(pl.col("intervention").cast(pl.String) == "randomized")
+        .then(pl.lit("desktop")).otherwise(pl.col("device").cast(pl.String))
+    )
+    with pytest.raises(EstimationError, match="context device='phone': randomized estimator: "
+                       "the log has no randomized sessions"):  # fmt: skip
+        estimate_propensities(one_phone, method="randomized", context="device")
 
 
 # -- the words, the plot and the command line ---------------------------------------------
@@ -374,11 +428,9 @@ def test_the_command_line_prints_writes_and_draws_the_contexts(two_devices, tmp_
     [
         (["--context", "layout"], 1,
          "Error: context column 'layout' is not in the log; its other columns: device"),
-        (["--context", "device", "--method", "em"], 1, "Error: context=... is estimated by "
-         "swap, randpair (or auto when it chooses one of them), not by method 'em'"),
         (["--context", "device,device"], 1, "Error: context names a column twice"),
-        (["--context", "device", "--bootstrap", "10"], 2,
-         "Error: --bootstrap does not apply with --context"),
+        (["--context", "device", "--method", "swap", "--bootstrap", "10"], 2,
+         "Error: --bootstrap with --context applies to --method em, regression-em, auto"),
     ],
 )  # fmt: skip
 def test_a_bad_context_option_is_one_line_and_writes_nothing(two_devices, tmp_path, args,
@@ -415,3 +467,48 @@ def test_per_context_intervals_cover_and_the_test_keeps_its_level(data):
                 rejections += ctx.homogeneity["p_value"] < 0.05
     assert 0.9 <= hits / total <= 0.99, hits / total
     assert rejections <= 5
+
+
+def test_the_command_line_gives_em_per_context_with_its_bootstrap(passive, tmp_path):
+    log = tmp_path / "log.parquet"
+    passive.write_parquet(log)
+    res = _cli([log, "--method", "em", "--context", "device", "--bootstrap", "20",
+                "-o", tmp_path / "t.json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "em: θ per context of device (on the whole log, then on each context's sessions)" \
+        in res.stderr  # fmt: skip
+    got = Propensities.load(tmp_path / "t.json")
+    want = estimate_propensities(log, method="em", context="device", n_boot=20)
+    assert got == want and got.contexts.curves[0].method == "em"
+
+
+@pytest.mark.parametrize("method, kw", [("harvest-allpairs", {}), ("harvest-adjacent", {}),
+                                        ("em", {"n_boot": 0}), ("em", {"n_boot": 20})])  # fmt: skip
+def test_a_context_curve_from_the_split_cells_is_the_estimate_on_its_own_sessions(
+    passive, method, kw
+):
+    """Harvesting and EM split one aggregation by context: each context's curve (EM's
+    bootstrap included) is what the method gives on that context's sessions alone."""
+    ctx = estimate_propensities(passive, method=method, context="device", **kw).contexts
+    for i, (value,) in enumerate(ctx.values):
+        alone = estimate_propensities(passive.filter(pl.col("device") == value), method=method,
+                                      K=K, **kw)  # fmt: skip
+        np.testing.assert_allclose(ctx.curves[i].theta, alone.theta, rtol=1e-10)
+        np.testing.assert_allclose(ctx.curves[i].se, alone.se, rtol=1e-8, equal_nan=True)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_randomized_context_curves_come_from_one_split_pass(data, shuffled):
+    """The randomized estimator's counts split by context (the co-clicks too, in session
+    order or, for a shuffled log, by the join): each curve is the estimate on that
+    context's sessions alone, and the pooled one is the one without a context."""
+    log = _log(data, _device(), n=20_000, interventions=[Randomize(0.5)])
+    if shuffled:
+        log = log.sample(fraction=1.0, shuffle=True, seed=1)
+    p = estimate_propensities(log, method="randomized", context="device")
+    plain = estimate_propensities(log, method="randomized")
+    assert np.array_equal(p.theta, plain.theta) and np.array_equal(p.se, plain.se)
+    for i, (value,) in enumerate(p.contexts.values):
+        alone = estimate_propensities(log.filter(pl.col("device") == value), "randomized", K=K)
+        np.testing.assert_allclose(p.contexts.curves[i].theta, alone.theta, rtol=1e-12)
+        np.testing.assert_allclose(p.contexts.curves[i].se, alone.se, rtol=1e-10)

@@ -184,16 +184,17 @@ def test_a_pooled_estimate_with_a_context_says_one_curve(data, log):
     assert any("one curve, used for every context" in m for m in lines)
 
 
-def test_propensities_per_context_bring_their_columns_and_an_empty_list_pools(data, log):
+def test_the_default_pools_propensities_given_per_context_unless_told(data, log):
     theta = estimate_propensities(log, "swap", context="device")
     small = {"seed": 0, "folds": 2, "family": ("naive", "ips-shown"),
              "grid": ({"num_leaves": 4, "max_depth": 2},)}  # fmt: skip
-    own = ClickRanker(**small).fit(data, log, theta)
-    assert own.stats_.contexts is not None
-    pooled = ClickRanker(context=[], **small).fit(data, log, theta)
     plain = ClickRanker(**small).fit(data, log, estimate_propensities(log, "swap"))
-    assert pooled.stats_.contexts is None
-    np.testing.assert_array_equal(pooled.predict(data), plain.predict(data))
+    for context in (None, []):
+        pooled = ClickRanker(context=context, **small).fit(data, log, theta)
+        assert pooled.stats_.contexts is None and pooled.propensities_.contexts is None
+        np.testing.assert_array_equal(pooled.predict(data), plain.predict(data))
+    own = ClickRanker(context="device", **small).fit(data, log, theta)
+    assert own.stats_.contexts is not None
 
 
 def _train_cli(*args):
@@ -218,16 +219,19 @@ def files(data, tmp_path_factory):
     return root
 
 
-def test_train_takes_the_context_the_log_describes_and_a_file_per_context(files, tmp_path):
+def test_train_pools_unless_told_and_says_how_to_correct_per_context(files, tmp_path):
     small = ["--set", "family=[naive,ips-shown]", "--set", "folds=2"]
     res = _train_cli("--data", files / "train.txt", "--log", files / "log.parquet",
                      *small, "--out", tmp_path / "m1")  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "context device: from the log's description" in res.output
-    assert "θ per impression from 2 context curves" in res.output
-    pooled = _train_cli("--data", files / "train.txt", "--log", files / "log.parquet",
-                        *small, "--set", "context=[]", "--out", tmp_path / "m2")  # fmt: skip
-    assert pooled.exit_code == 0 and "context device" not in pooled.output
+    assert ("context device: the log's examination differs by it; the default corrects "
+            "with one curve (--set context=device corrects") in res.output  # fmt: skip
+    assert "context curves" not in res.output
+    own = _train_cli("--data", files / "train.txt", "--log", files / "log.parquet",
+                     *small, "--set", "context=device", "--out", tmp_path / "m2")  # fmt: skip
+    assert own.exit_code == 0, own.output
+    assert "θ per impression from 2 context curves" in own.output
+    assert "the default corrects with one curve" not in own.output
     # a propensity file with the curves per context (clickrank propensity --context)
     from clickrank.clicklog import read_log
 
@@ -235,7 +239,7 @@ def test_train_takes_the_context_the_log_describes_and_a_file_per_context(files,
     est.save(tmp_path / "theta.json")
     res = _train_cli("--data", files / "train.txt", "--log", files / "log.parquet",
                      "--propensities", tmp_path / "theta.json", *small,
-                     "--out", tmp_path / "m3")  # fmt: skip
+                     "--set", "context=device", "--out", tmp_path / "m3")  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "θ per impression from 2 context curves" in res.output
     bad = _train_cli("--data", files / "train.txt", "--log", files / "log.parquet",

@@ -112,15 +112,21 @@ def _context_columns(values: tuple[str, ...]) -> tuple[str, ...] | None:
     return tuple(c.strip() for v in values for c in v.split(",")) if values else None
 
 
-def _by_context(lf, method, context, data, seed, kw):
-    """``--context``: the pooled curve and each context's, from one pass over the log
-    (swap, randpair, or auto when it chooses one of them; other methods: one line)."""
-    from ..propensity import CONTEXT_METHODS, estimate_propensities
+#: Methods whose intervals come from bootstrap replicates (``--bootstrap`` sets how many).
+_BOOTSTRAPPED = ("em", "regression-em", "auto")
 
-    if method in CONTEXT_METHODS:  # the others get the library's one-line refusal
-        click.echo(f"{method}: sufficient statistics per context ({', '.join(context)}; one "
-                   "pass over the log)", err=True)  # fmt: skip
-    extra = {"data": data, "seed": seed, "n_boot": 0} if method == "auto" else {}
+
+def _by_context(lf, method, context, data, n_boot, seed, kw):
+    """``--context``: the pooled curve and each context's (the pair designs split the
+    pooled pass's counts; the other methods run once more on each context's sessions)."""
+    from ..propensity import estimate_propensities
+
+    how = "one pass over the log" if method in ("swap", "randpair") else (
+        "on the whole log, then on each context's sessions")  # fmt: skip
+    click.echo(f"{method}: θ per context of {', '.join(context)} ({how})", err=True)
+    extra = {"data": data} if method in ("auto", "regression-em") else {}
+    if method in _BOOTSTRAPPED:
+        extra.update(seed=seed, **({} if n_boot is None else {"n_boot": n_boot}))
     return estimate_propensities(lf, method=method, context=context, **extra, **kw)
 
 
@@ -234,9 +240,10 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
 
     check_alpha(alpha, name="--alpha")
     context = _context_columns(context_values)
-    if context is not None and n_boot:
-        raise click.UsageError("--bootstrap does not apply with --context (each context's "
-                               "interval is its design's score interval)")  # fmt: skip
+    if context is not None and n_boot and method not in _BOOTSTRAPPED:
+        raise click.UsageError(f"--bootstrap with --context applies to --method "
+                               f"{', '.join(_BOOTSTRAPPED)} (each context's interval is "
+                               f"{method}'s own)")  # fmt: skip
     _check_bootstrap(method, n_boot, K)
     if method == "regression-em" and data_path is None:
         raise click.UsageError("--method regression-em needs --data (the documents' features)")
@@ -256,7 +263,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
 
         data = load_letor(data_path)
     if context is not None:
-        result = _by_context(lf, method, context, data, seed, kw)
+        result = _by_context(lf, method, context, data, n_boot, seed, kw)
     elif method == "auto":
         result = _auto(lf, log, data, n_boot, seed, kw)
     elif method == "regression-em":

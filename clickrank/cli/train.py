@@ -371,8 +371,8 @@ def _fit(mode, target, learner, target_kw, data_path, log_path, theta_path, logg
     else:
         log = open_log(log_path, spark_master) if engine == "spark" else read_log(log_path)
     if mode == "default":
-        if learner.context is None and engine != "spark":
-            learner.context = _described_context(log_path)
+        if not learner.context and engine != "spark":
+            _say_described_context(log_path, theta)
         return learner.fit(data, log, theta, logging_model=logging_model, progress=_progress)
     tgt = _make_target(target, data, log, theta, target_kw, seed=learner.seed)
     if mode == "oracle":
@@ -398,22 +398,25 @@ def _read_propensities(path) -> Any:
     return theta
 
 
-def _described_context(log_path) -> tuple[str, ...] | None:
-    """The context columns that change the clicks, as the log's description names them
-    (a log simulated with a context); None for other logs."""
+def _say_described_context(log_path, theta) -> None:
+    """One line when the log's description (a log simulated with a context) or the
+    propensity file names context columns that the fit pools: how to correct per context."""
     from ..clicklog import read_log_metadata
 
     try:
         meta = read_log_metadata(local_path(log_path)) or {}
     except (OSError, ValueError):
-        return None
-    cols = tuple(c["name"] for c in meta.get("context", [])
-                 if isinstance(c, dict) and c.get("click_models"))  # fmt: skip
-    if not cols:
-        return None
-    click.echo(f"context {', '.join(cols)}: from the log's description (set context=[] to "
-               "pool)", err=True)  # fmt: skip
-    return cols
+        meta = {}
+    cols = [c["name"] for c in meta.get("context", [])
+            if isinstance(c, dict) and c.get("click_models")]  # fmt: skip
+    curves = getattr(theta, "contexts", None)
+    cols = cols or ([] if curves is None else list(curves.columns))
+    if cols:
+        names = ",".join(cols)
+        click.echo(f"context {', '.join(cols)}: the log's examination differs by it; the "
+                   f"default corrects with one curve (--set context={names} corrects each "
+                   "impression by its context's curve; docs/contextual-bias.md)",
+                   err=True)  # fmt: skip
 
 
 def _make_target(name, data, log, theta, target_kw, *, seed) -> Any:

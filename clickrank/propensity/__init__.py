@@ -119,10 +119,10 @@ def estimate_propensities(
         shrunk toward the common curve by an empirical-Bayes prior, and a Wald test
         of whether one curve is enough (``result.contexts``, a :class:`ContextCurves`;
         the prior, the shrinkage and the test are stated in
-        :mod:`clickrank.propensity._context`). For the methods of
-        :data:`CONTEXT_METHODS` (``route`` and ``K`` as they take them), and ``auto``
-        when it chooses one of them. ``theta`` stays the pooled curve, the same
-        numbers as without ``context``.
+        :mod:`clickrank.propensity._context`). Every method gives them (``auto`` for the
+        source it chooses); each context's curve is the method on that context's
+        sessions, with the method's own intervals. ``theta`` stays the pooled curve,
+        the same numbers as without ``context``.
     **kw
         Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...;
         ``data``, a RankingData, for ``regression-em`` and ``auto``).
@@ -132,17 +132,12 @@ def estimate_propensities(
     Propensities
     """
     check_choice(method, METHODS, name="method")
-    if context is not None and method not in (*CONTEXT_METHODS, "auto"):
-        raise InputError(
-            f"context=... is estimated by {', '.join(CONTEXT_METHODS)} (or auto when it "
-            f"chooses one of them), not by method {method!r}"
-        )
     if method == "auto":
         return auto(log, context=context, **kw)
+    if method == "regression-em" and kw.get("data") is None:
+        raise InputError("method 'regression-em' needs the documents' features: pass data=")
     if context is not None:
         return by_context(as_lazy(log), context, design=method, **kw)
     if method == "regression-em":
-        if kw.get("data") is None:
-            raise InputError("method 'regression-em' needs the documents' features: pass data=")
         return regression_em(log, **kw)
     return ESTIMATORS[method].function(as_lazy(log), **kw)

@@ -231,10 +231,9 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
     (:func:`source_and_cells`), so that the log is not aggregated again. ``sensitivity``:
     regression EM's (:func:`~clickrank.propensity.regression_em`; None: its default).
     The result's ``info["source"]`` holds :meth:`PropensitySource.to_dict`.
-    ``context``: context columns; when the source is ``swap`` or ``randpair`` the result
-    also holds each context's curve (:func:`~clickrank.propensity.estimate_propensities`);
-    other sources estimate one pooled curve, and asking for contexts there is an
-    :class:`~clickrank.InputError`.
+    ``context``: context columns; the result also holds each context's curve from the
+    chosen source (:func:`~clickrank.propensity.estimate_propensities`). The source is
+    chosen on the whole log.
 
     Raises
     ------
@@ -247,9 +246,17 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
 
     lf = as_lazy(log)
     if context is not None:
-        from ._context import CONTEXT_METHODS, by_context, check_context
+        from ._context import PAIR_DESIGNS, by_context, check_context
 
         check_context(lf, context)  # a missing column is one line before any estimate
+
+    def with_contexts(result: Propensities, method: str, **kw: Any) -> Propensities:
+        """``result`` with the contexts' curves of ``method`` (``kw``: its arguments)."""
+        if context is None:
+            return result
+        pooled = None if method in PAIR_DESIGNS else result
+        return by_context(lf, context, design=method, pooled=pooled, **kw)
+
     failed: list[str] = []
     labels, clicks = _log_summary(lf)
     randomized = _randomized(labels)
@@ -262,14 +269,8 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
             continue
         gap = _unidentified(result, need, clicks)
         if gap is None:
-            if context is not None and src.method in CONTEXT_METHODS:
-                result = by_context(lf, context, design=src.method, K=K)
-            elif context is not None:
-                raise InputError(_no_context(src.method))
-            return _with_source(result, src, failed)
+            return _with_source(with_contexts(result, src.method, K=K), src, failed)
         failed.append(f"{src.method} left {gap}")
-    if context is not None:
-        raise InputError(_no_context(None, failed))
     boot = {"progress": progress, **({} if n_boot is None else {"n_boot": n_boot})}
     cells = cell_statistics(lf) if cells is None else cells
     none = "the randomized interventions do not identify every position" if failed else (
@@ -280,7 +281,8 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
             result = em_from_cells(cells, K=K) if n_boot == 0 else em(lf, K=K, seed=seed, **boot)
             gap = _unidentified(result, 0, clicks)
             if gap is None:
-                return _with_source(result, src, failed)
+                fit = {"K": K, "seed": seed, **boot}
+                return _with_source(with_contexts(result, "em", **fit), src, failed)
             failed.append(f"em left {gap}")
         except EstimationError as err:
             failed.append(f"em failed: {err}")
@@ -291,20 +293,12 @@ def auto(log: Any, *, data: Any = None, K: int | None = None, n_boot: int | None
             result = regression_em(lf, data, K=K, seed=seed, **boot, **rem)
             gap = _unidentified(result, 0, clicks)
             if gap is None:
-                return _with_source(result, src, failed)
+                fit = {"data": data, "K": K, "seed": seed, **boot, **rem}
+                return _with_source(with_contexts(result, "regression-em", **fit), src, failed)
             failed.append(f"regression-em left {gap}")
         except EstimationError as err:
             failed.append(f"regression-em failed: {err}")
     raise EstimationError("auto: no propensity source: " + "; ".join([*failed, src.reason]))
-
-
-def _no_context(method: str | None, failed: list[str] = ()) -> str:
-    """Why ``auto`` gives no per-context curves: the source it found is not a pair swap."""
-    found = f"auto chose {method}" if method else (
-        "auto found no usable swap or randpair interventions"
-        + (f" ({'; '.join(failed)})" if failed else ""))  # fmt: skip
-    return (f"{found}; per-context curves (context=...) are estimated from swap or randpair "
-            "interventions only: estimate one pooled curve without context")  # fmt: skip
 
 
 def _unidentified(result: Propensities, need: int, clicks: np.ndarray) -> str | None:

@@ -36,7 +36,7 @@ from ._registry import ESTIMATORS
 from ._result import Propensities
 from ._stats import as_lazy, reweight
 
-__all__ = ["bootstrap", "BUCKETS"]
+__all__ = ["bootstrap", "bootstrap_statistics", "BUCKETS"]
 
 #: Default number of session buckets of :func:`bootstrap`.
 BUCKETS = 128
@@ -108,6 +108,15 @@ def bootstrap(
         raise InputError(f"buckets must be >= 2, got {buckets}")
     lf = as_lazy(log)
     stats = spec.statistics(lf, buckets=buckets, seed=int(seed))  # the one pass over the log
+    return bootstrap_statistics(spec, stats, n=n, seed=seed, buckets=buckets,
+                                ci_method=ci_method, progress=progress, **kw)  # fmt: skip
+
+
+def bootstrap_statistics(spec: Any, stats: dict[str, Any], *, n: int, seed: int, buckets: int,
+                         ci_method: str = "normal", progress: Callable[[int], None] | None = None,
+                         **kw: Any) -> Propensities:  # fmt: skip
+    """:func:`bootstrap` on statistics already summed per session bucket (``spec``: the
+    estimator's entry of :data:`~._registry.ESTIMATORS`)."""
     full = spec.fit(stats, **spec.fit_kwargs, **kw)
     reps, failed = _replicates(spec, stats, full, n=n, buckets=buckets, seed=seed,
                                progress=progress, kw=kw)  # fmt: skip

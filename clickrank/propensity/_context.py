@@ -2,9 +2,14 @@ r"""Examination curves per context (device, layout, query class), shrunk and tes
 
 The log's context columns split its sessions into contexts :math:`c = 1..C` (each
 combination of the columns' values). Each context's curve is estimated from its own
-sessions by the chosen design (:func:`.swap`, :func:`.randpair`): :math:`y_{ck} =
-\log\hat\theta_{ck}` with standard error :math:`s_{ck}`. The counts of every context come
-from one aggregation of the log, grouped by the context columns as well.
+sessions by the chosen estimator, at the pooled estimate's ``K``: :math:`y_{ck} =
+\log\hat\theta_{ck}` with standard error :math:`s_{ck}` (the estimator's own, e.g. the
+bootstrap's for EM). For the pair designs (:func:`.swap`, :func:`.randpair`) the counts of
+every context come from the same aggregation as the pooled ones, grouped by the context
+columns as well; the other estimators (randomized, harvesting, EM, regression EM) run on
+the log restricted to each context's sessions, so the log is read once per context more.
+The pooled curve is always the estimator on the whole log, the same numbers as without a
+context.
 
 **Shrinkage** (parametric empirical Bayes; Morris (1983)). Per position :math:`k`, the
 contexts' log propensities are drawn around a common curve,
@@ -37,8 +42,11 @@ identifies: with :math:`V_c` the covariance of context :math:`c`'s vector of
 
 under :math:`H_0` (:math:`m` positions), the multivariate form of Cochran's Q. The
 swap estimator's route ``top`` divides every position by the same slot-1 click rate, so
-:math:`V_c` has that rate's variance off the diagonal; other routes' ratios share no
-sessions in their denominators and :math:`V_c` is diagonal.
+:math:`V_c` has that rate's variance off the diagonal; a bootstrapped estimate (EM,
+regression EM) gives :math:`V_c` as the covariance of its replicates; otherwise
+:math:`V_c` is diagonal (exact for the other swap routes, whose ratios share no sessions
+in their denominators, an approximation for randomized and harvesting estimates, whose
+ratios share position 1).
 
 References: Morris, C. N. (1983), "Parametric empirical Bayes inference: theory and
 applications", JASA 78(381); DerSimonian, R. & Laird, N. (1986), "Meta-analysis in
@@ -56,15 +64,29 @@ from scipy.stats import chi2
 
 from .._core._validation import EstimationError, InputError
 from ..clicklog import LOG_SCHEMA
-from ..engine import log_schema
+from ..engine import is_spark, log_schema
 from ._context_result import ContextCurves
 from ._result import Propensities
 from ._swap import _KINDS, pair_from_counts, pair_statistics
 
 __all__ = ["by_context", "shrink", "homogeneity", "check_context", "CONTEXT_METHODS"]
 
-#: Estimators that give per-context curves (their counts split by context in one pass).
-CONTEXT_METHODS = ("swap", "randpair")
+#: Estimators that give per-context curves: every one (the pair designs split their counts
+#: by context in the pooled pass; the others run once more per context).
+CONTEXT_METHODS = (
+    "swap",
+    "randpair",
+    "randomized",
+    "harvest-allpairs",
+    "harvest-pivot",
+    "harvest-adjacent",
+    "em",
+    "regression-em",
+)
+#: The designs whose per-context counts come from the pooled aggregation.
+PAIR_DESIGNS = ("swap", "randpair")
+#: The estimators of (query, doc, position) cells: one aggregation split by context too.
+CELL_METHODS = ("harvest-allpairs", "harvest-pivot", "harvest-adjacent", "em")
 #: Most contexts (value combinations) estimated one curve each.
 MAX_CONTEXTS = 100
 
@@ -114,7 +136,8 @@ def _check_columns(lf: Any, cols: tuple[str, ...]) -> None:
 
 def _contexts_of(stats: dict[str, Any], cols: tuple[str, ...]) -> tuple[np.ndarray, list]:
     """Each row's context index and the contexts' values, checked: no nulls, at most
-    :data:`MAX_CONTEXTS` of them."""
+    :data:`MAX_CONTEXTS` of them. ``stats`` holds the context columns and the rows'
+    displayed results ``n``."""
     frame = pl.DataFrame({c: pl.Series(c, stats[c], dtype=pl.String) for c in cols})
     for c in cols:
         nulls = frame[c].is_null()
@@ -190,6 +213,12 @@ def _covariance(curve: Propensities, keep: np.ndarray) -> np.ndarray:
     """Covariance of one context's log estimates at positions ``keep`` (the module
     docstring's :math:`V_c`)."""
     se = curve.se[keep]
+    reps = curve.replicates
+    if reps is not None and keep.sum() >= 1:
+        r = reps[:, keep]
+        r = r[np.isfinite(r).all(axis=1)]
+        if r.shape[0] > 2 * r.shape[1]:  # enough replicates for a full-rank covariance
+            return np.atleast_2d(np.cov(r, rowvar=False))
     cov = np.diag(se * se)
     cc = curve.ci_counts
     if curve.info.get("route") == "top" and cc is not None:
@@ -224,14 +253,17 @@ def by_context(
     context: Any,
     *,
     design: str = "swap",
-    route: str = "auto",
-    K: int | None = None,
+    pooled: Propensities | None = None,
+    **kw: Any,
 ) -> Propensities:
     """The pooled estimate of ``design`` with its per-context curves (``contexts``).
 
-    One aggregation of the log grouped by the context columns too; the pooled curve is
-    the design's estimate on all sessions (the same as without ``context``), each
-    context's raw curve its estimate on its own sessions at the pooled route and ``K``.
+    The pooled curve is the estimator on all sessions (the same as without
+    ``context``), each context's raw curve its estimate on its own sessions at the
+    pooled ``K`` (and, for the pair designs, the pooled route). ``kw`` goes to the
+    estimator (``K``, ``route``, ``n_boot``, ``seed``, ``data``, ...); ``pooled``: its
+    estimate on the whole log when the caller has it (not for the pair designs, whose
+    pooled counts come with the contexts').
 
     Raises
     ------
@@ -240,6 +272,175 @@ def by_context(
         than :data:`MAX_CONTEXTS` contexts; a context without sessions of the design.
     """
     cols = check_context(lf, context)
+    if design in PAIR_DESIGNS:
+        return _pair_by_context(lf, cols, design=design, **kw)
+    if design in CELL_METHODS:
+        return _cells_by_context(lf, cols, design=design, pooled=pooled, **kw)
+    if is_spark(lf):
+        raise InputError(
+            f"per-context curves of {design!r} are estimated on a polars log, not a Spark "
+            f"DataFrame (swap and randpair split theirs on Spark): write the log to parquet, "
+            "or estimate one pooled curve"
+        )
+    sessions = (
+        lf.filter(pl.col("position") == 1)
+        .group_by(list(cols))
+        .agg(n=pl.len())
+        .collect(engine="streaming")
+    )
+    _, values = _contexts_of({c: sessions[c] for c in (*cols, "n")}, cols)
+    if design == "randomized":
+        return _randomized_by_context(lf, cols, values, pooled=pooled, **kw)
+    pooled = _estimate(lf, design, **kw) if pooled is None else pooled
+    kw = {k: v for k, v in kw.items() if k != "progress"}  # a bar counts the pooled fit's
+    curves = []
+    for vals in values:  # a loop over contexts, each an estimate on its own sessions
+        mine = pl.all_horizontal(
+            [pl.col(c).cast(pl.String) == v for c, v in zip(cols, vals, strict=True)]
+        )
+        try:
+            curves.append(_estimate(lf.filter(mine), design, **{**kw, "K": pooled.K}))
+        except (EstimationError, InputError) as err:
+            raise type(err)(f"context {_label(cols, vals)}: {err}") from None
+    return _with_contexts(pooled, cols, values, curves)
+
+
+def _estimate(lf: Any, design: str, **kw: Any) -> Propensities:
+    """One estimate of ``design`` (a method of :data:`CONTEXT_METHODS`) on ``lf``."""
+    if design == "regression-em":
+        from ._regression_em import regression_em
+
+        return regression_em(lf, **kw)
+    from ._registry import ESTIMATORS
+
+    return ESTIMATORS[design].function(lf, **kw)
+
+
+def _cells_by_context(
+    lf: Any, cols: tuple[str, ...], *, design: str, pooled: Propensities | None, **kw: Any
+) -> Propensities:
+    """:func:`by_context` for harvesting and EM: one aggregation of the (query, doc,
+    position) cells split by context (with EM's session buckets when it bootstraps); the
+    pooled cells are their sums, the same as without a context."""
+    from ._bootstrap import BUCKETS, bootstrap_statistics
+    from ._harvest import cell_statistics
+    from ._registry import ESTIMATORS
+
+    spec = ESTIMATORS[design]
+    if design == "em":
+        n_boot, seed = int(kw.pop("n_boot", 100)), int(kw.pop("seed", 0))
+        progress = kw.pop("progress", None)
+    else:
+        n_boot, seed, progress = 0, 0, None
+    buckets = BUCKETS if n_boot else 0
+    stats = cell_statistics(lf, buckets=buckets, seed=seed, by=cols)
+    index, values = _contexts_of(stats, cols)
+    whole, parts = _split_cells(stats, cols, index, values, buckets)
+
+    def fit(cells: dict[str, Any], **more: Any) -> Propensities:
+        if n_boot:
+            return bootstrap_statistics(spec, cells, n=n_boot, seed=seed, buckets=buckets,
+                                        **{**kw, **more})  # fmt: skip
+        return spec.fit(cells, **spec.fit_kwargs, **{**kw, **more})
+
+    if pooled is None:
+        pooled = fit(whole, progress=progress) if n_boot else fit(whole)
+    curves = []
+    for vals, cells in zip(values, parts, strict=True):  # a loop over contexts
+        try:
+            curves.append(fit(cells, K=pooled.K))
+        except EstimationError as err:
+            raise EstimationError(f"context {_label(cols, vals)}: {err}") from None
+    return _with_contexts(pooled, cols, values, curves)
+
+
+def _randomized_by_context(
+    lf: Any, cols: tuple[str, ...], values: list, *, pooled: Propensities | None, **kw: Any
+) -> Propensities:
+    """:func:`by_context` for the randomized estimator: its counts per position split by
+    context in one pass (``values``: every context of the log, randomized or not)."""
+    from ._randomized import randomized_from_counts, randomized_statistics
+
+    stats = randomized_statistics(lf, by=cols)
+    pos = stats["position"]
+    starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])  # rows sorted by position
+    fields = ("n", "c", "cc")
+    whole = {"position": pos[starts], **{f: np.add.reduceat(stats[f], starts) for f in fields}}
+    if pooled is None:
+        pooled = randomized_from_counts(whole, **kw)
+    rows = [tuple(r) for r in pl.DataFrame(
+        {c: pl.Series(c, stats[c], dtype=pl.String) for c in cols}).rows()]  # fmt: skip
+    curves = []
+    for vals in values:  # a loop over contexts, each on its rows of the small table
+        mine = np.array([r == tuple(vals) for r in rows], dtype=bool)
+        part = {"position": pos[mine], **{f: stats[f][mine] for f in fields}}
+        try:
+            curves.append(randomized_from_counts(part, **{**kw, "K": pooled.K}))
+        except EstimationError as err:
+            raise EstimationError(f"context {_label(cols, vals)}: {err}") from None
+    return _with_contexts(pooled, cols, values, curves)
+
+
+def _split_cells(
+    stats: dict[str, Any], cols: tuple[str, ...], index: np.ndarray, values: list, buckets: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The pooled cells (each (query, doc, position)'s sums over contexts) and each
+    context's cells, from :func:`~._harvest.cell_statistics` split ``by`` the context."""
+    from scipy import sparse
+
+    from ._stats import BUCKET, BY_BUCKET
+
+    g, pos = stats["g"], stats["position"]
+    first = np.r_[True, (g[1:] != g[:-1]) | (pos[1:] != pos[:-1])]  # rows sorted by cell
+    starts = np.flatnonzero(first)
+    whole = {
+        "g": g[starts],
+        "position": pos[starts],
+        "n": np.add.reduceat(stats["n"], starts),
+        "c": np.add.reduceat(stats["c"], starts),
+        "n_sessions": stats["n_sessions"],
+    }
+    sess = stats["sessions_by"]
+    key = {tuple(v): i for i, v in enumerate(values)}
+    sess_ctx = np.array([key[tuple(r)] for r in sess.select(
+        [pl.col(c).cast(pl.String) for c in cols]).rows()], dtype=np.int64)  # fmt: skip
+    n_sess = sess["n_sessions"].to_numpy()
+    if buckets:
+        by = stats[BY_BUCKET]
+        cell = np.cumsum(first) - 1
+        pool = sparse.csr_matrix((np.ones(g.size), (cell, np.arange(g.size))))
+        whole[BY_BUCKET] = {"n": pool @ by["n"], "c": pool @ by["c"],
+                            "n_sessions": by["n_sessions"]}  # fmt: skip
+        bucket = sess[BUCKET].to_numpy()
+    parts = []
+    for i in range(len(values)):  # a loop over contexts
+        mine = index == i
+        part = {
+            "g": np.unique(g[mine], return_inverse=True)[1],
+            "position": pos[mine],
+            "n": stats["n"][mine],
+            "c": stats["c"][mine],
+            "n_sessions": float(n_sess[sess_ctx == i].sum()),
+        }
+        if buckets:
+            own = sess_ctx == i
+            part[BY_BUCKET] = {
+                "n": by["n"][mine],
+                "c": by["c"][mine],
+                "n_sessions": sparse.csr_matrix(
+                    (n_sess[own], (np.zeros(own.sum(), dtype=np.int64), bucket[own])),
+                    shape=(1, buckets),
+                ),
+            }
+        parts.append(part)
+    return whole, parts
+
+
+def _pair_by_context(
+    lf: Any, cols: tuple[str, ...], *, design: str, route: str = "auto", K: int | None = None
+) -> Propensities:
+    """:func:`by_context` for swap and randpair: one aggregation grouped by the context
+    columns too, each context's curve from its share of the counts."""
     stats = pair_statistics(lf, by=cols)
     index, values = _contexts_of(stats, cols)
     pooled = pair_from_counts(stats, design=design, route=route, K=K)
@@ -261,6 +462,13 @@ def by_context(
             )
         except EstimationError as err:
             raise EstimationError(f"context {_label(cols, vals)}: {err}") from None
+    return _with_contexts(pooled, cols, values, curves)
+
+
+def _with_contexts(
+    pooled: Propensities, cols: tuple[str, ...], values: list, curves: list[Propensities]
+) -> Propensities:
+    """``pooled`` holding the contexts' raw curves, their shrunk curves and the test."""
     fit = shrink(_log_theta(curves), np.array([c.se for c in curves]))
     table = ContextCurves(
         columns=cols,

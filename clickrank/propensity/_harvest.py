@@ -117,7 +117,9 @@ __all__ = [
 ]
 
 
-def cell_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, Any]:
+def cell_statistics(
+    lf: Any, *, buckets: int = 0, seed: int = 0, by: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Clicks and impressions per (query, doc, position) cell, with a (query, doc) index.
 
     One streaming aggregation; memory grows with the number of cells, not
@@ -125,22 +127,22 @@ def cell_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, An
     pair, sorted), ``position``, ``n``, ``c`` and the scalar ``n_sessions``
     (rows at position 1: every session shows position 1), plus per-bucket
     sums with ``buckets`` (see :func:`._stats.to_stats`), which take a second
-    pass over the log in batches (:func:`_cells_by_bucket`).
+    pass over the log in batches (:func:`_cells_by_bucket`). ``by``: columns that
+    split every cell further (the contexts of :mod:`._context`); the result then
+    also holds their arrays and, under ``"sessions_by"``, the sessions of each of
+    their values (a table with ``n_sessions``, and the bucket with ``buckets``).
     """
     require_columns(lf, ("session", "query", "doc", "position", "click"), what="harvesting/EM")
-    keys = ["query", "doc", "position"]
+    keys = ["query", "doc", "position", *by]
     if is_spark(lf):  # the same counts from two aggregations on the cluster
         cells = counts(lf, keys)
-        sess = counts(lf, [], where={"position": 1}, buckets=buckets, seed=seed)
-        sess = sess.select(*([BUCKET] if buckets else []), n_sessions=pl.col("n"))
+        sess = counts(lf, list(by), where={"position": 1}, buckets=buckets, seed=seed)
+        sess = sess.select(*by, *([BUCKET] if buckets else []), n_sessions=pl.col("n"))
     else:
-        first = lf.filter(pl.col("position") == 1)
+        first = with_buckets(lf.filter(pl.col("position") == 1), buckets, seed)
         n_sess = pl.len().cast(pl.Float64).alias("n_sessions")
-        sess = (
-            with_buckets(first, buckets, seed).group_by(BUCKET).agg(n_sess)
-            if buckets
-            else first.select(n_sess)
-        )
+        groups = [*by, *([BUCKET] if buckets else [])]
+        sess = first.group_by(groups).agg(n_sess) if groups else first.select(n_sess)
         cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
     out = to_stats(cells, keys, ["n", "c"])
     if buckets and is_spark(lf):
@@ -149,6 +151,8 @@ def cell_statistics(lf: Any, *, buckets: int = 0, seed: int = 0) -> dict[str, An
         )[BY_BUCKET]
     elif buckets:
         out[BY_BUCKET] = _cells_by_bucket(lf, cells.select(keys), buckets, seed)
+    if by:
+        out["sessions_by"] = sess
     add_bucketed_total(out, "n_sessions", sess, "n_sessions", buckets)
     q, d = out.pop("query"), out.pop("doc")
     new = np.ones(q.size, dtype=bool)
@@ -175,7 +179,7 @@ def _cells_by_bucket(
     n, c = np.zeros(size), np.zeros(size)
     rows = lf.join(
         cells.with_row_index("_cell").lazy(),
-        on=["query", "doc", "position"],
+        on=cells.columns,
         how="inner",
         nulls_equal=True,
     ).select("_cell", "session", pl.col("click").cast(pl.Float64))

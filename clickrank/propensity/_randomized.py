@@ -50,16 +50,19 @@ from ._stats import (
 __all__ = ["randomized", "randomized_statistics", "randomized_from_counts"]
 
 
-def _co_clicks_in_order(clicked: pl.LazyFrame, buckets: int) -> pl.DataFrame | None:
+def _co_clicks_in_order(
+    clicked: pl.LazyFrame, buckets: int, group: str = BUCKET
+) -> pl.DataFrame | None:
     """Co-clicks with slot 1 per position (and bucket) from clicked rows in session order.
 
     In a log sorted by (session, position) -- as clickrank writes logs -- a
     clicked row co-clicks with slot 1 iff the first clicked row of its session
     is at position 1, which a pass over batches can tell with one row of
     carry: memory does not grow with the log. Returns None as soon as the
-    rows turn out not to be in that order.
+    rows turn out not to be in that order. ``group``: the column of the
+    ``buckets`` codes (the bootstrap's session bucket, or a context's index).
     """
-    cols = ["session", "position", *([BUCKET] if buckets else [])]
+    cols = ["session", "position", *([group] if buckets else [])]
     width = max(int(buckets), 1)
     counts = np.zeros(0, dtype=np.int64)
     last_s, last_p, last_ok = None, 0, False
@@ -77,7 +80,7 @@ def _co_clicks_in_order(clicked: pl.LazyFrame, buckets: int) -> pl.DataFrame | N
             return None
         start = np.maximum.accumulate(np.where(new, np.arange(s.size), -1))
         first_is_1 = np.where(start >= 0, p[np.maximum(start, 0)] == 1, last_ok)
-        key = (p - 1) * width + (batch[BUCKET].to_numpy().astype(np.int64) if buckets else 0)
+        key = (p - 1) * width + (batch[group].to_numpy().astype(np.int64) if buckets else 0)
         add = np.bincount(key[first_is_1], minlength=0)
         if add.size > counts.size:
             counts = np.r_[counts, np.zeros(add.size - counts.size, dtype=np.int64)]
@@ -86,12 +89,17 @@ def _co_clicks_in_order(clicked: pl.LazyFrame, buckets: int) -> pl.DataFrame | N
     nz = np.flatnonzero(counts)
     out = {"position": (nz // width + 1).astype(np.int64), "cc": counts[nz].astype(np.float64)}
     if buckets:
-        out[BUCKET] = (nz % width).astype(np.uint32)
+        out[group] = (nz % width).astype(np.uint32)
     return pl.DataFrame(out)
 
 
 def randomized_statistics(
-    lf: Any, *, buckets: int = 0, seed: int = 0, intervention: str = "randomized"
+    lf: Any,
+    *,
+    buckets: int = 0,
+    seed: int = 0,
+    intervention: str = "randomized",
+    by: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Per position: impressions ``n``, clicks ``c`` and co-clicks with slot 1 ``cc``.
 
@@ -99,6 +107,8 @@ def randomized_statistics(
     know, per session, whether slot 1 was clicked: a pass over the clicked
     rows in session order (constant memory) or, for a log in another order, a
     semi-join of the sessions clicked at slot 1 (memory grows with them).
+    ``by``: columns that split every position further (the contexts of
+    :mod:`._context`; not with ``buckets``), whose arrays the result then holds.
     """
     schema = require_columns(lf, ("session", "position", "click"), what="randomized estimator")
     if "intervention" not in schema:
@@ -106,11 +116,22 @@ def randomized_statistics(
             "randomized estimator: the log has no 'intervention' column, so no session is "
             "known to be randomized"
         )
-    keys = ["position", *([BUCKET] if buckets else [])]
+    if by and (buckets or is_spark(lf)):
+        raise InputError("randomized statistics by context take a polars log, no buckets")
+    keys = ["position", *by, *([BUCKET] if buckets else [])]
     where = {"intervention": intervention}
-    per_pos = counts(lf, ["position"], where=where, buckets=buckets, seed=seed)
+    per_pos = counts(lf, ["position", *by], where=where, buckets=buckets, seed=seed)
     if is_spark(lf):  # a semi-join on the cluster
         co = co_clicks(lf, where=where, buckets=buckets, seed=seed)
+    elif by:  # each context's index as the group of the ordered pass
+        codes = per_pos.select(by).unique().with_row_index("_context")
+        rand = lf.filter(intervention_is(schema, intervention)).join(
+            codes.lazy(), on=list(by), how="inner", nulls_equal=True
+        )
+        clicked = rand.filter(pl.col("click").cast(pl.Boolean))
+        co = _co_clicks_in_order(clicked, max(codes.height, 1), group="_context")
+        if co is not None:
+            co = co.join(codes, on="_context").drop("_context")
     else:
         rand = with_buckets(lf.filter(intervention_is(schema, intervention)), buckets, seed)
         clicked = rand.filter(pl.col("click").cast(pl.Boolean))
@@ -125,12 +146,13 @@ def randomized_statistics(
         )
     table = (
         per_pos.with_columns(pl.col("position").cast(pl.Int64))
-        .join(co.with_columns(pl.col("position").cast(pl.Int64)), on=keys, how="left")
+        .join(co.with_columns(pl.col("position").cast(pl.Int64)), on=keys, how="left",
+              nulls_equal=True)  # fmt: skip
         .with_columns(pl.col("cc").fill_null(0.0))
     )
     # every session shows positions 1..n (the click-log contract, clickrank.clicklog), so
     # the sessions showing both slot 1 and slot p are those showing p: n1p = n
-    return to_stats(table, ["position"], ["n", "c", "cc"], buckets)
+    return to_stats(table, ["position", *by], ["n", "c", "cc"], buckets)
 
 
 def randomized_from_counts(

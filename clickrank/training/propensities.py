@@ -14,14 +14,12 @@ def check_log_context(log: Any, context: Any, propensities: Any) -> tuple[Any, A
     """The context columns of a fit, checked against the log's schema before any work, and
     the propensities it uses.
 
-    ``context`` None takes the columns of propensities estimated per context (none for
-    others); an empty list pools: per-context propensities give their pooled curve.
+    ``context`` None or an empty list pools: per-context propensities give their pooled
+    curve.
     """
     from ..propensity import check_context
 
     curves = getattr(propensities, "contexts", None)
-    if context is None and curves is not None:
-        context = curves.columns
     if context is not None and not isinstance(context, str) and len(context) == 0:
         context = None
     if context is None:
