@@ -179,8 +179,13 @@ def main() -> None:
     ap.add_argument("--logs", type=int, default=200, help="coverage: logs per cell")
     ap.add_argument("--per-log", type=int, default=20_000, help="coverage: sessions a log")
     ap.add_argument("--methods", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
-    ap.add_argument("--scenarios", nargs="+", default=["differ", "same", "differ-small"],
-                    choices=["differ", "same", "differ-small"], help="coverage: scenarios")
+    ap.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=["differ", "same", "differ-small"],
+        choices=["differ", "same", "differ-small"],
+        help="coverage: scenarios",
+    )
     ap.add_argument("--sessions", type=int, default=1_000_000, help="cost: sessions")
     ap.add_argument("--repeats", type=int, default=2, help="cost: best of this many")
     ap.add_argument("--json", default=None, help="write the results here")
@@ -188,7 +193,9 @@ def main() -> None:
     args = ap.parse_args()
     results = {}
     if "coverage" in args.parts:
-        results["coverage"] = coverage(args.logs, args.per_log, args.methods, args.json, args.scenarios)
+        results["coverage"] = coverage(
+            args.logs, args.per_log, args.methods, args.json, args.scenarios
+        )
     if "cost" in args.parts:
         results["cost"] = cost(args.sessions, args.repeats, args.methods, args.tmp)
     if args.json:

@@ -167,7 +167,7 @@ class Setup:
         self.true_theta = (power_law(10, args.eta) if model in ("pbm", "trust")
                            else None)  # fmt: skip
         context = None
-        if getattr(args, "context", False):  # --context: phones and desktops, each with its own curve
+        if getattr(args, "context", False):  # phones and desktops, each with its own curve
             etas = dict(zip(DEVICES, args.context_etas, strict=True))
             shares = {"phone": args.context_share, "desktop": 1 - args.context_share}
             context = Context("device", shares, {v: make_click_model(model, **{**params, "eta": e})

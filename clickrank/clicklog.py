@@ -115,6 +115,7 @@ def context_columns(context: Any) -> tuple[str, ...]:
         raise InputError(f"context names a column twice: {list(cols)}")
     return cols
 
+
 #: Key of the parquet key-value metadata entry that holds a log's description (JSON).
 METADATA_KEY = "clickrank"
 

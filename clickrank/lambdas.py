@@ -1568,7 +1568,7 @@ def position_bias_update(
         acc = acc.reshape(-1, block)
         first = acc[:, :1]
         ratio = np.divide(acc, first, out=np.ones_like(acc), where=first > 0)
-        out.append((ratio ** reg).ravel())
+        out.append((ratio**reg).ravel())
     return out[0], out[1]
 
 

@@ -338,7 +338,8 @@ def test_bad_context_input_is_one_line(data, two_devices):
                         context=_device())  # fmt: skip
     one_phone = shuffled.with_columns(
         device=pl.when(pl.col("intervention").cast(pl.String) == "randomized")
-        .then(pl.lit("desktop")).otherwise(pl.col("device").cast(pl.String))
+        .then(pl.lit("desktop"))
+        .otherwise(pl.col("device").cast(pl.String))
     )
     with pytest.raises(EstimationError, match="context device='phone': randomized estimator: "
                        "the log has no randomized sessions"):  # fmt: skip

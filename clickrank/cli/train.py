@@ -358,7 +358,6 @@ def _preflight(learner: Any, lambdamart: dict[str, Any], mode: str) -> None:
 def _fit(mode, target, learner, target_kw, data_path, log_path, theta_path, logging_path,
          valid_path, engine, spark_master) -> Any:  # fmt: skip
     """Read the inputs and fit ``learner`` (a target built first for one target)."""
-    from .. import targets as T
     from ..clicklog import read_log, warn_thin_log
     from ..datasets import load_letor
 

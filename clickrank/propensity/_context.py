@@ -63,48 +63,23 @@ import polars as pl
 from scipy.stats import chi2
 
 from .._core._validation import EstimationError, InputError
-from ..clicklog import LOG_SCHEMA
+from ..clicklog import LOG_SCHEMA, context_columns
 from ..engine import is_spark, log_schema
+from ..specs.names import PROPENSITY_METHODS
 from ._context_result import ContextCurves
 from ._result import Propensities
 from ._swap import _KINDS, pair_from_counts, pair_statistics
 
 __all__ = ["by_context", "shrink", "homogeneity", "check_context", "CONTEXT_METHODS"]
 
-#: Estimators that give per-context curves: every one (the pair designs split their counts
-#: by context in the pooled pass; the others run once more per context).
-CONTEXT_METHODS = (
-    "swap",
-    "randpair",
-    "randomized",
-    "harvest-allpairs",
-    "harvest-pivot",
-    "harvest-adjacent",
-    "em",
-    "regression-em",
-)
+#: Estimators that give per-context curves: every one (``auto`` through the one it picks).
+CONTEXT_METHODS = tuple(m for m in PROPENSITY_METHODS if m != "auto")
 #: The designs whose per-context counts come from the pooled aggregation.
 PAIR_DESIGNS = ("swap", "randpair")
 #: The estimators of (query, doc, position) cells: one aggregation split by context too.
 CELL_METHODS = ("harvest-allpairs", "harvest-pivot", "harvest-adjacent", "em")
 #: Most contexts (value combinations) estimated one curve each.
 MAX_CONTEXTS = 100
-
-
-def context_columns(context: Any) -> tuple[str, ...]:
-    """``context`` (a column name or a list of them) as a tuple of distinct names."""
-    cols = (context,) if isinstance(context, str) else context
-    try:
-        cols = tuple(cols)
-    except TypeError:
-        raise InputError(
-            f"context must be a column name or a list of them, got {type(context).__name__}"
-        ) from None
-    if not cols or not all(isinstance(c, str) and c for c in cols):
-        raise InputError(f"context must name one or more log columns, got {context!r}")
-    if len(set(cols)) != len(cols):
-        raise InputError(f"context names a column twice: {list(cols)}")
-    return cols
 
 
 def check_context(lf: Any, context: Any) -> tuple[str, ...]:

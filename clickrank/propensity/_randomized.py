@@ -146,8 +146,12 @@ def randomized_statistics(
         )
     table = (
         per_pos.with_columns(pl.col("position").cast(pl.Int64))
-        .join(co.with_columns(pl.col("position").cast(pl.Int64)), on=keys, how="left",
-              nulls_equal=True)  # fmt: skip
+        .join(
+            co.with_columns(pl.col("position").cast(pl.Int64)),
+            on=keys,
+            how="left",
+            nulls_equal=True,
+        )  # fmt: skip
         .with_columns(pl.col("cc").fill_null(0.0))
     )
     # every session shows positions 1..n (the click-log contract, clickrank.clicklog), so

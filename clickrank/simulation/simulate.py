@@ -384,8 +384,10 @@ def _chunks(
             icode, pivot, swap_k = _apply_interventions(
                 plan.items, cells.labels, cells.rows, seed, sessions
             )
-            codes = [c.codes(seed, sessions, i, queries, mix)
-                     for i, (c, mix) in enumerate(zip(plan.contexts, mixes, strict=True))]
+            codes = [
+                c.codes(seed, sessions, i, queries, mix)
+                for i, (c, mix) in enumerate(zip(plan.contexts, mixes, strict=True))
+            ]
             if by_context is None:
                 clicks = clicks_of(seed, sessions, cells.labels)
             else:

@@ -48,7 +48,9 @@ _SESSION_COLUMNS = ("session", "query", "doc", "position", "click")
 
 
 def _session_log(
-    data: RankingData, log: pl.DataFrame | pl.LazyFrame, n_theta: int | None,
+    data: RankingData,
+    log: pl.DataFrame | pl.LazyFrame,
+    n_theta: int | None,
     contexts: ContextTheta | None = None,
 ) -> tuple[pl.LazyFrame, pl.DataFrame, np.ndarray, int, int]:
     """``(base, keys, shown rows, impressions, largest position)`` of a checked log.
@@ -101,9 +103,7 @@ def _context_positions(lf: pl.LazyFrame, columns: tuple[str, ...]) -> tuple[pl.E
     have their own biases.
     """
     cols = list(columns)
-    known = (
-        lf.select(pl.col(c).cast(pl.String) for c in cols).unique().sort(cols).collect()
-    )
+    known = lf.select(pl.col(c).cast(pl.String) for c in cols).unique().sort(cols).collect()
     if any(known[c].null_count() for c in cols):
         bad = next(c for c in cols if known[c].null_count())
         raise InputError(
@@ -144,9 +144,7 @@ def _distinct_sessions(
         position = pl.col("position").cast(pl.Int64)
         if context:
             position = _context_positions(lf, context)[0]
-        base = lf.select(
-            "session", "query", "doc", position, pl.col("click").cast(pl.Boolean)
-        )
+        base = lf.select("session", "query", "doc", position, pl.col("click").cast(pl.Boolean))
         arrays, shown, top = distinct_sessions(base, keys)
         impressions = shown.size
     return arrays, shown, impressions, top
