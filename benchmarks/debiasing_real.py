@@ -107,6 +107,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,22 @@ class Setup:
     def member(self, name: str) -> np.ndarray:
         return self.click_ranker().candidate(name).predict(self.test)
 
+    def pooled_ranker(self, truth: bool = False) -> ClickRanker:
+        """--context: the default with one curve (``truth``: with each device's true curve,
+        corrected per device), fitted once."""
+        key = "_truth_ranker" if truth else "_pooled_ranker"
+        if getattr(self, key, None) is None:
+            theta, context = self.theta, None
+            if truth:
+                ctx = self.theta_context.contexts
+                curves = np.array([power_law(ctx.theta.shape[1], self.args.context_etas[
+                    DEVICES.index(v[0])]) for v in ctx.values])  # fmt: skip
+                theta = replace(self.theta_context, contexts=replace(ctx, theta=curves))
+                context = "device"
+            setattr(self, key, ClickRanker(seed=self.seed, context=context).fit(
+                self.train, self.log, theta, logging_model=self.prod))  # fmt: skip
+        return getattr(self, key)
+
     def target(self, name: str, **kw: Any) -> T.Target:
         stats = self.stats if name in ("ips", "dr") else None
         return T.make_target(name, self.train, self.log, self.theta, seed=self.seed,
@@ -263,8 +280,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "default": lambda s: s.click_ranker().predict(s.test),
     "default-nosafe": lambda s: s.member(s.click_ranker().selected_),
     "default-prpo": lambda s: s.with_fallback("proximal"),
-    "default-pooled": lambda s: ClickRanker(seed=s.seed).fit(
-        s.train, s.log, s.theta, logging_model=s.prod).predict(s.test),
+    "default-pooled": lambda s: s.pooled_ranker().predict(s.test),
+    "default-truecontext": lambda s: s.pooled_ranker(truth=True).predict(s.test),
     "default-notheta": lambda s: ClickRanker(seed=s.seed, propensity_method=None).fit(
         s.train, s.log, logging_model=s.prod).predict(s.test),
     "default-safe": lambda s: s.with_fallback("safe"),
@@ -275,6 +292,8 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
        for name, refit in (("refit", True), ("bagged", False))},
     "select-nosafe": lambda s: s.member(s.click_ranker().best_member_),
     **{f"{m}-member": (lambda s, m=m: s.member(m)) for m in DEFAULT_FAMILY},
+    **{f"{m}-pooled-member": (lambda s, m=m: s.pooled_ranker().candidate(m).predict(s.test))
+       for m in DEFAULT_FAMILY},  # fmt: skip
     "old-default": lambda s: s.cv(s.target("ips")),
     "naive": lambda s: s.fixed(s.target("naive", candidates="shown")),
     "naive-cv": lambda s: s.cv(s.target("naive"), "clicks"),
@@ -459,7 +478,7 @@ SUITE_METHODS = ["production", "default", "default-nosafe", "select-nosafe",
                  "oracle"]  # fmt: skip
 #: Rows that are references, not click learners a user could pick instead of the default.
 _REFERENCES = ("default", "default-nosafe", "default-prpo", "default-safe", "select-nosafe",
-               "default-notheta", "default-truetheta",
+               "default-notheta", "default-truetheta", "default-truecontext",
                "production", "oracle",
                "oracle-cv")  # fmt: skip
 
@@ -690,8 +709,10 @@ def main() -> None:
     ap.add_argument("--context", action="store_true",
                     help="a device column: phones (--context-share of the sessions) and "
                     "desktops click by PBMs of their own η (--context-etas); the default "
-                    "corrects per device, default-pooled with one curve, lightgbm-position "
-                    "gets device x rank ids (runs named after it)")  # fmt: skip
+                    "row corrects per device (ClickRanker(context='device')), default-pooled "
+                    "with one curve, default-truecontext per device with the true curves, "
+                    "<member>-pooled-member rows are default-pooled's members, "
+                    "lightgbm-position gets device x rank ids (runs named after it)")  # fmt: skip
     ap.add_argument("--context-share", type=float, default=0.3, help="--context: phones' share")
     ap.add_argument("--context-etas", default="2,0.5",
                     help="--context: η of the phones' and the desktops' curves")  # fmt: skip
