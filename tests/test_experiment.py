@@ -734,3 +734,45 @@ def test_the_report_shows_the_safety_check_of_every_click_model(default_target_r
     gain = res.results["models"]["naive"]["vs_safe"]["gain"]
     assert f"{gain:+.4f}" in line and "logging" in line
     assert render_report  # the report module renders from the summary alone
+
+
+# -- a context -------------------------------------------------------------------------------
+
+
+def test_a_run_with_a_context_estimates_and_reports_theta_per_value(tmp_path):
+    """``[context]``: the log gets the column, every method estimates a curve per value
+    next to the true curves, the report says whether one curve is enough, and ips-true (no
+    one true curve) is skipped; without the section the configuration is the one it was."""
+    ctx = {"column": "device", "shares": {"phone": 0.3, "desktop": 0.7},
+           "eta": {"phone": 2.0, "desktop": 0.5}}  # fmt: skip
+    cfg = _with(context=ctx, propensity={"methods": ["swap", "harvest-allpairs"]},
+                targets={"names": ["naive", "ips", "ips-true"]}, interleaving={"pairs": []},
+                learning_curve={"sessions": []}, evaluation={"compare": []},
+                simulation={"sessions": 20_000})  # fmt: skip
+    res = run_experiment(cfg, tmp_path / "ctx", progress=False)
+    log = pl.read_parquet(tmp_path / "ctx" / "log.parquet")
+    assert set(log["device"].cast(pl.String).unique()) == {"phone", "desktop"}
+    prop = res.results["propensities"]
+    assert set(prop["truth_contexts"]) == {"phone", "desktop"}
+    for method in ("swap", "harvest-allpairs"):
+        curves = prop["estimates"][method]["contexts"]
+        assert curves["columns"] == ["device"]
+    report = (tmp_path / "ctx" / "report.md").read_text()
+    assert "### θ by device (swap)" in report
+    assert "one curve is not enough" in report
+    assert any("ips-true skipped" in n for n in res.results["notes"])
+    # the configuration without [context] is the one without the section (same hash)
+    assert "context" not in load_config(TINY).values
+    assert load_config(TINY).hash() == load_config({**TINY, "context": {}}).hash()
+
+
+@pytest.mark.parametrize("ctx, message", [
+    ({"shares": {"a": 0.5, "b": 0.5}}, r"\[context\] shares needs \[context\] column"),
+    ({"column": "device", "shares": {"a": 0.4, "b": 0.5}, "eta": {"a": 1, "b": 2}},
+     r"\[context\] shares must sum to 1"),
+    ({"column": "device", "shares": {"a": 0.5, "b": 0.5}, "eta": {"a": 1}},
+     r"\[context\] eta must give each value of shares its η"),
+])  # fmt: skip
+def test_a_bad_context_section_is_one_line(ctx, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(_with(context=ctx))

@@ -151,6 +151,8 @@ def load_config(
         defaults = _merge(defaults, FULL)
         origin += " --full"
     values = _merge(defaults, user)
+    if not values.get("context"):  # no context: the configuration (and its hash) as without
+        values.pop("context", None)
     _check_values(_Checker(values, user, origin), folder)
     return ExperimentConfig(values, origin)
 

@@ -164,7 +164,7 @@ class _LogStages:
         from ..simulation import Context
         from ..specs import make_click_model
 
-        ctx = self.cfg["context"]
+        ctx = self.cfg.values.get("context", {})
         if ctx.get("column") is None:
             return None
         labels = [f(p.y) for p in self.parts.values() for f in (np.min, np.max)]
@@ -173,7 +173,7 @@ class _LogStages:
         return Context(ctx["column"], dict(ctx["shares"]), models)
 
     def context_column(self) -> str | None:
-        return self.cfg["context"].get("column")
+        return self.cfg.values.get("context", {}).get("column")
 
     def true_theta(self) -> np.ndarray | None:
         """The examination curve of the click model (None without one, or with a context:
@@ -300,12 +300,13 @@ class _LogStages:
     def _propensity_summary(self, truth: dict | None) -> dict:
         p = self.cfg["propensity"]
         use = p.get("use") or (p["methods"][0] if p["methods"] else None)
+        curves = None if truth is None else truth.get("contexts")
         return _clean(
             {
                 "use": use,
                 "alpha": p["alpha"],
                 "truth": None if truth is None else truth["theta"],
-                "truth_contexts": None if truth is None else truth.get("contexts"),
+                **({} if curves is None else {"truth_contexts": curves}),  # only with a context
                 "estimates": {m: e.to_dict(p["alpha"]) for m, e in self.estimates.items()},
             }
         )

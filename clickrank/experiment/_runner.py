@@ -303,9 +303,12 @@ class _Context(_LogStages, _ClickFitStage, _RankerStages, _OutputStages):
             detail=self._production_detail,
         )
         up = run.hashes["production"]
+        # [context] joins the key only when set: a run without one keeps its hash
+        simulation = ("click_model", "interventions", "simulation", *(
+            ["context"] if "context" in cfg.values else []))  # fmt: skip
         self.log_stats = run.stage(
             "simulate",
-            {"up": up, "config": cfg.section_key("click_model", "interventions", "simulation")},
+            {"up": up, "config": cfg.section_key(*simulation)},
             self._simulate,
             lambda: _read_json(self.out / "log_stats.json"),
             detail=lambda s: (
