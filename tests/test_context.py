@@ -513,3 +513,13 @@ def test_randomized_context_curves_come_from_one_split_pass(data, shuffled):
         alone = estimate_propensities(log.filter(pl.col("device") == value), "randomized", K=K)
         np.testing.assert_allclose(p.contexts.curves[i].theta, alone.theta, rtol=1e-12)
         np.testing.assert_allclose(p.contexts.curves[i].se, alone.se, rtol=1e-10)
+    # the test's covariance: each ratio's own variance, and the slot-1 rate they share
+    from clickrank.propensity._context import _covariance
+
+    curve, keep = p.contexts.curves[0], np.arange(K) > 0
+    cov = _covariance(curve, keep)
+    np.testing.assert_allclose(np.diag(cov), curve.se[keep] ** 2)
+    shared = curve.info["slot1"]
+    a = np.array(shared["cov"])[keep]
+    np.testing.assert_allclose(cov[0, 1], shared["var"] - a[0] - a[1])
+    assert np.all(np.linalg.eigvalsh(cov) > 0) and shared["var"] > 0

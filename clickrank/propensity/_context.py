@@ -42,11 +42,12 @@ identifies: with :math:`V_c` the covariance of context :math:`c`'s vector of
 
 under :math:`H_0` (:math:`m` positions), the multivariate form of Cochran's Q. The
 swap estimator's route ``top`` divides every position by the same slot-1 click rate, so
-:math:`V_c` has that rate's variance off the diagonal; a bootstrapped estimate (EM,
-regression EM) gives :math:`V_c` as the covariance of its replicates; otherwise
-:math:`V_c` is diagonal (exact for the other swap routes, whose ratios share no sessions
-in their denominators, an approximation for randomized and harvesting estimates, whose
-ratios share position 1).
+:math:`V_c` has that rate's variance off the diagonal; the randomized estimator too, with
+each position's covariance with slot 1 (the delta method, the co-clicks of two lower
+positions left out); a bootstrapped estimate (EM, regression EM) gives :math:`V_c` as the
+covariance of its replicates; otherwise :math:`V_c` is diagonal (exact for the other swap
+routes, whose ratios share no sessions in their denominators, an approximation for
+harvesting, whose ratios share position 1).
 
 References: Morris, C. N. (1983), "Parametric empirical Bayes inference: theory and
 applications", JASA 78(381); DerSimonian, R. & Laird, N. (1986), "Meta-analysis in
@@ -196,7 +197,12 @@ def _covariance(curve: Propensities, keep: np.ndarray) -> np.ndarray:
             return np.atleast_2d(np.cov(r, rowvar=False))
     cov = np.diag(se * se)
     cc = curve.ci_counts
-    if curve.info.get("route") == "top" and cc is not None:
+    slot1 = curve.info.get("slot1")
+    if slot1 is not None:  # randomized: every ratio divides by the same slot-1 rate
+        a = np.array([np.nan if x is None else x for x in slot1["cov"]])[keep]
+        off = slot1["var"] - a[:, None] - a[None, :]
+        cov += np.where(np.eye(se.size, dtype=bool), 0.0, np.nan_to_num(off))
+    elif curve.info.get("route") == "top" and cc is not None:
         c_den, n_den = cc[keep, 2], cc[keep, 3]
         shared = float(((1 - c_den / n_den) / c_den)[0])  # the one slot-1 rate's variance
         cov += shared * (1 - np.eye(se.size))
@@ -350,10 +356,27 @@ def _randomized_by_context(
         mine = np.array([r == tuple(vals) for r in rows], dtype=bool)
         part = {"position": pos[mine], **{f: stats[f][mine] for f in fields}}
         try:
-            curves.append(randomized_from_counts(part, **{**kw, "K": pooled.K}))
+            curve = randomized_from_counts(part, **{**kw, "K": pooled.K})
         except EstimationError as err:
             raise EstimationError(f"context {_label(cols, vals)}: {err}") from None
+        curves.append(replace(curve, info={**curve.info, "slot1": _slot1_terms(part, curve.K)}))
     return _with_contexts(pooled, cols, values, curves)
+
+
+def _slot1_terms(part: dict[str, np.ndarray], K: int) -> dict[str, Any]:
+    r"""What the randomized ratios :math:`\log(\bar c_p/\bar c_1)` share through slot 1:
+    ``var``, :math:`\mathrm{Var}\log\bar c_1`, and ``cov``, :math:`\mathrm{Cov}(\log\bar
+    c_p, \log\bar c_1)` per position (the delta method of :func:`~._randomized.randomized`),
+    so that two ratios covary by ``var - cov[p] - cov[q]`` (their own co-clicks left out)."""
+    n, c, cc = np.zeros(K), np.zeros(K), np.zeros(K)
+    keep = part["position"] <= K
+    idx = part["position"][keep] - 1
+    n[idx], c[idx], cc[idx] = part["n"][keep], part["c"][keep], part["cc"][keep]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = c / n
+        cov = (cc / n - m * m[0]) / (n[0] * m * m[0])  # n_1p = n_p sessions show both
+    var = (1 - m[0]) / (n[0] * m[0])
+    return {"var": float(var), "cov": [float(x) if np.isfinite(x) else None for x in cov]}
 
 
 def _split_cells(
