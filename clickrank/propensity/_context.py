@@ -255,14 +255,14 @@ def by_context(
     cols = check_context(lf, context)
     if design in PAIR_DESIGNS:
         return _pair_by_context(lf, cols, design=design, **kw)
-    if design in CELL_METHODS:
-        return _cells_by_context(lf, cols, design=design, pooled=pooled, **kw)
     if is_spark(lf):
         raise InputError(
             f"per-context curves of {design!r} are estimated on a polars log, not a Spark "
             f"DataFrame (swap and randpair split theirs on Spark): write the log to parquet, "
             "or estimate one pooled curve"
         )
+    if design in CELL_METHODS:
+        return _cells_by_context(lf, cols, design=design, pooled=pooled, **kw)
     sessions = (
         lf.filter(pl.col("position") == 1)
         .group_by(list(cols))
