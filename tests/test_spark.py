@@ -617,3 +617,24 @@ def test_cluster_that_cannot_start_is_one_line(tmp_path):
         cluster.start()
     assert "\n" not in str(err.value) and "worker-0.log: Spark printed its usage" in str(err.value)
     assert cluster.master is None and cluster.workers == []
+
+
+def test_per_context_curves_on_spark(spark, log):
+    """Swap's per-context curves from Spark's counts equal polars'; the methods that fit
+    per context on a polars log say so in one line."""
+    from clickrank import InputError
+    from clickrank.propensity import estimate_propensities
+
+    devices = log.with_columns(
+        device=pl.when(pl.col("session") % 3 == 0)
+        .then(pl.lit("phone"))
+        .otherwise(pl.lit("desktop"))
+    )
+    on_spark = engine.to_spark(devices, spark)
+    a = estimate_propensities(on_spark, "swap", context="device")
+    b = estimate_propensities(devices, "swap", context="device")
+    same(a, b)
+    for x, y in zip(a.contexts.curves, b.contexts.curves, strict=True):
+        same(x, y)
+    with pytest.raises(InputError, match="'em' are estimated on a polars log"):
+        estimate_propensities(on_spark, "em", context="device", n_boot=0)
