@@ -65,7 +65,7 @@ class ContextCurves:
         The prior mean curve :math:`\exp\mu_k`.
     tau : array ``[K]``
         The prior's standard deviation :math:`\tau_k` of :math:`\log\theta` across
-        contexts (NaN where fewer than two contexts identify the position).
+        contexts (NaN where fewer than two contexts have an estimate with a standard error).
     homogeneity : dict
         The test of one curve for all contexts: ``test``, ``statistic``, ``df``,
         ``p_value``, ``positions`` (those tested).
@@ -162,7 +162,10 @@ class ContextCurves:
         h = self.homogeneity
         p = h.get("p_value")
         if p is None or not np.isfinite(p):
-            return "one curve or several: not tested (fewer than two contexts identify a position)"
+            return (
+                "one curve or several: not tested (no position where two contexts have an "
+                "estimate with a standard error, e.g. EM without its bootstrap)"
+            )
         test = f"Wald chi2 = {h['statistic']:.2f}, df = {h['df']}, p = {p:.3g}"
         if p < alpha:
             return f"one curve is not enough: the contexts' curves differ ({test} < {alpha:g})"
