@@ -476,7 +476,7 @@ def test_the_command_line_gives_em_per_context_with_its_bootstrap(passive, tmp_p
     res = _cli([log, "--method", "em", "--context", "device", "--bootstrap", "20",
                 "-o", tmp_path / "t.json"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "em: θ per context of device (on the whole log, then on each context's sessions)" \
+    assert "em: θ per context of device (one pass over the log, split by context)" \
         in res.stderr  # fmt: skip
     got = Propensities.load(tmp_path / "t.json")
     want = estimate_propensities(log, method="em", context="device", n_boot=20)

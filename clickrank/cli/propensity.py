@@ -117,12 +117,13 @@ _BOOTSTRAPPED = ("em", "regression-em", "auto")
 
 
 def _by_context(lf, method, context, data, n_boot, seed, kw):
-    """``--context``: the pooled curve and each context's (the pair designs split the
-    pooled pass's counts; the other methods run once more on each context's sessions)."""
+    """``--context``: the pooled curve and each context's (one pass over the log split by
+    context; regression EM fits again on each context's sessions)."""
     from ..propensity import estimate_propensities
 
-    how = "one pass over the log" if method in ("swap", "randpair") else (
-        "on the whole log, then on each context's sessions")  # fmt: skip
+    how = {"regression-em": "on the whole log, then on each context's sessions",
+           "auto": "from the source chosen on the whole log"}.get(
+        method, "one pass over the log, split by context")  # fmt: skip
     click.echo(f"{method}: θ per context of {', '.join(context)} ({how})", err=True)
     extra = {"data": data} if method in ("auto", "regression-em") else {}
     if method in _BOOTSTRAPPED:

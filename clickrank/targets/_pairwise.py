@@ -118,16 +118,17 @@ def _context_positions(lf: pl.LazyFrame, columns: tuple[str, ...]) -> tuple[pl.E
 
 def _distinct_sessions(
     data: RankingData, log: Any, context: tuple[str, ...] = ()
-) -> tuple[dict[str, np.ndarray], np.ndarray, int, int]:
+) -> tuple[dict[str, np.ndarray], np.ndarray, int, int, tuple[int, list] | None]:
     """Distinct sessions, shown rows, impressions, positions: the reading step (Spark or local).
 
     With ``context`` columns the positions are context blocks + ranks
-    (:func:`_context_positions`)."""
+    (:func:`_context_positions`), and the last item is ``(block, contexts)``."""
     if is_spark(log) and context:
         raise InputError(
             "per-context position biases read a polars log (a DataFrame, LazyFrame or "
             "parquet file); aggregate the Spark log first or train without context"
         )
+    blocks = None
     if is_spark(log):
         base, keys, shown, impressions, top = _session_log(data, log, None)
         lists = session_patterns(base, keys)
@@ -143,11 +144,12 @@ def _distinct_sessions(
         lf, keys = prepare_log(data, log, (*_SESSION_COLUMNS, *context))
         position = pl.col("position").cast(pl.Int64)
         if context:
-            position = _context_positions(lf, context)[0]
+            position, block, values = _context_positions(lf, context)
+            blocks = (block, values)
         base = lf.select("session", "query", "doc", position, pl.col("click").cast(pl.Boolean))
         arrays, shown, top = distinct_sessions(base, keys)
         impressions = shown.size
-    return arrays, shown, impressions, top
+    return arrays, shown, impressions, top, blocks
 
 
 def _session_target(
@@ -255,11 +257,10 @@ def unbiased_lambdamart(
     cols: tuple[str, ...] = () if context is None else context_columns(context)
     if cols and positions is not None:
         raise InputError("positions and context: the context blocks are the logged ranks")
-    arrays, shown, impressions, top = _distinct_sessions(data, log, cols)
+    arrays, shown, impressions, top, blocks = _distinct_sessions(data, log, cols)
     block = None
-    if cols:  # blocks of the largest logged rank, one per context
-        lf = prepare_log(data, log, (*_SESSION_COLUMNS, *cols))[0]
-        _, block, values = _context_positions(lf, cols)
+    if blocks is not None:  # blocks of the largest logged rank, one per context
+        block, values = blocks
         top = block * len(values)
     if positions is not None:
         top = int(check_positive(positions, name="positions", integer=True))

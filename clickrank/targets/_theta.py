@@ -166,14 +166,21 @@ class ContextTheta:
     values: tuple[tuple[str, ...], ...]
     table: np.ndarray
 
+    def _known(self) -> pl.DataFrame:
+        """The contexts' values (as strings) with their row of ``table``, ``_context``."""
+        return pl.DataFrame(
+            [
+                pl.Series(c, [v[j] for v in self.values], pl.String)
+                for j, c in enumerate(self.columns)
+            ]  # fmt: skip
+        ).with_row_index("_context")
+
     def index(self, frame: pl.DataFrame) -> np.ndarray:
         """int64 row of ``table`` for every row of ``frame`` (which holds ``columns``)."""
         cols = list(self.columns)
-        known = pl.DataFrame(
-            [pl.Series(c, [v[j] for v in self.values], pl.String) for j, c in enumerate(cols)]
-        ).with_row_index("_context")
         keys = frame.select(pl.col(c).cast(pl.String) for c in cols)
-        joined = keys.join(known, on=cols, how="left", nulls_equal=False, maintain_order="left")
+        joined = keys.join(self._known(), on=cols, how="left", nulls_equal=False,
+                           maintain_order="left")  # fmt: skip
         out = joined["_context"].fill_null(len(self.values)).to_numpy()
         return out.astype(np.int64)
 
@@ -183,12 +190,9 @@ class ContextTheta:
         propensity; the order of positions within a session is kept."""
         cols = list(self.columns)
         K = self.table.shape[1]
-        known = pl.DataFrame(
-            [pl.Series(c, [v[j] for v in self.values], pl.String) for j, c in enumerate(cols)]
-        ).with_row_index("_context")
         return (
             lf.with_columns(pl.col(c).cast(pl.String) for c in cols)
-            .join(known.lazy(), on=cols, how="left", nulls_equal=False, maintain_order="left")
+            .join(self._known().lazy(), on=cols, how="left", maintain_order="left")
             .with_columns(
                 pl.col("position")
                 + K * pl.col("_context").fill_null(len(self.values)).cast(pl.Int64)
