@@ -22,9 +22,10 @@ come from regression EM). Then, in this process and on the same thread count:
 The figure is the ratio of the two times (the target: at most 10x), with the default's
 LightGBM fits and boosting rounds (``ClickRanker.cost_``: the time follows the rounds) and
 how many of them racing saved (the same fit with ``racing=None`` when ``--no-race-too``),
-or what refits would cost (``refit=True`` when ``--refit-too``; the default keeps each
-member's fold models instead). A shared machine is noisy: both times are taken in one
-run, and the ratio is what to compare.
+what refits would cost (``refit=True`` when ``--refit-too``; the default keeps each
+member's fold models instead), or what every member racing the tree shapes itself would
+cost (``shared_shape=False`` when ``--each-shape-too``). A shared machine is noisy: both
+times are taken in one run, and the ratio is what to compare.
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ def main() -> None:
     ap.add_argument("--before-too", action="store_true",
                     help="also time the selection settings before their second cut (BEFORE: "
                          "a fixed patience of 50, racing at 0.99)")  # fmt: skip
+    ap.add_argument("--each-shape-too", action="store_true",
+                    help="also time the default with shared_shape=False (every member races "
+                         "the tree shapes on its own first fold)")  # fmt: skip
     ap.add_argument("--refit-too", action="store_true",
                     help="also time the default with refit=True (every member refitted on all "
                          "rows instead of its fold models' average)")  # fmt: skip
@@ -166,6 +170,7 @@ def main() -> None:
                 (args.no_race_too, "norace", {"racing": None}),
                 (args.before_too, "before", BEFORE),
                 (args.refit_too, "refit", {"refit": True}),
+                (args.each_shape_too, "each", {"shared_shape": False}),
             ):
                 if flag:
                     t_other, other = default(data, log, threads, logging_model=prod, **settings)

@@ -78,9 +78,9 @@ OPEN_OVER = {
     "lambdamart/": "above 1.1x on this run: every row measured 0.79-0.96x when recorded "
     "(docs/benchmarks.md); a noisy machine, or a regression",
     "default/fit-cost": "the default is not yet at ten fits at this size and thread count "
-    "(docs/benchmarks.md, 'Where it is not yet at ten fits')",
+    "(docs/default-cost.md, 'Where it is not yet at ten fits')",
     "default/fit-time": "over five minutes without interventions: regression EM and more "
-    "rounds add a minute (docs/benchmarks.md, 'Where it is not yet at ten fits')",
+    "rounds add a minute (docs/default-cost.md, 'Where it is not yet at ten fits')",
 }
 
 
@@ -308,6 +308,7 @@ def main() -> None:
     if args.cost:
         record["figures"].update(record_cost(args.cost))
     for name, fig in record["figures"].items():
+        fig.pop("open", None)  # a kept figure's reason is given again, if still open
         if name in OPEN:
             fig["open"] = OPEN[name]
         for prefix, why in OPEN_OVER.items():

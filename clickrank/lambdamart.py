@@ -316,7 +316,7 @@ class LambdaMART(Params):
         it to every core, so the next rounds of a one-thread booster would run on all of
         them -- against the member processes of ``ClickRanker(n_jobs=2)`` or anything else
         on the machine (OpenMP threads waiting on each other's cores: up to 20 times
-        slower; docs/benchmarks.md, "The default learner's fit").
+        slower; docs/default-cost.md).
         """
         return int(self._lgb_params()["num_threads"])
 

@@ -382,6 +382,9 @@ class LambdaMARTCV(Params):
     held_terms_ : numpy.ndarray
         Set by a fit up to a fold (``fit(..., until=k)``): the first fold's per-query
         held-out scores by the leading shape (:meth:`fold_terms`).
+    leader_ : dict
+        Set by a fit up to a fold: the leading shape's grid entry (the best mean curve so
+        far among the shapes not raced out).
     """
 
     def __init__(
@@ -556,6 +559,7 @@ class LambdaMARTCV(Params):
             self.fits_ = len(fitted)
             self.rounds_ = sum(int(m.booster_.current_iteration()) for m in fitted)
             self.held_terms_ = self.fold_terms(0, data, validation, cache)[1]
+            self.leader_ = dict(self.grid[self._leader()])
             return self
         _, e, trees = self._results(run, progress)
         self.best_params_ = {**dict(self.grid[e]), "n_estimators": trees}
@@ -640,11 +644,17 @@ class LambdaMARTCV(Params):
             raise InputError("fold_terms needs a selection fitted up to a fold: fit(..., until=k)")
         run = self._run
         cache = _shared(shared, data, validation, run["fold"])
-        done = {e: run["per_fold"][e, : len(run["models"][e])].mean(axis=0) for e in run["alive"]}
-        lead = max(run["alive"], key=lambda e: done[e].max())
+        lead = self._leader()
+        curve = run["per_fold"][lead, : len(run["models"][lead])].mean(axis=0)
         _train_q, held_q, (_sub, val, _sets) = self._fold(cache, i, data, validation)
-        rounds = int(np.argmax(done[lead])) + 1
+        rounds = int(np.argmax(curve)) + 1
         return held_q, _held_terms(run["models"][lead][i], val, rounds, int(self.eval_at))
+
+    def _leader(self) -> int:
+        """The grid entry, among those not raced out, with the best mean curve so far."""
+        run = self._run
+        done = {e: run["per_fold"][e, : len(run["models"][e])].mean(axis=0) for e in run["alive"]}
+        return max(run["alive"], key=lambda e: done[e].max())
 
     def _racing(self, validation: ClickValidation | None) -> bool:
         """Race the shapes: a confidence is set, there is more than one shape, and the

@@ -222,6 +222,7 @@ def test_the_crm_fallback_keeps_each_members_tree_shape(setup, perfect):
         retrained = c.members_[f"{m}+crm"]
         assert list(retrained.grid) == [shape] and retrained.cv_results_.height == 1
         assert retrained.model_.num_leaves == shape["num_leaves"]
+    # the first members, up to the shape's lead, tried both shapes
     assert {c.members_[m].cv_results_.height for m in ("naive", "ips-shown")} == {2}
 
 
@@ -334,6 +335,8 @@ def test_bad_arguments_are_refused(setup):
         ClickRanker(family=("naive",), proximal=0.5, **SMALL).fit(train, log, theta)
     with pytest.raises(InputError, match="refit must be"):
         ClickRanker(refit="yes").fit(train, log, theta)
+    with pytest.raises(InputError, match="shared_shape must be True or False, got 'yes'"):
+        ClickRanker(shared_shape="yes").fit(train, log, theta)
 
 
 def test_each_member_is_its_fold_models_average_unless_refitted(setup, three, monkeypatch):
@@ -730,7 +733,8 @@ def test_members_raced_out_on_their_first_fold_change_nothing_else(setup, monkey
     train, test, log, theta, prod = setup
     kw = {**SMALL, "family": DEFAULT_FAMILY, "unseen_guard": 0.01, "seed": 0}
     with monkeypatch.context() as m:  # no race: every member to the end
-        m.setattr(learner, "RacedMemberSearch", lambda names, _g, _c, say: MemberSearch(names, say))
+        m.setattr(learner, "RacedMemberSearch",
+                  lambda names, _g, _c, say, **kw: MemberSearch(names, say, **kw))  # fmt: skip
         full = ClickRanker(**kw).fit(train, log, theta)
     assert not full.raced_
     said = []
@@ -752,3 +756,31 @@ def test_members_raced_out_on_their_first_fold_change_nothing_else(setup, monkey
     np.testing.assert_array_equal(two.predict(test), race.predict(test))
     assert any(line.endswith("(1 of 6 members, 2 processes)") and "up to fold 1" in line
                for line in said)  # fmt: skip
+
+
+def test_the_later_members_fit_the_shape_of_the_first_corrected_one(setup):
+    """By default the members up to the first corrected one (IPS on the shown documents)
+    race the tree shapes on their first folds, and every later member fits only the shape
+    leading that one's: fewer fits, and the first members' selections are those they make
+    alone. ``shared_shape=False``: each member races the shapes itself."""
+    train, test, log, theta, prod = setup
+    grid = ({"num_leaves": 4, "max_depth": 2}, {"num_leaves": 31, "max_depth": -1})
+    kw = {**SMALL, "grid": grid, "family": ("naive", "ips-shown", "ips-hybrid", "ips-all"),
+          "unseen_guard": None, "seed": 0}  # fmt: skip
+    said = []
+    shared = ClickRanker(**kw).fit(train, log, theta, progress=said.append)
+    each = ClickRanker(**kw, shared_shape=False).fit(train, log, theta)
+    lead = [line for line in said if line.startswith("  tree shape")]
+    assert len(lead) == 1 and "ips-shown's best on its first fold" in lead[0]
+    for m in ("naive", "ips-shown"):  # they tried every shape, as alone
+        assert len(shared.members_[m].cv_results_) == 2
+        np.testing.assert_array_equal(shared.members_[m].oof_, each.members_[m].oof_)
+    assert shared.shape_ in grid and each.shape_ is None
+    assert shared.to_dict()["shape"] == shared.shape_ and each.to_dict()["shape"] is None
+    assert "one tree shape (" in shared.summary() and "one tree shape" not in each.summary()
+    for m in ("ips-hybrid", "ips-all"):
+        assert len(shared.members_[m].cv_results_) == 1
+        assert {k: v for k, v in shared.members_[m].best_params_.items()
+                if k != "n_estimators"} == shared.shape_  # fmt: skip
+        assert len(each.members_[m].cv_results_) == 2
+    assert shared.cost_["fits"] < each.cost_["fits"]

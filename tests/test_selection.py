@@ -336,8 +336,9 @@ def test_cli_defaults_agree_with_the_library():
     assert {k: getattr(ranker, k) for k in CLICK_RANKER_SELECTION} == CLICK_RANKER_SELECTION
     lm = LambdaMART()  # one target keeps LambdaMARTCV's settings and LambdaMART's patience
     assert ONE_TARGET_SELECTION == {
-        k: getattr(cv, k) if hasattr(cv, k) else getattr(lm, k) for k in CLICK_RANKER_SELECTION
-    }
+        k: getattr(cv, k) if hasattr(cv, k) else getattr(lm, k) for k in ONE_TARGET_SELECTION
+    }  # (one target has no later members to share a tree shape with)
+    assert set(CLICK_RANKER_SELECTION) - set(ONE_TARGET_SELECTION) == {"shared_shape"}
     assert tuple(SELECTION["grid"]) == tuple(DEFAULT_GRID)
     lm = LambdaMART()
     assert (lm.num_leaves, lm.max_depth) == (FIXED["num_leaves"], FIXED["max_depth"])

@@ -30,7 +30,7 @@ from clickrank.training.backends import (
 from clickrank.training.bounds import Comparison, paired_bound
 from clickrank.training.combine import select, selection_reason, spread
 from clickrank.training.learner import ClickRanker
-from clickrank.training.members import FAMILY, check_family, trainable
+from clickrank.training.members import FAMILY, check_family, shape_lead, trainable
 from clickrank.training.propensities import resolve_propensities
 from clickrank.training.report import SelectionReport
 from clickrank.training.safety import check_safety, guard_race, unseen_guard
@@ -176,10 +176,12 @@ class _Recorder:
 
     def run(self, tasks):
         self.calls.append([(t.name, t.until) for t in tasks])
+        self.grids = getattr(self, "grids", []) + [[t.grid for t in tasks]]
         out = {}
         for t in tasks:
             cv = LambdaMARTCV()
             cv.held_terms_, cv.fits_, cv.rounds_ = self.held[t.name], 1, 10
+            cv.leader_ = {"num_leaves": len(t.name)}
             out[t.name] = MemberFit(t.name, cv, t.until)
         return out
 
@@ -200,6 +202,38 @@ def test_the_search_schedules():
     assert list(result.raced) == ["dr"] and result.raced_cost == (1, 10)
     assert list(result.fitted) == ["naive", "ips-all"]
     assert result.calls == [(("naive", "dr", "ips-all"), 1), (("naive", "ips-all"), None)]
+
+
+@pytest.mark.parametrize("raced", [False, True])
+def test_a_shared_shape_is_the_leaders_of_one_member(raced):
+    """With ``shape_from`` the members up to that one fit their first folds on every shape;
+    the later ones then fit that fold on its leading shape only, and the schedule goes on
+    as without it (the race, or every member to the end)."""
+    best = np.linspace(1, 2, 20)
+    held = {"naive": best, "ips-shown": 0.99 * best, "dr": 0.6 * best, "ips-all": 0.95 * best}
+    rec = _Recorder(held)
+    search = (RacedMemberSearch(list(held), 0.1, 0.95, shape_from="ips-shown") if raced
+              else MemberSearch(list(held), shape_from="ips-shown"))  # fmt: skip
+    result = search.run(rec)
+    shape = {"num_leaves": len("ips-shown")}
+    assert result.shape == shape
+    assert rec.calls[:2] == [[("naive", 1), ("ips-shown", 1)], [("dr", 1), ("ips-all", 1)]]
+    assert rec.grids[:2] == [[None, None], [(shape,), (shape,)]]
+    rest = [m for m in held if not (raced and m == "dr")]
+    assert rec.calls[2:] == [[(m, None) for m in rest]] and rec.grids[2] == [None] * len(rest)
+    assert list(result.raced) == (["dr"] if raced else [])
+    # the last member, or one member: nothing to share
+    for names in (list(held), ["naive"]):
+        one = _Recorder(held)
+        assert MemberSearch(names, shape_from=names[-1]).run(one).shape is None
+        assert one.calls == [[(m, None) for m in names]]
+
+
+def test_the_shape_lead_is_the_first_corrected_member():
+    assert shape_lead(["naive", "ips-shown", "dr"]) == "ips-shown"
+    assert shape_lead(["naive", "unbiased-lambdamart"]) == "unbiased-lambdamart"
+    assert shape_lead(["naive"]) == "naive"
+    assert shape_lead(["naive", "my-target"]) == "my-target"
 
 
 def test_local_and_process_backends_give_the_same_selections(job, monkeypatch):

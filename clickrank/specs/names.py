@@ -129,17 +129,17 @@ LAMBDAMART_SELECTION = {
 #: Its members learn faster, on three folds: at 10^5 documents a rate of 0.1 held
 #: many of them at the cap of 500 trees, and three folds at 0.2 cut the default's rounds by
 #: 16-51 % at the same or a better test NDCG@10 (MQ2008, synthetic-150, large synthetic
-#: sets; docs/benchmarks.md, "The default learner's fit").
+#: sets; docs/default-cost.md).
 #: Racing at 0.5, so only the first fold's best tree shape runs the other folds (the
 #: members are averaged, and the shapes the race at 95 % kept were within noise of each
 #: other), and a learning rate of 0.5: each member is the average of its fold models
 #: (bagging), which takes out much of what a faster rate adds in variance. From 0.3 to
 #: 0.5 with the fold models, the default's rounds fell by half at 10^4-10^5 documents at
 #: the same test NDCG@10 on MQ2008, the LightGBM example set and synthetic-150
-#: (docs/benchmarks.md, "The default learner's fit").
+#: (docs/default-cost.md).
 CLICK_RANKER_SELECTION = {"early_stopping_rounds": 20, "early_stopping_fraction": 0.25,
                           "racing": 0.5, "learning_rate": 0.5, "folds": 3,
-                          "refit": False}  # fmt: skip
+                          "refit": False, "shared_shape": True}  # fmt: skip
 #: The settings of one target's selection through ClickRanker: those of LambdaMARTCV (and
 #: LambdaMART's fixed patience, and its refit on all queries).
 ONE_TARGET_SELECTION = {

@@ -81,21 +81,25 @@ class MemberJob:
     settings: dict[str, Any]
     shapes: dict[str, dict] | None = None
 
-    def selection(self, name: str, n_jobs: int) -> LambdaMARTCV:
-        """Member ``name``'s selection, unfitted, on ``n_jobs`` threads."""
+    def selection(self, name: str, n_jobs: int, grid: tuple | None = None) -> LambdaMARTCV:
+        """Member ``name``'s selection, unfitted, on ``n_jobs`` threads; ``grid``: its tree
+        shapes (None: its one shape of ``shapes``, else ``grid``)."""
         shape = (self.shapes or {}).get(name)
-        grid = self.grid if shape is None else (shape,)
+        if grid is None:
+            grid = self.grid if shape is None else (shape,)
         return LambdaMARTCV(grid=grid, n_jobs=n_jobs, **self.settings)
 
 
 @dataclass(frozen=True)
 class MemberTask:
-    """One member to fit: from the start (``selection`` None) or on from a selection fitted
-    up to a fold, up to fold ``until`` (None: to the end)."""
+    """One member to fit: from the start (``selection`` None, on the tree shapes ``grid``,
+    None: the job's) or on from a selection fitted up to a fold, up to fold ``until``
+    (None: to the end)."""
 
     name: str
     selection: LambdaMARTCV | None = None
     until: int | None = None
+    grid: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ def fit_member(job: MemberJob, task: MemberTask, shared: dict | None, threads: i
           "progress": progress, "until": task.until}  # fmt: skip
     target = job.targets[task.name]
     if task.selection is None:
-        cv = job.selection(task.name, threads).fit(job.data, target, **kw)
+        cv = job.selection(task.name, threads, task.grid).fit(job.data, target, **kw)
     else:
         cv = task.selection.resume(job.data, target, **kw)
     return MemberFit(task.name, cv, task.until)

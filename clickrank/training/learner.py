@@ -63,7 +63,14 @@ from ..specs.names import CLICK_RANKER_SELECTION
 from .backends import MemberJob, open_backend, spark_session
 from .combine import average, member_terms, select, selection_reason
 from .fallback import retrained_fallback
-from .members import AVERAGE, DEFAULT_FAMILY, check_family, member_target, trainable
+from .members import (
+    AVERAGE,
+    DEFAULT_FAMILY,
+    check_family,
+    member_target,
+    shape_lead,
+    trainable,
+)
 from .propensities import check_log_context, context_line, resolve_propensities
 from .report import SelectionReport, save_selection, selection_table
 from .safety import check_safety, unseen_guard
@@ -181,6 +188,15 @@ class ClickRanker(Params):
         :class:`~clickrank.selection.LambdaMARTCV` settings of every member (``racing``:
         a tree shape shown worse than the member's best after a fold is not fitted on the
         remaining folds).
+    shared_shape : bool
+        Choose the tree shape once (True, the default): the members up to the first that
+        corrects for position bias (:func:`~clickrank.training.members.shape_lead`: naive
+        clicks and IPS on the shown documents, by default) race ``grid`` on their first
+        folds, and every later member fits only the shape leading that one's (``shape_``).
+        False: every member races ``grid`` on its own first fold. Each shape a member
+        tries costs a fit of its first fold; on the robustness suite's 242 runs one shape
+        for the later members was +0.0003 [-0.0004, +0.0009] NDCG@10 against a race in
+        every member (docs/robustness.md).
     early_stopping_fraction : float
         The members' patience grows to this fraction of their best round where that is
         longer than ``early_stopping_rounds`` (:class:`~clickrank.lambdamart.LambdaMART`).
@@ -260,6 +276,9 @@ class ClickRanker(Params):
     raced_ : dict
         Members raced out after their first fold -> their relative loss to the best member
         over all documents on that fold.
+    shape_ : dict or None
+        The tree shape the members after the shape's lead fitted (``shared_shape``), else
+        None.
     excluded_ : dict
         Members the unseen guard excluded (the raced ones too) -> their relative loss.
     members_engine_ : str
@@ -307,6 +326,7 @@ class ClickRanker(Params):
         early_stopping_fraction: float = CLICK_RANKER_SELECTION["early_stopping_fraction"],
         eval_at: int = 10,
         racing: float | None = CLICK_RANKER_SELECTION["racing"],
+        shared_shape: bool = CLICK_RANKER_SELECTION["shared_shape"],
         clip: float | str | None = "auto",
         propensity_method: str | None = "auto",
         context: str | list[str] | None = None,
@@ -336,6 +356,7 @@ class ClickRanker(Params):
         self.early_stopping_fraction = early_stopping_fraction
         self.eval_at = eval_at
         self.racing = racing
+        self.shared_shape = shared_shape
         self.clip = clip
         self.propensity_method = propensity_method
         self.context = context
@@ -511,6 +532,8 @@ def _check(est: ClickRanker, data: RankingData) -> None:
         raise InputError(f"tolerance must be >= 0, got {est.tolerance}")
     if not isinstance(data, RankingData):
         raise InputError(f"data must be a RankingData, got {type(data).__name__}")
+    if not isinstance(est.shared_shape, bool):
+        raise InputError(f"shared_shape must be True or False, got {est.shared_shape!r}")
     if est.refit not in ("auto", True, False):
         raise InputError(f"refit must be True, False or 'auto', got {est.refit!r}")
     if est.engine not in ("auto", "local", "spark"):
@@ -572,8 +595,11 @@ def _fit_members(est: ClickRanker, targets: dict[str, Any], run: _Fit,
     member tries; ``safe``: ``proximal`` or ``risk`` of a fallback."""
     settings = _selection_settings(est, run.plan, safe)
     job = MemberJob(run.data, run.val, run.reference, targets, est.grid, settings, shapes)
-    search = (RacedMemberSearch(list(targets), est.unseen_guard, est.confidence, run.say)
-              if race else MemberSearch(list(targets), run.say))  # fmt: skip
+    share = est.shared_shape and shapes is None and len(est.grid) > 1  # the fallback: fixed
+    lead = shape_lead(list(targets)) if share else None
+    search = (RacedMemberSearch(list(targets), est.unseen_guard, est.confidence, run.say,
+                                shape_from=lead)
+              if race else MemberSearch(list(targets), run.say, shape_from=lead))  # fmt: skip
     with open_backend(job, spark=run.spark, n_jobs=est.n_jobs, shared=run.shared,
                       say=run.say) as backend:  # fmt: skip
         return search.run(backend)
@@ -586,7 +612,7 @@ def _search(est: ClickRanker, family: list[str],
     k, val, cmp_val = int(est.eval_at), run.val, run.cmp_val
     race = est.unseen_guard is not None and len(est.targets_) > 1
     result = _fit_members(est, est.targets_, run, race=race)
-    est.raced_ = result.raced
+    est.raced_, est.shape_ = result.raced, result.shape
     est.members_, est.terms_, est.terms_all_ = {}, {}, {}
     oof, every = est.terms_, est.terms_all_  # every: over every document (diagnostic)
     candidates = [m for m in family if m in result.fitted]  # not those raced out

@@ -65,6 +65,8 @@ class SelectionReport:
     raced, excluded : dict
         Members raced out after their first fold, and every member excluded, -> their
         relative loss.
+    shape : dict or None
+        The tree shape the later members fitted (``ClickRanker.shape_``).
     safety : dict
         The offered candidate's comparisons (:class:`~clickrank.training.safety.SafetyCheck`
         ``record``).
@@ -93,6 +95,7 @@ class SelectionReport:
     averaged: list[str]
     raced: dict[str, float]
     excluded: dict[str, float]
+    shape: dict[str, Any] | None
     safety: dict[str, Any]
     source: Any
     theta: Any
@@ -109,7 +112,8 @@ class SelectionReport:
         return cls(
             table=ranker.table_, choice=ranker.choice_, selected=ranker.selected_,
             reason=ranker.reason_, averaged=list(ranker.averaged_), raced=dict(ranker.raced_),
-            excluded=dict(ranker.excluded_), safety=ranker.safety_,
+            excluded=dict(ranker.excluded_), shape=ranker.shape_,
+            safety=ranker.safety_,
             source=ranker.propensity_source_, theta=ranker.propensities_,
             validation=ranker.validation_, members=ranker.members_,
             has_average=ranker.average_ is not None, cost=dict(ranker.cost_),
@@ -155,6 +159,10 @@ class SelectionReport:
         for m, loss in self.raced.items():
             lines.append(f"  {m:<20} raced out after its first fold: {loss:.0%} below the "
                          "best member over all documents there (excluded)")  # fmt: skip
+        if self.shape is not None:
+            lines.append(f"  one tree shape ({self.shape['num_leaves']} leaves, depth "
+                         f"{self.shape['max_depth']}) for the later members: the best of the "
+                         "first corrected member's first fold")  # fmt: skip
         lines.append(f"  safety ({self.params['confidence']:.0%} one-sided, queries as the unit):")
         for key in ("vs_safe", "vs_logged", "vs_naive"):
             c = self.safety.get(key)
@@ -173,7 +181,7 @@ class SelectionReport:
         return {
             "format": "clickrank-clickranker", "version": 1,
             "choice": self.choice, "selected": self.selected, "reason": self.reason,
-            "averaged": list(self.averaged), "raced": dict(self.raced),
+            "averaged": list(self.averaged), "raced": dict(self.raced), "shape": self.shape,
             "propensities": {**self.source.to_dict(),
                              "theta": None if self.theta is None
                              else np.asarray(self.theta, dtype=float).tolist()},

@@ -8,6 +8,11 @@ end in one call (one member, or no unseen guard); :class:`RacedMemberSearch`, th
 default learner's, fits every member's first fold, drops the members its paired bound
 shows beyond the unseen guard (:func:`~clickrank.training.safety.guard_race`) and fits
 the others on from there, as successive halving is repeated calls.
+
+With ``shape_from`` (a member), the members up to that one race the tree shapes on their
+first folds, and the shape leading that member's is the only one every later member fits:
+the members are averaged, and a shape within noise of a member's own best costs the
+average little, while each shape a member tries is a fit of its first fold.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class SearchResult:
         Member raced out after its first fold -> its relative loss to the best there.
     raced_cost : tuple of int
         The LightGBM fits and boosting rounds the raced members ran.
+    shape : dict or None
+        The tree shape the members after ``shape_from`` fitted, else None.
     calls : list
         Each call of the backend: the members and the fold they were fitted up to.
     """
@@ -42,6 +49,7 @@ class SearchResult:
     fitted: dict[str, Any] = field(default_factory=dict)
     raced: dict[str, float] = field(default_factory=dict)
     raced_cost: tuple[int, int] = (0, 0)
+    shape: dict | None = None
     calls: list[tuple[tuple[str, ...], int | None]] = field(default_factory=list)
 
 
@@ -54,18 +62,25 @@ class MemberSearch:
         The members, in the family's order.
     say : callable, optional
         Hears a line per schedule decision.
+    shape_from : str, optional
+        A member: the tree shape leading its first fold is the only one the members after
+        it fit (None, or the last member: each member tries every shape).
     """
 
-    def __init__(self, names: list[str], say: Callable | None = None) -> None:
+    def __init__(self, names: list[str], say: Callable | None = None, *,
+                 shape_from: str | None = None) -> None:  # fmt: skip
         self.names = list(names)
         self.say = say if say is not None else (lambda _m: None)
+        last = shape_from is None or shape_from not in self.names[:-1]
+        self.shape_from = None if last else shape_from
 
     def run(self, backend: Any) -> SearchResult:
         """Run the schedule on ``backend`` (anything with ``run(tasks)``)."""
         result = SearchResult()
 
-        def evaluate(selections: dict[str, Any], until: int | None = None) -> dict[str, MemberFit]:
-            tasks = [MemberTask(m, cv, until) for m, cv in selections.items()]
+        def evaluate(selections: dict[str, Any], until: int | None = None,
+                     grid: tuple | None = None) -> dict[str, MemberFit]:  # fmt: skip
+            tasks = [MemberTask(m, cv, until, grid) for m, cv in selections.items()]
             out = backend.run(tasks)
             result.calls.append((tuple(selections), until))
             if until is None:
@@ -76,8 +91,26 @@ class MemberSearch:
         return result
 
     def _run_search(self, evaluate: Callable, result: SearchResult) -> None:
-        """The schedule: every member from the start to the end."""
-        evaluate(dict.fromkeys(self.names))
+        """The schedule: every member from the start to the end (with ``shape_from``, the
+        first folds first)."""
+        if self.shape_from is None:
+            evaluate(dict.fromkeys(self.names))
+            return
+        evaluate(self._first_folds(evaluate, result))
+
+    def _first_folds(self, evaluate: Callable, result: SearchResult) -> dict[str, Any]:
+        """Every member's selection fitted up to its first fold (with ``shape_from``: the
+        members up to it on every shape, the later ones on its leading shape)."""
+        if self.shape_from is None:
+            return {m: f.selection for m, f in evaluate(dict.fromkeys(self.names), 1).items()}
+        cut = self.names.index(self.shape_from) + 1
+        head, rest = self.names[:cut], self.names[cut:]
+        first = {m: f.selection for m, f in evaluate(dict.fromkeys(head), 1).items()}
+        result.shape = first[self.shape_from].leader_
+        self.say(f"  tree shape {result.shape}: {self.shape_from}'s best on its first fold, "
+                 f"the only one {', '.join(rest)} fit")  # fmt: skip
+        out = evaluate(dict.fromkeys(rest), 1, (result.shape,))
+        return {**first, **{m: f.selection for m, f in out.items()}}
 
 
 class RacedMemberSearch(MemberSearch):
@@ -91,16 +124,18 @@ class RacedMemberSearch(MemberSearch):
     confidence : float
         Level of the race's paired bound.
     say : callable, optional
+    shape_from : str, optional
     """
 
     def __init__(self, names: list[str], guard: float, confidence: float,
-                 say: Callable | None = None) -> None:  # fmt: skip
-        super().__init__(names, say)
+                 say: Callable | None = None, *,
+                 shape_from: str | None = None) -> None:  # fmt: skip
+        super().__init__(names, say, shape_from=shape_from)
         self.guard, self.confidence = float(guard), float(confidence)
 
     def _run_search(self, evaluate: Callable, result: SearchResult) -> None:
         """The schedule: the first fold of every member, the race, the rest of the others."""
-        first = {m: f.selection for m, f in evaluate(dict.fromkeys(self.names), until=1).items()}
+        first = self._first_folds(evaluate, result)
         result.raced = guard_race({m: cv.held_terms_ for m, cv in first.items()}, self.guard,
                                   self.confidence)  # fmt: skip
         for m, loss in result.raced.items():

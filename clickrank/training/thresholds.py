@@ -18,6 +18,5 @@ PROCESSES_FROM = 200_000
 #: Documents the average's weights are measured on, about: above them, each member's spread
 #: is that of every k-th query's documents (k = ceil(n_docs / SPREAD_DOCS)). At 10^6
 #: documents predicting every averaged member on every row took 32 of the fit's 613 s; every
-#: fifth query's rows took 6.7 s and moved the weights by under 0.1 % (docs/benchmarks.md,
-#: "The default learner's fit").
+#: fifth query's rows took 6.7 s and moved the weights by under 0.1 % (docs/default-cost.md).
 SPREAD_DOCS = 200_000
