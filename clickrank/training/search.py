@@ -4,10 +4,11 @@ As scikit-learn's ``BaseSearchCV``, one loop owns the schedule: :meth:`MemberSea
 hands :meth:`MemberSearch._run_search` an ``evaluate`` function that runs tasks on a
 backend (:mod:`~clickrank.training.backends`) and keeps what they return;
 ``_run_search`` calls it once per stage. :class:`MemberSearch` fits every member to the
-end in one call (one member, or no unseen guard); :class:`RacedMemberSearch`, the
-default learner's, fits every member's first fold, drops the members its paired bound
-shows beyond the unseen guard (:func:`~clickrank.training.safety.guard_race`) and fits
-the others on from there, as successive halving is repeated calls.
+end (one member, or no unseen guard; in one call without ``shape_from``);
+:class:`RacedMemberSearch`, the default learner's, fits every member's first fold, drops
+the members its paired bound shows beyond the unseen guard
+(:func:`~clickrank.training.safety.guard_race`) and fits the others on from there, as
+successive halving is repeated calls.
 
 With ``shape_from`` (a member), the members up to that one race the tree shapes on their
 first folds, and the shape leading that member's is the only one every later member fits:
