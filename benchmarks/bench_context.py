@@ -20,7 +20,8 @@ coverage  ``--logs`` independent simulated logs per estimator and scenario, each
           not trivially 1). Swap (Swap(0.5)), randpair (RandPair(0.8)) and randomized
           (Randomize(1.0)) logs come from a deterministic logger over synthetic(300, 20);
           harvesting and EM logs from a Plackett-Luce logger over synthetic(60, 10) (no
-          interventions; EM with its default 100-replicate session bootstrap).
+          interventions; EM's pooled curve with its default 100-replicate session
+          bootstrap, its contexts' with their observed information).
 cost      one parquet log of ``--sessions`` sessions (top 10, three loggers and 10 % swap,
           randpair and randomized sessions each, the device column): seconds of each
           estimator's pooled estimate and of the same with ``context="device"``, and their

@@ -23,6 +23,13 @@ What it does
    default interval) on the first ``--em-sessions`` sessions of the same log
    (a glob of its first part files).
 4. Deletes the log (unless ``--keep``) and prints one JSON line with everything.
+
+With ``--context`` every session also gets a ``device`` column (desktop 65 %, phone
+30 %, tablet 5 %; the same PBM for all three, so each device's truth is 1/p too), and
+every estimator runs twice, pooled and with ``--context device``: the time, peak RSS
+and largest error of the per-context curves beside the pooled run's::
+
+    nice python benchmarks/bench_scale.py --context --sessions 10000000 --em-sessions 1000000
 """
 
 from __future__ import annotations
@@ -58,11 +65,15 @@ CLI = [
 ]
 
 
-def simulate_log(out: Path, n_sessions: int) -> dict:
+#: The ``--context`` column: device shares (one click model for all, so θ_p = 1/p in each).
+DEVICES = {"desktop": 0.65, "phone": 0.30, "tablet": 0.05}
+
+
+def simulate_log(out: Path, n_sessions: int, context: bool = False) -> dict:
     from clickrank.clickmodels import make_click_model
     from clickrank.datasets import synthetic
     from clickrank.policies import DeterministicPolicy, MixturePolicy
-    from clickrank.simulation import Randomize, Swap, simulate
+    from clickrank.simulation import Context, Randomize, Swap, simulate
 
     data = synthetic(300, 20, seed=0)
     mix = MixturePolicy([DeterministicPolicy(data.X[:, j], name=f"r{j}") for j in range(3)])
@@ -78,6 +89,7 @@ def simulate_log(out: Path, n_sessions: int) -> dict:
         chunk_size=1_000_000,
         out=out,
         progress=True,
+        context=Context("device", DEVICES) if context else None,
     )
     size = sum(f.stat().st_size for f in out.glob("*.parquet"))
     return {
@@ -89,9 +101,11 @@ def simulate_log(out: Path, n_sessions: int) -> dict:
     }
 
 
-def run_cli(log: str, method: str, out: Path) -> dict:
-    """``clickrank propensity`` in a child process: wall time, peak RSS, θ and the CI."""
+def run_cli(log: str, method: str, out: Path, context: bool = False) -> dict:
+    """``clickrank propensity`` in a child process: wall time, peak RSS, θ and the CI
+    (``context``: per device too, and the largest error of the devices' own curves)."""
     cmd = [*CLI, "propensity", log, "--method", method, "--out", str(out), "--force"]
+    cmd += ["--context", "device"] if context else []
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -101,6 +115,10 @@ def run_cli(log: str, method: str, out: Path) -> dict:
     res = json.loads(out.read_text())
     theta = np.array(res["theta"], dtype=float)
     truth = 1.0 / np.arange(1, theta.size + 1)
+    extra = {}
+    if context:
+        own = np.array([c["theta"] for c in res["contexts"]["curves"]], dtype=float)
+        extra["contexts_max_rel_error"] = round(float(np.max(np.abs(own / truth - 1))), 5)
     return {
         "seconds": round(seconds, 1),
         "peak_rss_mib": round(int(hwm[-1]) / 1024),  # VmHWM is in KiB
@@ -109,6 +127,7 @@ def run_cli(log: str, method: str, out: Path) -> dict:
         "upper": [round(x, 4) for x in res["upper"]],
         "max_rel_error": round(float(np.max(np.abs(theta / truth - 1))), 5),
         "n_sessions": res["n_sessions"],
+        **extra,
     }
 
 
@@ -125,6 +144,8 @@ def main() -> None:
         help="folder for the temporary log (needs ~20 bytes per session)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    ap.add_argument("--context", action="store_true",
+                    help="a device column; each estimator pooled and per device")  # fmt: skip
     args = ap.parse_args()
 
     import polars as pl
@@ -133,33 +154,34 @@ def main() -> None:
 
     print(f"cpus: {os.cpu_count()}, polars {pl.__version__}", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp(prefix="bench_scale_", dir=args.tmp))
+    runs = [False, True] if args.context else [False]
+
+    def report(name: str, r: dict, what: str) -> None:
+        ctx = r.get("contexts_max_rel_error")
+        more = "" if ctx is None else f", per device {ctx:.3%}"
+        print(f"[scale] {name:<27} {r['seconds']:7.1f} s  peak RSS {r['peak_rss_mib']:6,} MiB  "
+              f"max rel. error {r['max_rel_error']:.3%}{more}{what}", file=sys.stderr)  # fmt: skip
+
     try:
         log = tmp / "log"
-        result = {"log": simulate_log(log, args.sessions)}
+        result = {"log": simulate_log(log, args.sessions, context=args.context)}
         print(f"[scale] log: {json.dumps(result['log'])}", file=sys.stderr)
         for m in args.methods:
-            r = run_cli(str(log), m, tmp / f"{m}.json")
-            result[m] = r
-            print(
-                f"[scale] {m:<17} {r['seconds']:7.1f} s  peak RSS {r['peak_rss_mib']:6,} MiB  "
-                f"max rel. error {r['max_rel_error']:.3%}",
-                file=sys.stderr,
-            )
+            for ctx in runs:
+                name = f"{m} per device" if ctx else m
+                result[name] = r = run_cli(str(log), m, tmp / f"{m}.json", context=ctx)
+                report(name, r, "")
         if args.em_sessions:
             parts = -(-min(args.em_sessions, args.sessions) // PART_SESSIONS)
             em_log = tmp / "em_log"
             em_log.mkdir()
             for f in sorted(log.glob("*.parquet"))[:parts]:
                 os.link(f, em_log / f.name)  # the first sessions, without a copy
-            r = run_cli(str(em_log), "em", tmp / "em.json")
-            r["sessions"] = parts * PART_SESSIONS
-            result["em"] = r
-            print(
-                f"[scale] em ({r['sessions']:,} sessions, 100 bootstrap replicates) "
-                f"{r['seconds']:.1f} s  peak RSS {r['peak_rss_mib']:,} MiB  "
-                f"max rel. error {r['max_rel_error']:.3%}",
-                file=sys.stderr,
-            )
+            for ctx in runs:
+                name = "em per device" if ctx else "em"
+                result[name] = r = run_cli(str(em_log), "em", tmp / "em.json", context=ctx)
+                r["sessions"] = parts * PART_SESSIONS
+                report(name, r, f" ({r['sessions']:,} sessions, 100 bootstrap replicates)")
     finally:
         if args.keep:
             print(f"[scale] kept {tmp}", file=sys.stderr)

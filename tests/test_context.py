@@ -282,11 +282,46 @@ def test_every_estimator_gives_per_context_curves_near_the_truth(data, passive, 
         assert p.info["source"]["method"] == "em"
 
 
-def test_a_bootstrapped_context_curve_tests_homogeneity_with_its_replicates(data, passive):
-    """EM's contexts carry their bootstrap replicates; the test's covariance is theirs."""
+def test_em_context_curves_take_the_observed_information_of_the_profile_likelihood(passive):
+    """An EM context curve's covariance is the inverse of minus the profile
+    log-likelihood's Hessian (here by finite differences); the homogeneity test uses it."""
+    from clickrank.propensity import cell_statistics
+    from clickrank.propensity._context import _covariance
+    from clickrank.propensity._em import _loglik, _profile_log_gamma
+
+    ctx = estimate_propensities(passive, method="em", context="device", n_boot=20).contexts
+    assert ctx.values[0] == ("desktop",)
+    curve = ctx.curves[0]
+    assert curve.replicates is None and curve.info["interval"].startswith("observed information")
+    cells = cell_statistics(passive.lazy().filter(pl.col("device") == "desktop"))
+    g, pos, n, c = cells["g"], cells["position"] - 1, cells["n"], cells["c"]
+    G = int(g.max()) + 1
+
+    def profile(a_free):
+        a = np.r_[0.0, a_free]
+        b, _ = _profile_log_gamma(a, g, pos, n, c, G)
+        return _loglik(a[pos] + b[g], n, c)
+
+    a = np.log(curve.theta[1:])
+    h, m = 1e-4, K - 1
+    hess = np.zeros((m, m))
+    for i in range(m):
+        for j in range(m):
+            e_i, e_j = h * np.eye(m)[i], h * np.eye(m)[j]
+            ridge = profile(a + e_i + e_j) - profile(a + e_i - e_j)
+            valley = profile(a - e_i + e_j) - profile(a - e_i - e_j)
+            hess[i, j] = (ridge - valley) / (4 * h * h)
+    keep = np.arange(K) > 0
+    np.testing.assert_allclose(_covariance(curve, keep), np.linalg.inv(-hess), rtol=1e-3)
+
+
+def test_em_context_curves_under_constraint_all_bootstrap_their_own_cells(passive):
+    """EM's ``constraint="all"`` has no information route: each context bootstraps its
+    own cells, and the homogeneity test's covariance is its replicates'."""
     from clickrank.propensity._context import _covariance
 
-    ctx = estimate_propensities(passive, method="em", context="device", n_boot=40).contexts
+    ctx = estimate_propensities(passive, method="em", context="device", n_boot=40,
+                                constraint="all").contexts  # fmt: skip
     curve = ctx.curves[0]
     keep = np.arange(K) > 0
     want = np.cov(curve.replicates[:, keep], rowvar=False)
@@ -483,17 +518,53 @@ def test_the_command_line_gives_em_per_context_with_its_bootstrap(passive, tmp_p
     assert got == want and got.contexts.curves[0].method == "em"
 
 
+@pytest.mark.parametrize("case", ["plain", "null", "varies"])
+def test_context_cells_counted_as_columns_equal_the_grouped_counts(passive, case):
+    """The cells split by context, counted as columns of the pooled groups, are the
+    grouped counts to the row, with a null context too; a context that no first
+    position shows is counted by the grouped path instead."""
+    from clickrank.engine.polars import grouped_counts
+    from clickrank.propensity import _harvest
+
+    log = passive
+    if case == "null":
+        log = log.with_columns(device=pl.when(pl.col("session") % 7 == 0).then(None)
+                               .otherwise(pl.col("device")))  # fmt: skip
+    if case == "varies":  # one session shows another device below its first position
+        moved = (pl.col("session") == 3) & (pl.col("position") == 2)
+        device = pl.when(moved).then(pl.lit("tablet")).otherwise(pl.col("device").cast(pl.String))
+        log = log.with_columns(device=device)
+    keys = ["query", "doc", "position"]
+    lf = log.lazy()
+    contexts = lf.filter(pl.col("position") == 1).select("device").unique().collect()
+    wide = _harvest._context_counts(lf, keys, ("device",), contexts)
+    want = grouped_counts(lf, [*keys, "device"]).collect()
+    if case == "varies":
+        assert wide is None
+    else:
+        assert_frame_equal(wide, want)
+    stats = _harvest.cell_statistics(lf, by=("device",))
+    np.testing.assert_array_equal(stats["n"], want["n"].to_numpy())
+    np.testing.assert_array_equal(stats["c"], want["c"].to_numpy())
+
+
 @pytest.mark.parametrize("method, kw", [("harvest-allpairs", {}), ("harvest-adjacent", {}),
                                         ("em", {"n_boot": 0}), ("em", {"n_boot": 20})])  # fmt: skip
 def test_a_context_curve_from_the_split_cells_is_the_estimate_on_its_own_sessions(
     passive, method, kw
 ):
-    """Harvesting and EM split one aggregation by context: each context's curve (EM's
-    bootstrap included) is what the method gives on that context's sessions alone."""
+    """Harvesting and EM split one aggregation by context: each context's curve is what
+    the method gives on that context's sessions alone (EM's with the observed
+    information's standard errors, whether or not the pooled curve bootstraps)."""
+    from clickrank.propensity import cell_statistics, em_from_cells
+
     ctx = estimate_propensities(passive, method=method, context="device", **kw).contexts
     for i, (value,) in enumerate(ctx.values):
-        alone = estimate_propensities(passive.filter(pl.col("device") == value), method=method,
-                                      K=K, **kw)  # fmt: skip
+        mine = passive.filter(pl.col("device") == value)
+        if method == "em":
+            alone = em_from_cells(cell_statistics(mine.lazy()), K=K, information=True)
+        else:
+            alone = estimate_propensities(mine, method=method, K=K, **kw)
         np.testing.assert_allclose(ctx.curves[i].theta, alone.theta, rtol=1e-10)
         np.testing.assert_allclose(ctx.curves[i].se, alone.se, rtol=1e-8, equal_nan=True)
 

@@ -214,6 +214,44 @@ def test_pivot_se_is_the_delete_one_pair_jackknife_by_refitting():
     np.testing.assert_array_equal(est.df, [np.inf, 4, 3])  # G - 1: 5 and 4 pairs
 
 
+@pytest.mark.parametrize("chunk", [None, 16], ids=["at-once", "16-clusters-at-a-time"])
+def test_allpairs_leave_one_out_equals_the_dense_solve_per_cluster(monkeypatch, chunk):
+    """The Schur route of the AllPairs jackknife gives the theta part of the full
+    (H - H_g + ridge I)^-1 u_g, also for a cluster that holds a pair's only weight, and
+    in chunks of clusters."""
+    from clickrank.propensity import _harvest
+
+    if chunk is not None:  # the cross block is clusters x 4 theta columns x 7 pairs
+        monkeypatch.setattr(_harvest, "JACKKNIFE_CHUNK", chunk * 4 * 7)
+
+    rng = np.random.default_rng(3)
+    n_free, P, G, rows = 4, 7, 40, 300
+    g = rng.integers(0, G, rows)
+    t = rng.integers(-1, n_free, rows)  # -1: a side at position 1 (no theta column)
+    pair = rng.integers(0, P - 1, rows)
+    g[-1], t[-1], pair[-1] = 5, 2, P - 1  # pair P - 1 is seen by cluster 5 alone
+    w = rng.uniform(0.1, 2.0, rows)
+    n_par = n_free + P
+    Hg = np.zeros((G, n_par, n_par))
+    for gi, ti, pi, wi in zip(g, t, pair, w, strict=True):
+        v = np.zeros(n_par)
+        v[n_free + pi] = 1.0
+        if ti >= 0:
+            v[ti] = 1.0
+        Hg[gi] += wi * np.outer(v, v)
+    H = Hg.sum(axis=0)
+    U = rng.normal(size=(G, n_par))
+    ridge = 1e-9 * np.max(np.diag(H))
+    dense = np.linalg.solve(H[None] - Hg + ridge * np.eye(n_par), U[:, :, None])[:, :, 0]
+    half = rows // 2
+    sides = [
+        (g[:half], t[:half], pair[:half], w[:half]),
+        (g[half:], t[half:], pair[half:], w[half:]),
+    ]
+    D = _harvest._leave_one_out(sides, H, ridge, U, n_free)
+    np.testing.assert_allclose(D, dense[:, :n_free], rtol=1e-8, atol=1e-10)
+
+
 @pytest.mark.parametrize("heavy", [False, True], ids=["even", "one-heavy-pair"])
 def test_adjacent_se_and_df_are_cr2_over_the_pairs_of_the_chain(heavy):
     from clickrank.propensity._harvest import harvest_from_cells

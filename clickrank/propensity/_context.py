@@ -4,12 +4,12 @@ The log's context columns split its sessions into contexts :math:`c = 1..C` (eac
 combination of the columns' values). Each context's curve is estimated from its own
 sessions by the chosen estimator, at the pooled estimate's ``K``: :math:`y_{ck} =
 \log\hat\theta_{ck}` with standard error :math:`s_{ck}` (the estimator's own, e.g. the
-bootstrap's for EM). For the pair designs (:func:`.swap`, :func:`.randpair`) the counts of
-every context come from the same aggregation as the pooled ones, grouped by the context
-columns as well; the other estimators (randomized, harvesting, EM, regression EM) run on
-the log restricted to each context's sessions, so the log is read once per context more.
-The pooled curve is always the estimator on the whole log, the same numbers as without a
-context.
+observed information for EM). The counts of the pair designs (:func:`.swap`,
+:func:`.randpair`), of the randomized estimator, and the (query, doc, position) cells of
+harvesting and EM come from one aggregation split by the context columns, the pooled
+counts being their sums; regression EM runs on the log restricted to each context's
+sessions, once per context. The pooled curve is always the estimator on the whole log,
+the same numbers as without a context (EM's with its session bootstrap).
 
 **Shrinkage** (parametric empirical Bayes; Morris (1983)). Per position :math:`k`, the
 contexts' log propensities are drawn around a common curve,
@@ -44,10 +44,11 @@ under :math:`H_0` (:math:`m` positions), the multivariate form of Cochran's Q. T
 swap estimator's route ``top`` divides every position by the same slot-1 click rate, so
 :math:`V_c` has that rate's variance off the diagonal; the randomized estimator too, with
 each position's covariance with slot 1 (the delta method, the co-clicks of two lower
-positions left out); a bootstrapped estimate (EM, regression EM) gives :math:`V_c` as the
-covariance of its replicates; otherwise :math:`V_c` is diagonal (exact for the other swap
-routes, whose ratios share no sessions in their denominators, an approximation for
-harvesting, whose ratios share position 1).
+positions left out); EM's contexts give :math:`V_c` as the inverse of their observed
+information, a bootstrapped estimate (regression EM) as the covariance of its
+replicates; otherwise :math:`V_c` is diagonal (exact for the other swap routes, whose
+ratios share no sessions in their denominators, an approximation for harvesting, whose
+ratios share position 1).
 
 References: Morris, C. N. (1983), "Parametric empirical Bayes inference: theory and
 applications", JASA 78(381); DerSimonian, R. & Laird, N. (1986), "Meta-analysis in
@@ -189,6 +190,10 @@ def _covariance(curve: Propensities, keep: np.ndarray) -> np.ndarray:
     """Covariance of one context's log estimates at positions ``keep`` (the module
     docstring's :math:`V_c`)."""
     se = curve.se[keep]
+    given = curve.info.get("covariance")
+    if given is not None:  # EM's observed information
+        full = np.array([[np.nan if x is None else x for x in row] for row in given])
+        return full[np.ix_(keep, keep)]
     reps = curve.replicates
     if reps is not None and keep.sum() >= 1:
         r = reps[:, keep]
@@ -301,8 +306,11 @@ def _cells_by_context(
     lf: Any, cols: tuple[str, ...], *, design: str, pooled: Propensities | None, **kw: Any
 ) -> Propensities:
     """:func:`by_context` for harvesting and EM: one aggregation of the (query, doc,
-    position) cells split by context (with EM's session buckets when it bootstraps); the
-    pooled cells are their sums, the same as without a context."""
+    position) cells split by context (with EM's session buckets when the pooled estimate
+    bootstraps); the pooled cells are their sums, the same as without a context. A
+    context's EM curve takes its standard errors from the observed information (one fit
+    each, :func:`~._em.em_from_cells`), unless ``constraint="all"``, whose fit has none:
+    then from a session bootstrap of the context's own cells."""
     from ._bootstrap import BUCKETS, bootstrap_statistics
     from ._harvest import cell_statistics
     from ._registry import ESTIMATORS
@@ -313,10 +321,12 @@ def _cells_by_context(
         progress = kw.pop("progress", None)
     else:
         n_boot, seed, progress = 0, 0, None
-    buckets = BUCKETS if n_boot else 0
-    stats = cell_statistics(lf, buckets=buckets, seed=seed, by=cols)
+    information = design == "em" and kw.get("constraint", "observed") == "observed"
+    buckets = BUCKETS if n_boot and (pooled is None or not information) else 0
+    stats = cell_statistics(lf, buckets=buckets, seed=seed, by=cols,
+                            pooled_buckets=information)  # fmt: skip
     index, values = _contexts_of(stats, cols)
-    whole, parts = _split_cells(stats, cols, index, values, buckets)
+    whole, parts = _split_cells(stats, cols, index, values, buckets, pooled_only=information)
 
     def fit(cells: dict[str, Any], **more: Any) -> Propensities:
         if n_boot:
@@ -326,6 +336,9 @@ def _cells_by_context(
 
     if pooled is None:
         pooled = fit(whole, progress=progress) if n_boot else fit(whole)
+    if information:  # one fit per context, its intervals from the observed information
+        n_boot = 0
+        kw = {**kw, "information": True}
     curves = []
     for vals, cells in zip(values, parts, strict=True):  # a loop over contexts
         try:
@@ -380,10 +393,13 @@ def _slot1_terms(part: dict[str, np.ndarray], K: int) -> dict[str, Any]:
 
 
 def _split_cells(
-    stats: dict[str, Any], cols: tuple[str, ...], index: np.ndarray, values: list, buckets: int
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    stats: dict[str, Any], cols: tuple[str, ...], index: np.ndarray, values: list,
+    buckets: int, pooled_only: bool = False,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     """The pooled cells (each (query, doc, position)'s sums over contexts) and each
-    context's cells, from :func:`~._harvest.cell_statistics` split ``by`` the context."""
+    context's cells, from :func:`~._harvest.cell_statistics` split ``by`` the context;
+    ``pooled_only``: its bucket sums are the pooled cells' (``pooled_buckets``), and the
+    contexts' cells have none."""
     from scipy import sparse
 
     from ._stats import BUCKET, BY_BUCKET
@@ -403,7 +419,10 @@ def _split_cells(
     sess_ctx = np.array([key[tuple(r)] for r in sess.select(
         [pl.col(c).cast(pl.String) for c in cols]).rows()], dtype=np.int64)  # fmt: skip
     n_sess = sess["n_sessions"].to_numpy()
-    if buckets:
+    if buckets and pooled_only:
+        whole[BY_BUCKET] = stats[BY_BUCKET]
+        buckets = 0
+    elif buckets:
         by = stats[BY_BUCKET]
         cell = np.cumsum(first) - 1
         pool = sparse.csr_matrix((np.ones(g.size), (cell, np.arange(g.size))))

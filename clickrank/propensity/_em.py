@@ -109,8 +109,9 @@ def em_from_cells(
     max_iter: int = 2000,
     tol: float = 1e-9,
     constraint: str = "observed",
+    information: bool = False,
 ) -> Propensities:
-    """Fit the PBM of the module docstring on :func:`~.harvest.cell_statistics` output.
+    r"""Fit the PBM of the module docstring on :func:`~.harvest.cell_statistics` output.
 
     Parameters
     ----------
@@ -124,14 +125,23 @@ def em_from_cells(
         ``"observed"`` (default): click probabilities at most 1 on the observed
         cells (Newton on the profile likelihood); ``"all"``: at every position for
         every pair (the EM of Wang et al. (2018)); see the module docstring.
+    information : bool
+        Standard errors of log θ from the observed information of the profile
+        likelihood (``constraint="observed"`` only): the inverse of minus its Hessian
+        at the maximum, with every :math:`\log\gamma_{qd}` profiled out, which
+        ``info["covariance"]`` holds whole (``[K, K]``, None where not identified).
+        One fit instead of a bootstrap's hundred; it assumes the PBM's independent
+        cells, where the session bootstrap does not.
 
     Returns
     -------
     Propensities
-        θ relative to θ₁; ``se`` is NaN (use :func:`em` with ``n_boot`` or
-        :func:`~clickrank.propensity.bootstrap` for intervals).
+        θ relative to θ₁; ``se`` is NaN unless ``information`` (use :func:`em` with
+        ``n_boot`` or :func:`~clickrank.propensity.bootstrap` for the bootstrap's).
     """
     constraint = check_choice(constraint, ("observed", "all"), name="constraint")
+    if information and constraint != "observed":
+        raise InputError("em: information=True needs constraint='observed'")
     pos_all = cells["position"]
     if pos_all.size == 0:
         raise EstimationError("em: the log is empty")
@@ -178,8 +188,16 @@ def em_from_cells(
         )
         warns = [] if converged else [f"em: Newton not converged after {iterations} iterations"]
         info.update(iterations=iterations, converged=converged)
-        return finish(np.exp(log_t), np.full(K, np.nan), n_pos, warnings=warns, info=info,
-                      **common)  # fmt: skip
+        se = np.full(K, np.nan)
+        if information:
+            cov = _information_covariance(log_t, free, g, pos, n, c, G)
+            with np.errstate(invalid="ignore"):
+                se = np.sqrt(np.diag(cov))
+            se[0] = 0.0  # the reference
+            info.update(interval="observed information of the profile likelihood",
+                        covariance=[[float(x) if np.isfinite(x) else None for x in row]
+                                    for row in cov])  # fmt: skip
+        return finish(np.exp(log_t), se, n_pos, warnings=warns, info=info, **common)
 
     out, warns = _em_all(g, pos, n, c, K, G, theta, gamma, n_pos, n_g, info,
                          max_iter=max_iter, tol=tol)  # fmt: skip
@@ -361,6 +379,30 @@ def _observed_mle(
             converged = True
             break
     return a, it, converged
+
+
+def _information_covariance(
+    a: np.ndarray,
+    free: np.ndarray,
+    g: np.ndarray,
+    pos: np.ndarray,
+    n: np.ndarray,
+    c: np.ndarray,
+    G: int,
+) -> np.ndarray:
+    """``[K, K]`` covariance of log θ at the maximum ``a``: the inverse of minus the
+    profile likelihood's Hessian over the ``free`` positions (NaN elsewhere)."""
+    K = a.size
+    b, active = _profile_log_gamma(a, g, pos, n, c, G)
+    hess = _newton_terms(a, b, active, g, pos, n, c, G)[1]
+    cov = np.full((K, K), np.nan)
+    idx = np.flatnonzero(free & np.isfinite(a))
+    if idx.size:
+        try:
+            cov[np.ix_(idx, idx)] = np.linalg.inv(-hess[np.ix_(idx, idx)])
+        except np.linalg.LinAlgError:
+            pass  # a singular information leaves the standard errors NaN
+    return cov
 
 
 def _newton_terms(

@@ -118,8 +118,9 @@ __all__ = [
 
 
 def cell_statistics(
-    lf: Any, *, buckets: int = 0, seed: int = 0, by: tuple[str, ...] = ()
-) -> dict[str, Any]:
+    lf: Any, *, buckets: int = 0, seed: int = 0, by: tuple[str, ...] = (),
+    pooled_buckets: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """Clicks and impressions per (query, doc, position) cell, with a (query, doc) index.
 
     One streaming aggregation; memory grows with the number of cells, not
@@ -130,7 +131,12 @@ def cell_statistics(
     pass over the log in batches (:func:`_cells_by_bucket`). ``by``: columns that
     split every cell further (the contexts of :mod:`._context`); the result then
     also holds their arrays and, under ``"sessions_by"``, the sessions of each of
-    their values (a table with ``n_sessions``, and the bucket with ``buckets``).
+    their values (a table with ``n_sessions``, and the bucket with ``buckets``). Their
+    values come from a pass over the first positions, and each one's counts are columns
+    of the (query, doc, position) groups (:func:`_context_counts`), so that memory
+    stays that of the pooled cells. ``pooled_buckets``: the per-bucket sums of the cells
+    without ``by`` only (one row per (query, doc, position), in order), for a caller
+    that bootstraps the pooled estimate alone.
     """
     require_columns(lf, ("session", "query", "doc", "position", "click"), what="harvesting/EM")
     keys = ["query", "doc", "position", *by]
@@ -143,14 +149,22 @@ def cell_statistics(
         n_sess = pl.len().cast(pl.Float64).alias("n_sessions")
         groups = [*by, *([BUCKET] if buckets else [])]
         sess = first.group_by(groups).agg(n_sess) if groups else first.select(n_sess)
-        cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
+        if by:  # the contexts first (a pass over the first positions), then the cells
+            sess = sess.collect(engine="streaming")
+            cells = _context_counts(lf, keys[:3], by, sess.select(by).unique())
+            if cells is None:
+                cells = grouped_counts(lf, keys).collect(engine="streaming")
+        else:
+            cells, sess = pl.collect_all([grouped_counts(lf, keys), sess], engine="streaming")
     out = to_stats(cells, keys, ["n", "c"])
+    bucket_keys = keys[:3] if pooled_buckets else keys
     if buckets and is_spark(lf):
         out[BY_BUCKET] = to_stats(
-            counts(lf, keys, buckets=buckets, seed=seed), keys, ["n", "c"], buckets
+            counts(lf, bucket_keys, buckets=buckets, seed=seed), bucket_keys, ["n", "c"], buckets
         )[BY_BUCKET]
     elif buckets:
-        out[BY_BUCKET] = _cells_by_bucket(lf, cells.select(keys), buckets, seed)
+        table = cells.select(bucket_keys).unique(maintain_order=True)  # cells are sorted
+        out[BY_BUCKET] = _cells_by_bucket(lf, table, buckets, seed)
     if by:
         out["sessions_by"] = sess
     add_bucketed_total(out, "n_sessions", sess, "n_sessions", buckets)
@@ -160,6 +174,59 @@ def cell_statistics(
     out["g"] = np.cumsum(new) - 1
     out["position"] = out["position"].astype(np.int64)
     return out
+
+
+#: Most contexts whose cells are counted as columns of the (query, doc, position) groups.
+WIDE_CONTEXTS = 100
+
+
+def _context_counts(
+    lf: pl.LazyFrame, keys: list[str], by: tuple[str, ...], contexts: pl.DataFrame
+) -> pl.DataFrame | None:
+    """:func:`~clickrank.engine.polars.grouped_counts` of ``keys`` and ``by``, counted as
+    one pair of columns per context (a row of ``contexts``) of the ``keys`` groups.
+
+    Polars' streaming group-by holds memory that grows with the log when the groups
+    are split further by context; counting each context as a column keeps the groups
+    those of the pooled cells. None when there are more than :data:`WIDE_CONTEXTS`
+    contexts or a row's context is not among ``contexts`` (the contexts of the first
+    positions): the caller groups by the context columns instead.
+    """
+    if contexts.height > WIDE_CONTEXTS:
+        return None
+    rows = contexts.rows()
+    masks = [
+        pl.all_horizontal(
+            [
+                pl.col(c).is_null() if v is None else pl.col(c) == v
+                for c, v in zip(by, row, strict=True)
+            ]
+        )
+        for row in rows
+    ]
+    click = pl.col("click").cast(pl.Boolean)
+    wide = (
+        lf.group_by(keys)
+        .agg(
+            pl.len().alias("_n"),
+            *[m.sum().alias(f"_n{i}") for i, m in enumerate(masks)],
+            *[(m & click).sum().alias(f"_c{i}") for i, m in enumerate(masks)],
+        )
+        .collect(engine="streaming")
+    )
+    counted = wide.select(pl.sum_horizontal(f"_n{i}" for i in range(len(rows)))).to_series()
+    if not (counted == wide["_n"]).all():
+        return None  # a context that no session's first position shows
+    parts = [
+        wide.filter(pl.col(f"_n{i}") > 0).select(
+            *keys,
+            *[pl.lit(v, dtype=contexts.schema[c]).alias(c) for c, v in zip(by, row, strict=True)],
+            n=pl.col(f"_n{i}").cast(pl.Float64),
+            c=pl.col(f"_c{i}").cast(pl.Float64),
+        )
+        for i, row in enumerate(rows)
+    ]
+    return pl.concat(parts).sort([*keys, *by])
 
 
 def _cells_by_bucket(
@@ -565,9 +632,9 @@ def _allpairs_jackknife(
     side_pos: np.ndarray,
     warns: list[str],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster-jackknife covariance and df of the parameters: the after-fit step of AllPairs."""
+    """Cluster-jackknife covariance and df of the theta parameters (``[n_free, n_free]``,
+    ``[n_free]``): the after-fit step of AllPairs."""
     P = lo_idx.size
-    n_par = n_free + P
     cap = 1.0 - 1e-10
     # per-(q,d) scores (meat): each pair member contributes to both sides of its pair
     pk = _lookup_pairs(pairs, lo_idx, hi_idx, K)
@@ -581,33 +648,32 @@ def _allpairs_jackknife(
     # zero-click positions carry no parameter: drop their score rows
     s_lo = np.where(fixed_zero[pk_m], 0.0, s_lo)
     s_hi = np.where(fixed_zero[P + pk_m], 0.0, s_hi)
-    _, ginv = np.unique(g, return_inverse=True)
+    seen = np.zeros(int(g.max()) + 1 if g.size else 0, dtype=bool)
+    seen[g] = True
+    ginv = (np.cumsum(seen) - 1)[g]  # the clusters with members, numbered in order
     G = int(ginv.max()) + 1 if ginv.size else 0
     Xc = X.tocsr()
     S_lo = sparse.csr_matrix((s_lo, (ginv, pk_m)), shape=(G, 2 * P))
     S_hi = sparse.csr_matrix((s_hi, (ginv, P + pk_m)), shape=(G, 2 * P))
     U = (S_lo + S_hi) @ Xc  # [G, n_par]
     # delete-one-cluster jackknife, one Newton step per cluster (CR3): the change of beta
-    # when cluster g is left out is (H - H_g)^-1 s_g, with H_g its share of the information
+    # when cluster g is left out is (H - H_g)^-1 s_g, with H_g its share of the information;
+    # each pair side adds its weight to H_g at (p, p) and, with a theta column t, at (t, t),
+    # (t, p) and (p, t)
     curv = mu_full / (1 - mu_full) ** 2
-    Hg = np.zeros((G, n_par, n_par))
+    sides = []
     for y_side, off in ((pairs["y"][member], 0), (pairs["y2"][member], P)):
         r = off + pk_m
         hv = np.where(fixed_zero[r], 0.0, pairs["w"][member] * (1 - y_side) * curv[r])
-        c_p = n_free + pk_m
-        c_t = col_map[side_pos[r]]
-        np.add.at(Hg, (ginv, c_p, c_p), hv)
-        t_ok = c_t >= 0
-        for a_, b_ in ((c_t, c_t), (c_t, c_p), (c_p, c_t)):
-            np.add.at(Hg, (ginv[t_ok], a_[t_ok], b_[t_ok]), hv[t_ok])
+        sides.append((ginv, col_map[side_pos[r]], pk_m, hv))
     try:
         if G < 2:
             raise np.linalg.LinAlgError
         Ud = U.toarray()
         # a cluster alone in its set takes that set's relevance with it: a tiny ridge keeps
         # the solve finite, and that block is decoupled from the theta block
-        ridge = 1e-9 * max(float(np.max(np.diag(H))), 1e-300) * np.eye(n_par)
-        D = np.linalg.solve(H[None] - Hg + ridge[None], Ud[:, :, None])[:, :, 0]
+        ridge = 1e-9 * max(float(np.max(np.diag(H))), 1e-300)
+        D = _leave_one_out(sides, H, ridge, Ud, n_free)
         Dc = D - D.mean(axis=0)
         cov = (G - 1) / G * (Dc.T @ Dc)
         # Satterthwaite's degrees of freedom of each variance: the effective number of
@@ -617,9 +683,60 @@ def _allpairs_jackknife(
             df_par = np.clip(np.where(s4 > 0, 3 * s2 * s2 / s4, G - 1), 1, G - 1)
     except np.linalg.LinAlgError:
         warns.append("harvest-allpairs: singular information matrix; no standard errors")
-        cov = np.full((n_par, n_par), np.nan)
-        df_par = np.full(n_par, np.inf)
+        cov = np.full((n_free, n_free), np.nan)
+        df_par = np.full(n_free, np.inf)
     return cov, df_par
+
+
+#: Entries of the cross block (clusters x theta columns x pairs) formed at a time.
+JACKKNIFE_CHUNK = 1 << 22
+
+
+def _leave_one_out(
+    sides: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    H: np.ndarray,
+    ridge: float,
+    Ud: np.ndarray,
+    n_free: int,
+) -> np.ndarray:
+    """The theta part of ``(H - H_g + ridge I)^-1 u_g`` for every cluster g ``[G, n_free]``.
+
+    ``sides``: each pair side's (cluster, theta column or -1, pair, weight), its terms of
+    H_g; ``Ud``: the clusters' scores ``[G, n_par]``, theta columns first. Every row of
+    the design has one pair column, so the pair block of H and of H_g is diagonal, and
+    the theta part is the solution of its Schur complement, an ``n_free`` system per
+    cluster instead of an ``n_par`` one (formed for as many clusters at a time as keep the
+    cross block within :data:`JACKKNIFE_CHUNK` entries).
+    """
+    G = Ud.shape[0]
+    t_n, P = n_free, Ud.shape[1] - n_free
+    step = max(1, JACKKNIFE_CHUNK // max(t_n * P, 1))
+    g, t, pair, w = (np.concatenate([s[i] for s in sides]) for i in range(4))
+    if G > step:  # chunks of clusters: their terms in cluster order
+        order = np.argsort(g, kind="stable")
+        g, t, pair, w = g[order], t[order], pair[order], w[order]
+    H_tt, H_tp, H_pt = H[:t_n, :t_n], H[:t_n, t_n:], H[t_n:, :t_n]
+    H_pp = np.diag(H)[t_n:] + ridge
+    D = np.empty((G, t_n))
+    for start in range(0, G, step):  # a loop over chunks of clusters
+        stop = min(start + step, G)
+        m = stop - start
+        lo, hi = np.searchsorted(g, [start, stop]) if G > step else (0, g.size)
+        gc, tc, pc, wc = g[lo:hi] - start, t[lo:hi], pair[lo:hi], w[lo:hi]
+        d = H_pp - np.bincount(gc * P + pc, wc, minlength=m * P).reshape(m, P)
+        on = tc >= 0
+        gc, tc, pc, wc = gc[on], tc[on], pc[on], wc[on]
+        g_tt = np.bincount((gc * t_n + tc) * t_n + tc, wc, minlength=m * t_n * t_n)
+        g_tp = np.bincount((gc * t_n + tc) * P + pc, wc, minlength=m * t_n * P)
+        g_tp = g_tp.reshape(m, t_n, P)
+        A_tt = H_tt - g_tt.reshape(m, t_n, t_n) + ridge * np.eye(t_n)
+        A_tp = H_tp - g_tp
+        A_pt = H_pt - g_tp.transpose(0, 2, 1)
+        u_t, u_p = Ud[start:stop, :t_n], Ud[start:stop, t_n:]
+        S = A_tt - (A_tp / d[:, None, :]) @ A_pt
+        rhs = u_t - (A_tp @ (u_p / d)[:, :, None])[:, :, 0]
+        D[start:stop] = np.linalg.solve(S, rhs[:, :, None])[:, :, 0]
+    return D
 
 
 def _lookup_pairs(
