@@ -315,6 +315,13 @@ def test_em_context_curves_take_the_observed_information_of_the_profile_likeliho
     np.testing.assert_allclose(_covariance(curve, keep), np.linalg.inv(-hess), rtol=1e-3)
 
 
+def test_em_information_needs_the_observed_constraint(passive):
+    from clickrank.propensity import cell_statistics, em_from_cells
+
+    with pytest.raises(InputError, match="information=True needs constraint='observed'"):
+        em_from_cells(cell_statistics(passive.lazy()), information=True, constraint="all")
+
+
 def test_em_context_curves_under_constraint_all_bootstrap_their_own_cells(passive):
     """EM's ``constraint="all"`` has no information route: each context bootstraps its
     own cells, and the homogeneity test's covariance is its replicates'."""

@@ -419,10 +419,10 @@ def _split_cells(
     sess_ctx = np.array([key[tuple(r)] for r in sess.select(
         [pl.col(c).cast(pl.String) for c in cols]).rows()], dtype=np.int64)  # fmt: skip
     n_sess = sess["n_sessions"].to_numpy()
+    own = bool(buckets) and not pooled_only  # each context bootstraps its own cells
     if buckets and pooled_only:
         whole[BY_BUCKET] = stats[BY_BUCKET]
-        buckets = 0
-    elif buckets:
+    elif own:
         by = stats[BY_BUCKET]
         cell = np.cumsum(first) - 1
         pool = sparse.csr_matrix((np.ones(g.size), (cell, np.arange(g.size))))
@@ -439,13 +439,13 @@ def _split_cells(
             "c": stats["c"][mine],
             "n_sessions": float(n_sess[sess_ctx == i].sum()),
         }
-        if buckets:
-            own = sess_ctx == i
+        if own:
+            here = sess_ctx == i
             part[BY_BUCKET] = {
                 "n": by["n"][mine],
                 "c": by["c"][mine],
                 "n_sessions": sparse.csr_matrix(
-                    (n_sess[own], (np.zeros(own.sum(), dtype=np.int64), bucket[own])),
+                    (n_sess[here], (np.zeros(here.sum(), dtype=np.int64), bucket[here])),
                     shape=(1, buckets),
                 ),
             }
