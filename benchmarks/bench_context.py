@@ -5,6 +5,7 @@ Run ``python benchmarks/bench_context.py`` (both parts) or pick them:
 
     python benchmarks/bench_context.py --parts coverage --logs 200 --json context.json
     python benchmarks/bench_context.py --parts cost --sessions 1000000
+    python benchmarks/bench_context.py --parts features --logs 200
 
 Parts
 -----
@@ -22,6 +23,13 @@ coverage  ``--logs`` independent simulated logs per estimator and scenario, each
           harvesting and EM logs from a Plackett-Luce logger over synthetic(60, 10) (no
           interventions; EM's pooled curve with its default 100-replicate session
           bootstrap, its contexts' with their observed information).
+features  ``--logs`` logs per slope of a context with many values: 1,000 segments with a
+          feature x uniform on [-1, 1], equal shares, clicks by PBMs with
+          θ_k = k^-(1 + s x) (slopes s 0.6, 0.1 and 0, the last one curve for all), a
+          Plackett-Luce logger over synthetic(60, 10), no interventions.
+          ``estimate_propensities(log, "em", context_features="x")``: coverage of the 95 %
+          intervals of θ_k(x) at every context, of the coefficients a_k and w_k, and the
+          Wald test's rejection rate (its size at s = 0, its power otherwise).
 cost      one parquet log of ``--sessions`` sessions (top 10, three loggers and 10 % swap,
           randpair and randomized sessions each, the device column): seconds of each
           estimator's pooled estimate and of the same with ``context="device"``, and their
@@ -143,6 +151,78 @@ def _print_cell(method: str, scenario: str, cell: dict, n_logs: int) -> None:
               + f"  [nominal 0.95, SE of a position {se:.3f}]", flush=True)  # fmt: skip
 
 
+#: Segments of the ``features`` part, and their feature.
+SEGMENTS = 1000
+SLOPES = (0.6, 0.1, 0.0)
+
+
+def _feature_logs(slope: float, n_logs: int, per_log: int, seed: int):
+    """``n_logs`` logs of ``per_log`` sessions from :data:`SEGMENTS` segments whose
+    curves are k^-(1 + slope x) (the ``features`` part), with the feature column ``x``."""
+    x = np.random.default_rng(0).uniform(-1, 1, SEGMENTS)
+    names = [f"s{i:04d}" for i in range(SEGMENTS)]
+    models = {v: PBM(PowerLaw(1 + slope * xv)) for v, xv in zip(names, x, strict=True)}
+    segment = Context("segment", dict.fromkeys(names, 1.0), models)
+    data = synthetic(60, 10, seed=1)
+    policy = PlackettLuce(data.X[:, 0] * 2.0)
+    of_segment = dict(zip(names, x.tolist(), strict=True))
+    feature = pl.col("segment").cast(pl.String).replace_strict(of_segment, return_dtype=pl.Float64)
+    step = max(per_log, (1_000_000 // per_log) * per_log)
+    for start in range(0, n_logs * per_log, step):
+        n = min(step, n_logs * per_log - start)
+        chunk = simulate(data, policy=policy, n_sessions=n, first_session=start, top_k=K,
+                         seed=seed, context=segment)  # fmt: skip
+        chunk = chunk.with_columns(x=feature, rep=(pl.col("session") // per_log).cast(pl.Int64))
+        for part in chunk.partition_by("rep", maintain_order=True):
+            yield part.drop("rep", "segment")
+
+
+def features(n_logs: int, per_log: int, out: str | None) -> dict:
+    """Coverage and the Wald test of the feature model (module docstring, ``features``)."""
+    results: dict = {"logs": n_logs, "per_log": per_log, "segments": SEGMENTS, "cells": {}}
+    z = 1.959963984540054
+    logk = np.log(np.arange(1, K + 1))
+    for i, slope in enumerate(SLOPES):
+        theta_cover, a_cover, w_cover, rejected, seconds = [], [], [], [], 0.0
+        for log in _feature_logs(slope, n_logs, per_log, seed=300 + i):
+            t = time.perf_counter()
+            m = estimate_propensities(log, method="em", context_features="x", n_boot=0).contexts
+            seconds += time.perf_counter() - t
+            x = np.array([float(v[0]) for v in m.values])
+            truth = np.exp(-(1 + slope * x)[:, None] * logk)
+            lo, hi = m.bounds(0.05)[..., 0], m.bounds(0.05)[..., 1]
+            theta_cover.append(((lo <= truth) & (truth <= hi)).mean(axis=0)[1:])
+            a_true, w_true = -(1 + slope * m.center[0]) * logk, -slope * logk
+            for cover, col, true in ((a_cover, 0, a_true), (w_cover, 1, w_true)):
+                b, se = m.coef[:, col], m.coef_se[:, col]
+                cover.append((np.abs(b - true) <= z * se)[1:])
+            rejected.append(float(m.homogeneity["p_value"] < 0.05))
+        cell = {
+            "slope": slope,
+            "seconds_per_log": seconds / n_logs,
+            "rejection_rate": float(np.mean(rejected)),
+            "theta": np.mean(theta_cover, axis=0).tolist(),
+            "a": np.mean(a_cover, axis=0).tolist(),
+            "w": np.mean(w_cover, axis=0).tolist(),
+        }
+        results["cells"][f"slope {slope:g}"] = cell
+        what = "size" if slope == 0 else "power"
+        print(f"[features] slope {slope:g}: {n_logs} logs x {per_log:,} sessions, "
+              f"{cell['seconds_per_log']:.2f} s a log; the Wald test rejects "
+              f"{cell['rejection_rate']:.3f} at 5 % ({what})", flush=True)  # fmt: skip
+        for key in ("theta", "a", "w"):
+            c = cell[key]
+            print(
+                f"    {key:<5} coverage, positions 2..{K}: "
+                + " ".join(f"{v:.3f}" for v in c)
+                + f"  [nominal 0.95, SE {np.sqrt(0.95 * 0.05 / n_logs):.3f}]",
+                flush=True,
+            )
+        if out:
+            Path(out).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
 def cost(n_sessions: int, repeats: int, methods: list[str], tmp: str | None) -> dict:
     """Seconds of each estimator pooled and per context on one parquet log (module
     docstring), and their ratios."""
@@ -176,7 +256,7 @@ def cost(n_sessions: int, repeats: int, methods: list[str], tmp: str | None) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--parts", nargs="+", default=["coverage", "cost"],
-                    choices=["coverage", "cost"])  # fmt: skip
+                    choices=["coverage", "cost", "features"])  # fmt: skip
     ap.add_argument("--logs", type=int, default=200, help="coverage: logs per cell")
     ap.add_argument("--per-log", type=int, default=20_000, help="coverage: sessions a log")
     ap.add_argument("--methods", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
@@ -197,6 +277,8 @@ def main() -> None:
         results["coverage"] = coverage(
             args.logs, args.per_log, args.methods, args.json, args.scenarios
         )
+    if "features" in args.parts:
+        results["features"] = features(args.logs, args.per_log, args.json)
     if "cost" in args.parts:
         results["cost"] = cost(args.sessions, args.repeats, args.methods, args.tmp)
     if args.json:

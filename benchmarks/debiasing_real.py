@@ -168,7 +168,16 @@ class Setup:
         self.true_theta = (power_law(10, args.eta) if model in ("pbm", "trust")
                            else None)  # fmt: skip
         context = None
-        if getattr(args, "context", False):  # phones and desktops, each with its own curve
+        self.segments = getattr(args, "context_segments", 0)
+        if self.segments:  # many segments, each with a feature x setting its curve's η
+            self.x = np.random.default_rng(0).uniform(-1, 1, self.segments)
+            names = [f"s{i:04d}" for i in range(self.segments)]
+            context = Context("segment", dict.fromkeys(names, 1.0),
+                              {v: make_click_model(model, **{**params, "eta": e})
+                               for v, e in zip(names, self.segment_eta(self.x), strict=True)},
+                              query_concentration=args.context_concentration)  # fmt: skip
+            self.true_theta = None
+        elif getattr(args, "context", False):  # phones and desktops, each with its own curve
             etas = dict(zip(DEVICES, args.context_etas, strict=True))
             shares = {"phone": args.context_share, "desktop": 1 - args.context_share}
             context = Context("device", shares, {v: make_click_model(model, **{**params, "eta": e})
@@ -180,6 +189,11 @@ class Setup:
             interventions=[Swap(args.swap)] if args.swap > 0 else [], top_k=10, seed=seed,
             context=context,
         )  # fmt: skip
+        if self.segments:
+            x = dict(zip(context.values, self.x.tolist(), strict=True))
+            self.log = self.log.with_columns(
+                x=pl.col("segment").cast(pl.String).replace_strict(x, return_dtype=pl.Float64)
+            )
         # swaps: the swap estimate, as before; a log without them: what the default does
         self.theta = self.estimate(None)
         self.theta_context = self.estimate("device") if context is not None else None
@@ -188,9 +202,18 @@ class Setup:
                       "num_leaves": args.leaves, "max_depth": args.max_depth,
                       "min_data_in_leaf": 20}  # fmt: skip
 
+    def segment_eta(self, x: np.ndarray) -> np.ndarray:
+        """--context-segments: η of a segment's curve, linear in its x from the first of
+        --context-etas (x = -1) to the second (x = 1)."""
+        lo, hi = self.args.context_etas
+        return lo + (hi - lo) * (x + 1) / 2
+
     def estimate(self, context: str | None) -> Any:
         """The propensities the rows use: the swap estimate, or what the log holds
-        (``auto``) without swaps; per device with ``context``."""
+        (``auto``) without swaps; per device with ``context`` (with --context-segments,
+        EM's model of θ in the segments' feature x)."""
+        if context is not None and self.segments:
+            return estimate_propensities(self.log, method="em", context_features="x", n_boot=0)
         if self.args.swap > 0:
             return estimate_propensities(self.log, method="swap", context=context)
         return estimate_propensities(self.log, method="auto", data=self.train, n_boot=0,
@@ -231,7 +254,8 @@ class Setup:
         if getattr(self, "_ranker", None) is None:
             context = None if self.theta_context is None else "device"
             theta = self.theta if context is None else self.theta_context
-            self._ranker = ClickRanker(seed=self.seed, context=context).fit(
+            where = {"context_features": "x"} if self.segments else {"context": context}
+            self._ranker = ClickRanker(seed=self.seed, **where).fit(
                 self.train, self.log, theta, logging_model=self.prod
             )
         return self._ranker
@@ -258,14 +282,18 @@ class Setup:
         corrected per device), fitted once."""
         key = "_truth_ranker" if truth else "_pooled_ranker"
         if getattr(self, key, None) is None:
-            theta, context = self.theta, None
+            theta = self.theta
+            where: dict[str, Any] = {"context": None}
             if truth:
                 ctx = self.theta_context.contexts
-                curves = np.array([power_law(ctx.theta.shape[1], self.args.context_etas[
-                    DEVICES.index(v[0])]) for v in ctx.values])  # fmt: skip
+                if self.segments:
+                    etas = self.segment_eta(np.array([float(v[0]) for v in ctx.values]))
+                else:
+                    etas = [self.args.context_etas[DEVICES.index(v[0])] for v in ctx.values]
+                curves = np.array([power_law(ctx.theta.shape[1], e) for e in etas])
                 theta = replace(self.theta_context, contexts=replace(ctx, theta=curves))
-                context = "device"
-            setattr(self, key, ClickRanker(seed=self.seed, context=context).fit(
+                where = {"context_features": "x"} if self.segments else {"context": "device"}
+            setattr(self, key, ClickRanker(seed=self.seed, **where).fit(
                 self.train, self.log, theta, logging_model=self.prod))  # fmt: skip
         return getattr(self, key)
 
@@ -313,7 +341,7 @@ METHODS: dict[str, Callable[[Setup], np.ndarray]] = {
     "cascade-ips-ubm": lambda s: s.cv(T.cascade_ips(s.train, s.log, fit_click_model(s.log, "ubm"))),
     "lightgbm-position": lambda s: _baselines.lightgbm_position(
         s.train, s.log, s.trees, seed=s.seed,
-        context=None if s.theta_context is None else "device")(s.test.X),
+        context=None if s.theta_context is None or s.segments else "device")(s.test.X),
     "xgboost-unbiased": lambda s: _baselines.xgboost_unbiased(
         s.train, s.log, s.trees, seed=s.seed)(s.test.X),
     "oracle": lambda s: s.fixed(T.oracle(s.train)),
@@ -607,7 +635,9 @@ def _users(args: Any) -> str:
     swap = " no-interventions" if args.swap == 0 else ""
     if getattr(args, "context", False):
         kappa = args.context_concentration
-        swap = (f" context phone={args.context_share:g} eta={args.context_etas[0]:g}/"
+        who = (f"segments={args.context_segments}" if args.context_segments
+               else f"phone={args.context_share:g}")  # fmt: skip
+        swap = (f" context {who} eta={args.context_etas[0]:g}/"
                 f"{args.context_etas[1]:g}" + ("" if kappa is None else f" by-query={kappa:g}")
                 + swap)  # fmt: skip
     return model + ("" if args.relevance == "binarized" else f" {args.relevance}") + eta + swap
@@ -714,6 +744,12 @@ def main() -> None:
                     "<member>-pooled-member rows are default-pooled's members, "
                     "lightgbm-position gets device x rank ids (runs named after it)")  # fmt: skip
     ap.add_argument("--context-share", type=float, default=0.3, help="--context: phones' share")
+    ap.add_argument("--context-segments", type=int, default=0,
+                    help="--context: instead of two devices, this many segments of equal "
+                    "share, each with a feature x uniform on [-1, 1] and a curve whose η goes "
+                    "linearly in x from the first of --context-etas to the second; the default "
+                    "row corrects by EM's model of θ in x (ClickRanker(context_features='x')), "
+                    "lightgbm-position gets rank ids alone")  # fmt: skip
     ap.add_argument("--context-etas", default="2,0.5",
                     help="--context: η of the phones' and the desktops' curves")  # fmt: skip
     ap.add_argument("--context-concentration", type=float, default=None,
@@ -756,6 +792,10 @@ def main() -> None:
     if len(args.context_etas) != 2 or not 0 < args.context_share < 1:
         ap.error("--context-etas takes two values (phone, desktop) and --context-share is in "
                  f"(0, 1); got {args.context_etas}, {args.context_share}")  # fmt: skip
+    if args.context_segments and not args.context or args.context_segments < 0:
+        ap.error(
+            f"--context-segments takes --context and a count >= 1, got {args.context_segments}"
+        )
     if args.context and args.click_model not in ("pbm", "trust"):
         ap.error("--context gives each device a position-based curve: --click-model pbm or trust")
     default_methods = SUITE_METHODS if args.suite else list(METHODS)

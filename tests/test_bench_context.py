@@ -33,3 +33,19 @@ def test_the_context_benchmark_reports_coverage_the_test_and_the_cost(tmp_path):
     assert all(c["pooled"] > 0 and c["context"] > 0 for c in cost.values())
     assert "[cost] swap: pooled" in res.stdout and "homogeneity rejects" in res.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["context.json"]  # the log is gone
+
+
+def test_the_context_benchmark_reports_the_feature_models_coverage_and_test(tmp_path):
+    out = tmp_path / "features.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_context.py"), "--parts", "features",
+           "--logs", "2", "--per-log", "3000", "--json", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    cells = json.loads(out.read_text())["features"]["cells"]
+    assert set(cells) == {"slope 0.6", "slope 0.1", "slope 0"}
+    for cell in cells.values():
+        for key in ("theta", "a", "w"):
+            assert len(cell[key]) == 5 and all(0 <= x <= 1 for x in cell[key])
+    # η from 0.4 to 1.6 across the segments: the test sees it in 3,000 sessions
+    assert cells["slope 0.6"]["rejection_rate"] == 1.0
+    assert "[features] slope 0: 2 logs x 3,000 sessions" in res.stdout

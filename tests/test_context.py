@@ -287,7 +287,7 @@ def test_em_context_curves_take_the_observed_information_of_the_profile_likeliho
     log-likelihood's Hessian (here by finite differences); the homogeneity test uses it."""
     from clickrank.propensity import cell_statistics
     from clickrank.propensity._context import _covariance
-    from clickrank.propensity._em import _loglik, _profile_log_gamma
+    from clickrank.propensity._em import _profile_log_gamma, loglik
 
     ctx = estimate_propensities(passive, method="em", context="device", n_boot=20).contexts
     assert ctx.values[0] == ("desktop",)
@@ -300,7 +300,7 @@ def test_em_context_curves_take_the_observed_information_of_the_profile_likeliho
     def profile(a_free):
         a = np.r_[0.0, a_free]
         b, _ = _profile_log_gamma(a, g, pos, n, c, G)
-        return _loglik(a[pos] + b[g], n, c)
+        return loglik(a[pos] + b[g], n, c)
 
     a = np.log(curve.theta[1:])
     h, m = 1e-4, K - 1

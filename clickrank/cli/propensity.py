@@ -38,17 +38,20 @@ def describe_log(log: str) -> list[str]:
     return lines
 
 
-def _read(log: str, context: tuple[str, ...] | None = None):
+def _read(log: str, context: tuple[str, ...] | None = None,
+          features: tuple[str, ...] | None = None):  # fmt: skip
     """Scan and check the log, with a progress bar over its rows (the check streams);
-    the ``context`` columns first, from the schema alone."""
+    the ``context`` columns and context ``features`` first, from the schema alone."""
     import polars as pl
 
     from ..clicklog import read_log
-    from ..propensity import check_context
+    from ..propensity import check_context, check_features
 
     lf = read_log(log, validate=False)
     if context is not None:
         check_context(lf, context)
+    if features is not None:
+        check_features(lf, features)
     rows = lf.select(pl.len()).collect().item()
     with click.progressbar(length=rows, label=f"checking {rows:,} rows", file=sys.stderr) as bar:
         return read_log(log, progress=bar.update)
@@ -227,14 +230,23 @@ def _auto(lf, log, data, n_boot, seed, kw):
     "auto when it chooses one of them.",
 )
 @click.option(
+    "--context-features",
+    "feature_values",
+    metavar="COLUMN",
+    multiple=True,
+    help="Numeric columns describing each session's context, for a context with too many "
+    "values for a curve each (repeat it or separate names by commas): model log θ as "
+    "linear in them, with intervals and a test of no effect. --method em only.",
+)
+@click.option(
     "-f",
     "--force",
     is_flag=True,
     help="Replace OUT (and the plot) if clickrank wrote them (never anything else).",
 )
 @engine_options
-def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_values, force,
-               data_path, engine, spark_master):  # fmt: skip
+def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_values,
+               feature_values, force, data_path, engine, spark_master):  # fmt: skip
     """Estimate examination propensities θ_p from a click LOG (parquet file, folder or CSV;
     with --engine spark, what Spark reads: a parquet folder, a URI or table:db.name)."""
     from ..propensity import estimate_propensities
@@ -245,6 +257,12 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
         raise click.UsageError(f"--bootstrap with --context applies to --method "
                                f"{', '.join(_BOOTSTRAPPED)} (each context's interval is "
                                f"{method}'s own)")  # fmt: skip
+    features = _context_columns(feature_values)
+    if features is not None and (method != "em" or context is not None or engine == "spark"):
+        raise click.UsageError(
+            "--context-features is fitted by EM's likelihood on a local "
+            "log: use --method em, without --context or --engine spark"
+        )
     _check_bootstrap(method, n_boot, K)
     if method == "regression-em" and data_path is None:
         raise click.UsageError("--method regression-em needs --data (the documents' features)")
@@ -255,7 +273,7 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
     if plot_path is not None:
         check_output(plot_path, force=force, what="--plot", inputs=[*inputs, out])
     kw = {} if K is None else {"K": K}
-    lf = open_log(log, spark_master) if engine == "spark" else _read(log, context)
+    lf = open_log(log, spark_master) if engine == "spark" else _read(log, context, features)
     for line in [] if is_table(log) else describe_log(log):
         click.echo(line, err=True)
     data = None
@@ -263,7 +281,18 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
         from ..datasets import load_letor
 
         data = load_letor(data_path)
-    if context is not None:
+    if features is not None:
+        click.echo(f"em: θ as a function of {', '.join(features)} (one pass over the log, "
+                   "then the pooled curve's bootstrap)", err=True)  # fmt: skip
+        result = estimate_propensities(
+            lf,
+            method="em",
+            context_features=features,
+            seed=seed,
+            **({} if n_boot is None else {"n_boot": n_boot}),
+            **kw,
+        )
+    elif context is not None:
         result = _by_context(lf, method, context, data, n_boot, seed, kw)
     elif method == "auto":
         result = _auto(lf, log, data, n_boot, seed, kw)

@@ -370,7 +370,7 @@ def _fit(mode, target, learner, target_kw, data_path, log_path, theta_path, logg
     else:
         log = open_log(log_path, spark_master) if engine == "spark" else read_log(log_path)
     if mode == "default":
-        if not learner.context and engine != "spark":
+        if not learner.context and not learner.context_features and engine != "spark":
             _say_described_context(log_path, theta)
         return learner.fit(data, log, theta, logging_model=logging_model, progress=_progress)
     tgt = _make_target(target, data, log, theta, target_kw, seed=learner.seed)

@@ -30,6 +30,7 @@ from .._core._validation import InputError, check_choice
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._context import CONTEXT_METHODS, by_context, check_context
+from ._context_model import ContextModel, by_features, check_features
 from ._context_result import ContextCurves
 from ._em import em, em_from_cells
 from ._harvest import (
@@ -50,8 +51,10 @@ from ._swap import pair_from_counts, pair_statistics, randpair, swap
 __all__ = [
     "Propensities",
     "ContextCurves",
+    "ContextModel",
     "CONTEXT_METHODS",
     "check_context",
+    "check_features",
     "estimate_propensities",
     "bootstrap",
     "swap",
@@ -97,7 +100,12 @@ METHODS = (*ESTIMATORS, "regression-em", "auto")
 
 
 def estimate_propensities(
-    log: Any, method: str = "swap", *, context: Any = None, **kw: Any
+    log: Any,
+    method: str = "swap",
+    *,
+    context: Any = None,
+    context_features: Any = None,
+    **kw: Any,
 ) -> Propensities:
     """Estimate position bias from a click log with the named ``method``.
 
@@ -123,6 +131,14 @@ def estimate_propensities(
         source it chooses); each context's curve is the method on that context's
         sessions, with the method's own intervals. ``theta`` stays the pooled curve,
         the same numbers as without ``context``.
+    context_features : str or list of str, optional
+        Numeric columns describing each session's context, for a context with too many
+        values for a curve each (a query class, a page template, joined to the log with
+        its features): θ is modelled as log-linear in them (Fang, Agarwal & Joachims
+        (2019); the model in :mod:`clickrank.propensity._context_model`), fitted by EM's
+        likelihood (``method="em"``), with intervals from the observed information and the
+        Wald test of no feature effect (``result.contexts``, a :class:`ContextModel`).
+        ``theta`` stays EM's pooled curve.
     **kw
         Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...;
         ``data``, a RankingData, for ``regression-em`` and ``auto``).
@@ -132,6 +148,13 @@ def estimate_propensities(
     Propensities
     """
     check_choice(method, METHODS, name="method")
+    if context_features is not None:
+        if context is not None or method != "em":
+            raise InputError(
+                "context_features is fitted by EM's likelihood alone: use method='em' "
+                "and no context= (one curve per value of a context with few values)"
+            )
+        return by_features(as_lazy(log), context_features, **kw)
     if method == "auto":
         return auto(log, context=context, **kw)
     if method == "regression-em" and kw.get("data") is None:

@@ -130,8 +130,9 @@ def _contexts_of(stats: dict[str, Any], cols: tuple[str, ...]) -> tuple[np.ndarr
         raise InputError(
             f"context column {many!r} gives {keys.height:,} distinct contexts; one curve "
             f"each is estimated for at most {MAX_CONTEXTS}: group the values into fewer "
-            "categories (the frequent ones and 'other'), or model θ as a function of "
-            "context features"
+            "categories (the frequent ones and 'other'), or join numbers describing each "
+            "value to the log and model θ as a function of them (context_features=, "
+            "method 'em')"
         )
     index = frame.join(keys.with_row_index("_i"), on=list(cols), how="left")["_i"].to_numpy()
     return index.astype(np.int64), keys.rows()

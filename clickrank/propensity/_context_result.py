@@ -11,7 +11,15 @@ from scipy.stats import norm
 
 from .._core._validation import InputError, check_alpha
 
-__all__ = ["ContextCurves"]
+__all__ = [
+    "ContextCurves",
+    "context_frame",
+    "context_labels",
+    "curves_dict",
+    "homogeneity_json",
+    "homogeneity_from_json",
+    "wald_verdict",
+]
 
 
 def _matrix(values: Any, shape: tuple[int, int], name: str) -> np.ndarray:
@@ -36,6 +44,88 @@ def _clean(a: Any) -> list:
     if a.ndim > 1:
         return [_clean(r) for r in a]
     return [float(x) if np.isfinite(x) else None for x in a]
+
+
+def context_labels(columns: tuple[str, ...], values: Any, show: Any = str) -> list[str]:
+    """``"device=phone"`` (columns joined by ``", "``, each value through ``show``), one per
+    context."""
+    return [
+        ", ".join(f"{c}={show(v)}" for c, v in zip(columns, vals, strict=True)) for vals in values
+    ]
+
+
+def wald_verdict(h: dict, alpha: float, *, untested: str, differ: str, same: str) -> str:
+    """A Wald test of one curve (``h``: ``statistic``, ``df``, ``p_value``) in words: one
+    curve is not enough (``differ``), or enough (``same``), or not tested (``untested``).
+    A p-value at or above ``alpha`` says the data do not show a difference, not that
+    there is none."""
+    alpha = check_alpha(alpha)
+    p = h.get("p_value")
+    if p is None or not np.isfinite(p):
+        return f"one curve or several: not tested ({untested})"
+    test = f"Wald chi2 = {h['statistic']:.2f}, df = {h['df']}, p = {p:.3g}"
+    if p < alpha:
+        return f"one curve is not enough: {differ} ({test} < {alpha:g})"
+    return f"one curve is enough{same} ({test} >= {alpha:g})"
+
+
+def curves_dict(ctx: Any, alpha: float) -> dict:
+    """The JSON of a per-context result's table: its columns, values, curves, their
+    intervals at ``alpha`` and standard errors (null for NaN)."""
+    ci = ctx.bounds(alpha)
+    return {
+        "columns": list(ctx.columns),
+        "values": [list(v) for v in ctx.values],
+        "theta": _clean(ctx.theta),
+        "lower": _clean(ci[..., 0]),
+        "upper": _clean(ci[..., 1]),
+        "se": _clean(ctx.se),
+    }
+
+
+def homogeneity_json(h: dict) -> dict:
+    """A test's dict with its statistic and p-value JSON-ready (null for NaN)."""
+    return {**h, **{k: _clean([h.get(k, np.nan)])[0] for k in ("statistic", "p_value")}}
+
+
+def homogeneity_from_json(obj: dict) -> dict:
+    """The ``homogeneity`` of a saved result, null read as NaN."""
+    h = dict(obj.get("homogeneity", {}))
+    return {
+        **h,
+        **{k: np.nan if h.get(k) is None else float(h[k]) for k in ("statistic", "p_value")},
+    }
+
+
+def context_frame(
+    ctx: Any, ci: np.ndarray, *, n: np.ndarray, raw: tuple, shrinkage: np.ndarray
+) -> pl.DataFrame:
+    """The ``to_frame`` of a per-context result ``ctx`` (its ``columns``, ``values``,
+    ``theta`` and ``se`` ``[C, K]``): one row per (context, position), with its intervals
+    ``ci`` ``[C, K, 2]``, impressions ``n``, the raw (theta, se, ci) and ``shrinkage``."""
+    C, K = ctx.theta.shape
+    cols: dict[str, Any] = {
+        name: pl.Series(name, [v[j] for v in ctx.values for _ in range(K)], pl.String)
+        for j, name in enumerate(ctx.columns)
+    }
+    raw_theta, raw_se, raw_ci = raw
+    return pl.DataFrame(
+        {
+            **cols,
+            "position": pl.Series(np.tile(np.arange(1, K + 1), C), dtype=pl.UInt16),
+            "theta": ctx.theta.ravel(),
+            "se_log": ctx.se.ravel(),
+            "lower": ci[..., 0].ravel(),
+            "upper": ci[..., 1].ravel(),
+            "n": np.asarray(n, dtype=float).ravel(),
+            "identified": np.isfinite(ctx.theta).ravel(),
+            "theta_raw": raw_theta.ravel(),
+            "se_log_raw": raw_se.ravel(),
+            "lower_raw": raw_ci[..., 0].ravel(),
+            "upper_raw": raw_ci[..., 1].ravel(),
+            "shrinkage": shrinkage.ravel(),
+        }
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,10 +174,7 @@ class ContextCurves:
     @property
     def labels(self) -> list[str]:
         """``"device=phone"`` (columns joined by ``", "``), one per context."""
-        return [
-            ", ".join(f"{c}={v}" for c, v in zip(self.columns, vals, strict=True))
-            for vals in self.values
-        ]
+        return context_labels(self.columns, self.values)
 
     @property
     def n_sessions(self) -> np.ndarray:
@@ -118,30 +205,12 @@ class ContextCurves:
         """One row per (context, position): the context columns, ``position``, the shrunk
         ``theta``, ``se_log``, ``lower``, ``upper``, ``n``, ``identified``, the raw
         ``theta_raw``, ``se_log_raw``, ``lower_raw``, ``upper_raw`` and ``shrinkage``."""
-        C, K = self.theta.shape
-        ci = self.bounds(alpha)
-        raw = [c._bounds(check_alpha(alpha)) for c in self.curves]
-        cols: dict[str, Any] = {
-            name: pl.Series(name, [v[j] for v in self.values for _ in range(K)], pl.String)
-            for j, name in enumerate(self.columns)
-        }
-        return pl.DataFrame(
-            {
-                **cols,
-                "position": pl.Series(np.tile(np.arange(1, K + 1), C), dtype=pl.UInt16),
-                "theta": self.theta.ravel(),
-                "se_log": self.se.ravel(),
-                "lower": ci[..., 0].ravel(),
-                "upper": ci[..., 1].ravel(),
-                "n": np.concatenate([c.n for c in self.curves]),
-                "identified": np.isfinite(self.theta).ravel(),
-                "theta_raw": np.concatenate([c.theta for c in self.curves]),
-                "se_log_raw": np.concatenate([c.se for c in self.curves]),
-                "lower_raw": np.concatenate([r[:, 0] for r in raw]),
-                "upper_raw": np.concatenate([r[:, 1] for r in raw]),
-                "shrinkage": self.shrinkage.ravel(),
-            }
-        )
+        raw = np.stack([c._bounds(check_alpha(alpha)) for c in self.curves])
+        return context_frame(
+            self, self.bounds(alpha), n=np.stack([c.n for c in self.curves]),
+            raw=(np.stack([c.theta for c in self.curves]), np.stack([c.se for c in self.curves]),
+                 raw), shrinkage=self.shrinkage,
+        )  # fmt: skip
 
     def verdict(self, alpha: float = 0.05) -> str:
         """The homogeneity test in words: is one curve enough for these contexts?
@@ -158,21 +227,13 @@ class ContextCurves:
             A p-value at or above ``alpha`` says the data do not show the curves to
             differ, not that they are equal.
         """
-        alpha = check_alpha(alpha)
-        h = self.homogeneity
-        p = h.get("p_value")
-        if p is None or not np.isfinite(p):
-            return (
-                "one curve or several: not tested (no position where two contexts have an "
-                "estimate with a standard error, e.g. EM without its bootstrap)"
-            )
-        test = f"Wald chi2 = {h['statistic']:.2f}, df = {h['df']}, p = {p:.3g}"
-        if p < alpha:
-            return f"one curve is not enough: the contexts' curves differ ({test} < {alpha:g})"
-        return (
-            "one curve is enough for these contexts: their curves do not differ detectably "
-            f"({test} >= {alpha:g})"
-        )
+        return wald_verdict(
+            self.homogeneity, alpha,
+            untested="no position where two contexts have an estimate with a standard "
+            "error, e.g. EM without its bootstrap",
+            differ="the contexts' curves differ",
+            same=" for these contexts: their curves do not differ detectably",
+        )  # fmt: skip
 
     def summary_lines(self, alpha: float = 0.05) -> list[str]:
         """The per-context block of :meth:`Propensities.summary`."""
@@ -205,21 +266,12 @@ class ContextCurves:
 
     def to_dict(self, alpha: float = 0.05) -> dict:
         """JSON-ready dict (null for NaN); the raw curves as :meth:`Propensities.to_dict`."""
-        ci = self.bounds(alpha)
-        h = dict(self.homogeneity)
-        for key in ("statistic", "p_value"):
-            h[key] = _clean([h.get(key, np.nan)])[0]
         return {
-            "columns": list(self.columns),
-            "values": [list(v) for v in self.values],
-            "theta": _clean(self.theta),
-            "lower": _clean(ci[..., 0]),
-            "upper": _clean(ci[..., 1]),
-            "se": _clean(self.se),
+            **curves_dict(self, alpha),
             "shrinkage": _clean(self.shrinkage),
             "prior": _clean(self.prior),
             "tau": _clean(self.tau),
-            "homogeneity": h,
+            "homogeneity": homogeneity_json(self.homogeneity),
             "curves": [c.to_dict(alpha) for c in self.curves],
         }
 
@@ -230,9 +282,7 @@ class ContextCurves:
             raise InputError("contexts must be a dict with a 'curves' list")
         curves = tuple(propensities.from_dict(c) for c in obj["curves"])
         C, K = len(curves), (curves[0].K if curves else 0)
-        h = dict(obj.get("homogeneity", {}))
-        for key in ("statistic", "p_value"):
-            h[key] = np.nan if h.get(key) is None else float(h[key])
+        h = homogeneity_from_json(obj)
         return cls(
             columns=tuple(str(c) for c in obj.get("columns", ())),
             values=tuple(tuple(str(x) for x in v) for v in obj.get("values", ())),

@@ -279,7 +279,14 @@ def _profile_log_gamma(
     ``active``: the bound holds with equality (only where the pair's top cells are
     all clicks).
     """
-    a_c = a[pos]
+    return profile_cells(a[pos], g, n, c, G)
+
+
+def profile_cells(
+    a_c: np.ndarray, g: np.ndarray, n: np.ndarray, c: np.ndarray, G: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_profile_log_gamma` with the log propensity of every cell given (``a_c``),
+    for models where it is not one value per position."""
     top = np.full(G, -np.inf)
     np.maximum.at(top, g, a_c)
     nc = n - c
@@ -317,7 +324,7 @@ def _profile_log_gamma(
     return b, active & (C_g > 0)
 
 
-def _loglik(eta: np.ndarray, n: np.ndarray, c: np.ndarray) -> float:
+def loglik(eta: np.ndarray, n: np.ndarray, c: np.ndarray) -> float:
     """Binomial log-likelihood of the cells at log click probabilities ``eta`` (<= 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         clicks = np.where(c > 0, c * eta, 0.0)
@@ -353,7 +360,7 @@ def _observed_mle(
     a = np.where(free, a0, np.where(np.bincount(pos, c, minlength=K) > 0, a0, -np.inf))
     a[0] = 0.0
     b, active = _profile_log_gamma(a, g, pos, n, c, G)
-    ll = _loglik(a[pos] + b[g], n, c)
+    ll = loglik(a[pos] + b[g], n, c)
     idx = np.flatnonzero(free)
     if idx.size == 0:
         return a, 0, True
@@ -366,7 +373,7 @@ def _observed_mle(
         while True:  # backtracking: halve until the likelihood does not decrease
             a_new = a + t * step
             b_new, active_new = _profile_log_gamma(a_new, g, pos, n, c, G)
-            ll_new = _loglik(a_new[pos] + b_new[g], n, c)
+            ll_new = loglik(a_new[pos] + b_new[g], n, c)
             if ll_new >= ll or t < 1e-10:
                 break
             t *= 0.5
@@ -418,12 +425,7 @@ def _newton_terms(
     """Gradient and Hessian of the profile likelihood: a step of :func:`_observed_mle`."""
     K = a.size
     eta = a[pos] + b[g]
-    e = np.exp(eta)
-    live = np.isfinite(eta) & (n > c)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        grad_c = c - np.where(live, (n - c) * e / (1.0 - e), 0.0)  # d loglik / d eta
-        w = np.where(live, (n - c) * e / (1.0 - e) ** 2, 0.0)  # -d2 loglik / d eta2
-    grad_c = np.where(np.isfinite(eta), grad_c, 0.0)
+    grad_c, w = cell_terms(eta, n, c)
     on = active[g]
     top = np.full(G, -np.inf)
     np.maximum.at(top, g, a[pos])
@@ -447,6 +449,17 @@ def _newton_terms(
     hess += np.bincount(kk * K + ks, ww, minlength=K * K).reshape(K, K)
     hess += np.bincount(ks * K + kk, ww, minlength=K * K).reshape(K, K)
     return grad, hess
+
+
+def cell_terms(eta: np.ndarray, n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's score and curvature in its log click probability ``eta``: the first
+    derivative of its log-likelihood and minus the second (0 where ``eta`` is -inf)."""
+    e = np.exp(eta)
+    live = np.isfinite(eta) & (n > c)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        grad_c = c - np.where(live, (n - c) * e / (1.0 - e), 0.0)
+        w = np.where(live, (n - c) * e / (1.0 - e) ** 2, 0.0)
+    return np.where(np.isfinite(eta), grad_c, 0.0), w
 
 
 def _n_multi_position(g: np.ndarray) -> int:

@@ -643,8 +643,10 @@ def _allpairs_jackknife(
     member = pk >= 0
     g = pairs["g"][member]
     pk_m = pk[member]
-    s_lo = pairs["w"][member] * (pairs["y"][member] - mu_full[pk_m]) / (1 - mu_full[pk_m])
-    s_hi = pairs["w"][member] * (pairs["y2"][member] - mu_full[P + pk_m]) / (1 - mu_full[P + pk_m])
+    w_m = pairs["w"][member]
+    mu_lo, mu_hi = mu_full[pk_m], mu_full[P + pk_m]
+    s_lo = w_m * (pairs["y"][member] - mu_lo) / (1 - mu_lo)
+    s_hi = w_m * (pairs["y2"][member] - mu_hi) / (1 - mu_hi)
     # zero-click positions carry no parameter: drop their score rows
     s_lo = np.where(fixed_zero[pk_m], 0.0, s_lo)
     s_hi = np.where(fixed_zero[P + pk_m], 0.0, s_hi)
@@ -652,10 +654,17 @@ def _allpairs_jackknife(
     seen[g] = True
     ginv = (np.cumsum(seen) - 1)[g]  # the clusters with members, numbered in order
     G = int(ginv.max()) + 1 if ginv.size else 0
-    Xc = X.tocsr()
-    S_lo = sparse.csr_matrix((s_lo, (ginv, pk_m)), shape=(G, 2 * P))
-    S_hi = sparse.csr_matrix((s_hi, (ginv, P + pk_m)), shape=(G, 2 * P))
-    U = (S_lo + S_hi) @ Xc  # [G, n_par]
+    # the clusters' scores U = S X [G, n_par]: a side's score goes to its pair's column and
+    # to its position's theta column (the two ones of its row of X; none at position 1)
+    n_par = X.shape[1]
+    cols = [n_free + pk_m]
+    scores = [s_lo + s_hi]
+    for s_side, r in ((s_lo, pk_m), (s_hi, P + pk_m)):
+        c = col_map[side_pos[r]]
+        on = c >= 0
+        cols.append(np.where(on, c, n_free + pk_m))
+        scores.append(np.where(on, s_side, 0.0))
+    rows = np.tile(ginv, 3) * n_par
     # delete-one-cluster jackknife, one Newton step per cluster (CR3): the change of beta
     # when cluster g is left out is (H - H_g)^-1 s_g, with H_g its share of the information;
     # each pair side adds its weight to H_g at (p, p) and, with a theta column t, at (t, t),
@@ -664,12 +673,13 @@ def _allpairs_jackknife(
     sides = []
     for y_side, off in ((pairs["y"][member], 0), (pairs["y2"][member], P)):
         r = off + pk_m
-        hv = np.where(fixed_zero[r], 0.0, pairs["w"][member] * (1 - y_side) * curv[r])
+        hv = np.where(fixed_zero[r], 0.0, w_m * (1 - y_side) * curv[r])
         sides.append((ginv, col_map[side_pos[r]], pk_m, hv))
     try:
         if G < 2:
             raise np.linalg.LinAlgError
-        Ud = U.toarray()
+        Ud = np.bincount(rows + np.concatenate(cols), np.concatenate(scores),
+                         minlength=G * n_par).reshape(G, n_par)  # fmt: skip
         # a cluster alone in its set takes that set's relevance with it: a tiny ridge keeps
         # the solve finite, and that block is decoupled from the theta block
         ridge = 1e-9 * max(float(np.max(np.diag(H))), 1e-300)
@@ -710,13 +720,16 @@ def _leave_one_out(
     """
     G = Ud.shape[0]
     t_n, P = n_free, Ud.shape[1] - n_free
-    step = max(1, JACKKNIFE_CHUNK // max(t_n * P, 1))
+    T = t_n + 1  # a last theta column, dropped, takes the sides without one (position 1)
+    step = max(1, JACKKNIFE_CHUNK // max(T * P, 1))
     g, t, pair, w = (np.concatenate([s[i] for s in sides]) for i in range(4))
+    t = np.where(t >= 0, t, t_n)
     if G > step:  # chunks of clusters: their terms in cluster order
         order = np.argsort(g, kind="stable")
         g, t, pair, w = g[order], t[order], pair[order], w[order]
-    H_tt, H_tp, H_pt = H[:t_n, :t_n], H[:t_n, t_n:], H[t_n:, :t_n]
+    H_tp = H[:t_n, t_n:]
     H_pp = np.diag(H)[t_n:] + ridge
+    A0 = H[:t_n, :t_n] + ridge * np.eye(t_n)
     D = np.empty((G, t_n))
     for start in range(0, G, step):  # a loop over chunks of clusters
         stop = min(start + step, G)
@@ -724,16 +737,15 @@ def _leave_one_out(
         lo, hi = np.searchsorted(g, [start, stop]) if G > step else (0, g.size)
         gc, tc, pc, wc = g[lo:hi] - start, t[lo:hi], pair[lo:hi], w[lo:hi]
         d = H_pp - np.bincount(gc * P + pc, wc, minlength=m * P).reshape(m, P)
-        on = tc >= 0
-        gc, tc, pc, wc = gc[on], tc[on], pc[on], wc[on]
-        g_tt = np.bincount((gc * t_n + tc) * t_n + tc, wc, minlength=m * t_n * t_n)
-        g_tp = np.bincount((gc * t_n + tc) * P + pc, wc, minlength=m * t_n * P)
-        g_tp = g_tp.reshape(m, t_n, P)
-        A_tt = H_tt - g_tt.reshape(m, t_n, t_n) + ridge * np.eye(t_n)
-        A_tp = H_tp - g_tp
-        A_pt = H_pt - g_tp.transpose(0, 2, 1)
+        row = gc * T + tc
+        g_tt = np.bincount(row, wc, minlength=m * T).reshape(m, T)[:, :t_n]
+        g_tp = np.bincount(row * P + pc, wc, minlength=m * T * P).reshape(m, T, P)[:, :t_n]
+        A_tp = H_tp - g_tp  # H's cross block without the cluster's terms (contiguous)
+        A_tt = np.broadcast_to(A0, (m, t_n, t_n)).copy()
+        A_tt[:, np.arange(t_n), np.arange(t_n)] -= g_tt
         u_t, u_p = Ud[start:stop, :t_n], Ud[start:stop, t_n:]
-        S = A_tt - (A_tp / d[:, None, :]) @ A_pt
+        # the pair block's transpose is the cross block (H and H_g are symmetric)
+        S = A_tt - (A_tp / d[:, None, :]) @ A_tp.transpose(0, 2, 1)
         rhs = u_t - (A_tp @ (u_p / d)[:, :, None])[:, :, 0]
         D[start:stop] = np.linalg.solve(S, rhs[:, :, None])[:, :, 0]
     return D
@@ -779,9 +791,11 @@ def harvest_from_cells(
         theta, se, df, reasons, warns = _allpairs_fit(pairs, K)
     flat = (pairs["k"] - 1) * K + (pairs["k2"] - 1)
     # impressions at each position of the (q, d) pairs that are in some interventional set
-    in_sets = np.isin(cells["g"], pairs["g"]) & (pos <= K)
+    paired = np.zeros(int(cells["g"].max()) + 1, dtype=bool)
+    paired[pairs["g"]] = True
+    in_sets = paired[cells["g"]] & (pos <= K)
     n_at = np.bincount(pos[in_sets] - 1, cells["n"][in_sets], minlength=K)[:K]
-    n_sets = int(np.unique(flat).size)
+    n_sets = int(np.count_nonzero(np.bincount(flat, minlength=K * K)))
     return finish(
         theta,
         se,
@@ -794,7 +808,7 @@ def harvest_from_cells(
         df=df,
         info={
             "weighting": weighting,
-            "n_query_doc_pairs": int(np.unique(pairs["g"]).size),
+            "n_query_doc_pairs": int(paired.sum()),
             "n_interventional_sets": n_sets,
             "interval": {
                 "allpairs": "delete-one-(query, doc) jackknife (one Newton step), t on the "

@@ -89,10 +89,12 @@ class Propensities(Result):
         :func:`~clickrank.propensity.regression_em`). NaN rows add nothing.
     info : dict
         Method-specific details (JSON-serializable), e.g. ``{"route": "top"}``.
-    contexts : ContextCurves, optional
+    contexts : ContextCurves or ContextModel, optional
         With ``estimate_propensities(..., context=...)``: the curve of every context
         value (raw and empirical-Bayes), the prior they are shrunk toward, and the
         test of one curve for all (:class:`~clickrank.propensity.ContextCurves`);
+        with ``context_features=``, the curve as a function of the context's features
+        and the test of no feature effect (:class:`~clickrank.propensity.ContextModel`).
         ``theta`` is then the pooled curve of all sessions.
 
     Notes
@@ -118,7 +120,7 @@ class Propensities(Result):
     df: np.ndarray | None = None
     ci_counts: np.ndarray | None = None
     sensitivity: np.ndarray | None = None
-    contexts: ContextCurves | None = None
+    contexts: Any = None  # ContextCurves or ContextModel
 
     def __post_init__(self) -> None:
         theta = _as_float_array(self.theta, "theta")
@@ -481,8 +483,17 @@ def _from_dict(cls: type[Propensities], obj: dict) -> Propensities:
         sensitivity=None
         if sens is None
         else np.array([[np.nan if v is None else v for v in r] for r in sens], dtype=float),
-        contexts=None if ctx is None else ContextCurves.from_dict(ctx, cls),
+        contexts=None if ctx is None else _contexts_from_dict(ctx, cls),
     )
+
+
+def _contexts_from_dict(obj: Any, cls: type[Propensities]) -> Any:
+    """The ``contexts`` of a saved result: a feature model or curves per value."""
+    if isinstance(obj, dict) and obj.get("model") == "log-linear":
+        from ._context_model import ContextModel
+
+        return ContextModel.from_dict(obj)
+    return ContextCurves.from_dict(obj, cls)
 
 
 def _plot(p: Propensities, true_theta: Any, ax: Any, path: Any, alpha: float):
@@ -546,13 +557,16 @@ def _plot_contexts(p: Propensities, true_theta: Any, ax: Any, alpha: float) -> A
             f"true_theta must be one curve or one per context ({len(ctx.labels)} rows), "
             f"got shape {list(np.shape(true_theta))}"
         )
-    for i, label in enumerate(ctx.labels):
-        col = f"C{i % 10}"
+    # a feature model has a curve per distinct feature vector: it shows a few spanning them
+    rows = ctx.shown() if hasattr(ctx, "shown") else range(len(ctx.labels))
+    labels, sessions = ctx.labels, ctx.n_sessions
+    for j, i in enumerate(rows):
+        col = f"C{j % 10}"
         ok = np.isfinite(ctx.theta[i])
         x = p.positions[ok]
         ax.fill_between(x, bounds[i, ok, 0], bounds[i, ok, 1], color=col, alpha=0.15, lw=0)
         ax.plot(x, ctx.theta[i, ok], "o-", ms=3.5, lw=1.2, color=col,
-                label=f"{label} ({ctx.curves[i].n_sessions:,} sessions)")  # fmt: skip
+                label=f"{labels[i]} ({sessions[i]:,} sessions)")  # fmt: skip
         if per_context:
             t = _scaled_truth(truth[i], p)
             ax.plot(np.arange(1, t.size + 1), t, ":", lw=1.2, color=col)

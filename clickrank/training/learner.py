@@ -230,6 +230,12 @@ class ClickRanker(Params):
         because it measured as well or better: on the robustness suite's context cells
         correcting per context did not beat it, not even with the true curves
         (docs/contextual-bias.md).
+    context_features : str or list of str, optional
+        Numeric columns of the log describing a context with too many values for a
+        curve each: θ is EM's model log-linear in them
+        (``estimate_propensities(..., context_features=)``), and every IPS and doubly
+        robust target and the validation weigh an impression by the model's curve at
+        its context; Unbiased LambdaMART learns one set of biases. Not with ``context``.
     proximal : float, optional
         Train every member with PRPO's clipping :math:`\epsilon` around the
         logging ranker's rankings (:class:`~clickrank.lambdamart.LambdaMART`
@@ -330,6 +336,7 @@ class ClickRanker(Params):
         clip: float | str | None = "auto",
         propensity_method: str | None = "auto",
         context: str | list[str] | None = None,
+        context_features: str | list[str] | None = None,
         proximal: float | None = None,
         seed: int = 0,
         n_jobs: int = 1,
@@ -360,6 +367,7 @@ class ClickRanker(Params):
         self.clip = clip
         self.propensity_method = propensity_method
         self.context = context
+        self.context_features = context_features
         self.proximal = proximal
         self.seed = seed
         self.n_jobs = n_jobs
@@ -413,12 +421,14 @@ class ClickRanker(Params):
         say = progress if progress is not None else (lambda _m: None)
         spark = spark_session(self.engine, log)
         self.members_engine_ = "local" if spark is None else "spark"
-        context, propensities = check_log_context(log, self.context, propensities)
+        context, features, propensities = check_log_context(
+            log, self.context, propensities, self.context_features)  # fmt: skip
         theta, self.propensity_source_ = resolve_propensities(
-            data, log, propensities, self.propensity_method, self.seed, context)  # fmt: skip
+            data, log, propensities, self.propensity_method, self.seed, context, features
+        )
         say(self.propensity_source_.line())
-        if context is not None:
-            say(context_line(theta, context))
+        if context is not None or features is not None:
+            say(context_line(theta, context or features, features=features is not None))
         family = trainable(self.family, theta) if targets is None else list(targets)
         self.propensities_ = theta
         clip = self.clip if theta is not None else None

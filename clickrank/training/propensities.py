@@ -5,32 +5,53 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._core._validation import EstimationError
+from .._core._validation import EstimationError, InputError
 
 __all__ = ["resolve_propensities", "check_log_context", "context_line"]
 
 
-def check_log_context(log: Any, context: Any, propensities: Any) -> tuple[Any, Any]:
-    """The context columns of a fit, checked against the log's schema before any work, and
-    the propensities it uses.
+def check_log_context(
+    log: Any, context: Any, propensities: Any, features: Any = None
+) -> tuple[Any, Any, Any]:
+    """The context columns and context features of a fit, checked against the log's schema
+    before any work, and the propensities it uses.
 
-    ``context`` None or an empty list pools: per-context propensities give their pooled
-    curve.
+    ``context`` and ``features`` None or empty pool: per-context propensities give their
+    pooled curve. With ``features``, propensities given with a model of the same features
+    keep it; others give their pooled curve.
     """
-    from ..propensity import check_context
+    from ..propensity import ContextModel, check_context, check_features
 
     curves = getattr(propensities, "contexts", None)
-    if context is not None and not isinstance(context, str) and len(context) == 0:
-        context = None
-    if context is None:
-        return None, propensities if curves is None else replace(propensities, contexts=None)
-    return check_context(log, context), propensities
+    context, features = (None if v is not None and not isinstance(v, str) and len(v) == 0
+                         else v for v in (context, features))  # fmt: skip
+    if context is not None and features is not None:
+        raise InputError(
+            "context and context_features: give one (a curve per value of a context with few "
+            "values, or a model of a context's features)"
+        )
+    if features is not None:
+        cols = check_features(log, features)
+        keep = curves is None or (isinstance(curves, ContextModel) and curves.columns == cols)
+        return None, cols, propensities if keep else replace(propensities, contexts=None)
+    if context is None or isinstance(curves, ContextModel):  # a feature model is not per value
+        pooled = propensities if curves is None else replace(propensities, contexts=None)
+        return (None if context is None else check_context(log, context)), None, pooled
+    return check_context(log, context), None, propensities
 
 
-def context_line(theta: Any, context: tuple[str, ...]) -> str:
-    """One line on how the fit corrects per context: the curves it uses, and the test."""
+def context_line(theta: Any, context: tuple[str, ...], features: bool = False) -> str:
+    """One line on how the fit corrects per context: the curves it uses, and the test
+    (``features``: ``context`` are the features of a model of θ)."""
     cols = ", ".join(context)
     curves = getattr(theta, "contexts", None)
+    if features:
+        if curves is None:
+            return (
+                f"context features {cols}: the propensities hold one curve, used for every context"
+            )
+        return (f"context features {cols}: θ per impression from the model's curves at "
+                f"{len(curves.values):,} contexts; {curves.verdict()}")  # fmt: skip
     if theta is None:
         return f"context {cols}: no propensities; Unbiased LambdaMART learns biases per context"
     if curves is None:
@@ -42,6 +63,7 @@ def context_line(theta: Any, context: tuple[str, ...]) -> str:
 
 def resolve_propensities(data: Any, log: Any, propensities: Any, method: str | None,
                          seed: int, context: tuple[str, ...] | None = None,
+                         features: tuple[str, ...] | None = None,
                          ) -> tuple[Any, Any]:  # fmt: skip
     """The propensities given, or estimated from what the log holds, or None.
 
@@ -61,6 +83,9 @@ def resolve_propensities(data: Any, log: Any, propensities: Any, method: str | N
         Regression EM's seed.
     context : tuple of str, optional
         Context columns: the estimate holds a curve per context.
+    features : tuple of str, optional
+        Context features: the estimate is EM's, with a model of θ in them (whatever
+        ``method`` other than None).
 
     Returns
     -------
@@ -82,6 +107,8 @@ def resolve_propensities(data: Any, log: Any, propensities: Any, method: str | N
     kw: dict[str, Any] = {"n_boot": 0} if method == "em" else {}
     if method in ("auto", "regression-em"):
         kw = {"n_boot": 0, "seed": seed, "data": data, "sensitivity": 0}
+    if features is not None:  # the model's likelihood is EM's
+        method, kw = "em", {"n_boot": 0, "context_features": features}
     try:
         theta = estimate_propensities(log, method=method, context=context, **kw)
     except EstimationError as err:

@@ -1,0 +1,498 @@
+r"""Examination as a function of context features: one model for a context with many values.
+
+A curve per context (:mod:`._context`) needs each context's own clicks; a context with
+thousands of values (a query class, a locale, a page template) has too few per value.
+Fang, Agarwal & Joachims (2019, "Intervention Harvesting for Context-Dependent
+Examination-Bias Estimation", SIGIR) let the examination probability depend on
+features :math:`x` of the context instead, :math:`\theta_k(x)`, and estimate it by
+maximum likelihood from documents seen at several positions, with one relevance per
+(query, doc). Here the model is log-linear in the features,
+
+.. math::
+    \log\theta_k(x) = a_k + (x - \bar x)^\top D^{-1} w_k, \qquad a_1 = 0,\ w_1 = 0,
+
+(:math:`\bar x` and the diagonal :math:`D` the features' impression-weighted mean and
+standard deviation, so :math:`a_k` is the curve at the average context and
+:math:`w_k` the change of :math:`\log\theta_k` per standard deviation), which holds
+the power-law curves :math:`\theta_k = k^{-\eta(x)}` with :math:`\eta` linear in
+:math:`x` exactly. Clicks follow the PBM per impression,
+:math:`P(C = 1) = \theta_k(x)\,\gamma_{qd}`, on the (query, doc, position, x) cells of
+the log, and :math:`(a, w)` maximize its likelihood with each
+:math:`\log\gamma_{qd}` profiled out: EM's Newton on the profile likelihood
+(:mod:`._em`, ``constraint="observed"``), with the position design replaced by the
+cells' design rows (an indicator of the position and the features at that position).
+The likelihood is concave in :math:`(a, w, \log\gamma)`, so the maximum is unique
+where the design has full rank.
+
+Intervals come from the observed information (the inverse of minus the profile
+likelihood's Hessian at the maximum): the standard error of
+:math:`\log\theta_k(x)` at a context is that of its design row. The test of whether
+one curve is enough is the Wald test of :math:`w = 0`, with as many degrees of
+freedom as coefficients :math:`w`. Like EM's, the intervals assume the PBM's
+independent cells, and the model's form: a curve whose dependence on :math:`x` is not
+log-linear is approximated by the closest one in likelihood.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+from scipy.stats import chi2, norm
+
+from .._core._validation import EstimationError, InputError, check_alpha
+from ..engine import log_schema
+from ._context_result import (
+    _clean,
+    context_frame,
+    context_labels,
+    curves_dict,
+    homogeneity_from_json,
+    homogeneity_json,
+    wald_verdict,
+)
+from ._em import cell_terms, identified_positions, loglik, profile_cells
+from ._harvest import cell_statistics
+from ._stats import resolve_K
+
+__all__ = ["ContextModel", "by_features", "context_model", "check_features", "MAX_FEATURE_CONTEXTS"]
+
+#: Most distinct feature vectors (contexts) the model's table of curves holds.
+MAX_FEATURE_CONTEXTS = 100_000
+
+
+def check_features(lf: Any, features: Any) -> tuple[str, ...]:
+    """The feature columns, checked against the log's schema (no data read): present,
+    numeric or Boolean, not one of the log's own columns."""
+    from ..clicklog import LOG_SCHEMA
+
+    cols = (features,) if isinstance(features, str) else tuple(features or ())
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise InputError(
+            f"context_features must be a column name or a list of them, got {features!r}"
+        )
+    schema = log_schema(lf)
+    for c in cols:
+        if c in LOG_SCHEMA:
+            raise InputError(f"context feature {c!r} is a column of the log's own contract")
+        if c not in schema:
+            others = [n for n in schema.names() if n not in LOG_SCHEMA]
+            hint = f"; its other columns: {', '.join(others)}" if others else ""
+            raise InputError(f"context feature {c!r} is not in the log{hint}")
+        dt = schema[c]
+        if not (dt.is_numeric() or dt == pl.Boolean):
+            raise InputError(
+                f"context feature {c!r} has dtype {dt}; expected numbers (a categorical "
+                "context with few values is context=, one curve per value)"
+            )
+    if len(set(cols)) < len(cols):
+        raise InputError(f"context_features names a column twice: {list(cols)}")
+    return cols
+
+
+@dataclass(frozen=True, eq=False)
+class ContextModel:
+    r"""Examination curves as a log-linear function of context features, with the Wald
+    test of whether the features matter (:func:`~clickrank.propensity.estimate_propensities`
+    with ``context_features=``; the model in :mod:`clickrank.propensity._context_model`).
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The feature columns.
+    values : tuple of tuple of str
+        Every distinct feature vector of the log (a context), as the log's values cast
+        to text: row ``i`` of ``theta``.
+    theta : array ``[C, K]``
+        The model's curve at each context (:math:`\theta_1 = 1`; NaN at a position the
+        log does not identify).
+    se : array ``[C, K]``
+        Standard error of :math:`\log\theta_k(x)` (observed information).
+    n : array ``[C, K]``
+        Impressions of each context at each position.
+    coef : array ``[K, 1 + F]``
+        :math:`a_k` (the log curve at the mean context) and the coefficients of the
+        features on their own scale (change of :math:`\log\theta_k` per unit).
+    coef_se : array ``[K, 1 + F]``
+        Their standard errors.
+    center, scale : array ``[F]``
+        The features' impression-weighted mean and standard deviation.
+    homogeneity : dict
+        The Wald test of no feature effect: ``test``, ``statistic``, ``df``, ``p_value``.
+    """
+
+    columns: tuple[str, ...]
+    values: tuple[tuple[str, ...], ...]
+    theta: np.ndarray
+    se: np.ndarray
+    n: np.ndarray
+    coef: np.ndarray
+    coef_se: np.ndarray
+    center: np.ndarray
+    scale: np.ndarray
+    homogeneity: dict
+
+    model = "log-linear"
+
+    @property
+    def labels(self) -> list[str]:
+        """``"len=3, score=0.5"`` (numbers to 4 significant digits), one per context."""
+        return context_labels(self.columns, self.values, _short)
+
+    @property
+    def n_sessions(self) -> np.ndarray:
+        """Sessions of each context (its impressions at position 1)."""
+        return self.n[:, 0].astype(np.int64)
+
+    def bounds(self, alpha: float = 0.05) -> np.ndarray:
+        """``[C, K, 2]`` normal intervals on the log scale at every context."""
+        half = norm.isf(check_alpha(alpha) / 2) * self.se
+        with np.errstate(invalid="ignore"):
+            return np.stack([self.theta * np.exp(-half), self.theta * np.exp(half)], axis=-1)
+
+    def shown(self, most: int = 5) -> np.ndarray:
+        """Rows of at most ``most`` contexts spanning the range of the deepest identified
+        position's θ (its smallest, quantiles and largest): the curves a plot draws."""
+        ok = np.flatnonzero(np.isfinite(self.theta).all(axis=0))
+        if self.theta.shape[0] <= most or ok.size == 0:
+            return np.arange(self.theta.shape[0])
+        order = np.argsort(self.theta[:, ok[-1]], kind="stable")
+        return np.unique(order[np.round(np.linspace(0, order.size - 1, most)).astype(int)])
+
+    def to_frame(self, alpha: float = 0.05) -> pl.DataFrame:
+        """One row per (context, position), with the columns of
+        :meth:`ContextCurves.to_frame` (the model's curve is its own raw curve; no
+        shrinkage)."""
+        ci = self.bounds(alpha)
+        return context_frame(self, ci, n=self.n, raw=(self.theta, self.se, ci),
+                             shrinkage=np.full(self.theta.shape, np.nan))  # fmt: skip
+
+    def verdict(self, alpha: float = 0.05) -> str:
+        """The Wald test of no feature effect in words (see :meth:`ContextCurves.verdict`)."""
+        feats = ", ".join(self.columns)
+        return wald_verdict(
+            self.homogeneity, alpha,
+            untested="the features' information is singular",
+            differ=f"examination changes with {feats}",
+            same=f": examination does not change detectably with {feats}",
+        )  # fmt: skip
+
+    def summary_lines(self, alpha: float = 0.05) -> list[str]:
+        """The model's block of :meth:`Propensities.summary`: its coefficients, the test,
+        and the spread of θ over the contexts."""
+        level = f"{100 * (1 - alpha):g}%"
+        z = norm.isf(check_alpha(alpha) / 2)
+        names = ["a (mean context)", *self.columns]
+        lines = [
+            "",
+            f"By context features ({', '.join(self.columns)}; log θ_k(x) = a_k + w_k·x, "
+            f"{len(self.values):,} contexts; {level} CI from the observed information)",
+            f"homogeneity: {self.verdict(alpha)}",
+            "",
+            f"{'pos':>4} " + " ".join(f"{s[:20]:>22}" for s in names)
+            + f" {'theta min':>9} {'median':>8} {'max':>8}",
+        ]  # fmt: skip
+        for k in range(self.coef.shape[0]):
+            cells = [
+                f"{b:+.4f} ± {z * s:.4f}" if np.isfinite(s) else f"{b:+.4f}"
+                for b, s in zip(self.coef[k], self.coef_se[k], strict=True)
+            ]
+            t = self.theta[:, k]
+            spread = (
+                f"{np.min(t):9.4f} {np.median(t):8.4f} {np.max(t):8.4f}"
+                if np.isfinite(t).all() else f"{'nan':>9} {'nan':>8} {'nan':>8}"
+            )  # fmt: skip
+            lines.append(f"{k + 1:>4} " + " ".join(f"{s:>22}" for s in cells) + f" {spread}")
+        return lines
+
+    def to_dict(self, alpha: float = 0.05) -> dict:
+        """JSON-ready dict (null for NaN); ``model`` says which kind of context result."""
+        return {
+            "model": self.model,
+            **curves_dict(self, alpha),
+            "n": _clean(self.n),
+            "coef": _clean(self.coef),
+            "coef_se": _clean(self.coef_se),
+            "center": _clean(self.center),
+            "scale": _clean(self.scale),
+            "homogeneity": homogeneity_json(self.homogeneity),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: dict) -> ContextModel:
+        """Rebuild from :meth:`to_dict`."""
+
+        def arr(key: str) -> np.ndarray:
+            vals = obj.get(key)
+            if not isinstance(vals, list):
+                raise InputError(f"contexts.{key} must be a list")
+            a = np.array(_nan(vals), dtype=float)
+            a.setflags(write=False)
+            return a
+
+        h = homogeneity_from_json(obj)
+        out = cls(
+            columns=tuple(str(c) for c in obj.get("columns", ())),
+            values=tuple(tuple(str(x) for x in v) for v in obj.get("values", ())),
+            theta=arr("theta"),
+            se=arr("se"),
+            n=arr("n"),
+            coef=arr("coef"),
+            coef_se=arr("coef_se"),
+            center=arr("center"),
+            scale=arr("scale"),
+            homogeneity=h,
+        )
+        C, F = len(out.values), len(out.columns)
+        shapes = {"theta": (C, -1), "se": out.theta.shape, "n": out.theta.shape,
+                  "coef": (out.theta.shape[1] if out.theta.ndim == 2 else -1, 1 + F)}  # fmt: skip
+        for key, shape in shapes.items():
+            a = getattr(out, key)
+            if a.ndim != 2 or any(s not in (-1, t) for s, t in zip(shape, a.shape, strict=True)):
+                raise InputError(f"contexts.{key} has shape {list(a.shape)}, expected {shape}")
+        return out
+
+
+def _short(text: str) -> str:
+    """A feature's value for a label: a number to 4 significant digits."""
+    try:
+        return f"{float(text):.4g}"
+    except ValueError:
+        return text
+
+
+def _nan(values: Any) -> Any:
+    """Nested lists with None as NaN."""
+    if isinstance(values, list):
+        return [_nan(v) for v in values]
+    return np.nan if values is None else values
+
+
+def context_model(
+    lf: Any, features: tuple[str, ...], *, K: int | None = None, max_iter: int = 200,
+    tol: float = 1e-9,
+) -> tuple[ContextModel, list[str]]:  # fmt: skip
+    """Fit the module docstring's model on ``lf``'s (query, doc, position, features) cells.
+
+    Returns the model and its warnings. Raises :class:`InputError` for features with
+    null or non-finite values, a constant feature or more than
+    :data:`MAX_FEATURE_CONTEXTS` contexts, and :class:`EstimationError` where θ is not
+    identified (every (query, doc) pair at one position, no click at position 1).
+    """
+    cells = cell_statistics(lf, by=features)
+    pos_all = cells["position"]
+    if pos_all.size == 0:
+        raise EstimationError("context model: the log is empty")
+    K = resolve_K(K, int(pos_all.max()), "context model")
+    keep = (pos_all <= K) & (cells["n"] > 0)
+    X = np.column_stack([np.asarray(cells[f], dtype=float) for f in features])[keep]
+    for j, f in enumerate(features):
+        if not np.isfinite(X[:, j]).all():
+            raise InputError(f"context feature {f!r} has null or non-finite values; "
+                             "give every impression a number")  # fmt: skip
+    g, pos, n, c = cells["g"][keep], pos_all[keep] - 1, cells["n"][keep], cells["c"][keep]
+    uniq, ctx = np.unique(X, axis=0, return_inverse=True)
+    ctx = ctx.ravel()
+    if uniq.shape[0] > MAX_FEATURE_CONTEXTS:
+        raise InputError(
+            f"context features {list(features)} take {uniq.shape[0]:,} distinct values; "
+            f"at most {MAX_FEATURE_CONTEXTS:,} (round or bin them)"
+        )
+    center = np.average(X, axis=0, weights=n)
+    scale = np.sqrt(np.average((X - center) ** 2, axis=0, weights=n))
+    if (flat := np.flatnonzero(scale == 0)).size:
+        raise InputError(f"context feature {features[flat[0]]!r} is constant in the log: "
+                         "there is no change of examination to model")  # fmt: skip
+    Z = (X - center) / scale
+    G = int(g.max()) + 1
+    c_pos = np.bincount(pos, c, minlength=K)
+    n_pos = np.bincount(pos, n, minlength=K)
+    if c_pos[0] == 0:
+        raise EstimationError("context model: no clicks at position 1")
+    free = identified_positions(cells, K) & (c_pos > 0)
+    free[0] = False
+    if not free.any():
+        raise EstimationError(
+            "context model: not identified: no (query, doc) pair links a position to "
+            "position 1 (use randomization or swaps)"
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        naive = np.log(np.clip(np.where(n_pos > 0, c_pos / n_pos, 0) / (c_pos[0] / n_pos[0]),
+                               1e-3, 1))  # fmt: skip
+    fixed = np.where(c_pos > 0, naive, -np.inf)  # the positions the model does not fit
+    fixed[0] = 0.0
+    F = len(features)
+    slot = np.cumsum(free) - 1  # a free position's block of the design
+    D = _design(pos, Z, free, slot, F)
+    offset = np.where(free[pos], 0.0, fixed[pos])
+    beta0 = np.zeros(D.shape[1])
+    beta0[slot[free] * (1 + F)] = naive[free]
+    beta, iterations, converged = _fit(D, offset, beta0, g, n, c, G, max_iter=max_iter, tol=tol)
+    cov = _covariance(D, offset, beta, g, n, c, G)
+    warns = [] if converged else [f"context model: Newton not converged after {iterations} steps"]
+    if not np.isfinite(cov).all():
+        warns.append(
+            "context model: the information is singular (a feature that does not vary "
+            "among documents shown at several positions); no intervals or test"
+        )
+    # the curve and its standard error at every context
+    B = beta.reshape(-1, 1 + F)  # [free positions, 1 + F]
+    Zu = np.column_stack([np.ones(uniq.shape[0]), (uniq - center) / scale])
+    theta = np.full((uniq.shape[0], K), np.nan)
+    se = np.full((uniq.shape[0], K), np.nan)
+    theta[:, 0], se[:, 0] = 1.0, 0.0
+    for k in np.flatnonzero(free):  # a loop over positions, each vectorized over contexts
+        block = slice(slot[k] * (1 + F), (slot[k] + 1) * (1 + F))
+        theta[:, k] = np.exp(Zu @ B[slot[k]])
+        with np.errstate(invalid="ignore"):
+            se[:, k] = np.sqrt(np.einsum("ij,jk,ik->i", Zu, cov[block, block], Zu))
+    # coefficients on the features' own scale: w / scale, and a at the mean context
+    coef = np.full((K, 1 + F), np.nan)
+    coef_se = np.full((K, 1 + F), np.nan)
+    coef[0] = 0.0
+    coef_se[0] = 0.0
+    unit = np.r_[1.0, 1.0 / scale]
+    var = np.diag(cov).reshape(-1, 1 + F)
+    coef[free] = B * unit
+    with np.errstate(invalid="ignore"):
+        coef_se[free] = np.sqrt(var) * unit
+    w_idx = np.flatnonzero(np.arange(beta.size) % (1 + F) != 0)
+    test = _wald(beta[w_idx], cov[np.ix_(w_idx, w_idx)])
+    values = _as_text(uniq, lf, features)
+    counts = np.bincount(ctx * K + pos, n, minlength=uniq.shape[0] * K).reshape(-1, K)
+    model = ContextModel(
+        columns=tuple(features), values=values, theta=theta, se=se, n=counts,
+        coef=coef, coef_se=coef_se, center=center, scale=scale, homogeneity=test,
+    )  # fmt: skip
+    return model, warns
+
+
+def _design(pos: np.ndarray, Z: np.ndarray, free: np.ndarray, slot: np.ndarray, F: int):
+    """Sparse ``[cells, free positions x (1 + F)]`` design: a cell at a free position has
+    a 1 and its standardized features in that position's block (zero rows elsewhere)."""
+    rows = np.flatnonzero(free[pos])
+    base = slot[pos[rows]] * (1 + F)
+    cols = base[:, None] + np.arange(1 + F)
+    vals = np.column_stack([np.ones(rows.size), Z[rows]])
+    return sparse.csr_matrix(
+        (vals.ravel(), (np.repeat(rows, 1 + F), cols.ravel())),
+        shape=(pos.size, int(free.sum()) * (1 + F)),
+    )
+
+
+def _terms(lt: np.ndarray, D: Any, g, n, c, G) -> tuple[np.ndarray, np.ndarray, float]:
+    """Gradient, Hessian and value of the profile log-likelihood in the coefficients at
+    cell log propensities ``lt``: the design form of EM's Newton terms (a pair inside
+    its bound through the Schur complement of its log γ, a pair at the bound along the
+    difference of each cell's row and its top cell's)."""
+    b, active = profile_cells(lt, g, n, c, G)
+    eta = lt + b[g]
+    grad_c, w = cell_terms(eta, n, c)
+    on = active[g]
+    top = np.full(G, -np.inf)
+    np.maximum.at(top, g, lt)
+    istar = np.zeros(G, dtype=np.int64)
+    at_top = np.flatnonzero(lt == top[g])
+    istar[g[at_top]] = at_top
+    ins = np.flatnonzero(~on & np.isfinite(eta))
+    Di = D[ins]
+    grad = Di.T @ grad_c[ins]
+    hess = -(Di.T @ sparse.diags(w[ins]) @ Di).toarray()
+    w_g = np.bincount(g[ins], w[ins], minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(w_g[g[ins]] > 0, w[ins] / np.sqrt(w_g[g[ins]]), 0.0)
+    M = sparse.csr_matrix((scaled, (g[ins], np.arange(ins.size))), shape=(G, ins.size)) @ Di
+    hess += (M.T @ M).toarray()
+    if on.any():
+        idx = np.flatnonzero(on)
+        Don = D[idx] - D[istar[g[idx]]]
+        grad += Don.T @ grad_c[idx]
+        hess -= (Don.T @ sparse.diags(w[idx]) @ Don).toarray()
+    return grad, hess, loglik(eta, n, c)
+
+
+def _fit(D, offset, beta, g, n, c, G, *, max_iter: int, tol: float):
+    """Newton's method with backtracking on the profile likelihood (as
+    :func:`._em._observed_mle`). Returns ``(beta, iterations, converged)``."""
+    grad, hess, ll = _terms(offset + D @ beta, D, g, n, c, G)
+    converged, it = False, 0
+    for it in range(1, int(max_iter) + 1):  # noqa: B007  # Newton steps, each vectorized over cells
+        step = np.linalg.lstsq(-hess, grad, rcond=None)[0]
+        t = 1.0
+        while True:  # backtracking: halve until the likelihood does not decrease
+            new = beta + t * step
+            g_new, h_new, ll_new = _terms(offset + D @ new, D, g, n, c, G)
+            if ll_new >= ll or t < 1e-10:
+                break
+            t *= 0.5
+        if ll_new < ll:  # no ascent along the Newton direction: at the maximum up to rounding
+            converged = float(np.max(np.abs(step))) < 1e-6
+            break
+        change = float(np.max(np.abs(t * step)))
+        beta, grad, hess, ll = new, g_new, h_new, ll_new
+        if change < tol:
+            converged = True
+            break
+    return beta, it, converged
+
+
+def _covariance(D, offset, beta, g, n, c, G) -> np.ndarray:
+    """Inverse of minus the profile likelihood's Hessian at ``beta`` (NaN if singular)."""
+    hess = _terms(offset + D @ beta, D, g, n, c, G)[1]
+    info = -hess
+    if np.linalg.matrix_rank(info) < info.shape[0]:
+        return np.full(info.shape, np.nan)
+    return np.linalg.inv(info)
+
+
+def _wald(w: np.ndarray, cov: np.ndarray) -> dict[str, Any]:
+    """The Wald test of ``w = 0`` with covariance ``cov``."""
+    out: dict[str, Any] = {
+        "test": "Wald chi-square of no feature effect (w = 0)",
+        "df": int(w.size),
+    }
+    if not np.isfinite(cov).all():
+        return {**out, "statistic": np.nan, "p_value": np.nan}
+    stat = float(w @ np.linalg.solve(cov, w))
+    return {**out, "statistic": stat, "p_value": float(chi2.sf(stat, w.size))}
+
+
+def _as_text(uniq: np.ndarray, lf: Any, features: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The contexts' feature values as the log's columns cast to text (how
+    :class:`~clickrank.targets.ContextTheta` matches an impression to its context)."""
+    schema = log_schema(lf)
+    frame = pl.DataFrame(
+        [pl.Series(f, uniq[:, j]).cast(schema[f]).cast(pl.String) for j, f in enumerate(features)]
+    )
+    return tuple(frame.iter_rows())
+
+
+def by_features(lf: Any, features: Any, **kw: Any) -> Any:
+    """EM's pooled estimate of ``lf`` (the same numbers as without features) holding the
+    model of its curve as a function of ``features`` (``contexts``, a
+    :class:`ContextModel`). ``kw`` goes to :func:`~clickrank.propensity.em`."""
+    from dataclasses import replace
+
+    from ..engine import is_spark
+    from ._em import em
+
+    if is_spark(lf):
+        raise InputError("context_features: the model is fitted on a polars log, not a "
+                         "Spark DataFrame (aggregate to the log's columns first)")  # fmt: skip
+    cols = check_features(lf, features)
+    if kw.get("constraint", "observed") != "observed":
+        raise InputError("context_features: the model's likelihood is EM's with "
+                         "constraint='observed'")  # fmt: skip
+    pooled = em(lf, **kw)
+    model, warns = context_model(lf, cols, K=pooled.K, max_iter=kw.get("max_iter", 200),
+                                 tol=kw.get("tol", 1e-9))  # fmt: skip
+    return replace(
+        pooled,
+        contexts=model,
+        warnings=(*pooled.warnings, *warns),
+        info={**pooled.info, "context_features": list(cols),
+              "context_reference": "Fang, Agarwal & Joachims, SIGIR 2019"},
+    )  # fmt: skip

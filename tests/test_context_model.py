@@ -1,0 +1,260 @@
+"""Examination as a log-linear function of context features (propensity._context_model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from clickrank import EstimationError, InputError
+from clickrank.clickmodels import PBM, PowerLaw
+from clickrank.datasets import synthetic
+from clickrank.policies import PlackettLuce
+from clickrank.propensity import ContextModel, Propensities, estimate_propensities
+
+K = 6
+SEGMENTS = 40
+SLOPE = 0.6
+
+
+def _segments(slope, n, seed=3):
+    """A log of ``n`` sessions over :data:`SEGMENTS` segments, segment ``i`` with the
+    feature ``x_i`` (evenly on [-1, 1]) and the curve k^-(1 + slope x_i), equal shares;
+    a Plackett-Luce logger, no interventions."""
+    from clickrank.simulation import Context, simulate
+
+    x = np.linspace(-1, 1, SEGMENTS)
+    names = [f"s{i:02d}" for i in range(SEGMENTS)]
+    models = {v: PBM(PowerLaw(1 + slope * xv)) for v, xv in zip(names, x, strict=True)}
+    data = synthetic(60, 10, seed=1)
+    segment = Context("segment", dict.fromkeys(names, 1.0), models)
+    policy = PlackettLuce(data.X[:, 0] * 2.0)
+    log = simulate(data, policy=policy, n_sessions=n, top_k=K, seed=seed, context=segment)
+    feature = pl.col("segment").cast(pl.String).replace_strict(
+        dict(zip(names, x.tolist(), strict=True)), return_dtype=pl.Float64)  # fmt: skip
+    return data, log.with_columns(x=feature)
+
+
+@pytest.fixture(scope="module")
+def sloped():
+    return _segments(SLOPE, 30_000)
+
+
+@pytest.fixture(scope="module")
+def fitted(sloped):
+    return estimate_propensities(sloped[1], method="em", context_features="x", n_boot=0)
+
+
+def test_the_coefficients_are_within_their_standard_errors_of_the_truth(sloped, fitted):
+    """θ_k = k^-(1 + s x) is log-linear in x: a_k = -(1 + s x̄) log k at the mean
+    context, w_k = -s log k per unit of x. Ten estimates, each within 3.5 of its SEs."""
+    m = fitted.contexts
+    assert isinstance(m, ContextModel) and m.columns == ("x",)
+    logk = np.log(np.arange(1, K + 1))
+    truth = np.column_stack([-(1 + SLOPE * m.center[0]) * logk, -SLOPE * logk])
+    z = (m.coef - truth)[1:] / m.coef_se[1:]
+    assert np.all(np.abs(z) < 3.5), z
+    assert np.all(m.coef_se[1:] > 0) and np.all(m.coef_se[1:, 1] < 0.2)
+    # every segment's curve, and the table of curves, from the same coefficients
+    assert len(m.values) == SEGMENTS and m.theta.shape == (SEGMENTS, K)
+    x = np.array([float(v[0]) for v in m.values])
+    want = np.exp(m.coef[:, 0] + np.outer(x - m.center[0], m.coef[:, 1]))
+    np.testing.assert_allclose(m.theta, want, rtol=1e-10)
+    assert m.homogeneity["df"] == K - 1 and m.homogeneity["p_value"] < 1e-10
+    assert "one curve is not enough: examination changes with x" in m.verdict()
+    # theta stays EM's pooled curve, the same numbers as without features
+    plain = estimate_propensities(sloped[1], method="em", n_boot=0)
+    np.testing.assert_array_equal(fitted.theta, plain.theta)
+
+
+def test_the_intervals_are_the_observed_information_of_the_profile_likelihood(sloped, fitted):
+    """The coefficients' covariance is the inverse of minus the profile log-likelihood's
+    Hessian, here by finite differences of the likelihood with each log γ profiled out."""
+    from clickrank.propensity import cell_statistics
+    from clickrank.propensity._context_model import _design
+    from clickrank.propensity._em import loglik, profile_cells
+
+    m = fitted.contexts
+    cells = cell_statistics(sloped[1].lazy(), by=("x",))
+    g, pos, n, c = cells["g"], cells["position"] - 1, cells["n"], cells["c"]
+    G = int(g.max()) + 1
+    Z = ((cells["x"] - m.center) / m.scale)[:, None]
+    free = np.arange(K) > 0
+    D = _design(pos, Z, free, np.cumsum(free) - 1, 1)
+    beta = np.column_stack([m.coef[1:, 0], m.coef[1:, 1] * m.scale[0]]).ravel()
+
+    def profile(b):
+        lt = D @ b
+        return loglik(lt + profile_cells(lt, g, n, c, G)[0][g], n, c)
+
+    h, p = 1e-4, beta.size
+    hess = np.zeros((p, p))
+    eye = np.eye(p) * h
+    for i in range(p):
+        for j in range(p):
+            ridge = profile(beta + eye[i] + eye[j]) - profile(beta + eye[i] - eye[j])
+            valley = profile(beta - eye[i] + eye[j]) - profile(beta - eye[i] - eye[j])
+            hess[i, j] = (ridge - valley) / (4 * h * h)
+    se = np.sqrt(np.diag(np.linalg.inv(-hess))).reshape(-1, 2) * np.r_[1.0, 1.0 / m.scale[0]]
+    np.testing.assert_allclose(m.coef_se[1:], se, rtol=2e-3)
+
+
+def test_without_a_feature_effect_the_score_of_em_is_zero_and_the_test_keeps_quiet():
+    """At w = 0 the model is EM's PBM: its score in a at EM's maximum is zero, and the
+    Wald test does not reject on a log whose segments share one curve."""
+    from clickrank.propensity import cell_statistics
+    from clickrank.propensity._context_model import _design, _terms
+
+    _, log = _segments(0.0, 30_000, seed=5)
+    res = estimate_propensities(log, method="em", context_features="x", n_boot=0)
+    assert res.contexts.homogeneity["p_value"] > 0.01
+    assert "one curve is enough" in res.contexts.verdict()
+    cells = cell_statistics(log.lazy(), by=("x",))
+    g, pos, n, c = cells["g"], cells["position"] - 1, cells["n"], cells["c"]
+    free = np.arange(K) > 0
+    D = _design(pos, np.zeros((pos.size, 1)), free, np.cumsum(free) - 1, 1)
+    beta = np.column_stack([np.log(res.theta[1:]), np.zeros(K - 1)]).ravel()
+    grad = _terms(D @ beta, D, g, n, c, int(g.max()) + 1)[0]
+    assert np.max(np.abs(grad[::2])) < 1e-5 * n.sum() ** 0.5
+
+
+def test_each_impression_is_weighed_by_its_contexts_curve(sloped, fitted):
+    from clickrank.targets import ips
+    from clickrank.targets._theta import context_theta
+
+    data, log = sloped
+    table = context_theta(fitted)
+    assert table.columns == ("x",) and table.table.shape == (SEGMENTS + 1, K)
+    rows = table.index(log.select("x").unique().sort("x"))
+    np.testing.assert_array_equal(rows, np.arange(SEGMENTS))  # every segment has its curve
+    np.testing.assert_array_equal(table.table[-1], fitted.theta)
+    per = np.asarray(ips(data, log, propensities=fitted).gains)
+    pooled = np.asarray(ips(data, log, propensities=fitted.theta).gains)
+    assert np.abs(per - pooled).max() > 0.05  # the segments' curves differ a lot
+    # one segment alone: its impressions weigh by its curve, as a pooled estimate of its own
+    one = log.filter(pl.col("segment") == "s00")
+    curve = fitted.contexts.theta[0]
+    np.testing.assert_allclose(np.asarray(ips(data, one, propensities=fitted).gains),
+                               np.asarray(ips(data, one, propensities=curve).gains))  # fmt: skip
+
+
+def test_the_result_shows_saves_and_draws_the_model(fitted, tmp_path):
+    m = fitted.contexts
+    text = fitted.summary()
+    assert "By context features (x; log θ_k(x) = a_k + w_k·x, 40 contexts" in text
+    assert "homogeneity: one curve is not enough" in text
+    frame = fitted.to_frame()
+    assert frame.height == K * (SEGMENTS + 1)
+    assert frame.filter(pl.col("x").is_null()).height == K  # the pooled rows lead
+    path = tmp_path / "p.json"
+    fitted.save(path)
+    back = Propensities.load(path)
+    assert back == fitted and isinstance(back.contexts, ContextModel)
+    np.testing.assert_array_equal(back.contexts.coef, m.coef)
+    assert_frame_equal(back.to_frame(), frame)
+    assert json.loads(path.read_text())["contexts"]["model"] == "log-linear"
+    png = tmp_path / "p.png"
+    fitted.plot(path=png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert m.shown().size == 5 and m.labels[0] == "x=-1"
+
+
+def _bad(log, **kw):
+    return estimate_propensities(log, **{"method": "em", "n_boot": 0, **kw})
+
+
+@pytest.mark.parametrize(
+    "change, kw, error, match",
+    [
+        (None, {"context_features": "nope"}, InputError, "feature 'nope' is not in the log"),
+        (None, {"context_features": "segment"}, InputError, "dtype Categorical; expected numbers"),
+        (None, {"context_features": "position"}, InputError, "a column of the log's own contract"),
+        (None, {"context_features": ["x", "x"]}, InputError, "names a column twice"),
+        (None, {"context_features": "x", "method": "swap"}, InputError, "method='em'"),
+        (None, {"context_features": "x", "context": "segment"}, InputError, "no context="),
+        (None, {"context_features": "x", "constraint": "all"}, InputError, "constraint='observed'"),
+        (pl.lit(1.0), {"context_features": "x"}, InputError, "'x' is constant in the log"),
+        (pl.when(pl.col("session") == 7).then(None).otherwise(pl.col("x")),
+         {"context_features": "x"}, InputError, "'x' has null or non-finite values"),
+        (pl.col("x") * np.inf, {"context_features": "x"}, InputError, "null or non-finite"),
+    ],
+)  # fmt: skip
+def test_bad_feature_input_is_one_line(sloped, change, kw, error, match):
+    log = sloped[1].head(6_000)
+    if change is not None:
+        log = log.with_columns(x=change)
+    with pytest.raises(error, match=match) as err:
+        _bad(log, **kw)
+    assert "\n" not in str(err.value)
+
+
+def test_too_many_contexts_and_an_unidentified_log_are_one_line(sloped, monkeypatch):
+    from clickrank.propensity import _context_model
+
+    log = sloped[1].head(6_000)
+    monkeypatch.setattr(_context_model, "MAX_FEATURE_CONTEXTS", 10)
+    with pytest.raises(InputError, match="take 40 distinct values; at most 10 .round or bin"):
+        _bad(log, context_features="x")
+    monkeypatch.undo()
+    # every (query, doc) at one position: EM itself says it is not identified
+    fixed = log.with_columns(doc=pl.col("position").cast(pl.Int64) + 100 * pl.col("query"))
+    with pytest.raises(EstimationError, match="not identified"):
+        _bad(fixed, context_features="x")
+
+
+def test_a_context_with_thousands_of_values_points_to_its_features(sloped):
+    log = sloped[1].with_columns(
+        many=(pl.col("session") % 500).cast(pl.String).cast(pl.Categorical)
+    )
+    with pytest.raises(InputError, match="context_features=") as err:
+        estimate_propensities(log, method="em", context="many", n_boot=0)
+    assert "\n" not in str(err.value)
+
+
+def test_the_command_line_fits_the_model_and_refuses_other_methods(sloped, tmp_path):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    log = tmp_path / "log.parquet"
+    sloped[1].head(30_000).write_parquet(log)
+    out, png = tmp_path / "m.json", tmp_path / "m.png"
+    args = ["propensity", str(log), "--method", "em", "--context-features", "x",
+            "--bootstrap", "5", "-o", str(out), "--plot", str(png)]  # fmt: skip
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    want = estimate_propensities(log, method="em", context_features="x", n_boot=5)
+    assert Propensities.load(out) == want
+    assert res.stdout == want.summary() + "\n"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for args in (["--method", "swap"], ["--method", "em", "--context", "segment"]):
+        bad = tmp_path / "bad.json"
+        res = CliRunner().invoke(cli, ["propensity", str(log), *args, "--context-features", "x",
+                                       "-o", str(bad)])  # fmt: skip
+        assert res.exit_code == 2 and "--context-features is fitted by EM" in res.output
+        assert not bad.exists()
+
+
+def test_the_learner_weighs_each_impression_by_the_models_curve(sloped, fitted):
+    from clickrank import ClickRanker
+
+    data, log = sloped
+    lines = []
+    small = dict(family=("ips-shown",), n_estimators=30, seed=0)
+    ranker = ClickRanker(context_features="x", **small).fit(data, log, progress=lines.append)
+    assert isinstance(ranker.propensities_.contexts, ContextModel)
+    said = "context features x: θ per impression from the model's curves at 40 contexts; one"
+    assert any(line.startswith(said) for line in lines)
+    np.testing.assert_array_equal(ranker.propensities_.contexts.theta, fitted.contexts.theta)
+    # the click statistics weigh each impression by its segment's curve, not the pooled one
+    pooled = ClickRanker(**small).fit(data, log)
+    assert pooled.propensities_.contexts is None
+    assert not np.allclose(ranker.stats_.ips, pooled.stats_.ips)
+    # given with the model of the same feature, it is used as given; a context too is refused
+    again = ClickRanker(context_features=["x"], **small).fit(data, log, fitted)
+    assert again.propensities_ is fitted
+    with pytest.raises(InputError, match="context and context_features: give one"):
+        ClickRanker(context="segment", context_features="x", **small).fit(data, log)
