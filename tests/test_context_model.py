@@ -258,3 +258,46 @@ def test_the_learner_weighs_each_impression_by_the_models_curve(sloped, fitted):
     assert again.propensities_ is fitted
     with pytest.raises(InputError, match="context and context_features: give one"):
         ClickRanker(context="segment", context_features="x", **small).fit(data, log)
+
+
+def test_several_integer_boolean_and_collinear_features(sloped):
+    log = sloped[1].with_columns(
+        x2=2 * pl.col("x"), xi=(pl.col("x") * 10).round().cast(pl.Int32), xb=pl.col("x") > 0
+    )
+    two = estimate_propensities(log, method="em", context_features=["x", "xb"], n_boot=0)
+    assert two.contexts.coef.shape == (K, 3) and two.contexts.homogeneity["df"] == 2 * (K - 1)
+    assert len(two.contexts.values) == SEGMENTS and not two.warnings
+    ints = estimate_propensities(log, method="em", context_features="xi", n_boot=0).contexts
+    assert len(ints.values) == 21 and ints.values[0] == ("-10",)  # the log's own text
+    flag = estimate_propensities(log, method="em", context_features="xb", n_boot=0).contexts
+    assert flag.values == (("false",), ("true",))
+    # w_k per unit of xb: the mean log-curve gap between the segments above and below 0
+    assert np.all(flag.coef[1:, 1] < 0) and np.all(flag.coef_se[1:, 1] > 0)
+    same = estimate_propensities(log, method="em", context_features=["x", "x2"], n_boot=0)
+    assert "the information is singular (features constant or collinear" in same.warnings[-1]
+    assert (
+        np.isnan(same.contexts.homogeneity["p_value"]) and "not tested" in same.contexts.verdict()
+    )
+
+
+def test_train_says_how_to_use_a_propensity_files_feature_model(sloped, fitted, tmp_path):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+    from clickrank.datasets import save_letor
+
+    data, log = sloped
+    save_letor(data, tmp_path / "data.txt")
+    log.write_parquet(tmp_path / "log.parquet")
+    fitted.save(tmp_path / "theta.json")
+    common = ["train", "--data", str(tmp_path / "data.txt"), "--log", str(tmp_path / "log.parquet"),
+              "--propensities", str(tmp_path / "theta.json"), "--set", 'family=["ips-shown"]',
+              "--set", "n_estimators=20"]  # fmt: skip
+    res = CliRunner().invoke(cli, [*common, "--out", str(tmp_path / "pooled")])
+    assert res.exit_code == 0, res.output
+    assert "context features x: the propensity file models examination in them" in res.stderr
+    assert "--set 'context_features=[\"x\"]'" in res.stderr
+    res = CliRunner().invoke(cli, [*common, "--set", "context_features=x", "--out",
+                                   str(tmp_path / "per")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "context features x: θ per impression from the model's curves at 40" in res.stderr

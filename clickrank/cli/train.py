@@ -16,6 +16,7 @@ FILE``; :mod:`._train_params`), passed on unchanged and checked by the estimator
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 from typing import Any
 
@@ -409,6 +410,13 @@ def _say_described_context(log_path, theta) -> None:
     cols = [c["name"] for c in meta.get("context", [])
             if isinstance(c, dict) and c.get("click_models")]  # fmt: skip
     curves = getattr(theta, "contexts", None)
+    if not cols and getattr(curves, "model", None) == "log-linear":
+        names = json.dumps(list(curves.columns))
+        click.echo(f"context features {', '.join(curves.columns)}: the propensity file models "
+                   "examination in them; the default corrects with one curve (--set "
+                   f"'context_features={names}' corrects each impression by the model's curve "
+                   "at its context; docs/contextual-bias.md)", err=True)  # fmt: skip
+        return
     cols = cols or ([] if curves is None else list(curves.columns))
     if cols:
         names = ",".join(cols)

@@ -335,8 +335,8 @@ def context_model(
     warns = [] if converged else [f"context model: Newton not converged after {iterations} steps"]
     if not np.isfinite(cov).all():
         warns.append(
-            "context model: the information is singular (a feature that does not vary "
-            "among documents shown at several positions); no intervals or test"
+            "context model: the information is singular (features constant or collinear "
+            "among the documents shown at several positions); no intervals or test"
         )
     # the curve and its standard error at every context
     B = beta.reshape(-1, 1 + F)  # [free positions, 1 + F]
