@@ -635,7 +635,7 @@ def _users(args: Any) -> str:
     swap = " no-interventions" if args.swap == 0 else ""
     if getattr(args, "context", False):
         kappa = args.context_concentration
-        who = (f"segments={args.context_segments}" if args.context_segments
+        who = (f"segments={args.context_segments}" if getattr(args, "context_segments", 0)
                else f"phone={args.context_share:g}")  # fmt: skip
         swap = (f" context {who} eta={args.context_etas[0]:g}/"
                 f"{args.context_etas[1]:g}" + ("" if kappa is None else f" by-query={kappa:g}")

@@ -30,8 +30,8 @@ from .._core._validation import InputError, check_choice
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._context import CONTEXT_METHODS, by_context, check_context
-from ._context_model import ContextModel, by_features, check_features
-from ._context_result import ContextCurves
+from ._context_model import by_features, check_features
+from ._context_result import ContextCurves, ContextModel
 from ._em import em, em_from_cells
 from ._harvest import (
     cell_statistics,

@@ -35,25 +35,16 @@ log-linear is approximated by the closest one in likelihood.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 from scipy import sparse
-from scipy.stats import chi2, norm
+from scipy.stats import chi2
 
-from .._core._validation import EstimationError, InputError, check_alpha
+from .._core._validation import EstimationError, InputError
 from ..engine import log_schema
-from ._context_result import (
-    _clean,
-    context_frame,
-    context_labels,
-    curves_dict,
-    homogeneity_from_json,
-    homogeneity_json,
-    wald_verdict,
-)
+from ._context_result import ContextModel
 from ._em import cell_terms, identified_positions, loglik, profile_cells
 from ._harvest import cell_statistics
 from ._stats import resolve_K
@@ -91,184 +82,6 @@ def check_features(lf: Any, features: Any) -> tuple[str, ...]:
     if len(set(cols)) < len(cols):
         raise InputError(f"context_features names a column twice: {list(cols)}")
     return cols
-
-
-@dataclass(frozen=True, eq=False)
-class ContextModel:
-    r"""Examination curves as a log-linear function of context features, with the Wald
-    test of whether the features matter (:func:`~clickrank.propensity.estimate_propensities`
-    with ``context_features=``; the model in :mod:`clickrank.propensity._context_model`).
-
-    Attributes
-    ----------
-    columns : tuple of str
-        The feature columns.
-    values : tuple of tuple of str
-        Every distinct feature vector of the log (a context), as the log's values cast
-        to text: row ``i`` of ``theta``.
-    theta : array ``[C, K]``
-        The model's curve at each context (:math:`\theta_1 = 1`; NaN at a position the
-        log does not identify).
-    se : array ``[C, K]``
-        Standard error of :math:`\log\theta_k(x)` (observed information).
-    n : array ``[C, K]``
-        Impressions of each context at each position.
-    coef : array ``[K, 1 + F]``
-        :math:`a_k` (the log curve at the mean context) and the coefficients of the
-        features on their own scale (change of :math:`\log\theta_k` per unit).
-    coef_se : array ``[K, 1 + F]``
-        Their standard errors.
-    center, scale : array ``[F]``
-        The features' impression-weighted mean and standard deviation.
-    homogeneity : dict
-        The Wald test of no feature effect: ``test``, ``statistic``, ``df``, ``p_value``.
-    """
-
-    columns: tuple[str, ...]
-    values: tuple[tuple[str, ...], ...]
-    theta: np.ndarray
-    se: np.ndarray
-    n: np.ndarray
-    coef: np.ndarray
-    coef_se: np.ndarray
-    center: np.ndarray
-    scale: np.ndarray
-    homogeneity: dict
-
-    model = "log-linear"
-
-    @property
-    def labels(self) -> list[str]:
-        """``"len=3, score=0.5"`` (numbers to 4 significant digits), one per context."""
-        return context_labels(self.columns, self.values, _short)
-
-    @property
-    def n_sessions(self) -> np.ndarray:
-        """Sessions of each context (its impressions at position 1)."""
-        return self.n[:, 0].astype(np.int64)
-
-    def bounds(self, alpha: float = 0.05) -> np.ndarray:
-        """``[C, K, 2]`` normal intervals on the log scale at every context."""
-        half = norm.isf(check_alpha(alpha) / 2) * self.se
-        with np.errstate(invalid="ignore"):
-            return np.stack([self.theta * np.exp(-half), self.theta * np.exp(half)], axis=-1)
-
-    def shown(self, most: int = 5) -> np.ndarray:
-        """Rows of at most ``most`` contexts spanning the range of the deepest identified
-        position's θ (its smallest, quantiles and largest): the curves a plot draws."""
-        ok = np.flatnonzero(np.isfinite(self.theta).all(axis=0))
-        if self.theta.shape[0] <= most or ok.size == 0:
-            return np.arange(self.theta.shape[0])
-        order = np.argsort(self.theta[:, ok[-1]], kind="stable")
-        return np.unique(order[np.round(np.linspace(0, order.size - 1, most)).astype(int)])
-
-    def to_frame(self, alpha: float = 0.05) -> pl.DataFrame:
-        """One row per (context, position), with the columns of
-        :meth:`ContextCurves.to_frame` (the model's curve is its own raw curve; no
-        shrinkage)."""
-        ci = self.bounds(alpha)
-        return context_frame(self, ci, n=self.n, raw=(self.theta, self.se, ci),
-                             shrinkage=np.full(self.theta.shape, np.nan))  # fmt: skip
-
-    def verdict(self, alpha: float = 0.05) -> str:
-        """The Wald test of no feature effect in words (see :meth:`ContextCurves.verdict`)."""
-        feats = ", ".join(self.columns)
-        return wald_verdict(
-            self.homogeneity, alpha,
-            untested="the features' information is singular",
-            differ=f"examination changes with {feats}",
-            same=f": examination does not change detectably with {feats}",
-        )  # fmt: skip
-
-    def summary_lines(self, alpha: float = 0.05) -> list[str]:
-        """The model's block of :meth:`Propensities.summary`: its coefficients, the test,
-        and the spread of θ over the contexts."""
-        level = f"{100 * (1 - alpha):g}%"
-        z = norm.isf(check_alpha(alpha) / 2)
-        names = ["a (mean context)", *self.columns]
-        lines = [
-            "",
-            f"By context features ({', '.join(self.columns)}; log θ_k(x) = a_k + w_k·x, "
-            f"{len(self.values):,} contexts; {level} CI from the observed information)",
-            f"homogeneity: {self.verdict(alpha)}",
-            "",
-            f"{'pos':>4} " + " ".join(f"{s[:20]:>22}" for s in names)
-            + f" {'theta min':>9} {'median':>8} {'max':>8}",
-        ]  # fmt: skip
-        for k in range(self.coef.shape[0]):
-            cells = [
-                f"{b:+.4f} ± {z * s:.4f}" if np.isfinite(s) else f"{b:+.4f}"
-                for b, s in zip(self.coef[k], self.coef_se[k], strict=True)
-            ]
-            t = self.theta[:, k]
-            spread = (
-                f"{np.min(t):9.4f} {np.median(t):8.4f} {np.max(t):8.4f}"
-                if np.isfinite(t).all() else f"{'nan':>9} {'nan':>8} {'nan':>8}"
-            )  # fmt: skip
-            lines.append(f"{k + 1:>4} " + " ".join(f"{s:>22}" for s in cells) + f" {spread}")
-        return lines
-
-    def to_dict(self, alpha: float = 0.05) -> dict:
-        """JSON-ready dict (null for NaN); ``model`` says which kind of context result."""
-        return {
-            "model": self.model,
-            **curves_dict(self, alpha),
-            "n": _clean(self.n),
-            "coef": _clean(self.coef),
-            "coef_se": _clean(self.coef_se),
-            "center": _clean(self.center),
-            "scale": _clean(self.scale),
-            "homogeneity": homogeneity_json(self.homogeneity),
-        }
-
-    @classmethod
-    def from_dict(cls, obj: dict) -> ContextModel:
-        """Rebuild from :meth:`to_dict`."""
-
-        def arr(key: str) -> np.ndarray:
-            vals = obj.get(key)
-            if not isinstance(vals, list):
-                raise InputError(f"contexts.{key} must be a list")
-            a = np.array(_nan(vals), dtype=float)
-            a.setflags(write=False)
-            return a
-
-        h = homogeneity_from_json(obj)
-        out = cls(
-            columns=tuple(str(c) for c in obj.get("columns", ())),
-            values=tuple(tuple(str(x) for x in v) for v in obj.get("values", ())),
-            theta=arr("theta"),
-            se=arr("se"),
-            n=arr("n"),
-            coef=arr("coef"),
-            coef_se=arr("coef_se"),
-            center=arr("center"),
-            scale=arr("scale"),
-            homogeneity=h,
-        )
-        C, F = len(out.values), len(out.columns)
-        shapes = {"theta": (C, -1), "se": out.theta.shape, "n": out.theta.shape,
-                  "coef": (out.theta.shape[1] if out.theta.ndim == 2 else -1, 1 + F)}  # fmt: skip
-        for key, shape in shapes.items():
-            a = getattr(out, key)
-            if a.ndim != 2 or any(s not in (-1, t) for s, t in zip(shape, a.shape, strict=True)):
-                raise InputError(f"contexts.{key} has shape {list(a.shape)}, expected {shape}")
-        return out
-
-
-def _short(text: str) -> str:
-    """A feature's value for a label: a number to 4 significant digits."""
-    try:
-        return f"{float(text):.4g}"
-    except ValueError:
-        return text
-
-
-def _nan(values: Any) -> Any:
-    """Nested lists with None as NaN."""
-    if isinstance(values, list):
-        return [_nan(v) for v in values]
-    return np.nan if values is None else values
 
 
 def context_model(

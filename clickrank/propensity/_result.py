@@ -21,7 +21,7 @@ from .._core._validation import (
     check_alpha,
     check_theta_scale,
 )
-from ._context_result import ContextCurves
+from ._context_result import ContextCurves, ContextModel
 from ._intervals import ratio_score_interval
 
 __all__ = ["Propensities"]
@@ -489,9 +489,7 @@ def _from_dict(cls: type[Propensities], obj: dict) -> Propensities:
 
 def _contexts_from_dict(obj: Any, cls: type[Propensities]) -> Any:
     """The ``contexts`` of a saved result: a feature model or curves per value."""
-    if isinstance(obj, dict) and obj.get("model") == "log-linear":
-        from ._context_model import ContextModel
-
+    if isinstance(obj, dict) and obj.get("model") == ContextModel.model:
         return ContextModel.from_dict(obj)
     return ContextCurves.from_dict(obj, cls)
 
