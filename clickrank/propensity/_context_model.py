@@ -45,7 +45,7 @@ from scipy.stats import chi2
 from .._core._validation import EstimationError, InputError
 from ..engine import log_schema
 from ._context_result import ContextModel
-from ._em import cell_terms, identified_positions, loglik, profile_cells
+from ._em import cell_terms, identified_positions, loglik, naive_theta, profile_cells
 from ._harvest import cell_statistics
 from ._stats import resolve_K
 
@@ -132,9 +132,7 @@ def context_model(
             "context model: not identified: no (query, doc) pair links a position to "
             "position 1 (use randomization or swaps)"
         )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        naive = np.log(np.clip(np.where(n_pos > 0, c_pos / n_pos, 0) / (c_pos[0] / n_pos[0]),
-                               1e-3, 1))  # fmt: skip
+    naive = np.log(naive_theta(c_pos, n_pos))
     fixed = np.where(c_pos > 0, naive, -np.inf)  # the positions the model does not fit
     fixed[0] = 0.0
     F = len(features)

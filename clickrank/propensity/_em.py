@@ -102,6 +102,12 @@ def identified_positions(cells: dict[str, np.ndarray], K: int) -> np.ndarray:
     return (comp[:K] == comp[0]) & shown & shown[0]
 
 
+def naive_theta(c_pos: np.ndarray, n_pos: np.ndarray) -> np.ndarray:
+    """Click rates by position relative to position 1, in [1e-3, 1]: Newton's start."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.clip(np.where(n_pos > 0, c_pos / n_pos, 0) / (c_pos[0] / n_pos[0]), 1e-3, 1)
+
+
 def em_from_cells(
     cells: dict[str, np.ndarray],
     *,
@@ -163,8 +169,8 @@ def em_from_cells(
         raise EstimationError(
             "em: no clicks at position 1; theta relative to position 1 is not identified"
         )
+    theta = naive_theta(c_pos, n_pos)
     with np.errstate(divide="ignore", invalid="ignore"):
-        theta = np.clip(np.where(n_pos > 0, c_pos / n_pos, 0) / (c_pos[0] / n_pos[0]), 1e-3, 1)
         gamma = np.clip(np.bincount(g, c, minlength=G) / n_g, 1e-6, 1 - 1e-6)
     reasons = {
         p + 1: "no chain of (query, doc) pairs shown at several positions links it to position 1"
