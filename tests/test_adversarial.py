@@ -408,6 +408,36 @@ def test_sigterm_stops_a_long_training_within_3_s(tmp_path, inputs):
     assert not (tmp_path / "m" / "model.txt").exists() and no_temp_files(tmp_path)
 
 
+_CALLBACK = """
+import ctypes, os, signal, time
+from clickrank._core._signals import install
+install()
+
+def inside():  # a native library calling back into Python (llvmlite writing numba's cache)
+    {body}
+    sum(range(10_000))  # the Python handler runs here, inside the callback
+
+ctypes.CFUNCTYPE(None)(inside)()
+time.sleep(10)
+"""
+
+
+@pytest.mark.parametrize("body", ["os.kill(os.getpid(), signal.SIGTERM)", "raise ValueError(7)"])
+def test_a_signal_inside_a_native_callback_ends_quietly(body):
+    import subprocess
+    import sys
+
+    script = _CALLBACK.format(body=body)
+    t0 = time.perf_counter()
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    took = time.perf_counter() - t0
+    if "SIGTERM" in body:  # the watchdog ends it; no traceback from the swallowed exception
+        assert run.returncode == 143 and took < 8, (run.returncode, took, run.stderr)
+        assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr
+    else:  # other unraisable exceptions are still reported by the previous hook
+        assert run.returncode == 0 and "ValueError: 7" in run.stderr, run.stderr
+
+
 # -- 4. readers check their bounds, naming the line --------------------------------------------
 
 

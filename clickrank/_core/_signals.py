@@ -28,6 +28,12 @@ interpreter's shutdown: a native thread still running our Python (polars' stream
 sink pulls the simulated chunks from a Python source on its own threads) would be
 stopped there by an unwinding its Rust frames do not let through, and glibc then aborts
 the process ("FATAL: exception not rethrown", SIGABRT instead of the exit code).
+
+A signal that arrives while a native library calls back into Python (numba's JIT
+cache is written from an llvmlite ctypes callback) raises its exception inside that
+callback, where ctypes reports it as "unraisable" and carries on; :func:`install`'s
+``sys.unraisablehook`` keeps those quiet, since the flag and the watchdog still end
+the command, and passes every other unraisable exception to the previous hook.
 """
 
 from __future__ import annotations
@@ -177,6 +183,21 @@ def leave(end: SystemExit) -> None:
     raise end
 
 
+def _unraisable(hook: Callable[[object], None]) -> Callable[[object], None]:
+    """``sys.unraisablehook`` that drops the exceptions our handlers raised (a signal that
+    landed in a native callback) and passes the rest to ``hook``."""
+
+    def quiet(unraisable: object) -> None:
+        exc = getattr(unraisable, "exc_type", None)
+        ours = (exc is not None and issubclass(exc, Terminated) and _REQUESTED.is_set()) or (
+            exc is KeyboardInterrupt and _INTERRUPTED.is_set()
+        )
+        if not ours:
+            hook(unraisable)
+
+    return quiet
+
+
 def _watch(fd: int) -> None:
     while True:
         try:
@@ -223,6 +244,7 @@ def install() -> bool:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt)  # the same KeyboardInterrupt, remembered
         _WATCHED.add(signal.SIGINT)
+    sys.unraisablehook = _unraisable(sys.unraisablehook)
     threading.Thread(target=_watch, args=(r,), name="clickrank-sigterm", daemon=True).start()
     _INSTALLED[0] = True
     return True
