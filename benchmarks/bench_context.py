@@ -28,8 +28,12 @@ features  ``--logs`` logs per slope of a context with many values: 1,000 segment
           θ_k = k^-(1 + s x) (slopes s 0.6, 0.1 and 0, the last one curve for all), a
           Plackett-Luce logger over synthetic(60, 10), no interventions.
           ``estimate_propensities(log, "em", context_features="x")``: coverage of the 95 %
-          intervals of θ_k(x) at every context, of the coefficients a_k and w_k, and the
-          Wald test's rejection rate (its size at s = 0, its power otherwise).
+          intervals of θ_k(x) at every context, of the coefficients a_k and w_k, of the
+          pooled curve (its truth each position's mean curve over its impressions), and
+          the Wald test's rejection rate (its size at s = 0, its power otherwise). With
+          ``--logger deterministic``: a deterministic logger over synthetic(300, 20),
+          every document at one position, and ``method="regression-em"`` (the level from
+          regression EM's pooled curve, the slopes within documents).
 cost      one parquet log of ``--sessions`` sessions (top 10, three loggers and 10 % swap,
           randpair and randomized sessions each, the device column): seconds of each
           estimator's pooled estimate and of the same with ``context="device"``, and their
@@ -156,15 +160,24 @@ SEGMENTS = 1000
 SLOPES = (0.6, 0.1, 0.0)
 
 
-def _feature_logs(slope: float, n_logs: int, per_log: int, seed: int):
+def _feature_data(logger: str):
+    """The documents and the logger of the ``features`` part: a Plackett-Luce logger over
+    synthetic(60, 10), or a deterministic one over synthetic(300, 20)."""
+    if logger == "deterministic":
+        data = synthetic(300, 20, seed=0)
+        return data, DeterministicPolicy(data.X[:, 0])
+    data = synthetic(60, 10, seed=1)
+    return data, PlackettLuce(data.X[:, 0] * 2.0)
+
+
+def _feature_logs(slope: float, n_logs: int, per_log: int, seed: int, logger: str):
     """``n_logs`` logs of ``per_log`` sessions from :data:`SEGMENTS` segments whose
     curves are k^-(1 + slope x) (the ``features`` part), with the feature column ``x``."""
     x = np.random.default_rng(0).uniform(-1, 1, SEGMENTS)
     names = [f"s{i:04d}" for i in range(SEGMENTS)]
     models = {v: PBM(PowerLaw(1 + slope * xv)) for v, xv in zip(names, x, strict=True)}
     segment = Context("segment", dict.fromkeys(names, 1.0), models)
-    data = synthetic(60, 10, seed=1)
-    policy = PlackettLuce(data.X[:, 0] * 2.0)
+    data, policy = _feature_data(logger)
     of_segment = dict(zip(names, x.tolist(), strict=True))
     feature = pl.col("segment").cast(pl.String).replace_strict(of_segment, return_dtype=pl.Float64)
     step = max(per_log, (1_000_000 // per_log) * per_log)
@@ -177,21 +190,30 @@ def _feature_logs(slope: float, n_logs: int, per_log: int, seed: int):
             yield part.drop("rep", "segment")
 
 
-def features(n_logs: int, per_log: int, out: str | None) -> dict:
+def features(n_logs: int, per_log: int, out: str | None, logger: str = "plackett-luce") -> dict:
     """Coverage and the Wald test of the feature model (module docstring, ``features``)."""
-    results: dict = {"logs": n_logs, "per_log": per_log, "segments": SEGMENTS, "cells": {}}
+    results: dict = {"logs": n_logs, "per_log": per_log, "segments": SEGMENTS,
+                     "logger": logger, "cells": {}}  # fmt: skip
     z = 1.959963984540054
     logk = np.log(np.arange(1, K + 1))
+    data = _feature_data(logger)[0]
+    method, kw = ("em", {}) if logger == "plackett-luce" else ("regression-em", {"data": data})
     for i, slope in enumerate(SLOPES):
-        theta_cover, a_cover, w_cover, rejected, seconds = [], [], [], [], 0.0
-        for log in _feature_logs(slope, n_logs, per_log, seed=300 + i):
+        theta_cover, a_cover, w_cover, pooled_cover, rejected = [], [], [], [], []
+        seconds = 0.0
+        for log in _feature_logs(slope, n_logs, per_log, seed=300 + i, logger=logger):
             t = time.perf_counter()
-            m = estimate_propensities(log, method="em", context_features="x", n_boot=0).contexts
+            p = estimate_propensities(log, method=method, context_features="x", n_boot=0, **kw)
             seconds += time.perf_counter() - t
+            m = p.contexts
             x = np.array([float(v[0]) for v in m.values])
             truth = np.exp(-(1 + slope * x)[:, None] * logk)
             lo, hi = m.bounds(0.05)[..., 0], m.bounds(0.05)[..., 1]
             theta_cover.append(((lo <= truth) & (truth <= hi)).mean(axis=0)[1:])
+            # the pooled curve's truth: each position's mean curve over its impressions
+            mean = (truth * m.n).sum(axis=0) / m.n.sum(axis=0)
+            ci = p.conf_int(0.05).select("lower", "upper").to_numpy()
+            pooled_cover.append(((ci[:, 0] <= mean) & (mean <= ci[:, 1]))[1:])
             a_true, w_true = -(1 + slope * m.center[0]) * logk, -slope * logk
             for cover, col, true in ((a_cover, 0, a_true), (w_cover, 1, w_true)):
                 b, se = m.coef[:, col], m.coef_se[:, col]
@@ -204,13 +226,14 @@ def features(n_logs: int, per_log: int, out: str | None) -> dict:
             "theta": np.mean(theta_cover, axis=0).tolist(),
             "a": np.mean(a_cover, axis=0).tolist(),
             "w": np.mean(w_cover, axis=0).tolist(),
+            "pooled": np.mean(pooled_cover, axis=0).tolist(),
         }
         results["cells"][f"slope {slope:g}"] = cell
         what = "size" if slope == 0 else "power"
-        print(f"[features] slope {slope:g}: {n_logs} logs x {per_log:,} sessions, "
+        print(f"[features] {logger}, slope {slope:g}: {n_logs} logs x {per_log:,} sessions, "
               f"{cell['seconds_per_log']:.2f} s a log; the Wald test rejects "
               f"{cell['rejection_rate']:.3f} at 5 % ({what})", flush=True)  # fmt: skip
-        for key in ("theta", "a", "w"):
+        for key in ("theta", "a", "w", "pooled"):
             c = cell[key]
             print(
                 f"    {key:<5} coverage, positions 2..{K}: "
@@ -269,6 +292,8 @@ def main() -> None:
     )
     ap.add_argument("--sessions", type=int, default=1_000_000, help="cost: sessions")
     ap.add_argument("--repeats", type=int, default=2, help="cost: best of this many")
+    ap.add_argument("--logger", default="plackett-luce", choices=["plackett-luce", "deterministic"],
+                    help="features: the logger (deterministic: regression EM's level)")  # fmt: skip
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--tmp", default=None, help="cost: folder for the temporary parquet log")
     args = ap.parse_args()
@@ -278,7 +303,7 @@ def main() -> None:
             args.logs, args.per_log, args.methods, args.json, args.scenarios
         )
     if "features" in args.parts:
-        results["features"] = features(args.logs, args.per_log, args.json)
+        results["features"] = features(args.logs, args.per_log, args.json, args.logger)
     if "cost" in args.parts:
         results["cost"] = cost(args.sessions, args.repeats, args.methods, args.tmp)
     if args.json:

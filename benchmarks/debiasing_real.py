@@ -211,9 +211,12 @@ class Setup:
     def estimate(self, context: str | None) -> Any:
         """The propensities the rows use: the swap estimate, or what the log holds
         (``auto``) without swaps; per device with ``context`` (with --context-segments,
-        EM's model of θ in the segments' feature x)."""
+        the model of θ in the segments' feature x that ``auto`` fits: EM's, or regression
+        EM's level with the slopes within documents)."""
         if context is not None and self.segments:
-            return estimate_propensities(self.log, method="em", context_features="x", n_boot=0)
+            return estimate_propensities(self.log, method="auto", context_features="x",
+                                         data=self.train, n_boot=0, seed=self.seed,
+                                         sensitivity=0)  # fmt: skip
         if self.args.swap > 0:
             return estimate_propensities(self.log, method="swap", context=context)
         return estimate_propensities(self.log, method="auto", data=self.train, n_boot=0,
@@ -748,7 +751,7 @@ def main() -> None:
                     help="--context: instead of two devices, this many segments of equal "
                     "share, each with a feature x uniform on [-1, 1] and a curve whose η goes "
                     "linearly in x from the first of --context-etas to the second; the default "
-                    "row corrects by EM's model of θ in x (ClickRanker(context_features='x')), "
+                    "row corrects by the model of θ in x (ClickRanker(context_features='x')), "
                     "lightgbm-position gets rank ids alone")  # fmt: skip
     ap.add_argument("--context-etas", default="2,0.5",
                     help="--context: η of the phones' and the desktops' curves")  # fmt: skip

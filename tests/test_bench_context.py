@@ -44,8 +44,20 @@ def test_the_context_benchmark_reports_the_feature_models_coverage_and_test(tmp_
     cells = json.loads(out.read_text())["features"]["cells"]
     assert set(cells) == {"slope 0.6", "slope 0.1", "slope 0"}
     for cell in cells.values():
-        for key in ("theta", "a", "w"):
+        for key in ("theta", "a", "w", "pooled"):
             assert len(cell[key]) == 5 and all(0 <= x <= 1 for x in cell[key])
     # η from 0.4 to 1.6 across the segments: the test sees it in 3,000 sessions
     assert cells["slope 0.6"]["rejection_rate"] == 1.0
-    assert "[features] slope 0: 2 logs x 3,000 sessions" in res.stdout
+    assert "[features] plackett-luce, slope 0: 2 logs x 3,000 sessions" in res.stdout
+
+
+def test_the_feature_models_benchmark_runs_on_a_deterministic_logger(tmp_path):
+    out = tmp_path / "features.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_context.py"), "--parts", "features",
+           "--logger", "deterministic", "--logs", "1", "--per-log", "5000",
+           "--json", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(out.read_text())["features"]
+    assert got["logger"] == "deterministic" and got["cells"]["slope 0.6"]["rejection_rate"] == 1.0
+    assert "[features] deterministic, slope 0: 1 logs x 5,000 sessions" in res.stdout

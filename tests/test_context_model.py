@@ -173,7 +173,10 @@ def _bad(log, **kw):
         (None, {"context_features": "segment"}, InputError, "dtype Categorical; expected numbers"),
         (None, {"context_features": "position"}, InputError, "a column of the log's own contract"),
         (None, {"context_features": ["x", "x"]}, InputError, "names a column twice"),
-        (None, {"context_features": "x", "method": "swap"}, InputError, "method='em'"),
+        (None, {"context_features": "x", "method": "swap"}, InputError,
+         "fitted with method 'em', 'regression-em' or 'auto'"),
+        (None, {"context_features": "x", "method": "regression-em"}, InputError,
+         "regression-em' needs the documents' features: pass data="),
         (None, {"context_features": "x", "context": "segment"}, InputError, "no context="),
         (None, {"context_features": "x", "constraint": "all"}, InputError, "constraint='observed'"),
         (pl.lit(1.0), {"context_features": "x"}, InputError, "'x' is constant in the log"),
@@ -234,7 +237,8 @@ def test_the_command_line_fits_the_model_and_refuses_other_methods(sloped, tmp_p
         bad = tmp_path / "bad.json"
         res = CliRunner().invoke(cli, ["propensity", str(log), *args, "--context-features", "x",
                                        "-o", str(bad)])  # fmt: skip
-        assert res.exit_code == 2 and "--context-features is fitted by EM" in res.output
+        assert res.exit_code == 2
+        assert "fitted on a local log with --method em, regression" in res.output
         assert not bad.exists()
 
 
@@ -301,3 +305,100 @@ def test_train_says_how_to_use_a_propensity_files_feature_model(sloped, fitted, 
                                    str(tmp_path / "per")])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "context features x: θ per impression from the model's curves at 40" in res.stderr
+
+
+# -- a log whose documents each stay at one position: regression EM's level ----------------
+
+
+def _one_position(slope, n, seed=5):
+    """A deterministic logger over synthetic(300, 20) (every document at one position, no
+    interventions) and the :data:`SEGMENTS` segments of :func:`_segments`."""
+    from clickrank.policies import DeterministicPolicy
+    from clickrank.simulation import Context, simulate
+
+    x = np.linspace(-1, 1, SEGMENTS)
+    names = [f"s{i:02d}" for i in range(SEGMENTS)]
+    models = {v: PBM(PowerLaw(1 + slope * xv)) for v, xv in zip(names, x, strict=True)}
+    data = synthetic(300, 20, seed=0)
+    segment = Context("segment", dict.fromkeys(names, 1.0), models)
+    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), n_sessions=n, top_k=K,
+                   seed=seed, context=segment)  # fmt: skip
+    feature = pl.col("segment").cast(pl.String).replace_strict(
+        dict(zip(names, x.tolist(), strict=True)), return_dtype=pl.Float64)  # fmt: skip
+    return data, log.with_columns(x=feature).drop("segment")
+
+
+@pytest.fixture(scope="module")
+def one_position():
+    return _one_position(SLOPE, 20_000)
+
+
+def test_without_position_variety_the_slopes_come_from_within_documents(one_position):
+    """EM's likelihood identifies nothing here; ``auto`` takes regression EM's pooled curve
+    as the level and the slopes within each (query, doc, position): the slopes within
+    3.5 SEs of the truth, and the model's mean over each position's impressions is the
+    pooled curve, which stays regression EM's."""
+    data, log = one_position
+    with pytest.raises(EstimationError, match="not identified.*'regression-em' .or 'auto'. with"):
+        estimate_propensities(log, method="em", context_features="x", n_boot=0)
+    got = estimate_propensities(log, method="auto", context_features="x", data=data, n_boot=0)
+    assert got.method == "regression-em" and got.info["context_fit"].startswith("regression EM")
+    plain = estimate_propensities(log, method="regression-em", data=data)
+    np.testing.assert_array_equal(got.theta, plain.theta)
+    m = got.contexts
+    w_true = -SLOPE * np.log(np.arange(1, K + 1))
+    z = (m.coef[1:, 1] - w_true[1:]) / m.coef_se[1:, 1]
+    assert np.all(np.abs(z) < 3.5) and np.all(m.coef_se[1:, 1] < 0.1), z
+    mean = (m.theta * m.n).sum(axis=0) / m.n.sum(axis=0)
+    np.testing.assert_allclose(mean, got.theta, rtol=1e-10)
+    assert m.homogeneity["df"] == K - 1 and m.homogeneity["p_value"] < 1e-10
+    # each context's interval holds the pooled one's width (regression EM's hull of two
+    # smoothings, on the log scale) and the slopes' uncertainty on top
+    ci = np.log(plain.conf_int().select("lower", "upper").to_numpy())[1:]
+    half = np.maximum(np.log(plain.theta[1:]) - ci[:, 0], ci[:, 1] - np.log(plain.theta[1:]))
+    assert np.all(m.se[:, 1:] >= half / 1.959963984540054 * (1 - 1e-12))
+    assert np.all(m.se[[0, -1], 1:] > m.se[SEGMENTS // 2, 1:])  # the ends against the middle
+
+
+def test_without_position_variety_and_one_curve_the_test_keeps_quiet():
+    data, log = _one_position(0.0, 20_000, seed=6)
+    m = estimate_propensities(log, method="regression-em", context_features="x", data=data,
+                              n_boot=0).contexts  # fmt: skip
+    assert m.homogeneity["p_value"] > 0.01, m.homogeneity
+    assert np.all(np.abs(m.coef[1:, 1]) < 3.5 * m.coef_se[1:, 1])
+
+
+def test_auto_fits_ems_model_where_documents_move(sloped, fitted):
+    data, log = sloped
+    got = estimate_propensities(log, method="auto", context_features="x", data=data, n_boot=0)
+    assert got.info["context_fit"].startswith("EM's likelihood")
+    np.testing.assert_array_equal(got.contexts.theta, fitted.contexts.theta)
+
+
+def test_the_learner_and_the_command_line_fit_a_log_without_position_variety(one_position,
+                                                                             tmp_path):  # fmt: skip
+    from click.testing import CliRunner
+
+    from clickrank import ClickRanker
+    from clickrank.cli import cli
+    from clickrank.datasets import save_letor
+
+    data, log = one_position
+    lines = []
+    small = dict(family=("ips-shown",), n_estimators=30, seed=0)
+    ranker = ClickRanker(context_features="x", **small).fit(data, log, progress=lines.append)
+    assert ranker.propensities_.method == "regression-em"
+    assert isinstance(ranker.propensities_.contexts, ContextModel)
+    said = "context features x: θ per impression from the model's curves at 40 contexts; one"
+    assert any(line.startswith(said) for line in lines)
+    save_letor(data, tmp_path / "data.txt")
+    log.write_parquet(tmp_path / "log.parquet")
+    out = tmp_path / "m.json"
+    args = ["propensity", str(tmp_path / "log.parquet"), "--method", "regression-em", "--data",
+            str(tmp_path / "data.txt"), "--context-features", "x", "-o", str(out)]  # fmt: skip
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    want = estimate_propensities(log, method="regression-em", context_features="x", data=data)
+    np.testing.assert_allclose(Propensities.load(out).contexts.theta, want.contexts.theta,
+                               rtol=1e-12)  # fmt: skip
+    assert "regression-em: θ as a function of x" in res.stderr

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._core._validation import InputError, check_choice
+from ..specs.names import FEATURE_METHODS
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._context import CONTEXT_METHODS, by_context, check_context
@@ -135,10 +136,13 @@ def estimate_propensities(
         Numeric columns describing each session's context, for a context with too many
         values for a curve each (a query class, a page template, joined to the log with
         its features): θ is modelled as log-linear in them (Fang, Agarwal & Joachims
-        (2019); the model in :mod:`clickrank.propensity._context_model`), fitted by EM's
-        likelihood (``method="em"``), with intervals from the observed information and the
-        Wald test of no feature effect (``result.contexts``, a :class:`ContextModel`).
-        ``theta`` stays EM's pooled curve.
+        (2019); the model in :mod:`clickrank.propensity._context_model`), with intervals
+        and the Wald test of no feature effect (``result.contexts``, a
+        :class:`ContextModel`). ``method="em"`` fits it by EM's likelihood (documents
+        shown at several positions); ``"regression-em"`` (a log whose documents each stay
+        at one position) takes its level from regression EM's pooled curve and its slopes
+        from within each (query, doc, position); ``"auto"`` picks regression EM's where
+        :func:`choose_source` does, else EM's. ``theta`` stays the method's pooled curve.
     **kw
         Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...;
         ``data``, a RankingData, for ``regression-em`` and ``auto``).
@@ -149,12 +153,12 @@ def estimate_propensities(
     """
     check_choice(method, METHODS, name="method")
     if context_features is not None:
-        if context is not None or method != "em":
+        if context is not None or method not in FEATURE_METHODS:
             raise InputError(
-                "context_features is fitted by EM's likelihood alone: use method='em' "
-                "and no context= (one curve per value of a context with few values)"
+                "context_features is fitted with method 'em', 'regression-em' or 'auto', and "
+                "no context= (one curve per value of a context with few values)"
             )
-        return by_features(as_lazy(log), context_features, **kw)
+        return by_features(as_lazy(log), context_features, method, **kw)
     if method == "auto":
         return auto(log, context=context, **kw)
     if method == "regression-em" and kw.get("data") is None:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 from scipy import sparse
-from scipy.stats import chi2
+from scipy.stats import chi2, norm
 
 from .._core._validation import EstimationError, InputError
 from ..engine import log_schema
@@ -84,17 +84,11 @@ def check_features(lf: Any, features: Any) -> tuple[str, ...]:
     return cols
 
 
-def context_model(
-    lf: Any, features: tuple[str, ...], *, K: int | None = None, max_iter: int = 200,
-    tol: float = 1e-9,
-) -> tuple[ContextModel, list[str]]:  # fmt: skip
-    """Fit the module docstring's model on ``lf``'s (query, doc, position, features) cells.
-
-    Returns the model and its warnings. Raises :class:`InputError` for features with
-    null or non-finite values, a constant feature or more than
-    :data:`MAX_FEATURE_CONTEXTS` contexts, and :class:`EstimationError` where θ is not
-    identified (every (query, doc) pair at one position, no click at position 1).
-    """
+def _contexts(lf: Any, features: tuple[str, ...], K: int | None) -> tuple[Any, ...]:
+    """The log's (query, doc, position, features) cells up to position K, checked: the
+    reading step of both fits. Returns the cells, K, their (pair, 0-based position,
+    impressions, clicks), standardized features, the distinct contexts, each
+    cell's context, and the features' impression-weighted mean and standard deviation."""
     cells = cell_statistics(lf, by=features)
     pos_all = cells["position"]
     if pos_all.size == 0:
@@ -120,6 +114,21 @@ def context_model(
         raise InputError(f"context feature {features[flat[0]]!r} is constant in the log: "
                          "there is no change of examination to model")  # fmt: skip
     Z = (X - center) / scale
+    return cells, K, (g, pos, n, c), Z, uniq, ctx, center, scale
+
+
+def context_model(
+    lf: Any, features: tuple[str, ...], *, K: int | None = None, max_iter: int = 200,
+    tol: float = 1e-9,
+) -> tuple[ContextModel, list[str]]:  # fmt: skip
+    """Fit the module docstring's model on ``lf``'s (query, doc, position, features) cells.
+
+    Returns the model and its warnings. Raises :class:`InputError` for features with
+    null or non-finite values, a constant feature or more than
+    :data:`MAX_FEATURE_CONTEXTS` contexts, and :class:`EstimationError` where θ is not
+    identified (every (query, doc) pair at one position, no click at position 1).
+    """
+    cells, K, (g, pos, n, c), Z, uniq, ctx, center, scale = _contexts(lf, features, K)
     G = int(g.max()) + 1
     c_pos = np.bincount(pos, c, minlength=K)
     n_pos = np.bincount(pos, n, minlength=K)
@@ -172,13 +181,127 @@ def context_model(
         coef_se[free] = np.sqrt(var) * unit
     w_idx = np.flatnonzero(np.arange(beta.size) % (1 + F) != 0)
     test = _wald(beta[w_idx], cov[np.ix_(w_idx, w_idx)])
+    return _model(
+        lf,
+        features,
+        uniq,
+        ctx,
+        pos,
+        n,
+        K,
+        theta=theta,
+        se=se,
+        coef=coef,
+        coef_se=coef_se,
+        center=center,
+        scale=scale,
+        homogeneity=test,
+    ), warns
+
+
+def _model(lf: Any, features: tuple[str, ...], uniq: np.ndarray, ctx: np.ndarray,
+           pos: np.ndarray, n: np.ndarray, K: int, **fit: Any) -> ContextModel:  # fmt: skip
+    """The :class:`ContextModel` of a fit: its contexts as text and their impressions."""
     values = _as_text(uniq, lf, features)
     counts = np.bincount(ctx * K + pos, n, minlength=uniq.shape[0] * K).reshape(-1, K)
-    model = ContextModel(
-        columns=tuple(features), values=values, theta=theta, se=se, n=counts,
-        coef=coef, coef_se=coef_se, center=center, scale=scale, homogeneity=test,
-    )  # fmt: skip
-    return model, warns
+    return ContextModel(columns=tuple(features), values=values, n=counts, **fit)
+
+
+def slope_model(
+    lf: Any, features: tuple[str, ...], pooled: Any, *, max_iter: int = 200, tol: float = 1e-9
+) -> tuple[ContextModel, list[str]]:
+    r"""The module docstring's model with its level from ``pooled`` and its slopes from
+    within each (query, doc, position): for a log whose documents each stay at one
+    position (a deterministic logger without interventions), where EM's likelihood does
+    not identify :math:`a_k`.
+
+    A document shown at position :math:`k` to sessions of several contexts is clicked in
+    proportion to :math:`\theta_k(x)` alone, its relevance being the same for all, so
+    :math:`w_k` maximizes the PBM likelihood with one relevance per (query, doc,
+    position) profiled out (the same Newton, on a design of the standardized features
+    alone, whatever the logger; intervals from the observed information). The level
+    comes from ``pooled``, a pooled curve of the same log (regression EM's): it
+    estimates :math:`\bar\theta_k`, the mean of :math:`\theta_k(x)` over position
+    :math:`k`'s impressions, so :math:`a_k = \log\bar\theta_k - \log M_k(w_k)` with
+    :math:`M_k(w_k)` the mean of :math:`e^{w_k^\top z}` there. The standard error of
+    :math:`\log\theta_k(x)` adds the two parts' variances (the slopes come from within
+    documents, the level from between them): the pooled interval's half-width on the
+    log scale over 1.96 (so regression EM's hull of two smoothings carries over), and
+    that of :math:`w_k^\top (z - \tilde z_k)`, :math:`\tilde z_k` the
+    :math:`e^{w_k^\top z}`-weighted mean of position :math:`k`'s features (the
+    derivative of :math:`\log M_k`).
+    """
+    _, K, (g, pos, n, c), Z, uniq, ctx, center, scale = _contexts(lf, features, K=pooled.K)
+    level = np.log(np.asarray(pooled.theta, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ci = np.log(pooled.conf_int(0.05).select("lower", "upper").to_numpy())
+        half = np.fmax(level - ci[:, 0], ci[:, 1] - level) / norm.isf(0.025)
+    c_pos = np.bincount(pos, c, minlength=K)
+    free = np.isfinite(level) & (c_pos > 0)
+    free[0] = False
+    if not free.any():
+        raise EstimationError("context model: no position beyond 1 has clicks and a pooled θ")
+    # one relevance per (query, doc, position): only the contexts' contrasts inform w
+    unit, grp = np.unique(g * K + pos, return_inverse=True)
+    grp = grp.ravel()
+    F = len(features)
+    slot = np.cumsum(free) - 1
+    rows = np.flatnonzero(free[pos])
+    D = sparse.csr_matrix(
+        (
+            Z[rows].ravel(),
+            (np.repeat(rows, F), (slot[pos[rows]][:, None] * F + np.arange(F)).ravel()),
+        ),
+        shape=(pos.size, int(free.sum()) * F),
+    )
+    offset = np.where(np.isfinite(level), level, -np.inf)[pos]
+    beta, iterations, converged = _fit(D, offset, np.zeros(D.shape[1]), grp, n, c, unit.size,
+                                       max_iter=max_iter, tol=tol)  # fmt: skip
+    cov = _covariance(D, offset, beta, grp, n, c, unit.size)
+    warns = [] if converged else [f"context model: Newton not converged after {iterations} steps"]
+    if not np.isfinite(cov).all():
+        warns.append(
+            "context model: the information is singular (a feature constant within every "
+            "document's impressions at some position); no intervals or test"
+        )
+    W = beta.reshape(-1, F)  # [free positions, F]
+    Zu = (uniq - center) / scale
+    theta = np.full((uniq.shape[0], K), np.nan)
+    se = np.full((uniq.shape[0], K), np.nan)
+    theta[:, 0], se[:, 0] = 1.0, 0.0
+    coef = np.full((K, 1 + F), np.nan)
+    coef_se = np.full((K, 1 + F), np.nan)
+    coef[0], coef_se[0] = 0.0, 0.0
+    for k in np.flatnonzero(free):  # a loop over positions, each vectorized over contexts
+        at = pos == k
+        e = n[at] * np.exp(Z[at] @ W[slot[k]])
+        a = level[k] - np.log(e.sum() / n[at].sum())
+        tilt = (e[:, None] * Z[at]).sum(axis=0) / e.sum()
+        block = slice(slot[k] * F, (slot[k] + 1) * F)
+        theta[:, k] = np.exp(a + Zu @ W[slot[k]])
+        d = Zu - tilt
+        with np.errstate(invalid="ignore"):
+            se[:, k] = np.sqrt(half[k] ** 2 + np.einsum("ij,jk,ik->i", d, cov[block, block], d))
+            coef_se[k] = np.r_[np.sqrt(half[k] ** 2 + tilt @ cov[block, block] @ tilt),
+                               np.sqrt(np.diag(cov[block, block])) / scale]  # fmt: skip
+        coef[k] = np.r_[a, W[slot[k]] / scale]
+    test = _wald(beta, cov)
+    return _model(
+        lf,
+        features,
+        uniq,
+        ctx,
+        pos,
+        n,
+        K,
+        theta=theta,
+        se=se,
+        coef=coef,
+        coef_se=coef_se,
+        center=center,
+        scale=scale,
+        homogeneity=test,
+    ), warns
 
 
 def _design(pos: np.ndarray, Z: np.ndarray, free: np.ndarray, slot: np.ndarray, F: int):
@@ -281,29 +404,57 @@ def _as_text(uniq: np.ndarray, lf: Any, features: tuple[str, ...]) -> tuple[tupl
     return tuple(frame.iter_rows())
 
 
-def by_features(lf: Any, features: Any, **kw: Any) -> Any:
-    """EM's pooled estimate of ``lf`` (the same numbers as without features) holding the
-    model of its curve as a function of ``features`` (``contexts``, a
-    :class:`ContextModel`). ``kw`` goes to :func:`~clickrank.propensity.em`."""
+def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
+    """The pooled estimate of ``lf`` by ``method`` (the same numbers as without features)
+    holding the model of its curve as a function of ``features`` (``contexts``, a
+    :class:`ContextModel`): EM's joint fit (``"em"``), or regression EM's pooled curve as
+    the level and the slopes within documents (``"regression-em"``, :func:`slope_model`);
+    ``"auto"`` takes regression EM's where :func:`~clickrank.propensity.choose_source`
+    does (no randomized intervention and no document at several positions), else EM's.
+    ``kw`` goes to the estimator."""
     from dataclasses import replace
 
     from ..engine import is_spark
+    from ._auto import choose_source
     from ._em import em
+    from ._regression_em import regression_em
 
     if is_spark(lf):
         raise InputError("context_features: the model is fitted on a polars log, not a "
                          "Spark DataFrame (aggregate to the log's columns first)")  # fmt: skip
     cols = check_features(lf, features)
-    if kw.get("constraint", "observed") != "observed":
-        raise InputError("context_features: the model's likelihood is EM's with "
-                         "constraint='observed'")  # fmt: skip
-    pooled = em(lf, **kw)
-    model, warns = context_model(lf, cols, K=pooled.K, max_iter=kw.get("max_iter", 200),
-                                 tol=kw.get("tol", 1e-9))  # fmt: skip
+    if method == "auto":
+        source = choose_source(lf, kw.get("data"), K=kw.get("K")).method
+        method = "regression-em" if source == "regression-em" else "em"
+    if method == "regression-em":
+        if kw.get("data") is None:
+            raise InputError("method 'regression-em' needs the documents' features: pass data=")
+        pooled = regression_em(lf, **{k: v for k, v in kw.items() if k in _REGRESSION_EM})
+        model, warns = slope_model(lf, cols, pooled)
+        levels = "regression EM's pooled curve; slopes within each (query, doc, position)"
+    else:
+        if kw.get("constraint", "observed") != "observed":
+            raise InputError("context_features: the model's likelihood is EM's with "
+                             "constraint='observed'")  # fmt: skip
+        try:
+            pooled = em(lf, **{k: v for k, v in kw.items() if k not in ("data", "sensitivity")})
+        except EstimationError as err:
+            if "not identified" not in str(err):
+                raise
+            raise EstimationError(f"{err}; for context_features, method='regression-em' (or "
+                                  "'auto') with data= takes the level from regression EM and "
+                                  "the slopes from within documents") from None  # fmt: skip
+        model, warns = context_model(lf, cols, K=pooled.K, max_iter=kw.get("max_iter", 200),
+                                     tol=kw.get("tol", 1e-9))  # fmt: skip
+        levels = "EM's likelihood (levels and slopes jointly)"
     return replace(
         pooled,
         contexts=model,
         warnings=(*pooled.warnings, *warns),
-        info={**pooled.info, "context_features": list(cols),
+        info={**pooled.info, "context_features": list(cols), "context_fit": levels,
               "context_reference": "Fang, Agarwal & Joachims, SIGIR 2019"},
     )  # fmt: skip
+
+
+#: The arguments of :func:`~clickrank.propensity.regression_em` that ``by_features`` passes.
+_REGRESSION_EM = ("data", "K", "n_boot", "folds", "correction", "sensitivity", "seed", "progress")
