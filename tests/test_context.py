@@ -576,6 +576,28 @@ def test_a_context_curve_from_the_split_cells_is_the_estimate_on_its_own_session
         np.testing.assert_allclose(ctx.curves[i].se, alone.se, rtol=1e-8, equal_nan=True)
 
 
+@pytest.mark.parametrize("method", ["harvest-allpairs", "em"])
+def test_the_context_fits_give_the_same_numbers_on_one_thread_and_on_three(
+    passive, method, monkeypatch
+):
+    """The pooled and the contexts' fits run in threads on the free cores, each alone on
+    its cells: one thread or three, the same numbers, context by context."""
+    import clickrank.propensity._context as C
+
+    got = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(C, "fit_threads", lambda given, t=threads: t)
+        kw = {"n_boot": 0} if method == "em" else {}
+        got[threads] = estimate_propensities(passive, method=method, context="device", **kw)
+    one, three = got[1], got[3]
+    np.testing.assert_array_equal(one.theta, three.theta)
+    np.testing.assert_array_equal(one.se, three.se)
+    assert one.contexts.values == three.contexts.values
+    for a, b in zip(one.contexts.curves, three.contexts.curves, strict=True):
+        np.testing.assert_array_equal(a.theta, b.theta)
+        np.testing.assert_array_equal(a.se, b.se)
+
+
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_randomized_context_curves_come_from_one_split_pass(data, shuffled):
     """The randomized estimator's counts split by context (the co-clicks too, in session

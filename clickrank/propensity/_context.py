@@ -57,6 +57,7 @@ clinical trials", Controlled Clinical Trials 7(3).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -64,12 +65,14 @@ import numpy as np
 import polars as pl
 from scipy.stats import chi2
 
-from .._core._validation import EstimationError, InputError
+from .._core._threads import fit_threads
+from .._core._validation import EstimationError, InputError, available_cpus
 from ..clicklog import LOG_SCHEMA, context_columns
 from ..engine import is_spark, log_schema
 from ..specs.names import PROPENSITY_METHODS
 from ._context_result import ContextCurves
 from ._result import Propensities
+from ._stats import resolve_K
 from ._swap import _KINDS, pair_from_counts, pair_statistics
 
 __all__ = ["by_context", "shrink", "homogeneity", "check_context", "CONTEXT_METHODS"]
@@ -335,18 +338,35 @@ def _cells_by_context(
                                         **{**kw, **more})  # fmt: skip
         return spec.fit(cells, **spec.fit_kwargs, **{**kw, **more})
 
-    if pooled is None:
-        pooled = fit(whole, progress=progress) if n_boot else fit(whole)
+    if pooled is None and n_boot:  # the pooled bootstrap, reporting its progress
+        pooled = fit(whole, progress=progress)
     if information:  # one fit per context, its intervals from the observed information
         n_boot = 0
         kw = {**kw, "information": True}
-    curves = []
-    for vals, cells in zip(values, parts, strict=True):  # a loop over contexts
+    # the pooled fit (unless given or bootstrapped) and the contexts' fits, each alone on
+    # its cells, on the free cores: the same numbers on any number of threads
+    K = pooled.K if pooled is not None else resolve_K(kw.get("K"), int(whole["position"].max()),
+                                                       design)  # fmt: skip
+    jobs = ([] if pooled is not None else [(None, whole)]) + list(zip(values, parts, strict=True))
+
+    def one(job: tuple[Any, dict[str, Any]]) -> Propensities:
+        vals, cells = job
+        if vals is None:
+            return fit(cells)
         try:
-            curves.append(fit(cells, K=pooled.K))
+            return fit(cells, K=K)
         except EstimationError as err:
             raise EstimationError(f"context {_label(cols, vals)}: {err}") from None
-    return _with_contexts(pooled, cols, values, curves)
+
+    threads = min(fit_threads(available_cpus()), len(jobs))
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            fits = list(pool.map(one, jobs))
+    else:
+        fits = [one(job) for job in jobs]  # a loop over contexts
+    if pooled is None:
+        pooled, fits = fits[0], fits[1:]
+    return _with_contexts(pooled, cols, values, fits)
 
 
 def _randomized_by_context(
