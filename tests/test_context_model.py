@@ -375,8 +375,9 @@ def test_auto_fits_ems_model_where_documents_move(sloped, fitted):
     np.testing.assert_array_equal(got.contexts.theta, fitted.contexts.theta)
 
 
-def test_the_learner_and_the_command_line_fit_a_log_without_position_variety(one_position,
-                                                                             tmp_path):  # fmt: skip
+def test_the_learner_and_the_command_line_fit_a_log_without_position_variety(
+    one_position, tmp_path
+):
     from click.testing import CliRunner
 
     from clickrank import ClickRanker
@@ -402,3 +403,21 @@ def test_the_learner_and_the_command_line_fit_a_log_without_position_variety(one
     np.testing.assert_allclose(Propensities.load(out).contexts.theta, want.contexts.theta,
                                rtol=1e-12)  # fmt: skip
     assert "regression-em: θ as a function of x" in res.stderr
+
+
+def test_slopes_within_documents_agree_with_ems_and_say_when_they_see_nothing(sloped, one_position):
+    """Where documents move, the slopes within each (query, doc, position) estimate the
+    same w as EM's joint fit (within a standard error here); a feature that is constant
+    within every document's impressions (one value per query) shows no slope at all."""
+    data, log = sloped
+    within = estimate_propensities(log, method="regression-em", context_features="x", data=data,
+                                   n_boot=0).contexts  # fmt: skip
+    joint = estimate_propensities(log, method="em", context_features="x", n_boot=0).contexts
+    gap = np.abs(within.coef[1:, 1] - joint.coef[1:, 1])
+    assert np.all(gap < joint.coef_se[1:, 1]), (within.coef[:, 1], joint.coef[:, 1])
+    data, log = one_position
+    per_query = log.with_columns(xq=(pl.col("query") % 7).cast(pl.Float64))
+    got = estimate_propensities(per_query, method="regression-em", context_features="xq",
+                                data=data, n_boot=0)  # fmt: skip
+    assert "constant within each document's impressions" in got.warnings[-1]
+    assert "not tested" in got.contexts.verdict()

@@ -261,8 +261,8 @@ def slope_model(
     warns = [] if converged else [f"context model: Newton not converged after {iterations} steps"]
     if not np.isfinite(cov).all():
         warns.append(
-            "context model: the information is singular (a feature constant within every "
-            "document's impressions at some position); no intervals or test"
+            "context model: the information is singular (features collinear, or constant "
+            "within each document's impressions at some position); no intervals or test"
         )
     W = beta.reshape(-1, F)  # [free positions, F]
     Zu = (uniq - center) / scale
