@@ -403,6 +403,14 @@ def test_the_learner_and_the_command_line_fit_a_log_without_position_variety(
     np.testing.assert_allclose(Propensities.load(out).contexts.theta, want.contexts.theta,
                                rtol=1e-12)  # fmt: skip
     assert "regression-em: θ as a function of x" in res.stderr
+    loaded = Propensities.load(out).contexts
+    assert loaded.interval == "regression-em's pooled interval and the slopes' observed information"
+    # auto says which source it chose, and the summary where the intervals come from
+    out = tmp_path / "auto.json"
+    res = CliRunner().invoke(cli, [*args[:3], "auto", *args[4:-1], str(out)])
+    assert res.exit_code == 0, res.output
+    assert "propensities: regression-em (no randomized interventions" in res.stderr
+    assert "95% CI from regression-em's pooled interval and the slopes'" in res.stdout
 
 
 def test_slopes_within_documents_agree_with_ems_and_say_when_they_see_nothing(sloped, one_position):

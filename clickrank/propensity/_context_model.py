@@ -181,22 +181,9 @@ def context_model(
         coef_se[free] = np.sqrt(var) * unit
     w_idx = np.flatnonzero(np.arange(beta.size) % (1 + F) != 0)
     test = _wald(beta[w_idx], cov[np.ix_(w_idx, w_idx)])
-    return _model(
-        lf,
-        features,
-        uniq,
-        ctx,
-        pos,
-        n,
-        K,
-        theta=theta,
-        se=se,
-        coef=coef,
-        coef_se=coef_se,
-        center=center,
-        scale=scale,
-        homogeneity=test,
-    ), warns
+    fit = dict(theta=theta, se=se, coef=coef, coef_se=coef_se, center=center, scale=scale,
+               homogeneity=test)  # fmt: skip
+    return _model(lf, features, uniq, ctx, pos, n, K, **fit), warns
 
 
 def _model(lf: Any, features: tuple[str, ...], uniq: np.ndarray, ctx: np.ndarray,
@@ -286,22 +273,10 @@ def slope_model(
                                np.sqrt(np.diag(cov[block, block])) / scale]  # fmt: skip
         coef[k] = np.r_[a, W[slot[k]] / scale]
     test = _wald(beta, cov)
-    return _model(
-        lf,
-        features,
-        uniq,
-        ctx,
-        pos,
-        n,
-        K,
-        theta=theta,
-        se=se,
-        coef=coef,
-        coef_se=coef_se,
-        center=center,
-        scale=scale,
-        homogeneity=test,
-    ), warns
+    interval = f"{pooled.method}'s pooled interval and the slopes' observed information"
+    fit = dict(theta=theta, se=se, coef=coef, coef_se=coef_se, center=center, scale=scale,
+               homogeneity=test, interval=interval)  # fmt: skip
+    return _model(lf, features, uniq, ctx, pos, n, K, **fit), warns
 
 
 def _design(pos: np.ndarray, Z: np.ndarray, free: np.ndarray, slot: np.ndarray, F: int):
@@ -415,7 +390,7 @@ def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
     from dataclasses import replace
 
     from ..engine import is_spark
-    from ._auto import choose_source
+    from ._auto import PropensitySource, choose_source
     from ._em import em
     from ._regression_em import regression_em
 
@@ -423,9 +398,13 @@ def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
         raise InputError("context_features: the model is fitted on a polars log, not a "
                          "Spark DataFrame (aggregate to the log's columns first)")  # fmt: skip
     cols = check_features(lf, features)
-    if method == "auto":
-        source = choose_source(lf, kw.get("data"), K=kw.get("K")).method
-        method = "regression-em" if source == "regression-em" else "em"
+    source = None
+    if method == "auto":  # regression EM's where it is the source, else EM's (documents move)
+        source = choose_source(lf, kw.get("data"), K=kw.get("K"))
+        method = "regression-em" if source.method == "regression-em" else "em"
+        if source.method not in ("em", "regression-em"):
+            why = f"{source.reason}; the model of θ in the features is EM's likelihood"
+            source = PropensitySource("harvested", "em", why)
     if method == "regression-em":
         if kw.get("data") is None:
             raise InputError("method 'regression-em' needs the documents' features: pass data=")
@@ -452,7 +431,8 @@ def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
         contexts=model,
         warnings=(*pooled.warnings, *warns),
         info={**pooled.info, "context_features": list(cols), "context_fit": levels,
-              "context_reference": "Fang, Agarwal & Joachims, SIGIR 2019"},
+              "context_reference": "Fang, Agarwal & Joachims, SIGIR 2019",
+              **({} if source is None else {"source": source.to_dict()})},
     )  # fmt: skip
 
 

@@ -314,7 +314,7 @@ class ContextModel:
         The model's curve at each context (:math:`\theta_1 = 1`; NaN at a position the
         log does not identify).
     se : array ``[C, K]``
-        Standard error of :math:`\log\theta_k(x)` (observed information).
+        Standard error of :math:`\log\theta_k(x)` (see ``interval``).
     n : array ``[C, K]``
         Impressions of each context at each position.
     coef : array ``[K, 1 + F]``
@@ -326,6 +326,9 @@ class ContextModel:
         The features' impression-weighted mean and standard deviation.
     homogeneity : dict
         The Wald test of no feature effect: ``test``, ``statistic``, ``df``, ``p_value``.
+    interval : str
+        Where the standard errors come from: EM's observed information, or with the level
+        from a pooled curve, that curve's interval and the slopes' observed information.
     """
 
     columns: tuple[str, ...]
@@ -338,6 +341,7 @@ class ContextModel:
     center: np.ndarray
     scale: np.ndarray
     homogeneity: dict
+    interval: str = "the observed information"
 
     model = "log-linear"
 
@@ -393,7 +397,7 @@ class ContextModel:
         lines = [
             "",
             f"By context features ({', '.join(self.columns)}; log θ_k(x) = a_k + w_k·x, "
-            f"{len(self.values):,} contexts; {level} CI from the observed information)",
+            f"{len(self.values):,} contexts; {level} CI from {self.interval})",
             f"homogeneity: {self.verdict(alpha)}",
             "",
             f"{'pos':>4} " + " ".join(f"{s[:20]:>22}" for s in names)
@@ -423,6 +427,7 @@ class ContextModel:
             "center": _clean(self.center),
             "scale": _clean(self.scale),
             "homogeneity": homogeneity_json(self.homogeneity),
+            "interval": self.interval,
         }
 
     @classmethod
@@ -449,6 +454,7 @@ class ContextModel:
             center=arr("center"),
             scale=arr("scale"),
             homogeneity=h,
+            interval=str(obj.get("interval", "the observed information")),
         )
         C, F = len(out.values), len(out.columns)
         shapes = {"theta": (C, -1), "se": out.theta.shape, "n": out.theta.shape,
