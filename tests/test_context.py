@@ -623,3 +623,74 @@ def test_randomized_context_curves_come_from_one_split_pass(data, shuffled):
     a = np.array(shared["cov"])[keep]
     np.testing.assert_allclose(cov[0, 1], shared["var"] - a[0] - a[1])
     assert np.all(np.linalg.eigvalsh(cov) > 0) and shared["var"] > 0
+
+
+# -- the command line simulates a context ----------------------------------------------------
+
+
+_SIM = ["simulate", "--synthetic", "40", "--docs-per-query", "12", "--sessions", "6000",
+        "--top-k", "6", "--swap-fraction", "0.5"]  # fmt: skip
+
+
+def test_the_command_line_simulates_a_context(tmp_path):
+    """--context, its shares and each value's η give the log a device column whose values
+    click by their own curves; a TOML config with tables gives the same bytes."""
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    log = tmp_path / "flags.parquet"
+    flags = ["--context", "device", "--context-shares", "phone=0.3,desktop=0.7",
+             "--context-eta", "phone=2,desktop=0.5"]  # fmt: skip
+    res = CliRunner().invoke(cli, [*_SIM, *flags, "-o", str(log)])
+    assert res.exit_code == 0, res.output
+    assert "device: desktop 69.6% of the sessions" in res.stdout and "; phone 30.4%" in res.stdout
+    got = read_log(log, lazy=False)
+    assert got["device"].dtype == pl.Categorical
+    meta = read_log_metadata(log)["context"][0]
+    assert meta["name"] == "device" and meta["shares"] == {"phone": 0.3, "desktop": 0.7}
+    assert (
+        "eta=2.0" in meta["click_models"]["phone"] and "eta=0.5" in meta["click_models"]["desktop"]
+    )
+    # the phones' clicks fall off faster: θ_6 / θ_1 of 6^-2 against 6^-0.5 under swaps
+    theta = estimate_propensities(log, method="swap", context="device").contexts
+    deep = dict(zip([v[0] for v in theta.values], [c.theta[-1] for c in theta.curves], strict=True))
+    assert deep["phone"] < 0.15 < 0.3 < deep["desktop"], deep
+    toml = tmp_path / "sim.toml"
+    toml.write_text('context = "device"\ncontext-shares = {phone = 0.3, desktop = 0.7}\n'
+                    'context-eta = {phone = 2, desktop = 0.5}\n')  # fmt: skip
+    again = tmp_path / "toml.parquet"
+    res = CliRunner().invoke(cli, [*_SIM, "--config", str(toml), "-o", str(again)])
+    assert res.exit_code == 0, res.output
+    assert again.read_bytes() == log.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--context-shares", "a=0.5,b=0.5"], "--context-shares needs --context COLUMN"),
+        (["--context", "position", "--context-shares", "a=0.5,b=0.5"], "a column of the log"),
+        (["--context", "device"], "--context needs --context-shares with two values"),
+        (["--context", "device", "--context-shares", "a=1"], "with two values or more"),
+        (["--context", "d", "--context-shares", "a=0.5,b=0.4"], "must sum to 1, got 0.9"),
+        (["--context", "d", "--context-shares", "a=0.5,b=x"], "b='x' is not a number"),
+        (["--context", "d", "--context-shares", "a:0.5"], "VALUE=NUMBER pairs"),
+        (["--context", "d", "--context-shares", "a=0.5,a=0.5"], "names 'a' twice"),
+        (["--context", "d", "--context-shares", "a=0.5,b=0.5", "--context-eta", "a=1"],
+         "--context-eta must give each value of --context-shares its eta: a, b"),
+        (["--context", "d", "--context-shares", "a=0.5,b=0.5", "--context-eta", "a=1,b=-1"],
+         "--context-eta b"),
+        (["--context", "d", "--context-shares", "a=0.5,b=0.5", "--context-eta", "a=1,b=1",
+          "--click-model", "cascade"], "--context-eta applies to"),
+        (["--context", "d", "--context-shares", "a=0.5,b=0.5", "--context-concentration", "0"],
+         "--context-concentration must be a number > 0"),
+    ],
+)  # fmt: skip
+def test_bad_context_options_of_simulate_are_one_line_and_write_nothing(tmp_path, args, match):
+    from click.testing import CliRunner
+
+    from clickrank.cli import cli
+
+    res = CliRunner().invoke(cli, [*_SIM, *args, "-o", str(tmp_path / "log.parquet")])
+    assert res.exit_code != 0 and match in res.output, res.output
+    assert list(tmp_path.iterdir()) == []

@@ -68,6 +68,39 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+class _ValueNumbers(click.ParamType):
+    """``phone=0.3,desktop=0.7`` on the command line, or a TOML table in ``--config``:
+    a dict value -> number, in the order given."""
+
+    name = "VALUE=NUMBER,..."
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> dict[str, float]:
+        if isinstance(value, dict):
+            items = [(str(k), v) for k, v in value.items()]
+        else:
+            items = []
+            for part in str(value).split(","):
+                key, sep, num = part.partition("=")
+                if not sep or not key.strip():
+                    self.fail(f"expected VALUE=NUMBER pairs separated by commas, got {part!r}",
+                              param, ctx)  # fmt: skip
+                items.append((key.strip(), num.strip()))
+        out: dict[str, float] = {}
+        for key, num in items:
+            if key in out:
+                self.fail(f"names {key!r} twice", param, ctx)
+            try:
+                if isinstance(num, bool):
+                    raise ValueError
+                out[key] = float(num)
+            except (TypeError, ValueError):
+                self.fail(f"{key}={num!r} is not a number", param, ctx)
+        return out
+
+
+_VALUE_NUMBERS = _ValueNumbers()
+
+
 def _given(ctx: click.Context, name: str) -> bool:
     src = ctx.get_parameter_source(name)
     return src is not None and src.name in ("COMMANDLINE", "DEFAULT_MAP", "ENVIRONMENT")
@@ -187,6 +220,37 @@ def _given(ctx: click.Context, name: str) -> bool:
     default=None,
     help="How many top results to shuffle [default: top-k].",
 )
+@click.option(
+    "--context",
+    "context_column",
+    metavar="COLUMN",
+    default=None,
+    help="Simulate a context column (a device, a layout): each session draws a value "
+    "from --context-shares, and each value clicks at its own --context-eta.",
+)
+@click.option(
+    "--context-shares",
+    type=_VALUE_NUMBERS,
+    default=None,
+    metavar="VALUE=SHARE,...",
+    help="Each context value's share of the sessions, summing to 1 (phone=0.3,desktop=0.7).",
+)
+@click.option(
+    "--context-eta",
+    type=_VALUE_NUMBERS,
+    default=None,
+    metavar="VALUE=ETA,...",
+    help="Each context value's position-bias severity, theta_p = (1/p)^eta (pbm, trust, "
+    "ubm; phone=2,desktop=0.5) [default: --eta for every value].",
+)
+@click.option(
+    "--context-concentration",
+    type=float,
+    default=None,
+    metavar="KAPPA",
+    help="Each query draws its own shares from Dirichlet(KAPPA x --context-shares) "
+    "[default: every query has --context-shares].",
+)
 @click.option("--seed", type=int, default=0, help="Seed: same seed, same log.")
 @click.option("--chunk-size", type=int, default=200_000, help="Sessions per chunk (memory).")
 @click.option(
@@ -253,6 +317,7 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
         temperature=opts["temperature"],
         seed=opts["seed"],
     )
+    context = _context(opts, spec, data)
     click.echo(rel_line)
     ranker = getattr(policy, "ranker", None)
     meta = None
@@ -278,8 +343,11 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
             progress=bar.update,
             check_space=not opts["skip_space_check"],
             metadata=meta or {"relevance": rel_line},
+            context=context,
         )
     _print_ctr(log, out, opts["sessions"])
+    if context is not None:
+        _print_context(log, context.name)
 
 
 def _check_options(ctx: click.Context, opts: dict[str, Any]) -> None:
@@ -326,6 +394,60 @@ def _check_options(ctx: click.Context, opts: dict[str, Any]) -> None:
         )
     if opts["seed"] < 0:
         raise InputError(f"--seed must be >= 0, got {opts['seed']}")
+    _check_context(opts)
+
+
+def _check_context(opts: dict[str, Any]) -> None:
+    """The --context options (one line each): a column that is not one of the log's own,
+    two or more values with shares summing to 1, an η for each of them."""
+    from ..simulation.context import RESERVED_COLUMNS
+
+    column, shares, eta = opts["context_column"], opts["context_shares"], opts["context_eta"]
+    if column is None:
+        for name in ("context_shares", "context_eta", "context_concentration"):
+            if opts[name] is not None:
+                raise click.UsageError(f"--{name.replace('_', '-')} needs --context COLUMN")
+        return
+    if not column or column in RESERVED_COLUMNS:
+        raise click.UsageError(f"--context {column!r} is a column of the log already; name "
+                               f"another (not one of {', '.join(RESERVED_COLUMNS)})")  # fmt: skip
+    if shares is None or len(shares) < 2:
+        raise click.UsageError("--context needs --context-shares with two values or more "
+                               "(phone=0.3,desktop=0.7)")  # fmt: skip
+    bad = [v for v, x in shares.items() if not 0 < x <= 1]
+    if bad:
+        raise click.UsageError(f"--context-shares must be numbers in (0, 1]; {bad[0]} is "
+                               f"{shares[bad[0]]:g}")  # fmt: skip
+    if abs(sum(shares.values()) - 1) > 1e-9:
+        raise click.UsageError(f"--context-shares must sum to 1, got {sum(shares.values()):g}")
+    if eta is not None:
+        if opts["click_model"] not in ETA_MODELS:
+            raise click.UsageError(f"--context-eta applies to {', '.join(ETA_MODELS)}, not "
+                                   f"{opts['click_model']}")  # fmt: skip
+        if set(eta) != set(shares):
+            raise click.UsageError(f"--context-eta must give each value of --context-shares "
+                                   f"its eta: {', '.join(shares)}")  # fmt: skip
+        for v, x in eta.items():
+            check_non_negative(x, name=f"--context-eta {v}")
+    kappa = opts["context_concentration"]
+    if kappa is not None and not (math.isfinite(kappa) and kappa > 0):
+        raise click.UsageError(f"--context-concentration must be a number > 0, got {kappa:g}")
+
+
+def _context(opts: dict[str, Any], spec: dict[str, Any], data: Any) -> Any:
+    """The :class:`~clickrank.simulation.Context` of the --context options, or None: each
+    value clicks by --click-model at its --context-eta (or every value at --eta)."""
+    from ..simulation import Context
+    from ..specs import make_click_model
+
+    if opts["context_column"] is None:
+        return None
+    eta = opts["context_eta"] or {}
+    models = {v: make_click_model({"name": opts["click_model"], **spec, "eta": e}, data.y,
+                                  names=("--max-label", "--threshold"))[0]
+              for v, e in eta.items()}  # fmt: skip
+    return Context(opts["context_column"], opts["context_shares"], models,
+                   query_concentration=opts["context_concentration"])  # fmt: skip
 
 
 def _say(note: str | None) -> None:
@@ -367,6 +489,24 @@ def _load_data(opts: dict[str, Any]) -> Any:
     if data.y is None:
         raise InputError(f"{opts['data_path']}: the data has no labels to simulate clicks from")
     return data
+
+
+def _print_context(log: Any, column: str) -> None:
+    """Each context value's sessions and clicks per session (one line)."""
+    import polars as pl
+
+    lf = log if isinstance(log, pl.LazyFrame) else log.lazy()
+    by = (
+        lf.group_by(pl.col(column).cast(pl.String))
+        .agg(sessions=(pl.col("position") == 1).sum(), clicks=pl.col("click").sum())
+        .sort(column)
+        .collect()
+    )
+    total = max(int(by["sessions"].sum()), 1)
+    parts = [f"{r[column]} {r['sessions'] / total:.1%} of the sessions, "
+             f"{r['clicks'] / max(r['sessions'], 1):.3f} clicks per session"
+             for r in by.iter_rows(named=True)]  # fmt: skip
+    click.echo(f"{column}: " + "; ".join(parts))
 
 
 def _print_ctr(log: Any, out: Path, sessions: int) -> None:
