@@ -33,7 +33,8 @@ features  ``--logs`` logs per slope of a context with many values: 1,000 segment
           the Wald test's rejection rate (its size at s = 0, its power otherwise). With
           ``--logger deterministic``: a deterministic logger over synthetic(300, 20),
           every document at one position, and ``method="regression-em"`` (the level from
-          regression EM's pooled curve, the slopes within documents).
+          regression EM's pooled curve, the slopes within documents); ``--logger swap``:
+          the same logger with 10 % rank-1 swaps and ``method="swap"``.
 cost      one parquet log of ``--sessions`` sessions (top 10, three loggers and 10 % swap,
           randpair and randomized sessions each, the device column): seconds of each
           estimator's pooled estimate and of the same with ``context="device"``, and their
@@ -163,7 +164,7 @@ SLOPES = (0.6, 0.1, 0.0)
 def _feature_data(logger: str):
     """The documents and the logger of the ``features`` part: a Plackett-Luce logger over
     synthetic(60, 10), or a deterministic one over synthetic(300, 20)."""
-    if logger == "deterministic":
+    if logger in ("deterministic", "swap"):
         data = synthetic(300, 20, seed=0)
         return data, DeterministicPolicy(data.X[:, 0])
     data = synthetic(60, 10, seed=1)
@@ -183,8 +184,9 @@ def _feature_logs(slope: float, n_logs: int, per_log: int, seed: int, logger: st
     step = max(per_log, (1_000_000 // per_log) * per_log)
     for start in range(0, n_logs * per_log, step):
         n = min(step, n_logs * per_log - start)
+        swaps = [Swap(0.1)] if logger == "swap" else None
         chunk = simulate(data, policy=policy, n_sessions=n, first_session=start, top_k=K,
-                         seed=seed, context=segment)  # fmt: skip
+                         seed=seed, context=segment, interventions=swaps)  # fmt: skip
         chunk = chunk.with_columns(x=feature, rep=(pl.col("session") // per_log).cast(pl.Int64))
         for part in chunk.partition_by("rep", maintain_order=True):
             yield part.drop("rep", "segment")
@@ -197,13 +199,17 @@ def features(n_logs: int, per_log: int, out: str | None, logger: str = "plackett
     z = 1.959963984540054
     logk = np.log(np.arange(1, K + 1))
     data = _feature_data(logger)[0]
-    method, kw = ("em", {}) if logger == "plackett-luce" else ("regression-em", {"data": data})
+    method, kw = {
+        "plackett-luce": ("em", {"n_boot": 0}),
+        "swap": ("swap", {}),
+        "deterministic": ("regression-em", {"data": data, "n_boot": 0}),
+    }[logger]
     for i, slope in enumerate(SLOPES):
         theta_cover, a_cover, w_cover, pooled_cover, rejected = [], [], [], [], []
         seconds = 0.0
         for log in _feature_logs(slope, n_logs, per_log, seed=300 + i, logger=logger):
             t = time.perf_counter()
-            p = estimate_propensities(log, method=method, context_features="x", n_boot=0, **kw)
+            p = estimate_propensities(log, method=method, context_features="x", **kw)
             seconds += time.perf_counter() - t
             m = p.contexts
             x = np.array([float(v[0]) for v in m.values])
@@ -292,8 +298,10 @@ def main() -> None:
     )
     ap.add_argument("--sessions", type=int, default=1_000_000, help="cost: sessions")
     ap.add_argument("--repeats", type=int, default=2, help="cost: best of this many")
-    ap.add_argument("--logger", default="plackett-luce", choices=["plackett-luce", "deterministic"],
-                    help="features: the logger (deterministic: regression EM's level)")  # fmt: skip
+    ap.add_argument("--logger", default="plackett-luce",
+                    choices=["plackett-luce", "deterministic", "swap"],
+                    help="features: the logger (deterministic: regression EM's level; swap: "
+                    "the same with 10 %% swaps, the swap estimate's level)")  # fmt: skip
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--tmp", default=None, help="cost: folder for the temporary parquet log")
     args = ap.parse_args()

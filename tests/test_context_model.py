@@ -173,11 +173,10 @@ def _bad(log, **kw):
         (None, {"context_features": "segment"}, InputError, "dtype Categorical; expected numbers"),
         (None, {"context_features": "position"}, InputError, "a column of the log's own contract"),
         (None, {"context_features": ["x", "x"]}, InputError, "names a column twice"),
-        (None, {"context_features": "x", "method": "swap"}, InputError,
-         "fitted with method 'em', 'regression-em' or 'auto'"),
         (None, {"context_features": "x", "method": "regression-em"}, InputError,
          "regression-em' needs the documents' features: pass data="),
-        (None, {"context_features": "x", "context": "segment"}, InputError, "no context="),
+        (None, {"context_features": "x", "context": "segment"}, InputError,
+         "context_features and context=: give one"),
         (None, {"context_features": "x", "constraint": "all"}, InputError, "constraint='observed'"),
         (pl.lit(1.0), {"context_features": "x"}, InputError, "'x' is constant in the log"),
         (pl.when(pl.col("session") == 7).then(None).otherwise(pl.col("x")),
@@ -233,12 +232,14 @@ def test_the_command_line_fits_the_model_and_refuses_other_methods(sloped, tmp_p
     assert Propensities.load(out) == want
     assert res.stdout == want.summary() + "\n"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    for args in (["--method", "swap"], ["--method", "em", "--context", "segment"]):
+    for args, said in (
+        (["--method", "em", "--context", "segment"], "without --context or"),
+        (["--method", "swap", "--bootstrap", "5"], "--bootstrap with --context-f"),
+    ):
         bad = tmp_path / "bad.json"
         res = CliRunner().invoke(cli, ["propensity", str(log), *args, "--context-features", "x",
                                        "-o", str(bad)])  # fmt: skip
-        assert res.exit_code == 2
-        assert "fitted on a local log with --method em, regression" in res.output
+        assert res.exit_code == 2 and said in res.output, res.output
         assert not bad.exists()
 
 
@@ -342,7 +343,8 @@ def test_without_position_variety_the_slopes_come_from_within_documents(one_posi
     with pytest.raises(EstimationError, match="not identified.*'regression-em' .or 'auto'. with"):
         estimate_propensities(log, method="em", context_features="x", n_boot=0)
     got = estimate_propensities(log, method="auto", context_features="x", data=data, n_boot=0)
-    assert got.method == "regression-em" and got.info["context_fit"].startswith("regression EM")
+    assert got.method == "regression-em"
+    assert got.info["context_fit"].startswith("regression-em's pooled curve")
     plain = estimate_propensities(log, method="regression-em", data=data)
     np.testing.assert_array_equal(got.theta, plain.theta)
     m = got.contexts
@@ -429,3 +431,30 @@ def test_slopes_within_documents_agree_with_ems_and_say_when_they_see_nothing(sl
                                 data=data, n_boot=0)  # fmt: skip
     assert "constant within each document's impressions" in got.warnings[-1]
     assert "not tested" in got.contexts.verdict()
+
+
+def test_on_a_swap_log_the_level_is_the_swap_estimate_and_auto_keeps_it():
+    """With randomized swaps ``auto``'s pooled curve is the swap estimate, with or without
+    features; the model takes it as the level and the slopes from within documents."""
+    from clickrank.policies import DeterministicPolicy
+    from clickrank.simulation import Context, Swap, simulate
+
+    x = np.linspace(-1, 1, SEGMENTS)
+    names = [f"s{i:02d}" for i in range(SEGMENTS)]
+    models = {v: PBM(PowerLaw(1 + SLOPE * xv)) for v, xv in zip(names, x, strict=True)}
+    data = synthetic(300, 20, seed=0)
+    log = simulate(data, policy=DeterministicPolicy(data.X[:, 0]), n_sessions=30_000, top_k=K,
+                   interventions=[Swap(0.5)], seed=4,
+                   context=Context("segment", dict.fromkeys(names, 1.0), models))  # fmt: skip
+    log = log.with_columns(x=pl.col("segment").cast(pl.String).replace_strict(
+        dict(zip(names, x.tolist(), strict=True)), return_dtype=pl.Float64))  # fmt: skip
+    got = estimate_propensities(log, method="auto", context_features="x", data=data, n_boot=0)
+    plain = estimate_propensities(log, method="auto", data=data, n_boot=0)
+    assert got.method == plain.method == "swap" and got.info["source"] == plain.info["source"]
+    np.testing.assert_array_equal(got.theta, plain.theta)
+    assert got.info["context_fit"].startswith("swap's pooled curve")
+    m = got.contexts
+    z = (m.coef[1:, 1] + SLOPE * np.log(np.arange(2, K + 1))) / m.coef_se[1:, 1]
+    assert np.all(np.abs(z) < 3.5), z
+    mean = (m.theta * m.n).sum(axis=0) / m.n.sum(axis=0)
+    np.testing.assert_allclose(mean, got.theta, rtol=1e-10)

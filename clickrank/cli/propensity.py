@@ -9,7 +9,7 @@ import click
 from .._core._io import check_output
 from .._core._validation import check_alpha
 from ..engine.cli import check_log_source, engine_options, is_table, open_log
-from ..specs.names import FEATURE_METHODS, PROPENSITY_METHODS
+from ..specs.names import PROPENSITY_METHODS
 from ._root import cli, out_option, top_k_option
 
 _METHODS = PROPENSITY_METHODS
@@ -236,8 +236,9 @@ def _auto(lf, log, data, n_boot, seed, kw):
     multiple=True,
     help="Numeric columns describing each session's context, for a context with too many "
     "values for a curve each (repeat it or separate names by commas): model log θ as "
-    "linear in them, with intervals and a test of no effect. --method em, regression-em "
-    "(the level from its pooled curve, the slopes within documents) or auto.",
+    "linear in them, with intervals and a test of no effect: by EM's likelihood with "
+    "--method em (or auto where documents moved), else the method's curve as the level "
+    "and the slopes within documents.",
 )
 @click.option(
     "-f",
@@ -259,12 +260,13 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
                                f"{', '.join(_BOOTSTRAPPED)} (each context's interval is "
                                f"{method}'s own)")  # fmt: skip
     features = _context_columns(feature_values)
-    if features is not None and (method not in FEATURE_METHODS or context is not None
-                                 or engine == "spark"):  # fmt: skip
+    if features is not None and (context is not None or engine == "spark"):
         raise click.UsageError(
-            "--context-features is fitted on a local log with --method em, regression-em "
-            "or auto, without --context or --engine spark"
+            "--context-features is fitted on a local log, without --context or --engine spark"
         )
+    if features is not None and n_boot and method not in _BOOTSTRAPPED:
+        raise click.UsageError(f"--bootstrap with --context-features applies to --method "
+                               f"{', '.join(_BOOTSTRAPPED)}")  # fmt: skip
     _check_bootstrap(method, n_boot, K)
     if method == "regression-em" and data_path is None:
         raise click.UsageError("--method regression-em needs --data (the documents' features)")
@@ -286,15 +288,10 @@ def propensity(log, method, out, plot_path, alpha, K, n_boot, seed, context_valu
     if features is not None:
         click.echo(f"{method}: θ as a function of {', '.join(features)} (the pooled curve "
                    "and its interval, then the model)", err=True)  # fmt: skip
-        result = estimate_propensities(
-            lf,
-            method=method,
-            context_features=features,
-            seed=seed,
-            **({} if n_boot is None else {"n_boot": n_boot}),
-            **({} if data is None else {"data": data}),
-            **kw,
-        )
+        own = {} if method not in _BOOTSTRAPPED else {
+            "seed": seed, **({} if n_boot is None else {"n_boot": n_boot}),
+            **({} if data is None else {"data": data})}  # fmt: skip
+        result = estimate_propensities(lf, method=method, context_features=features, **own, **kw)
     elif context is not None:
         result = _by_context(lf, method, context, data, n_boot, seed, kw)
     elif method == "auto":

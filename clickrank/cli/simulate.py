@@ -282,6 +282,9 @@ def simulate(ctx: click.Context, **opts: Any) -> None:
       clickrank simulate --data Fold1/train.txt --sessions 1000000 --out log.parquet
       clickrank simulate --synthetic 1300 --click-model dbn --swap-fraction 0.1 \\
           --out log.parquet --force
+      clickrank simulate --synthetic 1300 --swap-fraction 0.1 --context device \\
+          --context-shares phone=0.3,desktop=0.7 --context-eta phone=2,desktop=0.5 \\
+          --out devices.parquet
     """
     from ..policies.production import ProductionRanker, describe_quality
     from ..simulation import estimate_log_bytes

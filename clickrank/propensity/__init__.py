@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._core._validation import InputError, check_choice
-from ..specs.names import FEATURE_METHODS
 from ._auto import PropensitySource, auto, choose_source, source_and_cells
 from ._bootstrap import bootstrap
 from ._context import CONTEXT_METHODS, by_context, check_context
@@ -138,11 +137,12 @@ def estimate_propensities(
         its features): θ is modelled as log-linear in them (Fang, Agarwal & Joachims
         (2019); the model in :mod:`clickrank.propensity._context_model`), with intervals
         and the Wald test of no feature effect (``result.contexts``, a
-        :class:`ContextModel`). ``method="em"`` fits it by EM's likelihood (documents
-        shown at several positions); ``"regression-em"`` (a log whose documents each stay
-        at one position) takes its level from regression EM's pooled curve and its slopes
-        from within each (query, doc, position); ``"auto"`` picks regression EM's where
-        :func:`choose_source` does, else EM's. ``theta`` stays the method's pooled curve.
+        :class:`ContextModel`). Where the pooled curve is EM's (``method="em"``, or
+        ``"auto"`` where documents moved) the model is fitted by EM's likelihood; with
+        any other method (``"regression-em"`` on a log whose documents each stay at one
+        position, ``"swap"``, ``"auto"`` on a log with randomized interventions, ...) its
+        level is that method's pooled curve and its slopes come from within each (query,
+        doc, position). ``theta`` stays the method's pooled curve.
     **kw
         Passed to the estimator (``K``, ``route``, ``weighting``, ``n_boot``, ...;
         ``data``, a RankingData, for ``regression-em`` and ``auto``).
@@ -153,10 +153,10 @@ def estimate_propensities(
     """
     check_choice(method, METHODS, name="method")
     if context_features is not None:
-        if context is not None or method not in FEATURE_METHODS:
+        if context is not None:
             raise InputError(
-                "context_features is fitted with method 'em', 'regression-em' or 'auto', and "
-                "no context= (one curve per value of a context with few values)"
+                "context_features and context=: give one (a curve per value of a context "
+                "with few values, or a model of a context's features)"
             )
         return by_features(as_lazy(log), context_features, method, **kw)
     if method == "auto":

@@ -198,16 +198,16 @@ def slope_model(
     lf: Any, features: tuple[str, ...], pooled: Any, *, max_iter: int = 200, tol: float = 1e-9
 ) -> tuple[ContextModel, list[str]]:
     r"""The module docstring's model with its level from ``pooled`` and its slopes from
-    within each (query, doc, position): for a log whose documents each stay at one
-    position (a deterministic logger without interventions), where EM's likelihood does
-    not identify :math:`a_k`.
+    within each (query, doc, position): for a pooled curve other than EM's, among them
+    regression EM's on a log whose documents each stay at one position (a deterministic
+    logger without interventions), where EM's likelihood does not identify :math:`a_k`.
 
     A document shown at position :math:`k` to sessions of several contexts is clicked in
     proportion to :math:`\theta_k(x)` alone, its relevance being the same for all, so
     :math:`w_k` maximizes the PBM likelihood with one relevance per (query, doc,
     position) profiled out (the same Newton, on a design of the standardized features
     alone, whatever the logger; intervals from the observed information). The level
-    comes from ``pooled``, a pooled curve of the same log (regression EM's): it
+    comes from ``pooled``, a pooled curve of the same log (swap's, regression EM's): it
     estimates :math:`\bar\theta_k`, the mean of :math:`\theta_k(x)` over position
     :math:`k`'s impressions, so :math:`a_k = \log\bar\theta_k - \log M_k(w_k)` with
     :math:`M_k(w_k)` the mean of :math:`e^{w_k^\top z}` there. The standard error of
@@ -380,61 +380,43 @@ def _as_text(uniq: np.ndarray, lf: Any, features: tuple[str, ...]) -> tuple[tupl
 
 
 def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
-    """The pooled estimate of ``lf`` by ``method`` (the same numbers as without features)
-    holding the model of its curve as a function of ``features`` (``contexts``, a
-    :class:`ContextModel`): EM's joint fit (``"em"``), or regression EM's pooled curve as
-    the level and the slopes within documents (``"regression-em"``, :func:`slope_model`);
-    ``"auto"`` takes regression EM's where :func:`~clickrank.propensity.choose_source`
-    does (no randomized intervention and no document at several positions), else EM's.
-    ``kw`` goes to the estimator."""
+    """The pooled estimate of ``lf`` by ``method`` (the same numbers as without features,
+    ``auto``'s choice included) holding the model of its curve as a function of
+    ``features`` (``contexts``, a :class:`ContextModel`): EM's joint fit of the levels and
+    the slopes where the pooled curve is EM's (documents seen at several positions), else
+    that curve as the level and the slopes within each (query, doc, position)
+    (:func:`slope_model`). ``kw`` goes to the estimator."""
     from dataclasses import replace
 
     from ..engine import is_spark
-    from ._auto import PropensitySource, choose_source
-    from ._em import em
-    from ._regression_em import regression_em
+    from . import estimate_propensities
 
     if is_spark(lf):
         raise InputError("context_features: the model is fitted on a polars log, not a "
                          "Spark DataFrame (aggregate to the log's columns first)")  # fmt: skip
     cols = check_features(lf, features)
-    source = None
-    if method == "auto":  # regression EM's where it is the source, else EM's (documents move)
-        source = choose_source(lf, kw.get("data"), K=kw.get("K"))
-        method = "regression-em" if source.method == "regression-em" else "em"
-        if source.method not in ("em", "regression-em"):
-            why = f"{source.reason}; the model of θ in the features is EM's likelihood"
-            source = PropensitySource("harvested", "em", why)
-    if method == "regression-em":
-        if kw.get("data") is None:
-            raise InputError("method 'regression-em' needs the documents' features: pass data=")
-        pooled = regression_em(lf, **{k: v for k, v in kw.items() if k in _REGRESSION_EM})
-        model, warns = slope_model(lf, cols, pooled)
-        levels = "regression EM's pooled curve; slopes within each (query, doc, position)"
-    else:
-        if kw.get("constraint", "observed") != "observed":
-            raise InputError("context_features: the model's likelihood is EM's with "
-                             "constraint='observed'")  # fmt: skip
-        try:
-            pooled = em(lf, **{k: v for k, v in kw.items() if k not in ("data", "sensitivity")})
-        except EstimationError as err:
-            if "not identified" not in str(err):
-                raise
-            raise EstimationError(f"{err}; for context_features, method='regression-em' (or "
-                                  "'auto') with data= takes the level from regression EM and "
-                                  "the slopes from within documents") from None  # fmt: skip
+    if method == "em" and kw.get("constraint", "observed") != "observed":
+        raise InputError("context_features: the model's likelihood is EM's with "
+                         "constraint='observed'")  # fmt: skip
+    try:
+        pooled = estimate_propensities(lf, method, **kw)
+    except EstimationError as err:
+        if method != "em" or "not identified" not in str(err):
+            raise
+        raise EstimationError(f"{err}; for context_features, method='regression-em' (or "
+                              "'auto') with data= takes the level from regression EM and "
+                              "the slopes from within documents") from None  # fmt: skip
+    if pooled.method.removesuffix("+bootstrap") == "em":
         model, warns = context_model(lf, cols, K=pooled.K, max_iter=kw.get("max_iter", 200),
                                      tol=kw.get("tol", 1e-9))  # fmt: skip
-        levels = "EM's likelihood (levels and slopes jointly)"
+        fit = "EM's likelihood (levels and slopes jointly)"
+    else:
+        model, warns = slope_model(lf, cols, pooled)
+        fit = f"{pooled.method}'s pooled curve; slopes within each (query, doc, position)"
     return replace(
         pooled,
         contexts=model,
         warnings=(*pooled.warnings, *warns),
-        info={**pooled.info, "context_features": list(cols), "context_fit": levels,
-              "context_reference": "Fang, Agarwal & Joachims, SIGIR 2019",
-              **({} if source is None else {"source": source.to_dict()})},
+        info={**pooled.info, "context_features": list(cols), "context_fit": fit,
+              "context_reference": "Fang, Agarwal & Joachims, SIGIR 2019"},
     )  # fmt: skip
-
-
-#: The arguments of :func:`~clickrank.propensity.regression_em` that ``by_features`` passes.
-_REGRESSION_EM = ("data", "K", "n_boot", "folds", "correction", "sensitivity", "seed", "progress")

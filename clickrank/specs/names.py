@@ -24,7 +24,6 @@ __all__ = [
     "LAMBDAMART_SELECTION",
     "LAMBDAMART_SHAPE",
     "PROPENSITY_METHODS",
-    "FEATURE_METHODS",
     "INTERLEAVING_METHODS",
     "EMPTY_CONVENTIONS",
     "CANDIDATE_SETS",
@@ -166,9 +165,6 @@ PROPENSITY_METHODS = (
     "regression-em",
     "auto",
 )
-#: The methods that fit a model of θ in context features
-#: (``estimate_propensities(..., context_features=)``).
-FEATURE_METHODS = ("em", "regression-em", "auto")
 #: Interleaving methods of a simulated comparison (:mod:`clickrank.interleaving`).
 INTERLEAVING_METHODS = ("team-draft", "balanced", "probabilistic", "optimized")
 #: What a query without a relevant document scores (:mod:`clickrank.metrics`).

@@ -84,8 +84,7 @@ def resolve_propensities(data: Any, log: Any, propensities: Any, method: str | N
     context : tuple of str, optional
         Context columns: the estimate holds a curve per context.
     features : tuple of str, optional
-        Context features: the estimate holds a model of θ in them, by ``method`` when it
-        is ``"em"`` or ``"regression-em"``, else as ``"auto"`` chooses.
+        Context features: the same estimate, holding a model of θ in them.
 
     Returns
     -------
@@ -107,11 +106,8 @@ def resolve_propensities(data: Any, log: Any, propensities: Any, method: str | N
     kw: dict[str, Any] = {"n_boot": 0} if method == "em" else {}
     if method in ("auto", "regression-em"):
         kw = {"n_boot": 0, "seed": seed, "data": data, "sensitivity": 0}
-    if features is not None:  # EM's model, or regression EM's level with the slopes
-        method = method if method in ("em", "regression-em") else "auto"
-        kw = {"n_boot": 0, "context_features": features}
-        if method != "em":
-            kw.update(seed=seed, data=data, sensitivity=0)
+    if features is not None:  # the same pooled curve, holding the model in the features
+        kw["context_features"] = features
     try:
         theta = estimate_propensities(log, method=method, context=context, **kw)
     except EstimationError as err:
