@@ -232,8 +232,10 @@ class ClickRanker(Params):
         (docs/contextual-bias.md).
     context_features : str or list of str, optional
         Numeric columns of the log describing a context with too many values for a
-        curve each: θ is EM's model log-linear in them
-        (``estimate_propensities(..., context_features=)``), and every IPS and doubly
+        curve each: θ is modelled as log-linear in them, its level the propensities the
+        fit uses without them (``estimate_propensities(..., context_features=)``: EM's
+        joint fit, or the pooled curve and the slopes within documents), and every IPS
+        and doubly
         robust target and the validation weigh an impression by the model's curve at
         its context; Unbiased LambdaMART learns one set of biases. Not with ``context``.
     proximal : float, optional
