@@ -158,7 +158,7 @@ def estimate_propensities(
                 "context_features and context=: give one (a curve per value of a context "
                 "with few values, or a model of a context's features)"
             )
-        return by_features(as_lazy(log), context_features, method, **kw)
+        return by_features(as_lazy(log), context_features, method, estimate_propensities, **kw)
     if method == "auto":
         return auto(log, context=context, **kw)
     if method == "regression-em" and kw.get("data") is None:

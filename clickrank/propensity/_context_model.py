@@ -35,6 +35,7 @@ log-linear is approximated by the closest one in likelihood.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -379,17 +380,18 @@ def _as_text(uniq: np.ndarray, lf: Any, features: tuple[str, ...]) -> tuple[tupl
     return tuple(frame.iter_rows())
 
 
-def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
-    """The pooled estimate of ``lf`` by ``method`` (the same numbers as without features,
-    ``auto``'s choice included) holding the model of its curve as a function of
-    ``features`` (``contexts``, a :class:`ContextModel`): EM's joint fit of the levels and
-    the slopes where the pooled curve is EM's (documents seen at several positions), else
-    that curve as the level and the slopes within each (query, doc, position)
-    (:func:`slope_model`). ``kw`` goes to the estimator."""
+def by_features(
+    lf: Any, features: Any, method: str, estimate: Callable[..., Any], **kw: Any
+) -> Any:
+    """The pooled estimate of ``lf`` by ``method`` (``estimate(lf, method, **kw)``, the same
+    numbers as without features, ``auto``'s choice included) holding the model of its
+    curve as a function of ``features`` (``contexts``, a :class:`ContextModel`): EM's joint
+    fit of the levels and the slopes where the pooled curve is EM's (documents seen at
+    several positions), else that curve as the level and the slopes within each (query,
+    doc, position) (:func:`slope_model`)."""
     from dataclasses import replace
 
     from ..engine import is_spark
-    from . import estimate_propensities
 
     if is_spark(lf):
         raise InputError("context_features: the model is fitted on a polars log, not a "
@@ -399,7 +401,7 @@ def by_features(lf: Any, features: Any, method: str = "em", **kw: Any) -> Any:
         raise InputError("context_features: the model's likelihood is EM's with "
                          "constraint='observed'")  # fmt: skip
     try:
-        pooled = estimate_propensities(lf, method, **kw)
+        pooled = estimate(lf, method, **kw)
     except EstimationError as err:
         if method != "em" or "not identified" not in str(err):
             raise
