@@ -761,6 +761,24 @@ def test_a_run_with_a_context_estimates_and_reports_theta_per_value(tmp_path):
     assert "### θ by device (swap)" in report
     assert "one curve is not enough" in report
     assert any("ips-true skipped" in n for n in res.results["notes"])
+    # concentration: each query its own mix, in the log's description
+    mixed = _with(context={**ctx, "concentration": 1.0}, propensity={"methods": ["swap"]},
+                  targets={"names": ["naive", "ips"]}, interleaving={"pairs": []},
+                  learning_curve={"sessions": []}, evaluation={"compare": []},
+                  simulation={"sessions": 20_000})  # fmt: skip
+    run_experiment(mixed, tmp_path / "mixed", progress=False)
+    from clickrank.clicklog import read_log_metadata
+
+    meta = read_log_metadata(tmp_path / "mixed" / "log.parquet")["context"][0]
+    assert meta["query_concentration"] == 1.0
+
+    def phone_share(frame):  # each query's share of phone sessions
+        first = frame.filter(pl.col("position") == 1)
+        return first.group_by("query").agg(phone=(pl.col("device") == "phone").mean())["phone"]
+
+    mixed_log = pl.read_parquet(tmp_path / "mixed" / "log.parquet")
+    # Beta(0.3, 0.7) per query against the binomial noise alone
+    assert phone_share(mixed_log).std() > 2 * phone_share(log).std()
     # the configuration without [context] is the one without the section (same hash)
     assert "context" not in load_config(TINY).values
     assert load_config(TINY).hash() == load_config({**TINY, "context": {}}).hash()
@@ -772,6 +790,9 @@ def test_a_run_with_a_context_estimates_and_reports_theta_per_value(tmp_path):
      r"\[context\] shares must sum to 1"),
     ({"column": "device", "shares": {"a": 0.5, "b": 0.5}, "eta": {"a": 1}},
      r"\[context\] eta must give each value of shares its η"),
+    ({"column": "device", "shares": {"a": 0.5, "b": 0.5}, "eta": {"a": 1, "b": 2},
+      "concentration": 0}, r"\[context\] concentration must be a number > 0, got 0"),
+    ({"concentration": 1.0}, r"\[context\] concentration needs \[context\] column"),
 ])  # fmt: skip
 def test_a_bad_context_section_is_one_line(ctx, message):
     with pytest.raises(ConfigError, match=message):

@@ -337,12 +337,13 @@ def _trial_click_model(c: _Checker) -> None:
 
 
 def _context(c: _Checker, base_dir: Path) -> None:
-    """``[context]``: a column name, the values' shares (summing to 1) and their curves."""
+    """``[context]``: a column name, the values' shares (summing to 1), their curves and the
+    queries' concentration around the shares."""
     from ..clicklog import LOG_SCHEMA
 
     ctx = c.v.get("context") or {}
     if ctx.get("column") is None:
-        for key in ("shares", "eta"):
+        for key in ("shares", "eta", "concentration"):
             if ctx.get(key) is not None:
                 c.fail("context", key, "needs [context] column (the context's name)")
         return
@@ -366,6 +367,9 @@ def _context(c: _Checker, base_dir: Path) -> None:
     if c.v["click_model"]["name"] not in ETA_MODELS:
         c.fail("context", "eta", f"applies to [click_model] {', '.join(ETA_MODELS)}, not "
                f"{c.v['click_model']['name']}")  # fmt: skip
+    kappa = ctx.get("concentration")
+    if kappa is not None and not kappa > 0:
+        c.fail("context", "concentration", f"must be a number > 0, got {kappa!r}")
 
 
 def _unique(c: _Checker, section: str, key: str) -> None:

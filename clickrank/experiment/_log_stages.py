@@ -160,7 +160,8 @@ class _LogStages:
 
     def context(self):
         """The ``[context]`` of the simulation (a :class:`~clickrank.simulation.Context` whose
-        values click by [click_model] at their own η), or None."""
+        values click by [click_model] at their own η, each query with shares of its own
+        around ``shares`` with ``concentration``), or None."""
         from ..simulation import Context
         from ..specs import make_click_model
 
@@ -170,7 +171,8 @@ class _LogStages:
         labels = [f(p.y) for p in self.parts.values() for f in (np.min, np.max)]
         models = {v: make_click_model({**self.cfg["click_model"], "eta": e}, labels)[0]
                   for v, e in ctx["eta"].items()}  # fmt: skip
-        return Context(ctx["column"], dict(ctx["shares"]), models)
+        return Context(ctx["column"], dict(ctx["shares"]), models,
+                       query_concentration=ctx.get("concentration"))  # fmt: skip
 
     def context_column(self) -> str | None:
         return self.cfg.values.get("context", {}).get("column")

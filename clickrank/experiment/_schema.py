@@ -58,7 +58,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "randomize_k": "int",
     },
     "simulation": {"sessions": "int", "top_k": "int", "chunk_size": "int", "seed": "int"},
-    "context": {"column": "str", "shares": "table", "eta": "table"},
+    "context": {"column": "str", "shares": "table", "eta": "table", "concentration": "number"},
     "propensity": {
         "methods": "strs",
         "bootstrap": "int",
