@@ -234,14 +234,7 @@ def slope_model(
     grp = grp.ravel()
     F = len(features)
     slot = np.cumsum(free) - 1
-    rows = np.flatnonzero(free[pos])
-    D = sparse.csr_matrix(
-        (
-            Z[rows].ravel(),
-            (np.repeat(rows, F), (slot[pos[rows]][:, None] * F + np.arange(F)).ravel()),
-        ),
-        shape=(pos.size, int(free.sum()) * F),
-    )
+    D = _design(pos, Z, free, slot, F, level=False)
     offset = np.where(np.isfinite(level), level, -np.inf)[pos]
     beta, iterations, converged = _fit(D, offset, np.zeros(D.shape[1]), grp, n, c, unit.size,
                                        max_iter=max_iter, tol=tol)  # fmt: skip
@@ -280,16 +273,18 @@ def slope_model(
     return _model(lf, features, uniq, ctx, pos, n, K, **fit), warns
 
 
-def _design(pos: np.ndarray, Z: np.ndarray, free: np.ndarray, slot: np.ndarray, F: int):
+def _design(pos: np.ndarray, Z: np.ndarray, free: np.ndarray, slot: np.ndarray, F: int,
+            level: bool = True):  # fmt: skip
     """Sparse ``[cells, free positions x (1 + F)]`` design: a cell at a free position has
-    a 1 and its standardized features in that position's block (zero rows elsewhere)."""
+    a 1 and its standardized features in that position's block (zero rows elsewhere);
+    without ``level``, ``[cells, free positions x F]``, the features alone."""
+    width = F + int(level)
     rows = np.flatnonzero(free[pos])
-    base = slot[pos[rows]] * (1 + F)
-    cols = base[:, None] + np.arange(1 + F)
-    vals = np.column_stack([np.ones(rows.size), Z[rows]])
+    cols = (slot[pos[rows]] * width)[:, None] + np.arange(width)
+    vals = np.column_stack([np.ones(rows.size), Z[rows]]) if level else Z[rows]
     return sparse.csr_matrix(
-        (vals.ravel(), (np.repeat(rows, 1 + F), cols.ravel())),
-        shape=(pos.size, int(free.sum()) * (1 + F)),
+        (vals.ravel(), (np.repeat(rows, width), cols.ravel())),
+        shape=(pos.size, int(free.sum()) * width),
     )
 
 
@@ -413,7 +408,8 @@ def by_features(
                                      tol=kw.get("tol", 1e-9))  # fmt: skip
         fit = "EM's likelihood (levels and slopes jointly)"
     else:
-        model, warns = slope_model(lf, cols, pooled)
+        model, warns = slope_model(lf, cols, pooled, max_iter=kw.get("max_iter", 200),
+                                   tol=kw.get("tol", 1e-9))  # fmt: skip
         fit = f"{pooled.method}'s pooled curve; slopes within each (query, doc, position)"
     return replace(
         pooled,

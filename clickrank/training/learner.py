@@ -235,9 +235,9 @@ class ClickRanker(Params):
         curve each: θ is modelled as log-linear in them, its level the propensities the
         fit uses without them (``estimate_propensities(..., context_features=)``: EM's
         joint fit, or the pooled curve and the slopes within documents), and every IPS
-        and doubly
-        robust target and the validation weigh an impression by the model's curve at
-        its context; Unbiased LambdaMART learns one set of biases. Not with ``context``.
+        and doubly robust target and the validation weigh an impression by the model's
+        curve at its context; Unbiased LambdaMART learns one set of biases. Not with
+        ``context``.
     proximal : float, optional
         Train every member with PRPO's clipping :math:`\epsilon` around the
         logging ranker's rankings (:class:`~clickrank.lambdamart.LambdaMART`
